@@ -1,0 +1,33 @@
+namespace Mux.Samples.Load;
+
+/// <summary>Returns canned users, like the BeetleX XRPC sample, so the test measures the RPC path.</summary>
+public sealed class UserService : IUserService
+{
+    public Task<List<User>> List(int count, CancellationToken cancellationToken = default)
+    {
+        var users = new List<User>(count);
+        for (int i = 0; i < count; i++)
+        {
+            users.Add(new User
+            {
+                ID = i,
+                Name = "user" + i,
+                City = "GuangZhou",
+                EMail = "henryfan@msn.com",
+                Remark = "http://ikende.com",
+            });
+        }
+
+        return Task.FromResult(users);
+    }
+
+    public ValueTask<int> Add(int a, int b) => new(a + b);
+
+    public Task Touch(string id) => Task.CompletedTask;
+}
+
+/// <summary>Answers <see cref="ILoadStats"/> from the hosting server.</summary>
+public sealed class LoadStats(Func<long> connectionsAccepted) : ILoadStats
+{
+    public ValueTask<long> GetConnectionsAccepted() => new(connectionsAccepted());
+}

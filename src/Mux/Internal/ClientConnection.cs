@@ -1,0 +1,281 @@
+using System.Buffers;
+using System.Buffers.Binary;
+using Microsoft.Extensions.Logging;
+using Mux.Protocol;
+using Mux.Serialization;
+using Mux.Transport;
+
+namespace Mux.Internal;
+
+/// <summary>
+/// The client end of a connection: sends requests, correlates responses by call id, and makes
+/// sure every call completes exactly once (see <see cref="PendingCall"/>).
+/// </summary>
+internal sealed class ClientConnection : MuxConnection
+{
+    private readonly PendingCallTable _pending = new();
+
+    // Completed by HelloAck (or failed by a refusal or close). Continuations run asynchronously so
+    // that ConnectAsync's caller never runs on the reader loop.
+    private readonly TaskCompletionSource _handshake = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    private readonly MuxClientOptions _options;
+
+    // Milliseconds a call may wait, or -1 for no deadline. Immutable.
+    private readonly long _callTimeoutMs;
+
+    // Scans the table for expired calls; null when calls have no deadline. Disposed on close.
+    private readonly Timer? _timeoutTimer;
+
+    // The last call id handed out; incremented atomically by callers.
+    private uint _lastCallId;
+
+    // Set (once) when the server sent GoAway: new calls fail at once. Written by the reader loop.
+    private volatile bool _goingAway;
+
+    static ClientConnection()
+    {
+        MuxFormatterResolver.TryRegister(VoidResultFormatter.Instance);
+    }
+
+    private ClientConnection(IMuxTransport transport, MuxClientOptions options, ILogger logger, string name)
+        : base(transport, options.MaxFrameSize, logger, name)
+    {
+        _options = options;
+        _callTimeoutMs = options.CallTimeout == Timeout.InfiniteTimeSpan ? -1 : (long)options.CallTimeout.TotalMilliseconds;
+        if (_callTimeoutMs > 0)
+        {
+            // A tenth of the timeout keeps deadlines within ~10% without waking often.
+            var period = TimeSpan.FromMilliseconds(Math.Clamp(_callTimeoutMs / 10, 10, 1000));
+            using (ExecutionContext.SuppressFlow())
+            {
+                _timeoutTimer = new Timer(static state => ((ClientConnection)state!).FailExpiredCalls(), this, period, period);
+            }
+        }
+    }
+
+    public int PendingCallCount => _pending.Count;
+
+    /// <summary>Starts the loops, sends Hello, and waits for the server's HelloAck.</summary>
+    public static async Task<ClientConnection> ConnectAsync(IMuxTransport transport, MuxClientOptions options, ILogger logger, string name, CancellationToken cancellationToken)
+    {
+        var connection = new ClientConnection(transport, options, logger, name);
+        connection.StartLoops();
+        try
+        {
+            var settings = new HandshakeSettings(ProtocolConstants.Version, options.MaxFrameSize, int.MaxValue, options.AuthToken);
+            connection.SendHello(settings);
+            await connection._handshake.Task.WaitAsync(options.ConnectTimeout, cancellationToken).ConfigureAwait(false);
+            return connection;
+        }
+        catch (TimeoutException ex)
+        {
+            connection.Close(MuxCloseReason.HandshakeTimeout, ex);
+            await connection.Completion.ConfigureAwait(false);
+            throw new MuxConnectionException($"The Mux server at {name} did not answer the handshake within {options.ConnectTimeout} (MuxClientOptions.ConnectTimeout).", MuxCloseReason.HandshakeTimeout, ex);
+        }
+        catch
+        {
+            await connection.DisposeAsync().ConfigureAwait(false);
+            throw;
+        }
+    }
+
+    private void SendHello(in HandshakeSettings settings)
+    {
+        var body = new HelloBody(settings);
+        SendFrame(FrameType.Hello, 0, 0, ref body);
+    }
+
+    public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
+        where TArguments : struct, IMuxArguments
+    {
+        if (cancellationToken.IsCancellationRequested)
+        {
+            return ValueTask.FromCanceled<TResult>(cancellationToken);
+        }
+
+        PendingCall<TResult> call = PendingCall<TResult>.Rent(this, 0, methodId, ComputeDeadline());
+        Exception? failure = Start(call, methodId, arguments, cancellationToken);
+        return failure is null ? new ValueTask<TResult>(call, call.Version) : ValueTask.FromException<TResult>(failure);
+    }
+
+    public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
+        where TArguments : struct, IMuxArguments
+    {
+        if (cancellationToken.IsCancellationRequested)
+        {
+            return ValueTask.FromCanceled(cancellationToken);
+        }
+
+        PendingCall<VoidResult> call = PendingCall<VoidResult>.Rent(this, 0, methodId, ComputeDeadline());
+        Exception? failure = Start(call, methodId, arguments, cancellationToken);
+        return failure is null ? new ValueTask(call, call.Version) : ValueTask.FromException(failure);
+    }
+
+    /// <summary>
+    /// Publishes the call, sends its request and hooks up cancellation. Returns an exception when
+    /// the call failed before anything was sent (the call object is then back in its pool).
+    /// </summary>
+    private Exception? Start<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, CancellationToken cancellationToken)
+        where TArguments : struct, IMuxArguments
+    {
+        if (_goingAway)
+        {
+            call.ReturnUnused();
+            return new MuxConnectionException($"The Mux server at {Name} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null);
+        }
+
+        while (true)
+        {
+            call.SetCallId(NextCallId());
+            if (_pending.TryAdd(call, out bool closed))
+            {
+                break;
+            }
+
+            if (closed)
+            {
+                call.ReturnUnused();
+                return CreateClosedException();
+            }
+
+            // The id is still in use after wrapping around 2^32 calls: take the next one.
+        }
+
+        try
+        {
+            var body = new ArgumentsBody<TArguments>(arguments);
+            SendFrame(FrameType.Request, call.CallId, methodId, ref body);
+        }
+        catch (Exception ex)
+        {
+            if (_pending.TryRemove(call.CallId, call))
+            {
+                call.ReturnUnused();
+                return ex;
+            }
+
+            // A close removed the call first and is already failing it: let that outcome stand.
+            return null;
+        }
+
+        if (cancellationToken.CanBeCanceled)
+        {
+            call.RegisterCancellation(cancellationToken);
+        }
+
+        return null;
+    }
+
+    private uint NextCallId()
+    {
+        uint id = Interlocked.Increment(ref _lastCallId);
+        return id != 0 ? id : Interlocked.Increment(ref _lastCallId); // 0 is reserved for the connection.
+    }
+
+    private long ComputeDeadline() => _callTimeoutMs < 0 ? long.MaxValue : Environment.TickCount64 + _callTimeoutMs;
+
+    public bool TryRemovePending(uint callId, PendingCall call) => _pending.TryRemove(callId, call);
+
+    /// <summary>Tells the server the caller gave up; best effort (the connection may be gone).</summary>
+    public void SendCancelQuietly(uint callId)
+    {
+        try
+        {
+            SendRawFrame(FrameType.Cancel, callId, ReadOnlySpan<byte>.Empty);
+        }
+        catch (MuxConnectionException)
+        {
+            // Closed: the server cancels every handler of a closed connection anyway.
+        }
+    }
+
+    private void FailExpiredCalls()
+    {
+        var expired = new List<PendingCall>();
+        _pending.RemoveExpired(Environment.TickCount64, expired);
+        foreach (PendingCall call in expired)
+        {
+            SendCancelQuietly(call.CallId);
+            call.CompleteWithException(new TimeoutException($"The Mux call to method 0x{call.MethodId:x8} did not complete within {_options.CallTimeout} (MuxClientOptions.CallTimeout)."));
+        }
+    }
+
+    protected override ValueTask OnFrameAsync(Frame frame)
+    {
+        switch (frame.Type)
+        {
+            case FrameType.Response:
+                _pending.TryRemove(frame.CallId)?.CompleteWithPayload(CallOutcome.Response, frame.Payload);
+                break;
+            case FrameType.Error when frame.CallId != 0:
+                _pending.TryRemove(frame.CallId)?.CompleteWithPayload(CallOutcome.Error, frame.Payload);
+                break;
+            case FrameType.Error:
+                OnConnectionError(frame.Payload);
+                break;
+            case FrameType.HelloAck:
+                HandshakeSettings settings = HandshakeSettings.Parse(frame.Payload);
+                if (settings.Version != ProtocolConstants.Version)
+                {
+                    throw new MuxProtocolException($"The server answered with protocol version {settings.Version}; this client speaks version {ProtocolConstants.Version}.");
+                }
+
+                PeerMaxFrameSize = settings.MaxFrameSize;
+                _handshake.TrySetResult();
+                break;
+            case FrameType.Ping:
+                SendRawFrame(FrameType.Pong, frame.CallId, frame.Payload.ToArray());
+                break;
+            case FrameType.Pong:
+                break;
+            case FrameType.GoAway:
+                OnGoAway(ReadUInt32(frame.Payload));
+                break;
+            default:
+                throw new MuxProtocolException($"A client does not accept {frame.Type} frames.");
+        }
+
+        return ValueTask.CompletedTask;
+    }
+
+    private void OnConnectionError(in ReadOnlySequence<byte> payload)
+    {
+        // A connection-level error (call id 0): the server refused the handshake or is closing.
+        ErrorBody error = ErrorBody.Read(payload.ToArray());
+        var exception = new MuxConnectionException($"The Mux server at {Name} refused the connection: {error.Message}", MuxCloseReason.ProtocolError, new MuxRemoteException(error.Code, error.Message, error.RemoteType));
+        _handshake.TrySetException(exception);
+        Close(MuxCloseReason.ProtocolError, exception.InnerException);
+    }
+
+    private void OnGoAway(uint lastServedCallId)
+    {
+        _goingAway = true;
+        var notServed = new List<PendingCall>();
+        _pending.RemoveAbove(lastServedCallId, notServed);
+        foreach (PendingCall call in notServed)
+        {
+            call.CompleteWithException(new MuxConnectionException($"The Mux server at {Name} is shutting down and did not run this call; it is safe to retry.", MuxCloseReason.GoAway, null));
+        }
+    }
+
+    protected override void OnClosed(MuxConnectionException error)
+    {
+        _timeoutTimer?.Dispose();
+        _handshake.TrySetException(error);
+        var calls = new List<PendingCall>();
+        _pending.Close(calls);
+        foreach (PendingCall call in calls)
+        {
+            call.CompleteWithException(error);
+        }
+    }
+
+    private static uint ReadUInt32(in ReadOnlySequence<byte> payload)
+    {
+        Span<byte> bytes = stackalloc byte[4];
+        payload.Slice(0, 4).CopyTo(bytes);
+        return BinaryPrimitives.ReadUInt32LittleEndian(bytes);
+    }
+}

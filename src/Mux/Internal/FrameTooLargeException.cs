@@ -1,0 +1,11 @@
+namespace Mux.Internal;
+
+/// <summary>A frame we were about to send is larger than the peer accepts. Only that call fails.</summary>
+internal sealed class FrameTooLargeException(string message) : InvalidOperationException(message)
+{
+}
+
+/// <summary>A request's arguments do not match the method's parameters. Only that call fails.</summary>
+internal sealed class InvalidArgumentsException(string message, Exception? innerException) : Exception(message, innerException)
+{
+}

@@ -1,0 +1,227 @@
+using System.Buffers;
+using System.Collections.Concurrent;
+using System.Diagnostics.CodeAnalysis;
+using System.IO.Pipelines;
+using Mux.Protocol;
+using Mux.Serialization;
+
+namespace Mux.Internal;
+
+// The write side. Frames are serialized on the caller's thread into a thread-local staging buffer,
+// so serialization runs in parallel on every caller's core and a serializer exception fails only
+// that call (nothing half-written ever reaches the pipe). Then exactly one thread at a time, the
+// one holding the writer role (_writerActive), copies frames into the PipeWriter and flushes:
+//   - idle: the caller takes the role itself, writes, and flushes: no thread hop for a lone call;
+//   - busy: the caller hands its frame to _outbound and the role holder picks it up, so every
+//     frame that queued up while the previous flush ran goes out in one flush and one send.
+internal abstract partial class MuxConnection : IThreadPoolWorkItem
+{
+    // Per-thread staging buffer for encoding a frame before it is known to be complete and valid.
+    [ThreadStatic]
+    private static PooledBufferWriter? t_staging;
+
+    // Frames waiting for the writer role. Any thread enqueues; only the role holder dequeues.
+    private readonly ConcurrentQueue<OutboundFrame> _outbound = new();
+
+    // 1 while a thread owns _output (writes, flushes, completes it); taken with CompareExchange.
+    // Once the connection is closed, whoever completes the output keeps it at 1 forever.
+    private int _writerActive;
+
+    // Statistics, written only by the writer role holder.
+    private long _framesSent;
+    private long _flushes;
+
+    /// <summary>Encodes a frame with a MessagePack body and sends it.</summary>
+    /// <exception cref="MuxConnectionException">The connection is closed.</exception>
+    /// <exception cref="InvalidOperationException">The frame is larger than the peer accepts.</exception>
+    /// <exception cref="MuxSerializationException">The body could not be serialized.</exception>
+    protected void SendFrame<TBody>(FrameType type, uint callId, uint methodId, ref TBody body)
+        where TBody : struct, IFrameBody
+    {
+        ThrowIfClosed();
+        PooledBufferWriter staging = t_staging ??= new PooledBufferWriter();
+        staging.Reset();
+        try
+        {
+            int size = FrameWriter.Write(staging, type, callId, methodId, ref body);
+            if (size > PeerMaxFrameSize)
+            {
+                ThrowFrameTooLarge(type, size);
+            }
+        }
+        catch
+        {
+            // Never reuse a buffer that a failed serializer may have left in a strange state.
+            t_staging = null;
+            staging.Dispose();
+            throw;
+        }
+
+        Send(staging);
+    }
+
+    /// <summary>Sends a frame whose body is raw bytes (Cancel, Ping, Pong, GoAway).</summary>
+    protected void SendRawFrame(FrameType type, uint callId, ReadOnlySpan<byte> body)
+    {
+        ThrowIfClosed();
+        PooledBufferWriter staging = t_staging ??= new PooledBufferWriter();
+        staging.Reset();
+        FrameWriter.WriteRaw(staging, type, callId, body);
+        Send(staging);
+    }
+
+    private void Send(PooledBufferWriter staging)
+    {
+        if (_outbound.IsEmpty && TryAcquireWriter())
+        {
+            // Idle fast path: write our frame and whatever queued meanwhile, then flush ourselves.
+            _output.Write(staging.WrittenSpan);
+            int frames = 1 + DrainQueueIntoOutputLocked();
+            FlushAndReleaseLocked(frames, handOffRemainingWork: true);
+            return;
+        }
+
+        // Busy: hand the encoded bytes over (no copy) and make sure someone will write them.
+        byte[] buffer = staging.DetachBuffer(out int length);
+        _outbound.Enqueue(new OutboundFrame(buffer, length));
+        if (TryAcquireWriter())
+        {
+            ScheduleDrain();
+        }
+    }
+
+    private bool TryAcquireWriter() =>
+        Volatile.Read(ref _writerActive) == 0 && Interlocked.CompareExchange(ref _writerActive, 1, 0) == 0;
+
+    private void ScheduleDrain() => ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
+
+    /// <summary>The writer loop: runs on the thread pool, holding the writer role, for as long as
+    /// frames keep arriving.</summary>
+    void IThreadPoolWorkItem.Execute() =>
+        FlushAndReleaseLocked(DrainQueueIntoOutputLocked(), handOffRemainingWork: false);
+
+    /// <summary>Copies every queued frame into the pipe. Caller holds the writer role.</summary>
+    private int DrainQueueIntoOutputLocked()
+    {
+        int frames = 0;
+        while (_outbound.TryDequeue(out OutboundFrame frame))
+        {
+            if (!IsClosed)
+            {
+                _output.Write(frame.Buffer.AsSpan(0, frame.Length));
+                frames++;
+            }
+
+            ArrayPool<byte>.Shared.Return(frame.Buffer);
+        }
+
+        return frames;
+    }
+
+    /// <summary>
+    /// Flushes what was written, then gives up the writer role. If frames arrived meanwhile, the
+    /// role is taken back: a caller hands the work to the thread pool (its own call should not wait
+    /// on other calls' writes), the writer loop keeps going. Caller holds the role.
+    /// </summary>
+    private void FlushAndReleaseLocked(int frames, bool handOffRemainingWork)
+    {
+        while (true)
+        {
+            if (frames > 0 && !IsClosed)
+            {
+                _framesSent += frames;
+                _flushes++;
+                ValueTask<FlushResult> flush = default;
+                try
+                {
+                    flush = _output.FlushAsync();
+                }
+                catch (Exception ex)
+                {
+                    Close(MuxCloseReason.TransportError, ex);
+                }
+
+                if (!flush.IsCompleted)
+                {
+                    // The socket is behind (backpressure): finish on the pool, keeping the role.
+                    _ = AwaitFlushThenDrainAsync(flush);
+                    return;
+                }
+
+                if (flush.IsCompletedSuccessfully && flush.Result.IsCompleted)
+                {
+                    Close(MuxCloseReason.TransportError, null);
+                }
+            }
+
+            // Interlocked (a full fence) so that this release and the IsClosed/queue checks below
+            // cannot be reordered: either we see a frame or close that raced with us, or the racing
+            // thread sees the role free and takes care of it.
+            Interlocked.Exchange(ref _writerActive, 0);
+            if (IsClosed)
+            {
+                CompleteOutputIfIdle();
+                return;
+            }
+
+            if (_outbound.IsEmpty || !TryAcquireWriter())
+            {
+                return;
+            }
+
+            if (handOffRemainingWork)
+            {
+                ScheduleDrain();
+                return;
+            }
+
+            frames = DrainQueueIntoOutputLocked();
+        }
+    }
+
+    private async Task AwaitFlushThenDrainAsync(ValueTask<FlushResult> flush)
+    {
+        try
+        {
+            FlushResult result = await flush.ConfigureAwait(false);
+            if (result.IsCompleted)
+            {
+                Close(MuxCloseReason.TransportError, null);
+            }
+        }
+        catch (Exception ex)
+        {
+            Close(MuxCloseReason.TransportError, ex);
+        }
+
+        // Still holding the role, now on a pool thread: carry on as the writer loop.
+        FlushAndReleaseLocked(DrainQueueIntoOutputLocked(), handOffRemainingWork: false);
+    }
+
+    /// <summary>Completes the output if the connection is closed and nobody is writing. Whoever
+    /// completes it keeps the writer role, so nothing can write after completion.</summary>
+    private void CompleteOutputIfIdle()
+    {
+        if (IsClosed && TryAcquireWriter())
+        {
+            while (_outbound.TryDequeue(out OutboundFrame frame))
+            {
+                ArrayPool<byte>.Shared.Return(frame.Buffer);
+            }
+
+            _output.Complete();
+        }
+    }
+
+    private void ThrowIfClosed()
+    {
+        if (IsClosed)
+        {
+            throw CreateClosedException();
+        }
+    }
+
+    [DoesNotReturn]
+    private void ThrowFrameTooLarge(FrameType type, int size) =>
+        throw new FrameTooLargeException($"The {type} frame is {size} bytes, over the peer's maximum frame size of {PeerMaxFrameSize} bytes. Send smaller messages or raise MaxFrameSize on the receiving side.");
+}

@@ -1,0 +1,31 @@
+using Mux.Protocol;
+
+namespace Mux;
+
+/// <summary>Checks shared by the option classes, with messages that say how to fix the value.</summary>
+internal static class OptionsValidation
+{
+    /// <summary>The largest MaxFrameSize we allow: frames are buffered whole before parsing.</summary>
+    public const int MaximumMaxFrameSize = 256 * 1024 * 1024;
+
+    public static void RequirePositive(TimeSpan value, string owner, string name, bool allowInfinite)
+    {
+        if (allowInfinite && value == Timeout.InfiniteTimeSpan)
+        {
+            return;
+        }
+
+        if (value <= TimeSpan.Zero || value.TotalMilliseconds > int.MaxValue)
+        {
+            throw new InvalidOperationException($"{owner}.{name} is {value}; it must be positive and at most {TimeSpan.FromMilliseconds(int.MaxValue)}{(allowInfinite ? ", or Timeout.InfiniteTimeSpan" : string.Empty)}.");
+        }
+    }
+
+    public static void RequireFrameSize(int value, string owner)
+    {
+        if (value < ProtocolConstants.MinimumMaxFrameSize || value > MaximumMaxFrameSize)
+        {
+            throw new InvalidOperationException($"{owner}.MaxFrameSize is {value}; it must be between {ProtocolConstants.MinimumMaxFrameSize} (4 KiB) and {MaximumMaxFrameSize} (256 MiB).");
+        }
+    }
+}

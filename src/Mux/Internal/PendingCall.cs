@@ -1,0 +1,154 @@
+using System.Buffers;
+using System.Diagnostics;
+using Mux.Protocol;
+
+namespace Mux.Internal;
+
+/// <summary>
+/// The client-side state of one call between sending its request and completing its task.
+/// Exactly one path completes it: whoever removes it from the <see cref="PendingCallTable"/>
+/// (response, error, timeout, cancellation or connection loss) records the outcome and queues the
+/// call to the thread pool, where <see cref="IThreadPoolWorkItem.Execute"/> deserializes and
+/// completes it. The reader loop therefore never deserializes and never runs a caller's continuation.
+/// </summary>
+internal abstract class PendingCall : IThreadPoolWorkItem
+{
+    private const int RegistrationNone = 0;
+    private const int RegistrationActive = 1;
+    private const int RegistrationReleased = 2;
+
+    // The cancellation callback, if the caller's token can be cancelled. Assigned by the caller
+    // once; disposed exactly once, by whichever of the caller and the completion comes second
+    // (arbitrated through _registrationState).
+    private CancellationTokenRegistration _cancellation;
+    private int _registrationState;
+
+    // The outcome, written by the single remover before queueing and read by Execute.
+    private CallOutcome _outcome;
+    private byte[]? _payload;
+    private int _payloadLength;
+    private Exception? _exception;
+
+    /// <summary>The connection-unique id; set before the call is published in the table.</summary>
+    public uint CallId { get; private set; }
+
+    /// <summary>The method this call invokes, for error messages.</summary>
+    public uint MethodId { get; private set; }
+
+    /// <summary>Environment.TickCount64 at which the call times out; long.MaxValue for never.</summary>
+    public long Deadline { get; private set; }
+
+    /// <summary>The connection this call runs on, for cancellation.</summary>
+    public ClientConnection? Connection { get; private set; }
+
+    public void SetCallId(uint callId) => CallId = callId;
+
+    protected void Initialize(ClientConnection connection, uint callId, uint methodId, long deadline)
+    {
+        Connection = connection;
+        CallId = callId;
+        MethodId = methodId;
+        Deadline = deadline;
+        _outcome = CallOutcome.None;
+        _payload = null;
+        _payloadLength = 0;
+        _exception = null;
+        _registrationState = RegistrationNone;
+        _cancellation = default;
+    }
+
+    /// <summary>Registers the caller's token. Called once, after the call is in the table.</summary>
+    public void RegisterCancellation(CancellationToken cancellationToken)
+    {
+        CancellationTokenRegistration registration = cancellationToken.UnsafeRegister(
+            static (state, token) => ((PendingCall)state!).OnCanceled(token), this);
+        _cancellation = registration;
+        if (Interlocked.CompareExchange(ref _registrationState, RegistrationActive, RegistrationNone) != RegistrationNone)
+        {
+            // The call completed while we were registering: the completion skipped disposal.
+            registration.Dispose();
+        }
+    }
+
+    private void OnCanceled(CancellationToken token)
+    {
+        ClientConnection? connection = Connection;
+        if (connection is not null && connection.TryRemovePending(CallId, this))
+        {
+            connection.SendCancelQuietly(CallId);
+            CompleteWithException(new OperationCanceledException("The Mux call was canceled by the caller.", token));
+        }
+    }
+
+    /// <summary>Records a Response or Error payload (copied out of the receive buffer) and queues completion.</summary>
+    public void CompleteWithPayload(CallOutcome outcome, in ReadOnlySequence<byte> payload)
+    {
+        Debug.Assert(outcome is CallOutcome.Response or CallOutcome.Error);
+        int length = checked((int)payload.Length);
+        byte[] buffer = ArrayPool<byte>.Shared.Rent(Math.Max(length, 1));
+        payload.CopyTo(buffer);
+        _payload = buffer;
+        _payloadLength = length;
+        _outcome = outcome;
+        ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
+    }
+
+    /// <summary>Records a failure (timeout, cancellation, connection loss) and queues completion.</summary>
+    public void CompleteWithException(Exception exception)
+    {
+        _exception = exception;
+        _outcome = CallOutcome.Failed;
+        ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
+    }
+
+    void IThreadPoolWorkItem.Execute()
+    {
+        if (Interlocked.Exchange(ref _registrationState, RegistrationReleased) == RegistrationActive)
+        {
+            // Waits for a cancellation callback that may be running, so it cannot touch this
+            // object after it has been recycled for another call.
+            _cancellation.Dispose();
+        }
+
+        byte[]? payload = _payload;
+        _payload = null;
+        try
+        {
+            switch (_outcome)
+            {
+                case CallOutcome.Response:
+                    SetResultFromPayload(payload.AsSpan(0, _payloadLength));
+                    break;
+                case CallOutcome.Error:
+                    ErrorBody error = ErrorBody.Read(payload.AsSpan(0, _payloadLength));
+                    SetException(new MuxRemoteException(error.Code, error.Message, error.RemoteType));
+                    break;
+                default:
+                    SetException(_exception ?? new InvalidOperationException("The call completed without an outcome."));
+                    break;
+            }
+        }
+        finally
+        {
+            if (payload is not null)
+            {
+                ArrayPool<byte>.Shared.Return(payload);
+            }
+        }
+    }
+
+    /// <summary>Deserializes the result and completes the caller's task (or fails it with the
+    /// serializer's exception).</summary>
+    protected abstract void SetResultFromPayload(ReadOnlySpan<byte> payload);
+
+    protected abstract void SetException(Exception exception);
+}
+
+/// <summary>What ended a call; written by its single remover.</summary>
+internal enum CallOutcome : byte
+{
+    None,
+    Response,
+    Error,
+    Failed,
+}

@@ -1,0 +1,103 @@
+using System.Collections.Concurrent;
+using System.Threading.Tasks.Sources;
+using Mux.Serialization;
+
+namespace Mux.Internal;
+
+/// <summary>
+/// A pending call whose result is a <typeparamref name="T"/>. The caller awaits it through a
+/// <see cref="ValueTask{TResult}"/> backed by this object; once the result has been read the
+/// object returns to a per-type pool, so a call allocates no completion state in steady state.
+/// </summary>
+internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueTaskSource
+{
+    private const int MaxPooled = 4096;
+
+    private static readonly ConcurrentQueue<PendingCall<T>> s_pool = new();
+    private static int s_pooledCount;
+
+    // The caller's task. Completed on a pool thread inside Execute, so continuations may run
+    // inline there: that thread is already dedicated to this call, not to the reader loop.
+    private ManualResetValueTaskSourceCore<T> _core;
+
+    private PendingCall()
+    {
+        _core.RunContinuationsAsynchronously = false;
+    }
+
+    public short Version => _core.Version;
+
+    public static PendingCall<T> Rent(ClientConnection connection, uint callId, uint methodId, long deadline)
+    {
+        if (s_pool.TryDequeue(out PendingCall<T>? call))
+        {
+            Interlocked.Decrement(ref s_pooledCount);
+        }
+        else
+        {
+            call = new PendingCall<T>();
+        }
+
+        call.Initialize(connection, callId, methodId, deadline);
+        return call;
+    }
+
+    /// <summary>Returns an unused call (its request never went out) to the pool.</summary>
+    public void ReturnUnused() => Return();
+
+    private void Return()
+    {
+        _core.Reset();
+        if (Interlocked.Increment(ref s_pooledCount) <= MaxPooled)
+        {
+            s_pool.Enqueue(this);
+        }
+        else
+        {
+            Interlocked.Decrement(ref s_pooledCount);
+        }
+    }
+
+    protected override void SetResultFromPayload(ReadOnlySpan<byte> payload)
+    {
+        T result;
+        try
+        {
+            var reader = new MessagePackReader(payload);
+            result = MuxFormatterResolver.GetFormatter<T>().Deserialize(ref reader);
+        }
+        catch (Exception ex)
+        {
+            _core.SetException(new MuxSerializationException($"The response to method 0x{MethodId:x8} could not be read as {typeof(T).Name}: {ex.Message}", ex));
+            return;
+        }
+
+        _core.SetResult(result);
+    }
+
+    protected override void SetException(Exception exception) => _core.SetException(exception);
+
+    public T GetResult(short token)
+    {
+        if (token != _core.Version)
+        {
+            throw new InvalidOperationException("The ValueTask of a Mux call was awaited twice; a ValueTask may be awaited once (use AsTask() to await more often).");
+        }
+
+        try
+        {
+            return _core.GetResult(token);
+        }
+        finally
+        {
+            Return();
+        }
+    }
+
+    void IValueTaskSource.GetResult(short token) => GetResult(token);
+
+    public ValueTaskSourceStatus GetStatus(short token) => _core.GetStatus(token);
+
+    public void OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags) =>
+        _core.OnCompleted(continuation, state, token, flags);
+}

@@ -1,0 +1,117 @@
+using System.Diagnostics;
+
+namespace Mux.Internal;
+
+/// <summary>
+/// The calls of one client connection that are waiting for a response, by call id. Removal is the
+/// single point that decides who completes a call: a call is completed only by the thread that
+/// removed it. A plain dictionary under a lock: entries are reused, so adding allocates nothing
+/// in steady state, and the lock is held for a few dozen nanoseconds.
+/// </summary>
+internal sealed class PendingCallTable
+{
+    private readonly Lock _lock = new();
+
+    // Pending calls by id. Guarded by _lock.
+    private readonly Dictionary<uint, PendingCall> _calls = new();
+
+    // Set once, under _lock, when the connection closes; no call may be added after it.
+    private bool _closed;
+
+    public int Count
+    {
+        get
+        {
+            lock (_lock)
+            {
+                return _calls.Count;
+            }
+        }
+    }
+
+    /// <summary>Adds a call; false if the id is taken (after id wrap-around) or the table is closed.</summary>
+    public bool TryAdd(PendingCall call, out bool closed)
+    {
+        lock (_lock)
+        {
+            closed = _closed;
+            return !_closed && _calls.TryAdd(call.CallId, call);
+        }
+    }
+
+    /// <summary>Removes the call with this id if it is still the given one.</summary>
+    public bool TryRemove(uint callId, PendingCall expected)
+    {
+        lock (_lock)
+        {
+            if (_calls.TryGetValue(callId, out PendingCall? call) && ReferenceEquals(call, expected))
+            {
+                _calls.Remove(callId);
+                return true;
+            }
+
+            return false;
+        }
+    }
+
+    /// <summary>Removes and returns the call with this id, if any.</summary>
+    public PendingCall? TryRemove(uint callId)
+    {
+        lock (_lock)
+        {
+            return _calls.Remove(callId, out PendingCall? call) ? call : null;
+        }
+    }
+
+    /// <summary>Closes the table and moves every call into <paramref name="removed"/>.</summary>
+    public void Close(List<PendingCall> removed)
+    {
+        lock (_lock)
+        {
+            _closed = true;
+            removed.AddRange(_calls.Values);
+            _calls.Clear();
+        }
+    }
+
+    /// <summary>Removes calls whose deadline has passed.</summary>
+    public void RemoveExpired(long now, List<PendingCall> removed)
+    {
+        lock (_lock)
+        {
+            foreach (PendingCall call in _calls.Values)
+            {
+                if (call.Deadline <= now)
+                {
+                    removed.Add(call);
+                }
+            }
+
+            foreach (PendingCall call in removed)
+            {
+                bool wasRemoved = _calls.Remove(call.CallId);
+                Debug.Assert(wasRemoved);
+            }
+        }
+    }
+
+    /// <summary>Removes calls with an id above <paramref name="lastServedCallId"/> (a GoAway).</summary>
+    public void RemoveAbove(uint lastServedCallId, List<PendingCall> removed)
+    {
+        lock (_lock)
+        {
+            foreach (PendingCall call in _calls.Values)
+            {
+                if (call.CallId > lastServedCallId)
+                {
+                    removed.Add(call);
+                }
+            }
+
+            foreach (PendingCall call in removed)
+            {
+                _calls.Remove(call.CallId);
+            }
+        }
+    }
+}

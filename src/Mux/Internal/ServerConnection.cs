@@ -1,0 +1,321 @@
+using System.Buffers;
+using System.Buffers.Binary;
+using System.Collections.Frozen;
+using Microsoft.Extensions.Logging;
+using Mux.Protocol;
+using Mux.Transport;
+
+namespace Mux.Internal;
+
+/// <summary>
+/// The server end of a connection: answers the handshake, dispatches each request to the thread
+/// pool, caps the calls running at once (by pausing the reader, never by dropping), relays Cancel
+/// frames to handlers, and drains with GoAway on shutdown.
+/// </summary>
+internal sealed class ServerConnection : MuxConnection
+{
+    private readonly FrozenDictionary<uint, ServerMethod> _methods;
+    private readonly MuxServerOptions _options;
+
+    // One slot per call allowed to run at once. Taken by the reader loop, released by calls.
+    private readonly SemaphoreSlim _callSlots;
+
+    // Cancelled on close, to wake a reader loop that waits for a call slot.
+    private readonly CancellationTokenSource _closing = new();
+
+    private readonly Lock _callsLock = new();
+
+    // Running calls by id, for Cancel frames and for cancelling everything on close. Guarded by _callsLock.
+    private readonly Dictionary<uint, MuxServerCall> _calls = new();
+
+    // Highest call id dispatched, and whether GoAway was sent. Guarded by _callsLock, so that a
+    // GoAway's "last call served" can never miss a call being dispatched at the same moment.
+    private uint _lastDispatchedCallId;
+    private bool _goingAway;
+
+    // Completed when GoAway has been sent and no call is running.
+    private readonly TaskCompletionSource _drained = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    // Set by the reader loop when the handshake succeeds.
+    private volatile bool _handshakeDone;
+
+    public ServerConnection(IMuxTransport transport, FrozenDictionary<uint, ServerMethod> methods, MuxServerOptions options, ILogger logger, string name)
+        : base(transport, options.MaxFrameSize, logger, name)
+    {
+        _methods = methods;
+        _options = options;
+        _callSlots = new SemaphoreSlim(options.MaxConcurrentCallsPerConnection, options.MaxConcurrentCallsPerConnection);
+    }
+
+    public int RunningCalls
+    {
+        get
+        {
+            lock (_callsLock)
+            {
+                return _calls.Count;
+            }
+        }
+    }
+
+    public void Start()
+    {
+        StartLoops();
+        if (_options.HandshakeTimeout != Timeout.InfiniteTimeSpan)
+        {
+            _ = EnforceHandshakeTimeoutAsync();
+        }
+    }
+
+    private async Task EnforceHandshakeTimeoutAsync()
+    {
+        try
+        {
+            await Task.Delay(_options.HandshakeTimeout, _closing.Token).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException)
+        {
+            return; // Closed first.
+        }
+
+        if (!_handshakeDone)
+        {
+            Close(MuxCloseReason.HandshakeTimeout, new TimeoutException($"The client did not complete the handshake within {_options.HandshakeTimeout} (MuxServerOptions.HandshakeTimeout)."));
+        }
+    }
+
+    protected override ValueTask OnFrameAsync(Frame frame)
+    {
+        if (!_handshakeDone)
+        {
+            OnHandshake(frame);
+            return ValueTask.CompletedTask;
+        }
+
+        switch (frame.Type)
+        {
+            case FrameType.Request:
+                // Backpressure: with every slot taken, stop reading this connection until one frees.
+                return _callSlots.Wait(0) ? Dispatch(frame) : WaitForSlotThenDispatchAsync(frame);
+            case FrameType.Cancel:
+                OnCancel(frame.CallId);
+                break;
+            case FrameType.Ping:
+                SendRawFrame(FrameType.Pong, frame.CallId, frame.Payload.ToArray());
+                break;
+            case FrameType.Pong:
+                break;
+            default:
+                throw new MuxProtocolException($"A server does not accept {frame.Type} frames after the handshake.");
+        }
+
+        return ValueTask.CompletedTask;
+    }
+
+    private async ValueTask WaitForSlotThenDispatchAsync(Frame frame)
+    {
+        await _callSlots.WaitAsync(_closing.Token).ConfigureAwait(false);
+        await Dispatch(frame).ConfigureAwait(false);
+    }
+
+    /// <summary>Starts a call on the thread pool. Caller has taken a slot for it.</summary>
+    private ValueTask Dispatch(Frame frame)
+    {
+        if (!_methods.TryGetValue(frame.MethodId, out ServerMethod? method))
+        {
+            _callSlots.Release();
+            MuxLog.UnknownMethod(Logger, Name, frame.MethodId);
+            SendError(frame.CallId, MuxStatusCode.UnknownMethod, $"The server has no method with id 0x{frame.MethodId:x8}. The client and server contracts differ, or the service was not added to the server.", null);
+            return ValueTask.CompletedTask;
+        }
+
+        var call = new MuxServerCall(this, frame.CallId, method, frame.Payload);
+        lock (_callsLock)
+        {
+            if (_goingAway)
+            {
+                // After GoAway the client fails this call itself ("not run, safe to retry").
+                _callSlots.Release();
+                return ValueTask.CompletedTask;
+            }
+
+            if (!_calls.TryAdd(frame.CallId, call))
+            {
+                throw new MuxProtocolException($"The client reused call id {frame.CallId} while that call was still running.");
+            }
+
+            _lastDispatchedCallId = frame.CallId;
+        }
+
+        ThreadPool.UnsafeQueueUserWorkItem(call, preferLocal: false);
+        return ValueTask.CompletedTask;
+    }
+
+    private void OnCancel(uint callId)
+    {
+        MuxServerCall? call;
+        lock (_callsLock)
+        {
+            _calls.TryGetValue(callId, out call);
+        }
+
+        call?.RequestCancel(); // Unknown ids are calls that already finished.
+    }
+
+    private void OnHandshake(Frame frame)
+    {
+        if (frame.Type != FrameType.Hello)
+        {
+            throw new MuxProtocolException($"The first frame must be Hello; the client sent {frame.Type}.");
+        }
+
+        HandshakeSettings client = HandshakeSettings.Parse(frame.Payload);
+        if (client.Version != ProtocolConstants.Version)
+        {
+            RefuseHandshake($"This server speaks Mux protocol version {ProtocolConstants.Version}; the client asked for version {client.Version}.");
+            return;
+        }
+
+        if (_options.AuthToken is not null && !string.Equals(_options.AuthToken, client.AuthToken, StringComparison.Ordinal))
+        {
+            RefuseHandshake("The handshake did not carry the auth token this server requires (MuxClientOptions.AuthToken).");
+            return;
+        }
+
+        PeerMaxFrameSize = client.MaxFrameSize;
+        _handshakeDone = true;
+        var body = new HelloBody(new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null));
+        SendFrame(FrameType.HelloAck, 0, 0, ref body);
+    }
+
+    private void RefuseHandshake(string reason)
+    {
+        MuxLog.HandshakeRefused(Logger, Name, reason);
+        SendError(0, MuxStatusCode.ProtocolError, reason, null);
+        Close(MuxCloseReason.ProtocolError, new MuxProtocolException(reason));
+    }
+
+    internal void SendResponse<T>(uint callId, ref ResultBody<T> body) => SendFrame(FrameType.Response, callId, 0, ref body);
+
+    /// <summary>Turns a failed call into an Error frame the caller can act on.</summary>
+    internal void SendFailure(MuxServerCall call, Exception failure)
+    {
+        if (IsClosed)
+        {
+            return; // Nobody is listening.
+        }
+
+        switch (failure)
+        {
+            case InvalidArgumentsException:
+                SendError(call.CallId, MuxStatusCode.InvalidArguments, failure.Message, null);
+                break;
+            case FrameTooLargeException:
+                SendError(call.CallId, MuxStatusCode.FrameTooLarge, failure.Message, null);
+                break;
+            case OperationCanceledException when call.IsCancellationRequested:
+                SendError(call.CallId, MuxStatusCode.Canceled, $"{call.MethodName} was canceled.", failure.GetType().FullName);
+                break;
+            default:
+                MuxLog.HandlerFailed(Logger, call.MethodId, Name, failure);
+                SendError(call.CallId, MuxStatusCode.HandlerFailed, failure.Message, failure.GetType().FullName);
+                break;
+        }
+    }
+
+    private void SendError(uint callId, MuxStatusCode code, string message, string? remoteType)
+    {
+        var body = new ErrorBody(code, message, remoteType);
+        try
+        {
+            SendFrame(FrameType.Error, callId, 0, ref body);
+        }
+        catch (MuxConnectionException)
+        {
+            // The connection closed meanwhile: the client fails the call itself.
+        }
+        catch (FrameTooLargeException)
+        {
+            // An enormous exception message: send a short one instead.
+            var shortBody = new ErrorBody(code, message[..Math.Min(message.Length, 1024)], remoteType);
+            SendFrame(FrameType.Error, callId, 0, ref shortBody);
+        }
+    }
+
+    internal void OnCallFinished(MuxServerCall call)
+    {
+        bool drained;
+        lock (_callsLock)
+        {
+            _calls.Remove(call.CallId);
+            drained = _goingAway && _calls.Count == 0;
+        }
+
+        _callSlots.Release();
+        if (drained)
+        {
+            _drained.TrySetResult();
+        }
+    }
+
+    /// <summary>
+    /// Sends GoAway naming the last call that will be served, then waits until those calls have
+    /// finished (or <paramref name="cancellationToken"/> fires), then closes.
+    /// </summary>
+    public async Task DrainAndCloseAsync(CancellationToken cancellationToken)
+    {
+        uint lastCallId;
+        bool idle;
+        lock (_callsLock)
+        {
+            _goingAway = true;
+            lastCallId = _lastDispatchedCallId;
+            idle = _calls.Count == 0;
+        }
+
+        if (_handshakeDone && !IsClosed)
+        {
+            Span<byte> payload = stackalloc byte[ProtocolConstants.GoAwayPayloadSize];
+            BinaryPrimitives.WriteUInt32LittleEndian(payload, lastCallId);
+            try
+            {
+                SendRawFrame(FrameType.GoAway, 0, payload);
+            }
+            catch (MuxConnectionException)
+            {
+                // Already closed.
+            }
+        }
+
+        if (idle)
+        {
+            _drained.TrySetResult();
+        }
+
+        try
+        {
+            await _drained.Task.WaitAsync(cancellationToken).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException)
+        {
+            // Out of patience: close now; the handlers still running are cancelled.
+        }
+
+        await DisposeAsync().ConfigureAwait(false);
+    }
+
+    protected override void OnClosed(MuxConnectionException error)
+    {
+        _closing.Cancel();
+        MuxServerCall[] running;
+        lock (_callsLock)
+        {
+            running = [.. _calls.Values];
+        }
+
+        foreach (MuxServerCall call in running)
+        {
+            call.RequestCancel();
+        }
+    }
+}

@@ -1,0 +1,141 @@
+using System.Net;
+using System.Net.Sockets;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+using Mux.Internal;
+using Mux.Transport;
+
+namespace Mux;
+
+/// <summary>
+/// One multiplexed connection to a Mux server. Thread-safe: share one client between all callers;
+/// hundreds of concurrent calls travel over its single TCP connection, each tagged with its own
+/// call id, and their frames are merged into few socket reads and writes.
+/// </summary>
+public sealed class MuxClient : IAsyncDisposable
+{
+    private readonly ClientConnection _connection;
+
+    private MuxClient(ClientConnection connection, EndPoint? remoteEndPoint)
+    {
+        _connection = connection;
+        RemoteEndPoint = remoteEndPoint;
+    }
+
+    /// <summary>The server's address; null for in-memory connections.</summary>
+    public EndPoint? RemoteEndPoint { get; }
+
+    /// <summary>Whether the connection is still open.</summary>
+    public bool IsConnected => !_connection.IsClosed;
+
+    /// <summary>Completes when the connection has closed, for whatever reason.</summary>
+    public Task Completion => _connection.Completion;
+
+    /// <summary>Calls waiting for their response right now.</summary>
+    public int PendingCalls => _connection.PendingCallCount;
+
+    /// <summary>Connects to a Mux server and completes the protocol handshake.</summary>
+    /// <param name="endPoint">The server's address.</param>
+    /// <param name="options">Settings; defaults apply when null.</param>
+    /// <param name="cancellationToken">Abandons the attempt.</param>
+    /// <returns>A connected client.</returns>
+    /// <exception cref="MuxConnectionException">The server refused or did not answer in time
+    /// (<see cref="MuxClientOptions.ConnectTimeout"/>), or is not a Mux server.</exception>
+    /// <exception cref="InvalidOperationException">The options are invalid.</exception>
+    public static async Task<MuxClient> ConnectAsync(EndPoint endPoint, MuxClientOptions? options = null, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(endPoint);
+        options ??= new MuxClientOptions();
+        options.Validate();
+
+        Socket socket = endPoint is DnsEndPoint
+            ? new Socket(SocketType.Stream, ProtocolType.Tcp)
+            : new Socket(endPoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
+        try
+        {
+            using var timeout = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+            if (options.ConnectTimeout != Timeout.InfiniteTimeSpan)
+            {
+                timeout.CancelAfter(options.ConnectTimeout);
+            }
+
+            await socket.ConnectAsync(endPoint, timeout.Token).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException ex) when (!cancellationToken.IsCancellationRequested)
+        {
+            socket.Dispose();
+            throw new MuxConnectionException($"Connecting to {endPoint} timed out after {options.ConnectTimeout} (MuxClientOptions.ConnectTimeout).", new TimeoutException(ex.Message, ex));
+        }
+        catch (SocketException ex)
+        {
+            socket.Dispose();
+            throw new MuxConnectionException($"Could not connect to the Mux server at {endPoint}: {ex.Message}", ex);
+        }
+        catch
+        {
+            socket.Dispose();
+            throw;
+        }
+
+        var transport = new SocketConnection(socket, options.MaxFrameSize);
+        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, CreateLogger(options), endPoint.ToString() ?? "server", cancellationToken).ConfigureAwait(false);
+        return new MuxClient(connection, socket.RemoteEndPoint);
+    }
+
+    /// <summary>Connects over an existing transport (in-memory pipes in tests and benchmarks).</summary>
+    internal static async Task<MuxClient> ConnectAsync(IMuxTransport transport, MuxClientOptions? options = null, CancellationToken cancellationToken = default)
+    {
+        options ??= new MuxClientOptions();
+        options.Validate();
+        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, CreateLogger(options), "in-memory", cancellationToken).ConfigureAwait(false);
+        return new MuxClient(connection, null);
+    }
+
+    private static ILogger CreateLogger(MuxClientOptions options) =>
+        (options.LoggerFactory ?? NullLoggerFactory.Instance).CreateLogger("Mux.Client");
+
+    /// <summary>Creates a proxy whose methods call the server through this client.</summary>
+    /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface.</typeparam>
+    /// <returns>The proxy. Cheap to create; all proxies of a client share its connection.</returns>
+    /// <exception cref="InvalidOperationException">No proxy is registered for the interface.</exception>
+    public TService CreateProxy<TService>()
+        where TService : class
+        => MuxServiceRegistry.CreateProxy<TService>(this);
+
+    /// <summary>
+    /// Calls a method by id and returns its result. This is what proxies call; use a proxy instead.
+    /// Completes exactly once: with the result; with <see cref="MuxRemoteException"/> if the server
+    /// failed the call; with <see cref="TimeoutException"/> after
+    /// <see cref="MuxClientOptions.CallTimeout"/>; with <see cref="OperationCanceledException"/> when
+    /// <paramref name="cancellationToken"/> fires (the server is told to cancel the handler); or with
+    /// <see cref="MuxConnectionException"/> when the connection is lost.
+    /// </summary>
+    /// <typeparam name="TArguments">A struct that writes the arguments as a MessagePack array.</typeparam>
+    /// <typeparam name="TResult">The method's result type.</typeparam>
+    /// <param name="methodId">The method's wire id.</param>
+    /// <param name="arguments">The arguments.</param>
+    /// <param name="cancellationToken">Cancels the call.</param>
+    /// <returns>The result.</returns>
+    public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken = default)
+        where TArguments : struct, IMuxArguments
+        => _connection.InvokeAsync<TArguments, TResult>(methodId, arguments, cancellationToken);
+
+    /// <summary>Calls a method that returns no value; completes like
+    /// <see cref="InvokeAsync{TArguments, TResult}(uint, in TArguments, CancellationToken)"/>.</summary>
+    /// <typeparam name="TArguments">A struct that writes the arguments as a MessagePack array.</typeparam>
+    /// <param name="methodId">The method's wire id.</param>
+    /// <param name="arguments">The arguments.</param>
+    /// <param name="cancellationToken">Cancels the call.</param>
+    /// <returns>A task that completes when the server has run the method.</returns>
+    public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken = default)
+        where TArguments : struct, IMuxArguments
+        => _connection.InvokeAsync(methodId, arguments, cancellationToken);
+
+    /// <summary>Counters of the connection: frames, flushes, socket operations.</summary>
+    /// <returns>The counters so far.</returns>
+    public MuxConnectionStatistics GetStatistics() => _connection.GetStatistics();
+
+    /// <summary>Closes the connection. Calls still pending fail with <see cref="MuxConnectionException"/>.</summary>
+    /// <returns>A task that completes when the connection is closed.</returns>
+    public ValueTask DisposeAsync() => _connection.DisposeAsync();
+}

@@ -1,0 +1,26 @@
+namespace Mux;
+
+/// <summary>Why a connection closed. Recorded once per connection and logged once.</summary>
+public enum MuxCloseReason
+{
+    /// <summary>The connection is open.</summary>
+    None = 0,
+
+    /// <summary>This side disposed or stopped it.</summary>
+    LocalShutdown,
+
+    /// <summary>The peer closed the socket (end of stream).</summary>
+    RemoteClosed,
+
+    /// <summary>The peer said GoAway and every call it promised to serve has finished.</summary>
+    GoAway,
+
+    /// <summary>The peer sent a frame that breaks the protocol (bad length, unknown type, bad handshake).</summary>
+    ProtocolError,
+
+    /// <summary>The socket failed (reset, unreachable, send or receive error).</summary>
+    TransportError,
+
+    /// <summary>The handshake did not complete in time.</summary>
+    HandshakeTimeout,
+}

@@ -1,0 +1,37 @@
+namespace Mux;
+
+/// <summary>
+/// The connection a call was using is gone, was refused, or could not be established. Every call
+/// still pending on that connection fails with this exception; <see cref="Exception.InnerException"/>
+/// keeps the transport or protocol fault that caused it.
+/// </summary>
+public sealed class MuxConnectionException : Exception
+{
+    /// <summary>Creates an exception with a generic message.</summary>
+    public MuxConnectionException()
+        : this("The Mux connection is not available.")
+    {
+    }
+
+    /// <summary>Creates an exception with the given message.</summary>
+    public MuxConnectionException(string message)
+        : base(message)
+    {
+    }
+
+    /// <summary>Creates an exception with the given message and the fault that caused it.</summary>
+    public MuxConnectionException(string message, Exception? innerException)
+        : base(message, innerException)
+    {
+    }
+
+    /// <summary>Creates an exception that records why the connection closed.</summary>
+    public MuxConnectionException(string message, MuxCloseReason reason, Exception? innerException)
+        : base(message, innerException)
+    {
+        Reason = reason;
+    }
+
+    /// <summary>Why the connection closed; <see cref="MuxCloseReason.None"/> when it never opened.</summary>
+    public MuxCloseReason Reason { get; }
+}

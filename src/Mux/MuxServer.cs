@@ -1,0 +1,216 @@
+using System.Collections.Concurrent;
+using System.Collections.Frozen;
+using System.Net;
+using System.Net.Sockets;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+using Mux.Internal;
+using Mux.Transport;
+
+namespace Mux;
+
+/// <summary>
+/// Serves <see cref="MuxServiceAttribute"/> interfaces over TCP. Every accepted connection is
+/// multiplexed: its requests run concurrently on the thread pool, each with its own call id.
+/// Add services, then <see cref="StartAsync"/>; <see cref="StopAsync"/> (or disposal) drains the
+/// calls in flight and closes.
+/// </summary>
+public sealed class MuxServer : IAsyncDisposable
+{
+    private readonly MuxServerOptions _options;
+    private readonly ILogger _logger;
+
+    // Methods by id. Filled by AddService before start (single-threaded set-up), frozen at start.
+    private readonly Dictionary<uint, ServerMethod> _methodsBeingAdded = new();
+    private FrozenDictionary<uint, ServerMethod>? _methods;
+
+    // Open connections. Added by the accept loop, removed when each one closes.
+    private readonly ConcurrentDictionary<ServerConnection, byte> _connections = new();
+
+    private Socket? _listener;
+    private Task? _acceptLoop;
+    private long _connectionsAccepted;
+
+    // 0 = not started, 1 = running, 2 = stopping or stopped. Changed with Interlocked.
+    private int _state;
+
+    /// <summary>Creates a server; nothing is bound until <see cref="StartAsync"/>.</summary>
+    /// <param name="options">The server's settings; validated by <see cref="StartAsync"/>.</param>
+    public MuxServer(MuxServerOptions options)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        _options = options;
+        _logger = (options.LoggerFactory ?? NullLoggerFactory.Instance).CreateLogger("Mux.Server");
+    }
+
+    /// <summary>The bound address, with the actual port when port 0 was asked for; null before start.</summary>
+    public EndPoint? LocalEndPoint { get; private set; }
+
+    /// <summary>How many connections the server has accepted since it started.</summary>
+    public long ConnectionsAccepted => Interlocked.Read(ref _connectionsAccepted);
+
+    /// <summary>How many connections are open now.</summary>
+    public int ActiveConnections => _connections.Count;
+
+    /// <summary>Serves <typeparamref name="TService"/> with one shared implementation (it must be
+    /// thread-safe: calls run concurrently).</summary>
+    /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface.</typeparam>
+    /// <param name="implementation">The instance that serves every call.</param>
+    /// <returns>This server, for chaining.</returns>
+    /// <exception cref="InvalidOperationException">The server has started, no dispatcher is
+    /// registered for the interface, or a method id collides with another service's.</exception>
+    public MuxServer AddService<TService>(TService implementation)
+        where TService : class
+    {
+        ArgumentNullException.ThrowIfNull(implementation);
+        MuxServiceDefinition<TService> definition = MuxServiceRegistry.GetDefinition<TService>();
+        foreach (MuxMethodDefinition<TService> method in definition.Methods.Values)
+        {
+            AddMethod(new SingletonServerMethod<TService>(definition.ServiceName, method, implementation));
+        }
+
+        return this;
+    }
+
+    private void AddMethod(ServerMethod method)
+    {
+        if (Volatile.Read(ref _state) != 0)
+        {
+            throw new InvalidOperationException("Services must be added before the Mux server starts.");
+        }
+
+        if (_methodsBeingAdded.TryGetValue(method.Id, out ServerMethod? existing))
+        {
+            throw new InvalidOperationException($"{existing.Name} and {method.Name} have the same method id 0x{method.Id:x8}; a server cannot serve both. Rename one of them.");
+        }
+
+        _methodsBeingAdded.Add(method.Id, method);
+    }
+
+    /// <summary>Binds the endpoint and starts accepting connections.</summary>
+    /// <param name="cancellationToken">Not used for binding, which does not wait; kept for the hosting pattern.</param>
+    /// <returns>A task that completes once the server is listening.</returns>
+    /// <exception cref="InvalidOperationException">The options are invalid or the server was already started.</exception>
+    /// <exception cref="SocketException">The endpoint cannot be bound (for example, the port is in use).</exception>
+    public Task StartAsync(CancellationToken cancellationToken = default)
+    {
+        _options.Validate();
+        if (Interlocked.CompareExchange(ref _state, 1, 0) != 0)
+        {
+            throw new InvalidOperationException("The Mux server has already been started.");
+        }
+
+        _methods = _methodsBeingAdded.ToFrozenDictionary();
+        EndPoint endPoint = _options.EndPoint!;
+        var listener = new Socket(endPoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
+        try
+        {
+            listener.Bind(endPoint);
+            listener.Listen(_options.ListenBacklog);
+        }
+        catch
+        {
+            listener.Dispose();
+            Volatile.Write(ref _state, 0);
+            throw;
+        }
+
+        _listener = listener;
+        LocalEndPoint = listener.LocalEndPoint;
+        MuxLog.ServerStarted(_logger, (LocalEndPoint ?? endPoint).ToString() ?? "?");
+        _acceptLoop = AcceptLoopAsync(listener);
+        return Task.CompletedTask;
+    }
+
+    private async Task AcceptLoopAsync(Socket listener)
+    {
+        while (true)
+        {
+            Socket socket;
+            try
+            {
+                socket = await listener.AcceptAsync().ConfigureAwait(false);
+            }
+            catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
+            {
+                if (Volatile.Read(ref _state) == 1)
+                {
+                    MuxLog.AcceptFailed(_logger, LocalEndPoint?.ToString() ?? "?", ex);
+                }
+
+                return;
+            }
+
+            Interlocked.Increment(ref _connectionsAccepted);
+            var transport = new SocketConnection(socket, _options.MaxFrameSize);
+            Accept(transport, socket.RemoteEndPoint?.ToString() ?? "unknown");
+        }
+    }
+
+    /// <summary>Serves one connection over an already-connected transport.</summary>
+    internal void Accept(IMuxTransport transport, string name)
+    {
+        var connection = new ServerConnection(transport, _methods!, _options, _logger, name);
+        _connections.TryAdd(connection, 0);
+        MuxLog.ConnectionAccepted(_logger, name);
+        connection.Completion.ContinueWith(
+            static (_, state) => ((KeyValuePair<MuxServer, ServerConnection>)state!).Key.Forget(((KeyValuePair<MuxServer, ServerConnection>)state!).Value),
+            new KeyValuePair<MuxServer, ServerConnection>(this, connection),
+            CancellationToken.None,
+            TaskContinuationOptions.ExecuteSynchronously,
+            TaskScheduler.Default);
+        connection.Start();
+        if (Volatile.Read(ref _state) != 1)
+        {
+            // Raced with StopAsync: it may have missed this connection.
+            _ = connection.DrainAndCloseAsync(CancellationToken.None);
+        }
+    }
+
+    private void Forget(ServerConnection connection) => _connections.TryRemove(connection, out _);
+
+    /// <summary>
+    /// Stops accepting, tells every client GoAway, waits for the calls in flight to finish, and
+    /// closes every connection. Calls still running when <paramref name="cancellationToken"/> fires
+    /// are cancelled and their connections closed. Safe to call more than once.
+    /// </summary>
+    /// <param name="cancellationToken">Ends the wait for calls in flight.</param>
+    /// <returns>A task that completes when every connection is closed.</returns>
+    public async Task StopAsync(CancellationToken cancellationToken = default)
+    {
+        if (Interlocked.Exchange(ref _state, 2) == 2)
+        {
+            await WaitForConnectionsAsync().ConfigureAwait(false);
+            return;
+        }
+
+        _listener?.Dispose();
+        if (_acceptLoop is not null)
+        {
+            await _acceptLoop.ConfigureAwait(false);
+        }
+
+        int open = _connections.Count;
+        var drains = new List<Task>(open);
+        foreach (ServerConnection connection in _connections.Keys)
+        {
+            drains.Add(connection.DrainAndCloseAsync(cancellationToken));
+        }
+
+        await Task.WhenAll(drains).ConfigureAwait(false);
+        await WaitForConnectionsAsync().ConfigureAwait(false);
+        MuxLog.ServerStopped(_logger, open);
+    }
+
+    private async Task WaitForConnectionsAsync()
+    {
+        foreach (ServerConnection connection in _connections.Keys)
+        {
+            await connection.Completion.ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>Stops the server (see <see cref="StopAsync"/>) without a deadline for calls in flight.</summary>
+    /// <returns>A task that completes when the server has stopped.</returns>
+    public async ValueTask DisposeAsync() => await StopAsync().ConfigureAwait(false);
+}

@@ -1,0 +1,266 @@
+using System.Buffers;
+using System.Diagnostics;
+using Mux.Internal;
+using Mux.Protocol;
+using Mux.Serialization;
+
+namespace Mux;
+
+/// <summary>
+/// One call being served: its arguments, its cancellation token, and the way back to the caller.
+/// A <see cref="MuxMethodHandler{TService}"/> reads the arguments, invokes the service and hands
+/// the result to one of the <c>ReturnAsync</c> methods. Created per request and run on the thread
+/// pool, never on the connection's reader loop, so a slow handler delays only its own call.
+/// </summary>
+public sealed class MuxServerCall : IThreadPoolWorkItem
+{
+    private readonly ServerConnection _connection;
+    private readonly ServerMethod _method;
+
+    // The request's MessagePack arguments, copied out of the receive buffer into a pooled array.
+    // Returned to the pool when the call finishes; never touched after that.
+    private byte[]? _arguments;
+    private readonly int _argumentsLength;
+
+    // Created on first use of CancellationToken (most handlers never ask). Replaced only via
+    // CompareExchange; _cancelRequested records a cancel that arrived before it existed.
+    private CancellationTokenSource? _cancellation;
+    private int _cancelRequested;
+
+    internal MuxServerCall(ServerConnection connection, uint callId, ServerMethod method, in ReadOnlySequence<byte> arguments)
+    {
+        _connection = connection;
+        _method = method;
+        CallId = callId;
+        _argumentsLength = checked((int)arguments.Length);
+        _arguments = ArrayPool<byte>.Shared.Rent(Math.Max(_argumentsLength, 1));
+        arguments.CopyTo(_arguments);
+    }
+
+    /// <summary>The call's id on its connection.</summary>
+    public uint CallId { get; }
+
+    /// <summary>The id of the method being called.</summary>
+    public uint MethodId => _method.Id;
+
+    /// <summary>"Service.Method" of the method being called.</summary>
+    public string MethodName => _method.Name;
+
+    /// <summary>
+    /// Cancelled when the caller gives up (cancellation or timeout on the client), when the
+    /// connection is lost, or when the server stops without waiting for the call.
+    /// </summary>
+    public CancellationToken CancellationToken => (Volatile.Read(ref _cancellation) ?? CreateCancellation()).Token;
+
+    /// <summary>Starts reading the arguments: checks that the request carries exactly
+    /// <paramref name="expectedCount"/> of them and returns a reader positioned at the first.</summary>
+    /// <param name="expectedCount">How many parameters the method has (not counting a CancellationToken).</param>
+    /// <returns>A reader for <see cref="ReadArgument{T}(ref MessagePackReader)"/>.</returns>
+    public MessagePackReader CreateArgumentReader(int expectedCount)
+    {
+        var reader = new MessagePackReader(_arguments.AsSpan(0, _argumentsLength));
+        int count;
+        try
+        {
+            count = reader.ReadArrayHeader();
+        }
+        catch (MuxSerializationException ex)
+        {
+            throw new InvalidArgumentsException($"The arguments of {MethodName} are not a MessagePack array: {ex.Message}", ex);
+        }
+
+        if (count != expectedCount)
+        {
+            throw new InvalidArgumentsException($"{MethodName} takes {expectedCount} argument(s) but the request carries {count}. The client and server contracts differ.", null);
+        }
+
+        return reader;
+    }
+
+    /// <summary>Reads the next argument.</summary>
+    /// <typeparam name="T">The parameter's type.</typeparam>
+    /// <param name="reader">The reader from <see cref="CreateArgumentReader(int)"/>.</param>
+    /// <returns>The argument.</returns>
+    public T ReadArgument<T>(ref MessagePackReader reader)
+    {
+        try
+        {
+            return MuxFormatterResolver.GetFormatter<T>().Deserialize(ref reader);
+        }
+        catch (MuxSerializationException ex)
+        {
+            throw new InvalidArgumentsException($"An argument of {MethodName} could not be read as {typeof(T).Name}: {ex.Message}", ex);
+        }
+    }
+
+    /// <summary>Sends the result of a method returning <see cref="ValueTask{TResult}"/> once it completes.</summary>
+    /// <typeparam name="T">The result type.</typeparam>
+    /// <param name="result">What the service method returned.</param>
+    /// <returns>A task that completes when the response has been handed to the connection.</returns>
+    public ValueTask ReturnAsync<T>(ValueTask<T> result)
+    {
+        if (result.IsCompletedSuccessfully)
+        {
+            SendResult(result.Result);
+            return ValueTask.CompletedTask;
+        }
+
+        return AwaitResultAsync(result);
+    }
+
+    /// <summary>Sends the result of a method returning <see cref="Task{TResult}"/> once it completes.</summary>
+    /// <typeparam name="T">The result type.</typeparam>
+    /// <param name="result">What the service method returned.</param>
+    /// <returns>A task that completes when the response has been handed to the connection.</returns>
+    public ValueTask ReturnAsync<T>(Task<T> result)
+    {
+        return result is null ? throw NullTask() : ReturnAsync(new ValueTask<T>(result));
+    }
+
+    /// <summary>Sends the (empty) result of a method returning <see cref="ValueTask"/> once it completes.</summary>
+    /// <param name="result">What the service method returned.</param>
+    /// <returns>A task that completes when the response has been handed to the connection.</returns>
+    public ValueTask ReturnAsync(ValueTask result)
+    {
+        if (result.IsCompletedSuccessfully)
+        {
+            result.GetAwaiter().GetResult(); // Releases a pooled source, if any.
+            SendResult(default(VoidResult));
+            return ValueTask.CompletedTask;
+        }
+
+        return AwaitVoidAsync(result);
+    }
+
+    /// <summary>Sends the (empty) result of a method returning <see cref="Task"/> once it completes.</summary>
+    /// <param name="result">What the service method returned.</param>
+    /// <returns>A task that completes when the response has been handed to the connection.</returns>
+    public ValueTask ReturnAsync(Task result)
+    {
+        return result is null ? throw NullTask() : ReturnAsync(new ValueTask(result));
+    }
+
+    private InvalidOperationException NullTask() => new($"{MethodName} returned a null Task; a service method must return a Task.");
+
+    private async ValueTask AwaitResultAsync<T>(ValueTask<T> result) => SendResult(await result.ConfigureAwait(false));
+
+    private async ValueTask AwaitVoidAsync(ValueTask result)
+    {
+        await result.ConfigureAwait(false);
+        SendResult(default(VoidResult));
+    }
+
+    private void SendResult<T>(T value)
+    {
+        var body = new ResultBody<T>(value);
+        _connection.SendResponse(CallId, ref body);
+    }
+
+    /// <summary>Runs the handler on the thread pool.</summary>
+    void IThreadPoolWorkItem.Execute()
+    {
+        ValueTask pending;
+        try
+        {
+            pending = _method.InvokeAsync(this);
+        }
+        catch (Exception ex)
+        {
+            Finish(ex);
+            return;
+        }
+
+        if (pending.IsCompletedSuccessfully)
+        {
+            pending.GetAwaiter().GetResult();
+            Finish(null);
+        }
+        else
+        {
+            _ = AwaitHandlerAsync(pending);
+        }
+    }
+
+    private async Task AwaitHandlerAsync(ValueTask pending)
+    {
+        Exception? failure = null;
+        try
+        {
+            await pending.ConfigureAwait(false);
+        }
+        catch (Exception ex)
+        {
+            failure = ex;
+        }
+
+        Finish(failure);
+    }
+
+    private void Finish(Exception? failure)
+    {
+        if (failure is not null)
+        {
+            _connection.SendFailure(this, failure);
+        }
+
+        byte[]? arguments = Interlocked.Exchange(ref _arguments, null);
+        Debug.Assert(arguments is not null, "A call finishes once.");
+        if (arguments is not null)
+        {
+            ArrayPool<byte>.Shared.Return(arguments);
+        }
+
+        _connection.OnCallFinished(this);
+        Volatile.Read(ref _cancellation)?.Dispose();
+    }
+
+    /// <summary>Whether the handler's token was cancelled (by the client or the connection).</summary>
+    internal bool IsCancellationRequested => Volatile.Read(ref _cancelRequested) != 0;
+
+    /// <summary>Cancels the handler's token. Runs the token's callbacks on the thread pool, so a
+    /// Cancel frame never runs user code on the reader loop.</summary>
+    internal void RequestCancel()
+    {
+        if (Interlocked.Exchange(ref _cancelRequested, 1) != 0)
+        {
+            return;
+        }
+
+        CancellationTokenSource? cancellation = Volatile.Read(ref _cancellation);
+        if (cancellation is not null)
+        {
+            ThreadPool.UnsafeQueueUserWorkItem(static cts => CancelQuietly(cts), cancellation, preferLocal: false);
+        }
+    }
+
+    private CancellationTokenSource CreateCancellation()
+    {
+        var created = new CancellationTokenSource();
+        CancellationTokenSource? existing = Interlocked.CompareExchange(ref _cancellation, created, null);
+        if (existing is not null)
+        {
+            created.Dispose();
+            return existing;
+        }
+
+        // A Cancel that arrived before the source existed could not cancel it: do it now.
+        if (Volatile.Read(ref _cancelRequested) != 0)
+        {
+            created.Cancel();
+        }
+
+        return created;
+    }
+
+    private static void CancelQuietly(CancellationTokenSource cancellation)
+    {
+        try
+        {
+            cancellation.Cancel();
+        }
+        catch (ObjectDisposedException)
+        {
+            // The call finished first.
+        }
+    }
+}

@@ -1,0 +1,73 @@
+using System.Net;
+using Microsoft.Extensions.Logging;
+
+namespace Mux;
+
+/// <summary>Settings of a <see cref="MuxServer"/>. Validated when the server starts.</summary>
+public sealed class MuxServerOptions
+{
+    /// <summary>
+    /// The address and port to listen on; port 0 picks a free port (read it back from
+    /// <see cref="MuxServer.LocalEndPoint"/>). Required: defaults to <see langword="null"/>.
+    /// </summary>
+    public EndPoint? EndPoint { get; set; }
+
+    /// <summary>
+    /// The largest frame the server accepts, in bytes; a client that sends a larger one is
+    /// disconnected. Must be at least 4 KiB. Defaults to 4 MiB.
+    /// </summary>
+    public int MaxFrameSize { get; set; } = 4 * 1024 * 1024;
+
+    /// <summary>
+    /// How many calls one connection may have running at once. When a connection reaches it, the
+    /// server stops reading from that connection until a call finishes (TCP pushes back on the
+    /// client); nothing is dropped. Defaults to 1000.
+    /// </summary>
+    public int MaxConcurrentCallsPerConnection { get; set; } = 1000;
+
+    /// <summary>How long a new connection has to complete its handshake. Defaults to 10 seconds.</summary>
+    public TimeSpan HandshakeTimeout { get; set; } = TimeSpan.FromSeconds(10);
+
+    /// <summary>The listen backlog of the accepting socket. Defaults to 512.</summary>
+    public int ListenBacklog { get; set; } = 512;
+
+    /// <summary>When set, a client must send this token in its handshake or be disconnected.
+    /// Defaults to <see langword="null"/> (no check).</summary>
+    public string? AuthToken { get; set; }
+
+    /// <summary>Where the server logs connection events and handler failures. Defaults to
+    /// <see langword="null"/> (no logging).</summary>
+    public ILoggerFactory? LoggerFactory { get; set; }
+
+    /// <summary>Sets <see cref="EndPoint"/> to the given address and port.</summary>
+    /// <param name="address">The address to bind, for example <see cref="IPAddress.Loopback"/>.</param>
+    /// <param name="port">The port; 0 picks a free one.</param>
+    /// <returns>These options, for chaining.</returns>
+    public MuxServerOptions Listen(IPAddress address, int port)
+    {
+        ArgumentNullException.ThrowIfNull(address);
+        EndPoint = new IPEndPoint(address, port);
+        return this;
+    }
+
+    internal void Validate()
+    {
+        if (EndPoint is null)
+        {
+            throw new InvalidOperationException("MuxServerOptions.EndPoint is not set. Set it, for example options.Listen(IPAddress.Loopback, 5000), or use port 0 for any free port.");
+        }
+
+        OptionsValidation.RequireFrameSize(MaxFrameSize, nameof(MuxServerOptions));
+        if (MaxConcurrentCallsPerConnection < 1)
+        {
+            throw new InvalidOperationException($"MuxServerOptions.MaxConcurrentCallsPerConnection is {MaxConcurrentCallsPerConnection}; it must be at least 1.");
+        }
+
+        if (ListenBacklog < 1)
+        {
+            throw new InvalidOperationException($"MuxServerOptions.ListenBacklog is {ListenBacklog}; it must be at least 1.");
+        }
+
+        OptionsValidation.RequirePositive(HandshakeTimeout, nameof(MuxServerOptions), nameof(HandshakeTimeout), allowInfinite: true);
+    }
+}

@@ -1,0 +1,52 @@
+namespace Mux;
+
+/// <summary>
+/// Where generated code registers the proxy factory and the server definition of each
+/// <see cref="MuxServiceAttribute"/> interface (from a module initializer, so no reflection is
+/// needed at run time). <see cref="MuxClient.CreateProxy{TService}"/> and
+/// <see cref="MuxServer.AddService{TService}(TService)"/> look them up here.
+/// </summary>
+public static class MuxServiceRegistry
+{
+    /// <summary>Registers how to create a client proxy for <typeparamref name="TService"/>.</summary>
+    /// <typeparam name="TService">The service contract.</typeparam>
+    /// <param name="factory">Creates a proxy that sends calls through the given client.</param>
+    public static void RegisterProxy<TService>(Func<MuxClient, TService> factory)
+        where TService : class
+    {
+        ArgumentNullException.ThrowIfNull(factory);
+        Registration<TService>.ProxyFactory = factory;
+    }
+
+    /// <summary>Registers how a server dispatches calls to <typeparamref name="TService"/>.</summary>
+    /// <typeparam name="TService">The service contract.</typeparam>
+    /// <param name="definition">The service's methods.</param>
+    public static void RegisterService<TService>(MuxServiceDefinition<TService> definition)
+        where TService : class
+    {
+        ArgumentNullException.ThrowIfNull(definition);
+        Registration<TService>.Definition = definition;
+    }
+
+    internal static TService CreateProxy<TService>(MuxClient client)
+        where TService : class
+    {
+        Func<MuxClient, TService> factory = Registration<TService>.ProxyFactory ?? throw NotRegistered(typeof(TService));
+        return factory(client);
+    }
+
+    internal static MuxServiceDefinition<TService> GetDefinition<TService>()
+        where TService : class
+        => Registration<TService>.Definition ?? throw NotRegistered(typeof(TService));
+
+    private static InvalidOperationException NotRegistered(Type service) =>
+        new($"No Mux proxy or dispatcher is registered for {service.FullName}. Mark the interface with [MuxService] in a project that references the Mux package, so that Mux generates them.");
+
+    private static class Registration<TService>
+        where TService : class
+    {
+        // Written by module initializers (before any user code runs) and read on each lookup.
+        public static volatile Func<MuxClient, TService>? ProxyFactory;
+        public static volatile MuxServiceDefinition<TService>? Definition;
+    }
+}

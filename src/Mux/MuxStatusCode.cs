@@ -1,0 +1,29 @@
+namespace Mux;
+
+/// <summary>Why a call failed on the remote side; carried by <see cref="MuxRemoteException"/>.</summary>
+public enum MuxStatusCode
+{
+    /// <summary>The call succeeded. Never carried by an exception.</summary>
+    Ok = 0,
+
+    /// <summary>The service method threw; the message and type name are the exception's.</summary>
+    HandlerFailed = 1,
+
+    /// <summary>The server has no method with the requested id (the client and server contracts differ).</summary>
+    UnknownMethod = 2,
+
+    /// <summary>The arguments could not be deserialized into the method's parameter types.</summary>
+    InvalidArguments = 3,
+
+    /// <summary>The handler observed cancellation (the caller cancelled, or the server is stopping).</summary>
+    Canceled = 4,
+
+    /// <summary>A request or response was larger than the receiving side's maximum frame size.</summary>
+    FrameTooLarge = 5,
+
+    /// <summary>The server is shutting down and did not run the call; it is safe to retry elsewhere.</summary>
+    ServerShuttingDown = 6,
+
+    /// <summary>The peer broke the protocol (for example a bad handshake).</summary>
+    ProtocolError = 7,
+}

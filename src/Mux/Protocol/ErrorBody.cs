@@ -1,0 +1,53 @@
+using Mux.Serialization;
+
+namespace Mux.Protocol;
+
+/// <summary>
+/// The body of an Error frame: a MessagePack array [code, message, remote exception type or nil].
+/// </summary>
+internal readonly struct ErrorBody : IFrameBody
+{
+    public ErrorBody(MuxStatusCode code, string message, string? remoteType)
+    {
+        Code = code;
+        Message = message;
+        RemoteType = remoteType;
+    }
+
+    public MuxStatusCode Code { get; }
+
+    public string Message { get; }
+
+    public string? RemoteType { get; }
+
+    public void Write(ref MessagePackWriter writer)
+    {
+        writer.WriteArrayHeader(3);
+        writer.Write((int)Code);
+        writer.Write(Message);
+        writer.Write(RemoteType);
+    }
+
+    /// <summary>Reads an error body; a body that cannot be read becomes a ProtocolError description.</summary>
+    public static ErrorBody Read(ReadOnlySpan<byte> payload)
+    {
+        try
+        {
+            var reader = new MessagePackReader(payload);
+            int count = reader.ReadArrayHeader();
+            if (count < 2)
+            {
+                return new ErrorBody(MuxStatusCode.ProtocolError, $"The server sent an Error frame with {count} fields; at least 2 are required.", null);
+            }
+
+            var code = (MuxStatusCode)reader.ReadInt32();
+            string message = reader.ReadString() ?? string.Empty;
+            string? remoteType = count > 2 ? reader.ReadString() : null;
+            return new ErrorBody(code, message, remoteType);
+        }
+        catch (MuxSerializationException ex)
+        {
+            return new ErrorBody(MuxStatusCode.ProtocolError, "The server sent an Error frame that could not be read: " + ex.Message, null);
+        }
+    }
+}

@@ -1,0 +1,33 @@
+using System.Buffers;
+
+namespace Mux.Protocol;
+
+/// <summary>
+/// One parsed frame. <see cref="Payload"/> is a slice of the connection's receive buffer: it is
+/// valid only until the reader loop advances past it, so anything that outlives the loop copies it.
+/// </summary>
+internal readonly struct Frame
+{
+    public Frame(FrameType type, FrameFlags flags, uint callId, uint methodId, ReadOnlySequence<byte> payload)
+    {
+        Type = type;
+        Flags = flags;
+        CallId = callId;
+        MethodId = methodId;
+        Payload = payload;
+    }
+
+    public FrameType Type { get; }
+
+    public FrameFlags Flags { get; }
+
+    /// <summary>The call this frame belongs to; 0 for connection-level frames.</summary>
+    public uint CallId { get; }
+
+    /// <summary>The method id of a Request; 0 for every other type.</summary>
+    public uint MethodId { get; }
+
+    /// <summary>What follows the type-specific header: MessagePack for Request, Response, Error,
+    /// Hello and HelloAck (whose magic and version are left at its start), raw bytes otherwise.</summary>
+    public ReadOnlySequence<byte> Payload { get; }
+}

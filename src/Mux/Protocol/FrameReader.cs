@@ -1,0 +1,131 @@
+using System.Buffers;
+using System.Buffers.Binary;
+using System.Diagnostics.CodeAnalysis;
+
+namespace Mux.Protocol;
+
+/// <summary>
+/// Splits frames off the front of a receive buffer. Pure: no state, no I/O, no allocation.
+/// </summary>
+internal static class FrameReader
+{
+    /// <summary>
+    /// Reads one complete frame from the start of <paramref name="buffer"/>. On success the buffer
+    /// is advanced past the frame and the frame's payload is a slice of it (no copy). On a partial
+    /// frame nothing is consumed and <see langword="false"/> is returned.
+    /// </summary>
+    /// <param name="buffer">The unread bytes; advanced past the frame on success.</param>
+    /// <param name="maxFrameSize">The largest value of the length prefix this side accepts.</param>
+    /// <param name="frame">The frame read.</param>
+    /// <exception cref="MuxProtocolException">The bytes cannot be a valid frame. The length is
+    /// checked against <paramref name="maxFrameSize"/> before waiting for the rest of the frame, so
+    /// a hostile length never makes us buffer it.</exception>
+    public static bool TryRead(ref ReadOnlySequence<byte> buffer, int maxFrameSize, out Frame frame)
+    {
+        frame = default;
+        if (buffer.Length < ProtocolConstants.FrameHeaderSize)
+        {
+            // Even a partial header can carry an oversized length: reject it as early as we can see it.
+            if (buffer.Length >= ProtocolConstants.LengthPrefixSize)
+            {
+                CheckLength(ReadUInt32(buffer), maxFrameSize);
+            }
+
+            return false;
+        }
+
+        Span<byte> header = stackalloc byte[ProtocolConstants.FrameHeaderSize];
+        buffer.Slice(0, ProtocolConstants.FrameHeaderSize).CopyTo(header);
+        uint length = BinaryPrimitives.ReadUInt32LittleEndian(header);
+        CheckLength(length, maxFrameSize);
+
+        long total = ProtocolConstants.LengthPrefixSize + (long)length;
+        if (buffer.Length < total)
+        {
+            return false;
+        }
+
+        var type = (FrameType)header[4];
+        var flags = (FrameFlags)header[5];
+        uint callId = BinaryPrimitives.ReadUInt32LittleEndian(header[6..]);
+        ReadOnlySequence<byte> body = buffer.Slice(ProtocolConstants.FrameHeaderSize, length - ProtocolConstants.CommonHeaderSize);
+
+        if (flags != FrameFlags.None)
+        {
+            ThrowProtocol($"Frame flags 0x{(byte)flags:x2} are not supported by protocol version {ProtocolConstants.Version}.");
+        }
+
+        uint methodId = 0;
+        switch (type)
+        {
+            case FrameType.Request:
+                if (body.Length < ProtocolConstants.RequestHeaderSize)
+                {
+                    ThrowProtocol($"A Request frame needs a {ProtocolConstants.RequestHeaderSize}-byte method id; its body is {body.Length} bytes.");
+                }
+
+                methodId = ReadUInt32(body);
+                body = body.Slice(ProtocolConstants.RequestHeaderSize);
+                break;
+            case FrameType.Hello:
+            case FrameType.HelloAck:
+                if (body.Length < ProtocolConstants.HelloHeaderSize)
+                {
+                    ThrowProtocol($"A {type} frame needs magic and version ({ProtocolConstants.HelloHeaderSize} bytes); its body is {body.Length} bytes.");
+                }
+
+                break;
+            case FrameType.Response:
+            case FrameType.Error:
+                break;
+            case FrameType.Cancel:
+                RequireBodyLength(type, body, 0);
+                break;
+            case FrameType.Ping:
+            case FrameType.Pong:
+                RequireBodyLength(type, body, ProtocolConstants.PingPayloadSize);
+                break;
+            case FrameType.GoAway:
+                RequireBodyLength(type, body, ProtocolConstants.GoAwayPayloadSize);
+                break;
+            default:
+                ThrowProtocol($"Unknown frame type {(byte)type}.");
+                break;
+        }
+
+        frame = new Frame(type, flags, callId, methodId, body);
+        buffer = buffer.Slice(total);
+        return true;
+    }
+
+    private static void CheckLength(uint length, int maxFrameSize)
+    {
+        if (length < ProtocolConstants.CommonHeaderSize)
+        {
+            ThrowProtocol($"Frame length {length} is smaller than the {ProtocolConstants.CommonHeaderSize}-byte frame header.");
+        }
+
+        if (length > (uint)maxFrameSize)
+        {
+            ThrowProtocol($"Frame length {length} exceeds the maximum frame size of {maxFrameSize} bytes.");
+        }
+    }
+
+    private static void RequireBodyLength(FrameType type, ReadOnlySequence<byte> body, int expected)
+    {
+        if (body.Length != expected)
+        {
+            ThrowProtocol($"A {type} frame must carry exactly {expected} bytes after its header; it carries {body.Length}.");
+        }
+    }
+
+    private static uint ReadUInt32(ReadOnlySequence<byte> buffer)
+    {
+        Span<byte> bytes = stackalloc byte[4];
+        buffer.Slice(0, 4).CopyTo(bytes);
+        return BinaryPrimitives.ReadUInt32LittleEndian(bytes);
+    }
+
+    [DoesNotReturn]
+    private static void ThrowProtocol(string message) => throw new MuxProtocolException(message);
+}

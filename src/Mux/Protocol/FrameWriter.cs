@@ -1,0 +1,69 @@
+using System.Buffers;
+using System.Buffers.Binary;
+using Mux.Serialization;
+
+namespace Mux.Protocol;
+
+/// <summary>
+/// Encodes frames into an <see cref="IBufferWriter{T}"/>. The body is serialized straight into
+/// the output; the length prefix, which is only known afterwards, is patched into the header
+/// memory that was reserved first (it stays ours until the output is flushed or handed off).
+/// </summary>
+internal static class FrameWriter
+{
+    /// <summary>Writes a frame whose body is MessagePack. Returns the frame's size on the wire.</summary>
+    public static int Write<TBody>(IBufferWriter<byte> output, FrameType type, uint callId, uint methodId, ref TBody body)
+        where TBody : struct, IFrameBody
+    {
+        int headerSize = ProtocolConstants.FrameHeaderSize + (type == FrameType.Request ? ProtocolConstants.RequestHeaderSize : 0);
+        Memory<byte> header = output.GetMemory(headerSize)[..headerSize];
+        output.Advance(headerSize);
+
+        var writer = new MessagePackWriter(output);
+        body.Write(ref writer);
+
+        long frameSize = headerSize + writer.BytesWritten;
+        if (frameSize > int.MaxValue)
+        {
+            throw new InvalidOperationException($"A frame of {frameSize} bytes cannot be sent.");
+        }
+
+        WriteHeader(header.Span, type, callId, (int)frameSize);
+        if (type == FrameType.Request)
+        {
+            BinaryPrimitives.WriteUInt32LittleEndian(header.Span[ProtocolConstants.FrameHeaderSize..], methodId);
+        }
+
+        return (int)frameSize;
+    }
+
+    /// <summary>Writes a frame whose body is the given raw bytes (Cancel, Ping, Pong, GoAway).</summary>
+    public static int WriteRaw(IBufferWriter<byte> output, FrameType type, uint callId, ReadOnlySpan<byte> body)
+    {
+        int frameSize = ProtocolConstants.FrameHeaderSize + body.Length;
+        Span<byte> span = output.GetSpan(frameSize);
+        WriteHeader(span, type, callId, frameSize);
+        body.CopyTo(span[ProtocolConstants.FrameHeaderSize..]);
+        output.Advance(frameSize);
+        return frameSize;
+    }
+
+    /// <summary>Writes the body of Hello or HelloAck: magic, version, then the settings map.</summary>
+    public static void WriteHelloBody(ref MessagePackWriter writer, in HandshakeSettings settings)
+    {
+        Span<byte> prefix = stackalloc byte[ProtocolConstants.HelloHeaderSize];
+        BinaryPrimitives.WriteUInt32LittleEndian(prefix, ProtocolConstants.Magic);
+        BinaryPrimitives.WriteUInt16LittleEndian(prefix[4..], settings.Version);
+        writer.WriteRaw(prefix);
+        settings.WriteMap(ref writer);
+    }
+
+    private static void WriteHeader(Span<byte> header, FrameType type, uint callId, int frameSize)
+    {
+        // The length prefix counts the bytes after itself.
+        BinaryPrimitives.WriteUInt32LittleEndian(header, (uint)(frameSize - ProtocolConstants.LengthPrefixSize));
+        header[4] = (byte)type;
+        header[5] = (byte)FrameFlags.None;
+        BinaryPrimitives.WriteUInt32LittleEndian(header[6..], callId);
+    }
+}

@@ -1,0 +1,80 @@
+using System.Buffers;
+using System.Buffers.Binary;
+using Mux.Serialization;
+
+namespace Mux.Protocol;
+
+/// <summary>
+/// What each side announces in Hello / HelloAck. Unknown keys are skipped so that later versions
+/// can add settings without breaking version-1 peers.
+/// </summary>
+internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSize, int MaxConcurrentCalls, string? AuthToken)
+{
+    private const string MaxFrameSizeKey = "maxFrameSize";
+    private const string MaxConcurrentCallsKey = "maxConcurrentCalls";
+    private const string AuthTokenKey = "authToken";
+
+    public void WriteMap(ref MessagePackWriter writer)
+    {
+        writer.WriteMapHeader(AuthToken is null ? 2 : 3);
+        writer.Write(MaxFrameSizeKey);
+        writer.Write(MaxFrameSize);
+        writer.Write(MaxConcurrentCallsKey);
+        writer.Write(MaxConcurrentCalls);
+        if (AuthToken is not null)
+        {
+            writer.Write(AuthTokenKey);
+            writer.Write(AuthToken);
+        }
+    }
+
+    /// <summary>Parses the payload of a Hello or HelloAck frame (magic, version, settings map).</summary>
+    /// <exception cref="MuxProtocolException">Wrong magic, or a settings map that is not valid.</exception>
+    public static HandshakeSettings Parse(in ReadOnlySequence<byte> payload)
+    {
+        byte[] bytes = payload.ToArray(); // Once per connection: simplicity beats pooling here.
+        if (BinaryPrimitives.ReadUInt32LittleEndian(bytes) != ProtocolConstants.Magic)
+        {
+            throw new MuxProtocolException("The peer did not send the MUX1 magic: it is not a Mux endpoint.");
+        }
+
+        ushort version = BinaryPrimitives.ReadUInt16LittleEndian(bytes.AsSpan(4));
+        int maxFrameSize = ProtocolConstants.MinimumMaxFrameSize;
+        int maxConcurrentCalls = int.MaxValue;
+        string? authToken = null;
+        try
+        {
+            var reader = new MessagePackReader(bytes.AsSpan(ProtocolConstants.HelloHeaderSize));
+            int count = reader.ReadMapHeader();
+            for (int i = 0; i < count; i++)
+            {
+                switch (reader.ReadString())
+                {
+                    case MaxFrameSizeKey:
+                        maxFrameSize = reader.ReadInt32();
+                        break;
+                    case MaxConcurrentCallsKey:
+                        maxConcurrentCalls = reader.ReadInt32();
+                        break;
+                    case AuthTokenKey:
+                        authToken = reader.ReadString();
+                        break;
+                    default:
+                        reader.Skip();
+                        break;
+                }
+            }
+        }
+        catch (MuxSerializationException ex)
+        {
+            throw new MuxProtocolException("The handshake settings are not a valid MessagePack map: " + ex.Message, ex);
+        }
+
+        if (maxFrameSize < ProtocolConstants.MinimumMaxFrameSize || maxConcurrentCalls < 1)
+        {
+            throw new MuxProtocolException($"The handshake settings are out of range: maxFrameSize {maxFrameSize} (at least {ProtocolConstants.MinimumMaxFrameSize}), maxConcurrentCalls {maxConcurrentCalls} (at least 1).");
+        }
+
+        return new HandshakeSettings(version, maxFrameSize, maxConcurrentCalls, authToken);
+    }
+}

@@ -1,0 +1,138 @@
+using System.Buffers;
+using System.Diagnostics.CodeAnalysis;
+
+namespace Mux.Serialization;
+
+/// <summary>
+/// A growable <see cref="IBufferWriter{T}"/> over arrays rented from <see cref="ArrayPool{T}.Shared"/>,
+/// used to serialize a frame on the caller's thread without allocating.
+/// </summary>
+internal sealed class PooledBufferWriter : IBufferWriter<byte>, IDisposable
+{
+    private readonly int _initialCapacity;
+    private byte[]? _buffer;
+    private int _written;
+
+    /// <summary>Creates a writer whose first rented array holds at least <paramref name="initialCapacity"/> bytes.</summary>
+    public PooledBufferWriter(int initialCapacity = 256)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegativeOrZero(initialCapacity);
+        _initialCapacity = initialCapacity;
+        _buffer = ArrayPool<byte>.Shared.Rent(initialCapacity);
+    }
+
+    /// <summary>Gets the number of bytes written since creation or the last reset.</summary>
+    public int WrittenCount => _written;
+
+    /// <summary>Gets the bytes written so far.</summary>
+    public ReadOnlySpan<byte> WrittenSpan => _buffer is null ? default : _buffer.AsSpan(0, _written);
+
+    /// <summary>Gets the bytes written so far.</summary>
+    public ReadOnlyMemory<byte> WrittenMemory => _buffer is null ? default : _buffer.AsMemory(0, _written);
+
+    /// <summary>Gets the current rented array; bytes [0, <see cref="WrittenCount"/>) are valid.</summary>
+    public byte[] Buffer => _buffer ??= ArrayPool<byte>.Shared.Rent(_initialCapacity);
+
+    /// <summary>Forgets what was written but keeps the array for reuse.</summary>
+    public void Reset() => _written = 0;
+
+    /// <summary>
+    /// Hands the rented array to the caller, who must return it to <see cref="ArrayPool{T}.Shared"/>.
+    /// The next write rents a fresh array.
+    /// </summary>
+    /// <param name="length">How many bytes at the start of the array are valid.</param>
+    /// <returns>The array.</returns>
+    public byte[] DetachBuffer(out int length)
+    {
+        byte[] buffer = Buffer;
+        length = _written;
+        _buffer = null;
+        _written = 0;
+        return buffer;
+    }
+
+    /// <inheritdoc/>
+    public void Advance(int count)
+    {
+        if (count < 0 || _buffer is null || count > _buffer.Length - _written)
+        {
+            ThrowAdvancedTooFar(count);
+        }
+
+        _written += count;
+    }
+
+    /// <inheritdoc/>
+    public Memory<byte> GetMemory(int sizeHint = 0)
+    {
+        EnsureCapacity(sizeHint);
+        return _buffer.AsMemory(_written);
+    }
+
+    /// <inheritdoc/>
+    public Span<byte> GetSpan(int sizeHint = 0)
+    {
+        EnsureCapacity(sizeHint);
+        return _buffer.AsSpan(_written);
+    }
+
+    /// <summary>Returns the rented array to the pool.</summary>
+    public void Dispose()
+    {
+        byte[]? buffer = _buffer;
+        _buffer = null;
+        _written = 0;
+        if (buffer is not null)
+        {
+            ArrayPool<byte>.Shared.Return(buffer);
+        }
+    }
+
+    [MemberNotNull(nameof(_buffer))]
+    private void EnsureCapacity(int sizeHint)
+    {
+        if (sizeHint < 1)
+        {
+            sizeHint = 1;
+        }
+
+        if (_buffer is null)
+        {
+            _buffer = ArrayPool<byte>.Shared.Rent(Math.Max(_initialCapacity, sizeHint));
+            return;
+        }
+
+        if (sizeHint <= _buffer.Length - _written)
+        {
+            return;
+        }
+
+        Grow(sizeHint);
+    }
+
+    [MemberNotNull(nameof(_buffer))]
+    private void Grow(int sizeHint)
+    {
+        byte[] old = _buffer!;
+        long needed = (long)_written + sizeHint;
+        if (needed > Array.MaxLength)
+        {
+            ThrowTooLarge(needed);
+        }
+
+        // Doubling keeps the number of copies logarithmic in the frame size.
+        int newSize = (int)Math.Min(Math.Max(needed, (long)old.Length * 2), Array.MaxLength);
+        byte[] grown = ArrayPool<byte>.Shared.Rent(newSize);
+        old.AsSpan(0, _written).CopyTo(grown);
+        _buffer = grown;
+        ArrayPool<byte>.Shared.Return(old);
+    }
+
+    [DoesNotReturn]
+    private static void ThrowAdvancedTooFar(int count) =>
+        throw new ArgumentOutOfRangeException(nameof(count), count, "Cannot advance past the end of the buffer obtained from GetSpan or GetMemory.");
+
+    [DoesNotReturn]
+    private static void ThrowTooLarge(long needed) =>
+        throw new InvalidOperationException($"A buffer of {needed} bytes would exceed the maximum array length.");
+}
