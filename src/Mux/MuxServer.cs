@@ -122,6 +122,20 @@ public sealed class MuxServer : IAsyncDisposable
         return Task.CompletedTask;
     }
 
+    /// <summary>Starts without a listening socket, to serve in-memory transports through
+    /// <see cref="Accept"/> (tests and benchmarks).</summary>
+    internal void StartWithoutListener()
+    {
+        _options.EndPoint ??= new IPEndPoint(IPAddress.Loopback, 0);
+        _options.Validate();
+        if (Interlocked.CompareExchange(ref _state, 1, 0) != 0)
+        {
+            throw new InvalidOperationException("The Mux server has already been started.");
+        }
+
+        _methods = _methodsBeingAdded.ToFrozenDictionary();
+    }
+
     private async Task AcceptLoopAsync(Socket listener)
     {
         while (true)

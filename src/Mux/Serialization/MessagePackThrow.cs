@@ -29,7 +29,7 @@ internal static class MessagePackThrow
             : raw.ToString(CultureInfo.InvariantCulture);
         throw new MuxSerializationException(string.Create(
             CultureInfo.InvariantCulture,
-            $"MessagePack integer at offset {offset} has value {value}, which does not fit in {targetType}."));
+            $"MessagePack integer at offset {offset}: value {value} does not fit in {targetType}."));
     }
 
     [DoesNotReturn]

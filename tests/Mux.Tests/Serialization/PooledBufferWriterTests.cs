@@ -1,0 +1,106 @@
+using System.Buffers;
+using Mux.Serialization;
+
+namespace Mux.Tests.Serialization;
+
+public class PooledBufferWriterTests
+{
+    [Fact]
+    public void Writes_GrowTheBuffer_AndKeepEverythingWritten()
+    {
+        using var output = new PooledBufferWriter(4);
+        var writer = new MessagePackWriter(output);
+        for (int i = 0; i < 1000; i++)
+        {
+            writer.Write(i);
+        }
+
+        writer.Write(new string('z', 5000));
+        Assert.Equal(writer.BytesWritten, output.WrittenCount);
+
+        var reader = new MessagePackReader(output.WrittenSpan);
+        for (int i = 0; i < 1000; i++)
+        {
+            Assert.Equal(i, reader.ReadInt32());
+        }
+
+        Assert.Equal(5000, reader.ReadString()!.Length);
+        Assert.True(reader.End);
+        Assert.Equal(output.WrittenSpan.ToArray(), output.WrittenMemory.ToArray());
+        Assert.Equal(output.WrittenSpan.ToArray(), output.Buffer.AsSpan(0, output.WrittenCount).ToArray());
+    }
+
+    [Fact]
+    public void GetSpan_ReturnsAtLeastTheSizeHint()
+    {
+        using var output = new PooledBufferWriter(16);
+        Assert.True(output.GetSpan(100_000).Length >= 100_000);
+        Assert.True(output.GetMemory().Length >= 1);
+        Assert.True(output.GetSpan(0).Length >= 1);
+    }
+
+    [Fact]
+    public void Reset_KeepsTheArray_AndForgetsTheBytes()
+    {
+        using var output = new PooledBufferWriter();
+        output.GetSpan(3)[..3].Fill(7);
+        output.Advance(3);
+        byte[] buffer = output.Buffer;
+
+        output.Reset();
+
+        Assert.Equal(0, output.WrittenCount);
+        Assert.True(output.WrittenSpan.IsEmpty);
+        Assert.Same(buffer, output.Buffer);
+    }
+
+    [Fact]
+    public void DetachBuffer_HandsOverTheArray_AndRentsAFreshOneOnNextWrite()
+    {
+        using var output = new PooledBufferWriter();
+        var writer = new MessagePackWriter(output);
+        writer.Write("hello");
+
+        byte[] detached = output.DetachBuffer(out int length);
+        try
+        {
+            Assert.Equal(6, length);
+            Assert.Equal(0xa5, detached[0]);
+            Assert.Equal(0, output.WrittenCount);
+
+            var writer2 = new MessagePackWriter(output);
+            writer2.Write(1);
+            Assert.NotSame(detached, output.Buffer);
+            Assert.Equal([0x01], output.WrittenSpan.ToArray());
+            Assert.Equal(0xa5, detached[0]);
+        }
+        finally
+        {
+            ArrayPool<byte>.Shared.Return(detached);
+        }
+    }
+
+    [Fact]
+    public void Advance_PastTheSpan_Throws()
+    {
+        using var output = new PooledBufferWriter(16);
+        int available = output.GetSpan().Length;
+        Assert.Throws<ArgumentOutOfRangeException>(() => output.Advance(available + 1));
+        Assert.Throws<ArgumentOutOfRangeException>(() => output.Advance(-1));
+    }
+
+    [Fact]
+    public void Constructor_RejectsANonPositiveCapacity()
+    {
+        Assert.Throws<ArgumentOutOfRangeException>(() => new PooledBufferWriter(0));
+    }
+
+    [Fact]
+    public void Dispose_CanBeCalledTwice()
+    {
+        var output = new PooledBufferWriter();
+        output.Dispose();
+        output.Dispose();
+        Assert.Equal(0, output.WrittenCount);
+    }
+}
