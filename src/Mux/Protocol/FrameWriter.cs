@@ -5,18 +5,20 @@ using Mux.Serialization;
 namespace Mux.Protocol;
 
 /// <summary>
-/// Encodes frames into an <see cref="IBufferWriter{T}"/>. The body is serialized straight into
-/// the output; the length prefix, which is only known afterwards, is patched into the header
-/// memory that was reserved first (it stays ours until the output is flushed or handed off).
+/// Encodes frames. A frame with a MessagePack body is encoded into a <see cref="PooledBufferWriter"/>:
+/// the body is serialized straight after a reserved header, and the length prefix, known only
+/// afterwards, is patched in by offset (the buffer may have been reallocated while the body grew,
+/// so no span or memory of the header is held across the body).
 /// </summary>
 internal static class FrameWriter
 {
-    /// <summary>Writes a frame whose body is MessagePack. Returns the frame's size on the wire.</summary>
-    public static int Write<TBody>(IBufferWriter<byte> output, FrameType type, uint callId, uint methodId, ref TBody body)
+    /// <summary>Appends a frame whose body is MessagePack. Returns the frame's size on the wire.</summary>
+    public static int Write<TBody>(PooledBufferWriter output, FrameType type, uint callId, uint methodId, ref TBody body)
         where TBody : struct, IFrameBody
     {
         int headerSize = ProtocolConstants.FrameHeaderSize + (type == FrameType.Request ? ProtocolConstants.RequestHeaderSize : 0);
-        Memory<byte> header = output.GetMemory(headerSize)[..headerSize];
+        int start = output.WrittenCount;
+        output.GetSpan(headerSize);
         output.Advance(headerSize);
 
         var writer = new MessagePackWriter(output);
@@ -28,10 +30,11 @@ internal static class FrameWriter
             throw new InvalidOperationException($"A frame of {frameSize} bytes cannot be sent.");
         }
 
-        WriteHeader(header.Span, type, callId, (int)frameSize);
+        Span<byte> header = output.Buffer.AsSpan(start, headerSize);
+        WriteHeader(header, type, callId, (int)frameSize);
         if (type == FrameType.Request)
         {
-            BinaryPrimitives.WriteUInt32LittleEndian(header.Span[ProtocolConstants.FrameHeaderSize..], methodId);
+            BinaryPrimitives.WriteUInt32LittleEndian(header[ProtocolConstants.FrameHeaderSize..], methodId);
         }
 
         return (int)frameSize;

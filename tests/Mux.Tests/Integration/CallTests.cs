@@ -1,0 +1,248 @@
+using Mux.Tests.Infrastructure;
+
+namespace Mux.Tests.Integration;
+
+public sealed class CallTests
+{
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task Call_ReturnsTheHandlersResult(TransportKind kind)
+    {
+        await using TestHost host = await Hosts.StartAsync(kind);
+
+        Assert.Equal(5, await host.Proxy.Add(2, 3));
+        Assert.Equal("héllo, wörld", await host.Proxy.Echo("héllo, wörld"));
+        Assert.Equal(100_000, (await host.Proxy.Bytes(100_000)).Length);
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task ConcurrentCalls_WithRandomDelays_EachGetItsOwnResult(TransportKind kind)
+    {
+        await using TestHost host = await Hosts.StartAsync(kind);
+        var random = new Random(1234);
+
+        // Random delays make the server answer in a different order than it was asked.
+        Task<int>[] calls = Enumerable.Range(0, 1000).Select(i => host.Proxy.Delay(random.Next(0, 50), i)).ToArray();
+        int[] results = await Task.WhenAll(calls).WaitAsync(TestHost.Patience);
+
+        for (int i = 0; i < results.Length; i++)
+        {
+            Assert.Equal(i, results[i]);
+        }
+
+        Assert.Equal(0, host.Client.PendingCalls);
+    }
+
+    [Fact]
+    public async Task FiveHundredCallers_ShareOneTcpConnection()
+    {
+        await using TestHost host = await TestHost.StartTcpAsync();
+        int completed = 0;
+
+        async Task CallerAsync(int caller)
+        {
+            for (int i = 0; i < 20; i++)
+            {
+                Assert.Equal(caller + i, await host.Proxy.Add(caller, i));
+                Interlocked.Increment(ref completed);
+            }
+        }
+
+        await Task.WhenAll(Enumerable.Range(0, 500).Select(CallerAsync)).WaitAsync(TestHost.Patience);
+
+        Assert.Equal(500 * 20, completed);
+        Assert.Equal(1, host.Server.ConnectionsAccepted);
+        Assert.Equal(1, host.Server.ActiveConnections);
+        MuxConnectionStatistics stats = host.Client.GetStatistics();
+        Assert.True(stats.FramesSent >= 500 * 20, $"Expected at least 10000 frames sent, saw {stats.FramesSent}.");
+        Assert.True(stats.FramesReceived >= 500 * 20, $"Expected at least 10000 frames received, saw {stats.FramesReceived}.");
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task BlockedHandler_DoesNotDelayOtherCallsOnTheSameConnection(TransportKind kind)
+    {
+        await using TestHost host = await Hosts.StartAsync(kind);
+
+        Task<int> blocked = host.Proxy.Block(42);
+        await host.Service.BlockStarted.Task.WaitAsync(TestHost.Patience);
+
+        int[] fast = await Task.WhenAll(Enumerable.Range(0, 1000).Select(i => host.Proxy.Add(i, 1).AsTask())).WaitAsync(TestHost.Patience);
+
+        // All 1000 finished while the slow handler still held its thread.
+        Assert.Equal(1, host.Service.BlockedNow);
+        Assert.False(blocked.IsCompleted);
+        Assert.Equal(Enumerable.Range(1, 1000), fast);
+
+        host.Service.OpenBlockGate();
+        Assert.Equal(42, await blocked.WaitAsync(TestHost.Patience));
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task Call_WhenHandlerThrows_FailsWithRemoteException_AndTheConnectionStaysUp(TransportKind kind)
+    {
+        await using TestHost host = await Hosts.StartAsync(kind);
+
+        MuxRemoteException error = await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Throw("boom"));
+
+        Assert.Equal("boom", error.Message);
+        Assert.Equal(MuxStatusCode.HandlerFailed, error.StatusCode);
+        Assert.Equal("System.InvalidOperationException", error.RemoteExceptionType);
+        Assert.True(host.Client.IsConnected);
+        Assert.Equal(3, await host.Proxy.Add(1, 2));
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task Call_WithoutResponse_FailsWithTimeoutException_AfterCallTimeout(TransportKind kind)
+    {
+        await using TestHost host = await Hosts.StartAsync(kind, clientOptions: new MuxClientOptions { CallTimeout = TimeSpan.FromMilliseconds(200) });
+        var clock = System.Diagnostics.Stopwatch.StartNew();
+
+        TimeoutException error = await Assert.ThrowsAsync<TimeoutException>(() => host.Proxy.Hang(1)).WaitAsync(TestHost.Patience);
+
+        Assert.Contains("MuxClientOptions.CallTimeout", error.Message);
+        Assert.True(clock.Elapsed >= TimeSpan.FromMilliseconds(190), $"Timed out after only {clock.Elapsed}.");
+        Assert.Equal(0, host.Client.PendingCalls);
+        Assert.Equal(3, await host.Proxy.Add(1, 2));
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task Cancellation_FailsTheCall_AndCancelsTheServerHandlersToken(TransportKind kind)
+    {
+        await using TestHost host = await Hosts.StartAsync(kind);
+        using var cts = new CancellationTokenSource();
+
+        Task call = host.Proxy.WaitForCancellation(cts.Token);
+        await host.Service.WaitStarted.Task.WaitAsync(TestHost.Patience);
+        cts.Cancel();
+
+        OperationCanceledException error = await Assert.ThrowsAnyAsync<OperationCanceledException>(() => call).WaitAsync(TestHost.Patience);
+        Assert.Equal(cts.Token, error.CancellationToken);
+        await host.Service.CancellationObserved.Task.WaitAsync(TestHost.Patience);
+        Assert.Equal(0, host.Client.PendingCalls);
+        Assert.Equal(3, await host.Proxy.Add(1, 2));
+    }
+
+    [Fact]
+    public async Task Call_WithAlreadyCanceledToken_FailsWithoutBeingSent()
+    {
+        await using TestHost host = await TestHost.StartInMemoryAsync();
+        long framesBefore = host.Client.GetStatistics().FramesSent;
+
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => host.Proxy.WaitForCancellation(new CancellationToken(canceled: true)));
+
+        Assert.Equal(framesBefore, host.Client.GetStatistics().FramesSent);
+    }
+
+    [Fact]
+    public async Task KillingTheConnection_With500CallsInFlight_FailsEachExactlyOnce_Promptly()
+    {
+        await using TestHost host = await TestHost.StartTcpAsync();
+        int completions = 0;
+        int connectionFailures = 0;
+
+        async Task CallAsync(int i)
+        {
+            try
+            {
+                await host.Proxy.Hang(i);
+            }
+            catch (MuxConnectionException)
+            {
+                Interlocked.Increment(ref connectionFailures);
+            }
+
+            Interlocked.Increment(ref completions);
+        }
+
+        Task[] calls = Enumerable.Range(0, 500).Select(CallAsync).ToArray();
+        await Hosts.WaitUntilAsync(() => host.Service.HangingCalls == 500, "all 500 calls are running on the server");
+        var clock = System.Diagnostics.Stopwatch.StartNew();
+
+        // Stop the server without waiting for its calls: it closes the socket under them.
+        await host.Server.StopAsync(new CancellationToken(canceled: true)).WaitAsync(TestHost.Patience);
+        await Task.WhenAll(calls).WaitAsync(TestHost.Patience);
+
+        Assert.Equal(500, completions);
+        Assert.Equal(500, connectionFailures);
+        Assert.True(clock.Elapsed < TimeSpan.FromSeconds(5), $"Failing the calls took {clock.Elapsed}.");
+        Assert.False(host.Client.IsConnected);
+        await host.Client.Completion.WaitAsync(TestHost.Patience);
+        await Assert.ThrowsAsync<MuxConnectionException>(() => host.Proxy.Add(1, 2).AsTask());
+    }
+
+    [Fact]
+    public async Task DisposingTheClient_FailsPendingCalls_WithConnectionException()
+    {
+        await using TestHost host = await TestHost.StartTcpAsync();
+        Task<int>[] calls = Enumerable.Range(0, 50).Select(host.Proxy.Hang).ToArray();
+        await Hosts.WaitUntilAsync(() => host.Service.HangingCalls == 50, "the calls are running");
+
+        await host.Client.DisposeAsync();
+
+        foreach (Task<int> call in calls)
+        {
+            MuxConnectionException error = await Assert.ThrowsAsync<MuxConnectionException>(() => call).WaitAsync(TestHost.Patience);
+            Assert.Equal(MuxCloseReason.LocalShutdown, error.Reason);
+        }
+    }
+
+    [Fact]
+    public async Task StoppingTheServer_LetsCallsInFlightFinish()
+    {
+        await using TestHost host = await TestHost.StartTcpAsync();
+        Task<int> inFlight = host.Proxy.Hang(7);
+        await Hosts.WaitUntilAsync(() => host.Service.HangingCalls == 1, "the call is running on the server");
+
+        Task stop = host.Server.StopAsync(new CancellationTokenSource(TestHost.Patience).Token);
+        Assert.False(stop.IsCompleted, "The server stopped while a call was still running.");
+        host.Service.ReleaseHangingCalls();
+
+        Assert.Equal(7, await inFlight.WaitAsync(TestHost.Patience));
+        await stop.WaitAsync(TestHost.Patience);
+        await host.Client.Completion.WaitAsync(TestHost.Patience);
+        await Assert.ThrowsAsync<MuxConnectionException>(() => host.Proxy.Add(1, 2).AsTask());
+    }
+
+    [Fact]
+    public async Task ConcurrencyCap_PausesReading_WithoutDroppingCalls()
+    {
+        await using TestHost host = await TestHost.StartTcpAsync(new MuxServerOptions { MaxConcurrentCallsPerConnection = 4 });
+
+        Task<int>[] blocked = Enumerable.Range(0, 8).Select(host.Proxy.Block).ToArray();
+        await Hosts.WaitUntilAsync(() => host.Service.BlockedNow == 4, "four handlers are blocked");
+        Task<int> queued = host.Proxy.Add(20, 22).AsTask();
+
+        // The cap is reached: the server reads nothing more, so this call cannot have run yet.
+        Assert.False(await Task.WhenAny(queued, Task.Delay(300)) == queued, "A call ran beyond the concurrency cap.");
+        Assert.Equal(4, host.Service.BlockedNow);
+
+        host.Service.OpenBlockGate();
+        Assert.Equal(Enumerable.Range(0, 8), await Task.WhenAll(blocked).WaitAsync(TestHost.Patience));
+        Assert.Equal(42, await queued.WaitAsync(TestHost.Patience));
+    }
+
+    [Fact]
+    public async Task Connect_ToAPortWithNoServer_FailsWithConnectionException()
+    {
+        using var listener = new System.Net.Sockets.Socket(System.Net.Sockets.SocketType.Stream, System.Net.Sockets.ProtocolType.Tcp);
+        listener.Bind(new System.Net.IPEndPoint(System.Net.IPAddress.Loopback, 0));
+        var endPoint = listener.LocalEndPoint!;
+        listener.Dispose(); // The port is now (almost certainly) closed.
+
+        MuxConnectionException error = await Assert.ThrowsAsync<MuxConnectionException>(() => MuxClient.ConnectAsync(endPoint));
+
+        Assert.Contains(endPoint.ToString()!, error.Message);
+        Assert.IsType<System.Net.Sockets.SocketException>(error.InnerException);
+    }
+}
