@@ -56,6 +56,9 @@ internal sealed class ClientConnection : MuxConnection
 
     public int PendingCallCount => _pending.Count;
 
+    // The call being sent is already in the table, so one pending call means a lone caller.
+    protected override bool IsQuiet => _pending.Count <= 1;
+
     /// <summary>Starts the loops, sends Hello, and waits for the server's HelloAck.</summary>
     public static async Task<ClientConnection> ConnectAsync(IMuxTransport transport, MuxClientOptions options, ILogger logger, string name, CancellationToken cancellationToken)
     {

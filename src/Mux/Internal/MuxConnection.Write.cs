@@ -70,9 +70,17 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         Send(staging);
     }
 
+    /// <summary>
+    /// Whether this connection is quiet enough for a caller to write and flush inline. Under load
+    /// the answer is no even when the queue happens to be empty for a moment: the frame goes to
+    /// the writer loop, which by the time it runs has collected the frames of the other calls in
+    /// flight, so they share one flush and one socket send instead of one send each.
+    /// </summary>
+    protected abstract bool IsQuiet { get; }
+
     private void Send(PooledBufferWriter staging)
     {
-        if (_outbound.IsEmpty && TryAcquireWriter())
+        if (IsQuiet && _outbound.IsEmpty && TryAcquireWriter())
         {
             // Idle fast path: write our frame and whatever queued meanwhile, then flush ourselves.
             _output.Write(staging.WrittenSpan);

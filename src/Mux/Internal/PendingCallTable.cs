@@ -18,16 +18,11 @@ internal sealed class PendingCallTable
     // Set once, under _lock, when the connection closes; no call may be added after it.
     private bool _closed;
 
-    public int Count
-    {
-        get
-        {
-            lock (_lock)
-            {
-                return _calls.Count;
-            }
-        }
-    }
+    // _calls.Count, published for lock-free reads on the send path. Written under _lock.
+    private volatile int _count;
+
+    /// <summary>Calls pending now (read without the lock; exact only at quiet moments).</summary>
+    public int Count => _count;
 
     /// <summary>Adds a call; false if the id is taken (after id wrap-around) or the table is closed.</summary>
     public bool TryAdd(PendingCall call, out bool closed)
@@ -35,7 +30,9 @@ internal sealed class PendingCallTable
         lock (_lock)
         {
             closed = _closed;
-            return !_closed && _calls.TryAdd(call.CallId, call);
+            bool added = !_closed && _calls.TryAdd(call.CallId, call);
+            _count = _calls.Count;
+            return added;
         }
     }
 
@@ -47,6 +44,7 @@ internal sealed class PendingCallTable
             if (_calls.TryGetValue(callId, out PendingCall? call) && ReferenceEquals(call, expected))
             {
                 _calls.Remove(callId);
+                _count = _calls.Count;
                 return true;
             }
 
@@ -59,7 +57,9 @@ internal sealed class PendingCallTable
     {
         lock (_lock)
         {
-            return _calls.Remove(callId, out PendingCall? call) ? call : null;
+            PendingCall? removed = _calls.Remove(callId, out PendingCall? call) ? call : null;
+            _count = _calls.Count;
+            return removed;
         }
     }
 
@@ -71,6 +71,7 @@ internal sealed class PendingCallTable
             _closed = true;
             removed.AddRange(_calls.Values);
             _calls.Clear();
+            _count = 0;
         }
     }
 
@@ -92,6 +93,8 @@ internal sealed class PendingCallTable
                 bool wasRemoved = _calls.Remove(call.CallId);
                 Debug.Assert(wasRemoved);
             }
+
+            _count = _calls.Count;
         }
     }
 
@@ -112,6 +115,8 @@ internal sealed class PendingCallTable
             {
                 _calls.Remove(call.CallId);
             }
+
+            _count = _calls.Count;
         }
     }
 }

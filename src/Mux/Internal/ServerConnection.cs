@@ -47,16 +47,13 @@ internal sealed class ServerConnection : MuxConnection
         _callSlots = new SemaphoreSlim(options.MaxConcurrentCallsPerConnection, options.MaxConcurrentCallsPerConnection);
     }
 
-    public int RunningCalls
-    {
-        get
-        {
-            lock (_callsLock)
-            {
-                return _calls.Count;
-            }
-        }
-    }
+    // _calls.Count, published for lock-free reads on the send path. Written under _callsLock.
+    private volatile int _runningCalls;
+
+    public int RunningCalls => _runningCalls;
+
+    // A lone call answering (or connection-level frames): write inline; otherwise batch.
+    protected override bool IsQuiet => _runningCalls <= 1;
 
     public void Start()
     {
@@ -145,6 +142,7 @@ internal sealed class ServerConnection : MuxConnection
             }
 
             _lastDispatchedCallId = frame.CallId;
+            _runningCalls = _calls.Count;
         }
 
         ThreadPool.UnsafeQueueUserWorkItem(call, preferLocal: false);
@@ -248,6 +246,7 @@ internal sealed class ServerConnection : MuxConnection
         lock (_callsLock)
         {
             _calls.Remove(call.CallId);
+            _runningCalls = _calls.Count;
             drained = _goingAway && _calls.Count == 0;
         }
 
