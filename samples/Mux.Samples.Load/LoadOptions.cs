@@ -40,6 +40,8 @@ internal sealed class LoadOptions
             string Value() => i + 1 < args.Length ? args[++i] : throw new ArgumentException($"{name} needs a value.");
             switch (name)
             {
+                case "--help" or "-h" or "-?":
+                    throw new ArgumentException("Mux load sample.");
                 case "--callers":
                     options.Callers = ParsePositive(name, Value());
                     break;

@@ -30,6 +30,7 @@ internal abstract partial class MuxConnection
 
                 ReadOnlySequence<byte> buffer = result.Buffer;
                 _reads++;
+                long framesBefore = _framesReceived;
                 try
                 {
                     while (FrameReader.TryRead(ref buffer, MaxFrameSize, out Frame frame))
@@ -48,6 +49,8 @@ internal abstract partial class MuxConnection
                 {
                     // Consume what was parsed; everything else (a partial frame) was examined.
                     _input.AdvanceTo(buffer.Start, buffer.End);
+                    MuxMetrics.Reads.Add(1);
+                    MuxMetrics.FramesReceived.Add(_framesReceived - framesBefore);
                 }
 
                 if (result.IsCompleted)

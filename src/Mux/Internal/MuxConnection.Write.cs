@@ -139,6 +139,8 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
             {
                 _framesSent += frames;
                 _flushes++;
+                MuxMetrics.FramesSent.Add(frames);
+                MuxMetrics.Flushes.Add(1);
                 ValueTask<FlushResult> flush = default;
                 try
                 {
