@@ -1,0 +1,367 @@
+using System.Buffers;
+using System.Buffers.Binary;
+using System.Diagnostics;
+using System.Net;
+using System.Net.Sockets;
+using Mux.Internal;
+using Mux.Protocol;
+using Mux.Tests.Infrastructure;
+using static Mux.Tests.Protocol.ProtocolTestHelpers;
+
+namespace Mux.Tests.Protocol;
+
+public class BadInputIntegrationTests
+{
+    private static readonly byte[] s_pingPayload = [0xde, 0xad, 0xbe, 0xef, 0x01, 0x02, 0x03, 0x04];
+
+    [Fact]
+    public async Task RawSocketSendingAnOversizedLength_IsDisconnected_WhileAMuxClientOnTheSameServerKeepsWorking()
+    {
+        await using TestHost host = await TestHost.StartTcpAsync();
+        Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
+        Assert.Equal(1, host.Server.ActiveConnections);
+
+        await using RawConnection raw = await RawConnection.ConnectAsync(host.Server);
+        await WaitUntilAsync(() => host.Server.ActiveConnections == 2, "the server to register the raw connection");
+
+        await raw.SendAsync([0xff, 0xff, 0xff, 0xff]);
+
+        await raw.AssertClosedByServerAsync();
+        await WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
+        Assert.True(host.Client.IsConnected);
+        Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
+        Assert.Equal(1, host.Server.ActiveConnections);
+    }
+
+    [Fact]
+    public async Task RawSocketSendingRandomGarbage_IsDisconnected_WhileAMuxClientKeepsWorking()
+    {
+        await using TestHost host = await TestHost.StartTcpAsync();
+        await using RawConnection raw = await RawConnection.ConnectAsync(host.Server);
+        await WaitUntilAsync(() => host.Server.ActiveConnections == 2, "the server to register the raw connection");
+
+        // A plausible length, then a type byte that does not exist.
+        await raw.SendAsync([0x0a, 0x00, 0x00, 0x00, 0xee, 0x00, 0x01, 0x00, 0x00, 0x00, 1, 2, 3, 4]);
+
+        await raw.AssertClosedByServerAsync();
+        await WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
+        Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
+    }
+
+    [Fact]
+    public async Task RawSocketSendingAHelloWithVersion2_GetsAProtocolErrorAndIsClosed()
+    {
+        await using TestHost host = await TestHost.StartTcpAsync();
+        await using RawConnection raw = await RawConnection.ConnectAsync(host.Server);
+
+        await raw.SendAsync(WriteHelloFrame(FrameType.Hello, new HandshakeSettings(2, 4096, 10, null)));
+
+        ReceivedFrame reply = await raw.ReceiveFrameAsync();
+        Assert.Equal(FrameType.Error, reply.Type);
+        Assert.Equal(0u, reply.CallId);
+        ErrorBody error = ErrorBody.Read(reply.Payload);
+        Assert.Equal(MuxStatusCode.ProtocolError, error.Code);
+        Assert.Equal(7, (int)error.Code);
+        Assert.Contains("version 2", error.Message, StringComparison.Ordinal);
+        Assert.Contains("protocol version 1", error.Message, StringComparison.Ordinal);
+        await raw.AssertClosedByServerAsync();
+        await WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
+    }
+
+    [Fact]
+    public async Task RawSocketWhoseFirstFrameIsARequest_IsClosedWithoutAnAnswer()
+    {
+        await using TestHost host = await TestHost.StartTcpAsync();
+        await using RawConnection raw = await RawConnection.ConnectAsync(host.Server);
+
+        await raw.SendAsync(WriteFrame(FrameType.Request, 1, TestServiceIds.Add, new RawBody([0x92, 0x02, 0x03])));
+
+        await raw.AssertClosedByServerAsync();
+        Assert.Empty(raw.Unread);
+        await WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
+        Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
+    }
+
+    [Fact]
+    public async Task RawSocketWithTheWrongMagic_IsClosed()
+    {
+        await using TestHost host = await TestHost.StartTcpAsync();
+        await using RawConnection raw = await RawConnection.ConnectAsync(host.Server);
+        byte[] hello = WriteHelloFrame(FrameType.Hello, new HandshakeSettings(1, 4096, 10, null));
+        "HTTP"u8.CopyTo(hello.AsSpan(ProtocolConstants.FrameHeaderSize));
+
+        await raw.SendAsync(hello);
+
+        await raw.AssertClosedByServerAsync();
+        await WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
+    }
+
+    [Fact]
+    public async Task ServerWithAnAuthToken_RefusesAClientWithoutIt_AndServesAClientWithIt()
+    {
+        var serverOptions = new MuxServerOptions { AuthToken = "secret" };
+        await using TestHost host = await TestHost.StartTcpAsync(serverOptions, new MuxClientOptions { AuthToken = "secret" });
+
+        var ex = await Assert.ThrowsAsync<MuxConnectionException>(
+            () => MuxClient.ConnectAsync(host.Server.LocalEndPoint!, new MuxClientOptions()).WaitAsync(TestHost.Patience));
+        Assert.Contains("auth token", ex.Message, StringComparison.Ordinal);
+        Assert.Equal(MuxCloseReason.ProtocolError, ex.Reason);
+        var remote = Assert.IsType<MuxRemoteException>(ex.InnerException);
+        Assert.Equal(MuxStatusCode.ProtocolError, remote.StatusCode);
+
+        var wrong = await Assert.ThrowsAsync<MuxConnectionException>(
+            () => MuxClient.ConnectAsync(host.Server.LocalEndPoint!, new MuxClientOptions { AuthToken = "Secret" }).WaitAsync(TestHost.Patience));
+        Assert.Contains("auth token", wrong.Message, StringComparison.Ordinal);
+
+        Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
+        await using MuxClient second = await MuxClient.ConnectAsync(host.Server.LocalEndPoint!, new MuxClientOptions { AuthToken = "secret" }).WaitAsync(TestHost.Patience);
+        Assert.Equal(9, await second.CreateProxy<ITestService>().Add(4, 5).AsTask().WaitAsync(TestHost.Patience));
+        await WaitUntilAsync(() => host.Server.ActiveConnections == 2, "the refused connections to be dropped");
+    }
+
+    [Fact]
+    public async Task ServerWithALongAuthToken_AcceptsAClientThatSendsIt()
+    {
+        string token = new('k', 300);
+
+        await using TestHost host = await TestHost.StartTcpAsync(new MuxServerOptions { AuthToken = token }, new MuxClientOptions { AuthToken = token }).WaitAsync(TestHost.Patience);
+
+        Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
+    }
+
+    [Fact]
+    public async Task RawHandshakenConnection_SendingAnUnknownMethodId_GetsUnknownMethodForThatCall_AndStaysOpen()
+    {
+        await using TestHost host = await TestHost.StartTcpAsync();
+        await using RawConnection raw = await RawConnection.ConnectAsync(host.Server);
+        HandshakeSettings serverSettings = await raw.HandshakeAsync();
+        Assert.Equal(new HandshakeSettings(1, 4 * 1024 * 1024, 1000, null), serverSettings);
+
+        await raw.SendAsync(WriteFrame(FrameType.Request, 17, 0xdeadbeef, new RawBody([0x90])));
+
+        ReceivedFrame reply = await raw.ReceiveFrameAsync();
+        Assert.Equal(FrameType.Error, reply.Type);
+        Assert.Equal(17u, reply.CallId);
+        ErrorBody error = ErrorBody.Read(reply.Payload);
+        Assert.Equal(MuxStatusCode.UnknownMethod, error.Code);
+        Assert.Equal(2, (int)error.Code);
+        Assert.Contains("0xdeadbeef", error.Message, StringComparison.Ordinal);
+        Assert.Null(error.RemoteType);
+
+        await raw.SendAsync(WriteRawFrame(FrameType.Ping, 0, s_pingPayload));
+        ReceivedFrame pong = await raw.ReceiveFrameAsync();
+        Assert.Equal(FrameType.Pong, pong.Type);
+        Assert.Equal(0u, pong.CallId);
+        Assert.Equal(s_pingPayload, pong.Payload);
+
+        // And a real call on the same raw connection is still served.
+        await raw.SendAsync(WriteFrame(FrameType.Request, 18, TestServiceIds.Add, new RawBody([0x92, 0x02, 0x03])));
+        ReceivedFrame response = await raw.ReceiveFrameAsync();
+        Assert.Equal(FrameType.Response, response.Type);
+        Assert.Equal(18u, response.CallId);
+        Assert.Equal(new byte[] { 0x05 }, response.Payload);
+        Assert.Equal(2, host.Server.ActiveConnections);
+    }
+
+    [Fact]
+    public async Task RequestOverTheServersMaxFrameSize_FailsOnTheClientBeforeSending_AndTheConnectionKeepsWorking()
+    {
+        var serverOptions = new MuxServerOptions { MaxFrameSize = 4096 };
+        await using TestHost host = await TestHost.StartTcpAsync(serverOptions);
+
+        // The client knows the server's limit from the HelloAck and refuses to send the frame.
+        var ex = await Assert.ThrowsAsync<FrameTooLargeException>(() => host.Proxy.Echo(new string('x', 10000)).WaitAsync(TestHost.Patience));
+        Assert.IsAssignableFrom<InvalidOperationException>(ex);
+        Assert.Contains("over the peer's maximum frame size of 4096 bytes", ex.Message, StringComparison.Ordinal);
+        Assert.StartsWith("The Request frame is ", ex.Message, StringComparison.Ordinal);
+
+        Assert.True(host.Client.IsConnected);
+        Assert.Equal(0, host.Client.PendingCalls);
+        Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
+        Assert.Equal("small", await host.Proxy.Echo("small").WaitAsync(TestHost.Patience));
+        Assert.Equal(1, host.Server.ActiveConnections);
+    }
+
+    [Fact]
+    public async Task RawRequestOverTheServersMaxFrameSize_GetsTheConnectionClosed()
+    {
+        var serverOptions = new MuxServerOptions { MaxFrameSize = 4096 };
+        await using TestHost host = await TestHost.StartTcpAsync(serverOptions);
+        await using RawConnection raw = await RawConnection.ConnectAsync(host.Server);
+        HandshakeSettings serverSettings = await raw.HandshakeAsync();
+        Assert.Equal(4096, serverSettings.MaxFrameSize);
+
+        // A client that ignores the advertised limit: only the header has to arrive for the server to act.
+        byte[] header = new byte[ProtocolConstants.FrameHeaderSize + ProtocolConstants.RequestHeaderSize];
+        BinaryPrimitives.WriteUInt32LittleEndian(header, 10_000);
+        header[4] = (byte)FrameType.Request;
+        BinaryPrimitives.WriteUInt32LittleEndian(header.AsSpan(6), 1);
+        BinaryPrimitives.WriteUInt32LittleEndian(header.AsSpan(10), TestServiceIds.Echo);
+        await raw.SendAsync(header);
+
+        await raw.AssertClosedByServerAsync();
+        await WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
+        Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
+    }
+
+    [Fact]
+    public async Task ResponseOverTheClientsMaxFrameSize_FailsThatCallWithFrameTooLarge_AndTheConnectionKeepsWorking()
+    {
+        await using TestHost host = await TestHost.StartTcpAsync(clientOptions: new MuxClientOptions { MaxFrameSize = 4096 });
+
+        var ex = await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Bytes(100_000).WaitAsync(TestHost.Patience));
+        Assert.Equal(MuxStatusCode.FrameTooLarge, ex.StatusCode);
+        Assert.Contains("maximum frame size of 4096 bytes", ex.Message, StringComparison.Ordinal);
+        Assert.Contains("Response", ex.Message, StringComparison.Ordinal);
+        Assert.Null(ex.RemoteExceptionType);
+
+        Assert.True(host.Client.IsConnected);
+        Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
+        Assert.Equal(100, (await host.Proxy.Bytes(100).WaitAsync(TestHost.Patience)).Length);
+        Assert.Equal(1, host.Server.ActiveConnections);
+    }
+
+    // Not a bad input at all: an ordinary call whose arguments and result are a few hundred bytes,
+    // i.e. larger than the 256-byte staging buffer each thread starts with.
+    [Theory]
+    [InlineData(300)]
+    [InlineData(1000)]
+    [InlineData(3000)]
+    public async Task CallWithAMediumSizedPayload_RoundTrips(int length)
+    {
+        await using TestHost host = await TestHost.StartTcpAsync();
+        string text = new('m', length);
+
+        Assert.Equal(text, await host.Proxy.Echo(text).WaitAsync(TestHost.Patience));
+        Assert.Equal(length, (await host.Proxy.Bytes(length).WaitAsync(TestHost.Patience)).Length);
+        Assert.True(host.Client.IsConnected);
+    }
+
+    private static async Task WaitUntilAsync(Func<bool> condition, string what)
+    {
+        var deadline = Stopwatch.StartNew();
+        while (!condition())
+        {
+            if (deadline.Elapsed > TestHost.Patience)
+            {
+                Assert.Fail($"Timed out after {TestHost.Patience} waiting for {what}.");
+            }
+
+            await Task.Delay(10);
+        }
+    }
+
+    /// <summary>A TCP connection to the server that speaks the wire protocol by hand.</summary>
+    private sealed class RawConnection : IAsyncDisposable
+    {
+        private readonly Socket _socket;
+        private readonly List<byte> _received = new();
+
+        private RawConnection(Socket socket) => _socket = socket;
+
+        /// <summary>Bytes received but not yet parsed into a frame.</summary>
+        public byte[] Unread => [.. _received];
+
+        public static async Task<RawConnection> ConnectAsync(MuxServer server)
+        {
+            var endPoint = (IPEndPoint)server.LocalEndPoint!;
+            var socket = new Socket(endPoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp) { NoDelay = true };
+            await socket.ConnectAsync(endPoint).WaitAsync(TestHost.Patience);
+            return new RawConnection(socket);
+        }
+
+        public async Task SendAsync(byte[] bytes)
+        {
+            int sent = 0;
+            while (sent < bytes.Length)
+            {
+                sent += await _socket.SendAsync(bytes.AsMemory(sent), SocketFlags.None).AsTask().WaitAsync(TestHost.Patience);
+            }
+        }
+
+        /// <summary>Sends Hello (version 1) and returns the settings of the server's HelloAck.</summary>
+        public async Task<HandshakeSettings> HandshakeAsync()
+        {
+            await SendAsync(WriteHelloFrame(FrameType.Hello, new HandshakeSettings(ProtocolConstants.Version, 4 * 1024 * 1024, int.MaxValue, null)));
+            ReceivedFrame ack = await ReceiveFrameAsync();
+            Assert.Equal(FrameType.HelloAck, ack.Type);
+            Assert.Equal(0u, ack.CallId);
+            return HandshakeSettings.Parse(new ReadOnlySequence<byte>(ack.Payload));
+        }
+
+        /// <summary>Receives until one whole frame has arrived, and returns it.</summary>
+        public async Task<ReceivedFrame> ReceiveFrameAsync()
+        {
+            var deadline = Stopwatch.StartNew();
+            byte[] chunk = new byte[64 * 1024];
+            while (true)
+            {
+                var buffer = new ReadOnlySequence<byte>(_received.ToArray());
+                if (FrameReader.TryRead(ref buffer, 16 * 1024 * 1024, out Frame frame))
+                {
+                    ReceivedFrame copy = ReceivedFrame.From(frame);
+                    _received.RemoveRange(0, _received.Count - (int)buffer.Length);
+                    return copy;
+                }
+
+                TimeSpan left = TestHost.Patience - deadline.Elapsed;
+                if (left <= TimeSpan.Zero)
+                {
+                    Assert.Fail($"No complete frame arrived within {TestHost.Patience}; {_received.Count} bytes are buffered.");
+                }
+
+                int received = await _socket.ReceiveAsync(chunk.AsMemory(), SocketFlags.None).AsTask().WaitAsync(left);
+                if (received == 0)
+                {
+                    Assert.Fail($"The server closed the connection before a whole frame arrived ({_received.Count} bytes are buffered).");
+                }
+
+                _received.AddRange(chunk.AsSpan(0, received));
+            }
+        }
+
+        /// <summary>Reads until the server closes the connection (end of stream or reset); any
+        /// bytes that arrive first stay in <see cref="Unread"/>.</summary>
+        public async Task AssertClosedByServerAsync()
+        {
+            var deadline = Stopwatch.StartNew();
+            byte[] chunk = new byte[64 * 1024];
+            while (true)
+            {
+                TimeSpan left = TestHost.Patience - deadline.Elapsed;
+                if (left <= TimeSpan.Zero)
+                {
+                    Assert.Fail($"The server did not close the connection within {TestHost.Patience}.");
+                }
+
+                int received;
+                try
+                {
+                    received = await _socket.ReceiveAsync(chunk.AsMemory(), SocketFlags.None).AsTask().WaitAsync(left);
+                }
+                catch (SocketException ex) when (ex.SocketErrorCode is SocketError.ConnectionReset or SocketError.ConnectionAborted)
+                {
+                    return;
+                }
+                catch (TimeoutException)
+                {
+                    Assert.Fail($"The server did not close the connection within {TestHost.Patience}.");
+                    return;
+                }
+
+                if (received == 0)
+                {
+                    return;
+                }
+
+                _received.AddRange(chunk.AsSpan(0, received));
+            }
+        }
+
+        public ValueTask DisposeAsync()
+        {
+            _socket.Dispose();
+            return ValueTask.CompletedTask;
+        }
+    }
+}
