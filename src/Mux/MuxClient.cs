@@ -108,7 +108,10 @@ public sealed class MuxClient : IAsyncDisposable
     /// failed the call; with <see cref="TimeoutException"/> after
     /// <see cref="MuxClientOptions.CallTimeout"/>; with <see cref="OperationCanceledException"/> when
     /// <paramref name="cancellationToken"/> fires (the server is told to cancel the handler); or with
-    /// <see cref="MuxConnectionException"/> when the connection is lost.
+    /// <see cref="MuxConnectionException"/> when the connection is lost. A request that cannot be sent
+    /// fails without touching the connection: <see cref="Serialization.MuxSerializationException"/>
+    /// when an argument cannot be serialized, <see cref="InvalidOperationException"/> when the request
+    /// is larger than the server's maximum frame size.
     /// </summary>
     /// <typeparam name="TArguments">A struct that writes the arguments as a MessagePack array.</typeparam>
     /// <typeparam name="TResult">The method's result type.</typeparam>

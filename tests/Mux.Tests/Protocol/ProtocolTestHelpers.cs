@@ -24,7 +24,7 @@ internal static class ProtocolTestHelpers
     public static byte[] WriteFrame<TBody>(FrameType type, uint callId, uint methodId, TBody body)
         where TBody : struct, IFrameBody
     {
-        var output = new ArrayBufferWriter<byte>();
+        using var output = new PooledBufferWriter();
         int size = FrameWriter.Write(output, type, callId, methodId, ref body);
         Assert.Equal(output.WrittenCount, size);
         return output.WrittenSpan.ToArray();
