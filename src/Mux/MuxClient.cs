@@ -82,6 +82,19 @@ public sealed class MuxClient : IAsyncDisposable
         return new MuxClient(connection, socket.RemoteEndPoint);
     }
 
+    /// <summary>Connects to <see cref="MuxClientOptions.EndPoint"/> and completes the handshake.</summary>
+    /// <param name="options">Settings, including the endpoint.</param>
+    /// <param name="cancellationToken">Abandons the attempt.</param>
+    /// <returns>A connected client.</returns>
+    /// <exception cref="MuxConnectionException">The server refused or did not answer in time.</exception>
+    /// <exception cref="InvalidOperationException">The options are invalid or name no endpoint.</exception>
+    public static Task<MuxClient> ConnectAsync(MuxClientOptions options, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        EndPoint endPoint = options.EndPoint ?? throw new InvalidOperationException("MuxClientOptions.EndPoint is not set. Set it to the server's address, for example new IPEndPoint(IPAddress.Loopback, 5000).");
+        return ConnectAsync(endPoint, options, cancellationToken);
+    }
+
     /// <summary>Connects over an existing transport (in-memory pipes in tests and benchmarks).</summary>
     internal static async Task<MuxClient> ConnectAsync(IMuxTransport transport, MuxClientOptions? options = null, CancellationToken cancellationToken = default)
     {

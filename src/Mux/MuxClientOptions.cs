@@ -1,3 +1,4 @@
+using System.Net;
 using Microsoft.Extensions.Logging;
 
 namespace Mux;
@@ -5,6 +6,12 @@ namespace Mux;
 /// <summary>Settings of a <see cref="MuxClient"/>. Validated when the client connects.</summary>
 public sealed class MuxClientOptions
 {
+    /// <summary>
+    /// The server to connect to, for <see cref="MuxClient.ConnectAsync(MuxClientOptions, CancellationToken)"/>
+    /// and Mux.Hosting's AddMuxClient. Defaults to <see langword="null"/> (must be set there).
+    /// </summary>
+    public EndPoint? EndPoint { get; set; }
+
     /// <summary>
     /// How long a call may wait for its response before it fails with <see cref="TimeoutException"/>.
     /// <see cref="Timeout.InfiniteTimeSpan"/> disables the deadline (a lost connection still fails

@@ -72,6 +72,26 @@ public sealed class MuxServer : IAsyncDisposable
         return this;
     }
 
+    /// <summary>Serves <typeparamref name="TService"/> with instances that
+    /// <paramref name="activator"/> provides per call.</summary>
+    /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface.</typeparam>
+    /// <param name="activator">Provides (and releases) the instance that serves each call.</param>
+    /// <returns>This server, for chaining.</returns>
+    /// <exception cref="InvalidOperationException">The server has started, no dispatcher is
+    /// registered for the interface, or a method id collides with another service's.</exception>
+    public MuxServer AddService<TService>(MuxServiceActivator<TService> activator)
+        where TService : class
+    {
+        ArgumentNullException.ThrowIfNull(activator);
+        MuxServiceDefinition<TService> definition = MuxServiceRegistry.GetDefinition<TService>();
+        foreach (MuxMethodDefinition<TService> method in definition.Methods.Values)
+        {
+            AddMethod(new ActivatedServerMethod<TService>(definition.ServiceName, method, activator));
+        }
+
+        return this;
+    }
+
     private void AddMethod(ServerMethod method)
     {
         if (Volatile.Read(ref _state) != 0)

@@ -21,3 +21,14 @@ internal sealed class SingletonServerMethod<TService>(string serviceName, MuxMet
 
     public override ValueTask InvokeAsync(MuxServerCall call) => _handler(_implementation, call);
 }
+
+/// <summary>A method served through a <see cref="MuxServiceActivator{TService}"/> (for example a DI scope per call).</summary>
+internal sealed class ActivatedServerMethod<TService>(string serviceName, MuxMethodDefinition<TService> method, MuxServiceActivator<TService> activator)
+    : ServerMethod(method.Id, serviceName + "." + method.Name)
+    where TService : class
+{
+    private readonly MuxMethodHandler<TService> _handler = method.Handler;
+    private readonly MuxServiceActivator<TService> _activator = activator;
+
+    public override ValueTask InvokeAsync(MuxServerCall call) => _activator.InvokeAsync(call, _handler);
+}
