@@ -187,12 +187,7 @@ public sealed class MuxServer : IAsyncDisposable
         var connection = new ServerConnection(transport, _methods!, _options, _logger, name);
         _connections.TryAdd(connection, 0);
         MuxLog.ConnectionAccepted(_logger, name);
-        connection.Completion.ContinueWith(
-            static (_, state) => ((KeyValuePair<MuxServer, ServerConnection>)state!).Key.Forget(((KeyValuePair<MuxServer, ServerConnection>)state!).Value),
-            new KeyValuePair<MuxServer, ServerConnection>(this, connection),
-            CancellationToken.None,
-            TaskContinuationOptions.ExecuteSynchronously,
-            TaskScheduler.Default);
+        _ = ForgetWhenClosedAsync(connection);
         connection.Start();
         if (Volatile.Read(ref _state) != 1)
         {
@@ -201,7 +196,11 @@ public sealed class MuxServer : IAsyncDisposable
         }
     }
 
-    private void Forget(ServerConnection connection) => _connections.TryRemove(connection, out _);
+    private async Task ForgetWhenClosedAsync(ServerConnection connection)
+    {
+        await connection.Completion.ConfigureAwait(false);
+        _connections.TryRemove(connection, out _);
+    }
 
     /// <summary>
     /// Stops accepting, tells every client GoAway, waits for the calls in flight to finish, and
@@ -244,7 +243,14 @@ public sealed class MuxServer : IAsyncDisposable
         }
     }
 
-    /// <summary>Stops the server (see <see cref="StopAsync"/>) without a deadline for calls in flight.</summary>
+    /// <summary>Stops the server (see <see cref="StopAsync"/>), giving calls in flight
+    /// <see cref="MuxServerOptions.ShutdownTimeout"/> to finish.</summary>
     /// <returns>A task that completes when the server has stopped.</returns>
-    public async ValueTask DisposeAsync() => await StopAsync().ConfigureAwait(false);
+    public async ValueTask DisposeAsync()
+    {
+        using var deadline = _options.ShutdownTimeout == Timeout.InfiniteTimeSpan
+            ? new CancellationTokenSource()
+            : new CancellationTokenSource(_options.ShutdownTimeout);
+        await StopAsync(deadline.Token).ConfigureAwait(false);
+    }
 }

@@ -28,6 +28,11 @@ public sealed class MuxServerOptions
     /// <summary>How long a new connection has to complete its handshake. Defaults to 10 seconds.</summary>
     public TimeSpan HandshakeTimeout { get; set; } = TimeSpan.FromSeconds(10);
 
+    /// <summary>How long <see cref="MuxServer.DisposeAsync"/> lets calls in flight finish before it
+    /// cancels them and closes their connections (<see cref="MuxServer.StopAsync"/> takes a token
+    /// instead). Defaults to 30 seconds.</summary>
+    public TimeSpan ShutdownTimeout { get; set; } = TimeSpan.FromSeconds(30);
+
     /// <summary>The listen backlog of the accepting socket. Defaults to 512.</summary>
     public int ListenBacklog { get; set; } = 512;
 
@@ -69,5 +74,6 @@ public sealed class MuxServerOptions
         }
 
         OptionsValidation.RequirePositive(HandshakeTimeout, nameof(MuxServerOptions), nameof(HandshakeTimeout), allowInfinite: true);
+        OptionsValidation.RequirePositive(ShutdownTimeout, nameof(MuxServerOptions), nameof(ShutdownTimeout), allowInfinite: true);
     }
 }

@@ -16,6 +16,9 @@ namespace Mux.Internal;
 //     frame that queued up while the previous flush ran goes out in one flush and one send.
 internal abstract partial class MuxConnection : IThreadPoolWorkItem
 {
+    // A staging buffer that grew past this after a large frame is dropped rather than kept per thread.
+    private const int MaxRetainedStagingSize = 64 * 1024;
+
     // Per-thread staging buffer for encoding a frame before it is known to be complete and valid.
     [ThreadStatic]
     private static PooledBufferWriter? t_staging;
@@ -84,6 +87,12 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         {
             // Idle fast path: write our frame and whatever queued meanwhile, then flush ourselves.
             _output.Write(staging.WrittenSpan);
+            if (staging.Buffer.Length > MaxRetainedStagingSize)
+            {
+                t_staging = null;
+                staging.Dispose();
+            }
+
             int frames = 1 + DrainQueueIntoOutputLocked();
             FlushAndReleaseLocked(frames, handOffRemainingWork: true);
             return;

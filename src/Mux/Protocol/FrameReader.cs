@@ -34,8 +34,18 @@ internal static class FrameReader
             return false;
         }
 
-        Span<byte> header = stackalloc byte[ProtocolConstants.FrameHeaderSize];
-        buffer.Slice(0, ProtocolConstants.FrameHeaderSize).CopyTo(header);
+        // Read the fixed header, plus a Request's method id when present, straight from the first
+        // segment when it holds them (the usual case); copy only when they straddle segments.
+        const int MaxHeaderSize = ProtocolConstants.FrameHeaderSize + ProtocolConstants.RequestHeaderSize;
+        Span<byte> copy = stackalloc byte[MaxHeaderSize];
+        scoped ReadOnlySpan<byte> header = buffer.FirstSpan;
+        if (header.Length < MaxHeaderSize && header.Length < buffer.Length)
+        {
+            int available = (int)Math.Min(buffer.Length, MaxHeaderSize);
+            buffer.Slice(0, available).CopyTo(copy);
+            header = copy[..available];
+        }
+
         uint length = BinaryPrimitives.ReadUInt32LittleEndian(header);
         CheckLength(length, maxFrameSize);
 
@@ -64,7 +74,7 @@ internal static class FrameReader
                     ThrowProtocol($"A Request frame needs a {ProtocolConstants.RequestHeaderSize}-byte method id; its body is {body.Length} bytes.");
                 }
 
-                methodId = ReadUInt32(body);
+                methodId = BinaryPrimitives.ReadUInt32LittleEndian(header[ProtocolConstants.FrameHeaderSize..]);
                 body = body.Slice(ProtocolConstants.RequestHeaderSize);
                 break;
             case FrameType.Hello:
