@@ -63,13 +63,7 @@ public sealed class MuxServer : IAsyncDisposable
         where TService : class
     {
         ArgumentNullException.ThrowIfNull(implementation);
-        MuxServiceDefinition<TService> definition = MuxServiceRegistry.GetDefinition<TService>();
-        foreach (MuxMethodDefinition<TService> method in definition.Methods.Values)
-        {
-            AddMethod(new SingletonServerMethod<TService>(definition.ServiceName, method, implementation));
-        }
-
-        return this;
+        return AddMethods<TService>((service, method) => new SingletonServerMethod<TService>(service, method, implementation));
     }
 
     /// <summary>Serves <typeparamref name="TService"/> with instances that
@@ -83,10 +77,16 @@ public sealed class MuxServer : IAsyncDisposable
         where TService : class
     {
         ArgumentNullException.ThrowIfNull(activator);
+        return AddMethods<TService>((service, method) => new ActivatedServerMethod<TService>(service, method, activator));
+    }
+
+    private MuxServer AddMethods<TService>(Func<string, MuxMethodDefinition<TService>, ServerMethod> bind)
+        where TService : class
+    {
         MuxServiceDefinition<TService> definition = MuxServiceRegistry.GetDefinition<TService>();
         foreach (MuxMethodDefinition<TService> method in definition.Methods.Values)
         {
-            AddMethod(new ActivatedServerMethod<TService>(definition.ServiceName, method, activator));
+            AddMethod(bind(definition.ServiceName, method));
         }
 
         return this;
