@@ -48,7 +48,7 @@ try
 
     LoadResult result = await LoadRunner.RunAsync(users, options, Console.Out);
     MuxConnectionStatistics stats = client.GetStatistics();
-    long connections = server?.ConnectionsAccepted ?? await client.CreateProxy<ILoadStats>().GetConnectionsAccepted();
+    long connections = server?.ConnectionsAccepted ?? await AskServerForConnectionsAsync(client);
 
     Console.WriteLine($"calls: {result.Calls:N0}  errors: {result.Errors}  calls/s: {result.CallsPerSecond:N0}  p50: {result.P50Us} us  p99: {result.P99Us} us  connections: {connections}");
     Console.WriteLine($"client frames/flush: {stats.FramesPerFlush:F1}  frames/socket send: {stats.FramesPerSocketSend:F1}  frames/socket receive: {stats.FramesPerSocketReceive:F1}");
@@ -80,6 +80,20 @@ finally
     if (server is not null)
     {
         await server.DisposeAsync();
+    }
+}
+
+// A server started with --serve answers ILoadStats; any other server does not, and then the
+// count is unknown (-1) rather than a guess.
+static async Task<long> AskServerForConnectionsAsync(MuxClient client)
+{
+    try
+    {
+        return await client.CreateProxy<ILoadStats>().GetConnectionsAccepted();
+    }
+    catch (MuxRemoteException ex) when (ex.StatusCode == MuxStatusCode.UnknownMethod)
+    {
+        return -1;
     }
 }
 
