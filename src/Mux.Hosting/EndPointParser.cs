@@ -1,5 +1,6 @@
 using System.Globalization;
 using System.Net;
+using System.Net.Sockets;
 
 namespace Mux.Hosting;
 
@@ -20,7 +21,7 @@ internal static class EndPointParser
             throw Invalid(value, key, "an IP address or localhost, a colon and a port, for example 127.0.0.1:5000, [::1]:5000, 0.0.0.0:5000 or localhost:5000");
         }
 
-        if (IPAddress.TryParse(host, out IPAddress? address) && (!bracketed || address.AddressFamily == System.Net.Sockets.AddressFamily.InterNetworkV6))
+        if (IPAddress.TryParse(host, out IPAddress? address) && (!bracketed || address.AddressFamily == AddressFamily.InterNetworkV6))
         {
             return new IPEndPoint(address, port);
         }
@@ -46,7 +47,7 @@ internal static class EndPointParser
             throw Invalid(value, key, Expected);
         }
 
-        if (IPAddress.TryParse(host, out IPAddress? address) && (!bracketed || address.AddressFamily == System.Net.Sockets.AddressFamily.InterNetworkV6))
+        if (IPAddress.TryParse(host, out IPAddress? address) && (!bracketed || address.AddressFamily == AddressFamily.InterNetworkV6))
         {
             return new IPEndPoint(address, port);
         }
