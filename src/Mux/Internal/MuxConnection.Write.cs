@@ -123,7 +123,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         int frames = 0;
         while (_outbound.TryDequeue(out OutboundFrame frame))
         {
-            if (!IsClosed)
+            if (!DropsQueuedFrames)
             {
                 _output.Write(frame.Buffer.AsSpan(0, frame.Length));
                 frames++;
@@ -223,14 +223,23 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     {
         if (IsClosed && TryAcquireWriter())
         {
-            while (_outbound.TryDequeue(out OutboundFrame frame))
-            {
-                ArrayPool<byte>.Shared.Return(frame.Buffer);
-            }
-
+            // Writes what is still queued (graceful close) or drops it; completing the output
+            // hands everything written to the transport's send loop.
+            DrainQueueIntoOutputLocked();
             _output.Complete();
         }
     }
+
+    /// <summary>
+    /// Whether frames still queued when the connection closes with
+    /// <see cref="MuxCloseReason.LocalShutdown"/> are sent rather than dropped. The server's are the
+    /// responses of the calls it drained, which the client waits for; a client's are requests of
+    /// calls that the close has already failed.
+    /// </summary>
+    protected virtual bool SendsQueuedFramesOnGracefulClose => false;
+
+    private bool DropsQueuedFrames =>
+        IsClosed && !(SendsQueuedFramesOnGracefulClose && CloseReason == MuxCloseReason.LocalShutdown);
 
     private void ThrowIfClosed()
     {

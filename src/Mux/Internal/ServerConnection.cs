@@ -55,6 +55,10 @@ internal sealed class ServerConnection : MuxConnection
     // A lone call answering (or connection-level frames): write inline; otherwise batch.
     protected override bool IsQuiet => _runningCalls <= 1;
 
+    /// <summary>A drain ends when the last call has queued its response, not when the response
+    /// has been written: the close must still send it.</summary>
+    protected override bool SendsQueuedFramesOnGracefulClose => true;
+
     public void Start()
     {
         StartLoops();

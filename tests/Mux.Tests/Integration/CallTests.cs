@@ -215,6 +215,23 @@ public sealed class CallTests
     }
 
     [Fact]
+    public async Task StoppingTheServer_DeliversTheResponseOfEveryDrainedCall()
+    {
+        // Many calls finishing at once queue their responses behind each other; the drain must
+        // send every one of them before it closes the connection.
+        await using TestHost host = await TestHost.StartTcpAsync();
+        Task<int>[] inFlight = Enumerable.Range(0, 50).Select(host.Proxy.Hang).ToArray();
+        await Hosts.WaitUntilAsync(() => host.Service.HangingCalls == 50, "every call is running on the server");
+
+        Task stop = host.Server.StopAsync(new CancellationTokenSource(TestHost.Patience).Token);
+        host.Service.ReleaseHangingCalls();
+
+        int[] results = await Task.WhenAll(inFlight).WaitAsync(TestHost.Patience);
+        Assert.Equal(Enumerable.Range(0, 50), results);
+        await stop.WaitAsync(TestHost.Patience);
+    }
+
+    [Fact]
     public async Task ConcurrencyCap_PausesReading_WithoutDroppingCalls()
     {
         await using TestHost host = await TestHost.StartTcpAsync(new MuxServerOptions { MaxConcurrentCallsPerConnection = 4 });

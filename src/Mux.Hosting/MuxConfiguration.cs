@@ -1,0 +1,41 @@
+namespace Mux.Hosting;
+
+/// <summary>The keys of the "Mux:Server" configuration section. Every key is optional; a missing
+/// key leaves the option at its default.</summary>
+internal sealed class MuxServerConfiguration
+{
+    /// <summary>The section's path.</summary>
+    public const string SectionName = "Mux:Server";
+
+    /// <summary>"host:port" to listen on, parsed into <see cref="MuxServerOptions.EndPoint"/>.</summary>
+    public string? Listen { get; set; }
+
+    public int? MaxFrameSize { get; set; }
+
+    public int? MaxConcurrentCallsPerConnection { get; set; }
+
+    public TimeSpan? HandshakeTimeout { get; set; }
+
+    public int? ListenBacklog { get; set; }
+
+    public string? AuthToken { get; set; }
+}
+
+/// <summary>The keys of the "Mux:Client" configuration section. Every key is optional; a missing
+/// key leaves the option at its default.</summary>
+internal sealed class MuxClientConfiguration
+{
+    /// <summary>The section's path.</summary>
+    public const string SectionName = "Mux:Client";
+
+    /// <summary>"host:port" of the server, parsed into <see cref="MuxClientOptions.EndPoint"/>.</summary>
+    public string? Connect { get; set; }
+
+    public TimeSpan? CallTimeout { get; set; }
+
+    public TimeSpan? ConnectTimeout { get; set; }
+
+    public int? MaxFrameSize { get; set; }
+
+    public string? AuthToken { get; set; }
+}

@@ -1,0 +1,66 @@
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Options;
+
+namespace Mux.Hosting;
+
+/// <summary>
+/// The first configure step of <see cref="MuxServerOptions"/>: sets the logger factory from
+/// dependency injection and applies the "Mux:Server" configuration section. Registered once, before
+/// the delegate given to AddMuxServer, so that values set in code win over configuration.
+/// </summary>
+internal sealed class MuxServerOptionsSetup(IConfiguration? configuration = null, ILoggerFactory? loggerFactory = null)
+    : IConfigureOptions<MuxServerOptions>
+{
+    public void Configure(MuxServerOptions options)
+    {
+        options.LoggerFactory ??= loggerFactory;
+        if (configuration is null)
+        {
+            return;
+        }
+
+        var bound = new MuxServerConfiguration();
+        configuration.GetSection(MuxServerConfiguration.SectionName).Bind(bound);
+        if (bound.Listen is not null)
+        {
+            options.EndPoint = EndPointParser.ParseListen(bound.Listen, MuxServerConfiguration.SectionName + ":Listen");
+        }
+
+        options.MaxFrameSize = bound.MaxFrameSize ?? options.MaxFrameSize;
+        options.MaxConcurrentCallsPerConnection = bound.MaxConcurrentCallsPerConnection ?? options.MaxConcurrentCallsPerConnection;
+        options.HandshakeTimeout = bound.HandshakeTimeout ?? options.HandshakeTimeout;
+        options.ListenBacklog = bound.ListenBacklog ?? options.ListenBacklog;
+        options.AuthToken = bound.AuthToken ?? options.AuthToken;
+    }
+}
+
+/// <summary>
+/// The first configure step of <see cref="MuxClientOptions"/>: sets the logger factory from
+/// dependency injection and applies the "Mux:Client" configuration section. Registered once, before
+/// the delegate given to AddMuxClient, so that values set in code win over configuration.
+/// </summary>
+internal sealed class MuxClientOptionsSetup(IConfiguration? configuration = null, ILoggerFactory? loggerFactory = null)
+    : IConfigureOptions<MuxClientOptions>
+{
+    public void Configure(MuxClientOptions options)
+    {
+        options.LoggerFactory ??= loggerFactory;
+        if (configuration is null)
+        {
+            return;
+        }
+
+        var bound = new MuxClientConfiguration();
+        configuration.GetSection(MuxClientConfiguration.SectionName).Bind(bound);
+        if (bound.Connect is not null)
+        {
+            options.EndPoint = EndPointParser.ParseConnect(bound.Connect, MuxClientConfiguration.SectionName + ":Connect");
+        }
+
+        options.CallTimeout = bound.CallTimeout ?? options.CallTimeout;
+        options.ConnectTimeout = bound.ConnectTimeout ?? options.ConnectTimeout;
+        options.MaxFrameSize = bound.MaxFrameSize ?? options.MaxFrameSize;
+        options.AuthToken = bound.AuthToken ?? options.AuthToken;
+    }
+}

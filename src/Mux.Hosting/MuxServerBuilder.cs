@@ -1,0 +1,74 @@
+using System.Diagnostics.CodeAnalysis;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.DependencyInjection.Extensions;
+
+namespace Mux.Hosting;
+
+/// <summary>
+/// Adds services to the Mux server that
+/// <see cref="MuxServiceCollectionExtensions.AddMuxServer(IServiceCollection, Action{MuxServerOptions}?)"/>
+/// registered. Returned by AddMuxServer; every call to AddMuxServer configures the same server.
+/// </summary>
+public sealed class MuxServerBuilder
+{
+    internal MuxServerBuilder(IServiceCollection services)
+    {
+        Services = services;
+    }
+
+    /// <summary>The service collection the server is registered in.</summary>
+    public IServiceCollection Services { get; }
+
+    /// <summary>
+    /// Serves <typeparamref name="TService"/> with <typeparamref name="TImplementation"/>, which
+    /// is registered in the service collection with <paramref name="lifetime"/> (unless
+    /// <typeparamref name="TImplementation"/> is registered already, in which case that registration
+    /// is used) and gets its dependencies by constructor injection.
+    /// </summary>
+    /// <remarks>
+    /// <para>
+    /// <see cref="ServiceLifetime.Scoped"/> (the default) and <see cref="ServiceLifetime.Transient"/>
+    /// give every call its own dependency-injection scope and its own instance, like ASP.NET Core
+    /// controllers and gRPC services: the calls of a connection run concurrently, so per-call
+    /// instances need no thread-safety, and scoped dependencies (a DbContext, a unit of work) are
+    /// never shared between calls. The scope, with the instance and every scoped or transient
+    /// dependency it resolved, is disposed when the call's handler has completed (after its
+    /// response has been sent).
+    /// </para>
+    /// <para>
+    /// <see cref="ServiceLifetime.Singleton"/> resolves one instance when the host starts and serves
+    /// every call with it, without a scope per call (faster). That instance runs many calls at
+    /// once, so it must be thread-safe, and it must not depend on scoped services.
+    /// </para>
+    /// </remarks>
+    /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface.</typeparam>
+    /// <typeparam name="TImplementation">The class that implements it.</typeparam>
+    /// <param name="lifetime">How instances are shared between calls. Defaults to
+    /// <see cref="ServiceLifetime.Scoped"/>: one instance and one scope per call.</param>
+    /// <returns>This builder, for chaining.</returns>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="lifetime"/> is not a defined value.</exception>
+    /// <exception cref="InvalidOperationException"><typeparamref name="TService"/> has already been added.</exception>
+    public MuxServerBuilder AddService<TService, [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] TImplementation>(ServiceLifetime lifetime = ServiceLifetime.Scoped)
+        where TService : class
+        where TImplementation : class, TService
+    {
+        if (lifetime is not (ServiceLifetime.Singleton or ServiceLifetime.Scoped or ServiceLifetime.Transient))
+        {
+            throw new ArgumentOutOfRangeException(nameof(lifetime), lifetime, "The lifetime must be Singleton, Scoped or Transient.");
+        }
+
+        foreach (ServiceDescriptor descriptor in Services)
+        {
+            if (descriptor.ServiceType == typeof(MuxServiceBinding)
+                && descriptor.ImplementationInstance is MuxServiceBinding existing
+                && existing.ServiceType == typeof(TService))
+            {
+                throw new InvalidOperationException($"{typeof(TService).FullName} is already served by {existing.ImplementationType.FullName}; a Mux server serves each interface with one implementation. Remove one of the AddService calls.");
+            }
+        }
+
+        Services.TryAdd(new ServiceDescriptor(typeof(TImplementation), typeof(TImplementation), lifetime));
+        Services.AddSingleton<MuxServiceBinding>(new MuxServiceBinding<TService, TImplementation>(lifetime));
+        return this;
+    }
+}

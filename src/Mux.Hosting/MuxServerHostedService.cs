@@ -1,0 +1,86 @@
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+using Microsoft.Extensions.Options;
+
+namespace Mux.Hosting;
+
+/// <summary>Holds the server once the host has started it; backs the <see cref="MuxServer"/>
+/// singleton that AddMuxServer registers.</summary>
+internal sealed class MuxServerHolder
+{
+    private volatile MuxServer? _server;
+
+    public MuxServer? Server
+    {
+        get => _server;
+        set => _server = value;
+    }
+
+    public MuxServer GetStartedServer() => _server ?? throw new InvalidOperationException(
+        "The Mux server has not started yet. MuxServer is available from the service provider once the host has started (IHost.StartAsync or RunAsync); resolve it after that, not in a constructor that runs while the host starts.");
+}
+
+/// <summary>
+/// Runs the <see cref="MuxServer"/> of AddMuxServer with the host: builds it from the options and
+/// the AddService registrations and starts it when the host starts; when the host stops, sends
+/// GoAway and drains the calls in flight until the host's shutdown timeout.
+/// </summary>
+internal sealed class MuxServerHostedService(
+    IOptions<MuxServerOptions> options,
+    IEnumerable<MuxServiceBinding> bindings,
+    MuxServerHolder holder,
+    IServiceProvider services,
+    ILoggerFactory? loggerFactory = null)
+    : IHostedService, IAsyncDisposable
+{
+    private readonly ILogger _logger = (loggerFactory ?? NullLoggerFactory.Instance).CreateLogger(MuxHostingLog.Category);
+
+    public async Task StartAsync(CancellationToken cancellationToken)
+    {
+        if (holder.Server is not null)
+        {
+            throw new InvalidOperationException("The Mux server has already been started; a host starts once.");
+        }
+
+        MuxServerOptions serverOptions = options.Value; // Binding and validation errors surface here, at host start.
+        var server = new MuxServer(serverOptions);
+        int count = 0;
+        foreach (MuxServiceBinding binding in bindings)
+        {
+            binding.AddTo(server, services, _logger);
+            count++;
+        }
+
+        await server.StartAsync(cancellationToken).ConfigureAwait(false);
+        holder.Server = server;
+        MuxHostingLog.ServerStarted(_logger, Describe(server), count);
+    }
+
+    public async Task StopAsync(CancellationToken cancellationToken)
+    {
+        MuxServer? server = holder.Server;
+        if (server is null)
+        {
+            return; // Never started.
+        }
+
+        string endPoint = Describe(server);
+        MuxHostingLog.ServerStopping(_logger, endPoint, server.ActiveConnections);
+        await server.StopAsync(cancellationToken).ConfigureAwait(false);
+        MuxHostingLog.ServerStopped(_logger, endPoint);
+    }
+
+    /// <summary>Stops the server if the host did not (for example when a later hosted service
+    /// failed to start), so the listening socket never outlives the service provider.</summary>
+    public async ValueTask DisposeAsync()
+    {
+        if (holder.Server is { } server)
+        {
+            await server.DisposeAsync().ConfigureAwait(false);
+        }
+    }
+
+    private static string Describe(MuxServer server) => server.LocalEndPoint?.ToString() ?? "?";
+}

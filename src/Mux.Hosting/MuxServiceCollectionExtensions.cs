@@ -1,0 +1,107 @@
+using Microsoft.Extensions.DependencyInjection.Extensions;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Options;
+using Mux;
+using Mux.Hosting;
+
+namespace Microsoft.Extensions.DependencyInjection;
+
+/// <summary>Adds a Mux server or a Mux client, run by the host, to a service collection.</summary>
+public static class MuxServiceCollectionExtensions
+{
+    /// <summary>
+    /// Adds a Mux server that starts and stops with the host. Add the services it serves with
+    /// <see cref="MuxServerBuilder.AddService{TService, TImplementation}(ServiceLifetime)"/>.
+    /// </summary>
+    /// <remarks>
+    /// <para>
+    /// Options: <see cref="MuxServerOptions"/> is bound from the <c>Mux:Server</c> configuration
+    /// section when the service provider has an <c>IConfiguration</c> (keys <c>Listen</c> as
+    /// <c>host:port</c>, for example <c>127.0.0.1:5000</c>, <c>[::1]:5000</c>, <c>0.0.0.0:5000</c>
+    /// or <c>localhost:5000</c>; <c>MaxFrameSize</c>, <c>MaxConcurrentCallsPerConnection</c>,
+    /// <c>HandshakeTimeout</c>, <c>ListenBacklog</c>, <c>AuthToken</c>); then
+    /// <paramref name="configure"/> runs, so values set in code win. Keys that are missing keep the
+    /// defaults documented on <see cref="MuxServerOptions"/>. <see cref="MuxServerOptions.LoggerFactory"/>
+    /// defaults to the service provider's <c>ILoggerFactory</c>.
+    /// </para>
+    /// <para>
+    /// Lifetime: the server is built and started when the host starts; invalid options fail the
+    /// start with <see cref="InvalidOperationException"/> naming the option. When the host stops,
+    /// the server sends GoAway and drains the calls in flight until the host's shutdown timeout
+    /// (<c>HostOptions.ShutdownTimeout</c>, 30 seconds by default); calls still running then are
+    /// cancelled.
+    /// </para>
+    /// <para>
+    /// Once the host has started, the running <see cref="MuxServer"/> can be resolved from the
+    /// service provider (for example to read <see cref="MuxServer.LocalEndPoint"/> after listening
+    /// on port 0); resolving it earlier throws <see cref="InvalidOperationException"/>.
+    /// </para>
+    /// <para>Calling AddMuxServer more than once configures the same, single server.</para>
+    /// </remarks>
+    /// <param name="services">The service collection.</param>
+    /// <param name="configure">Sets options in code, after configuration binding. Defaults to
+    /// <see langword="null"/> (configuration and defaults only).</param>
+    /// <returns>A builder to add services with.</returns>
+    public static MuxServerBuilder AddMuxServer(this IServiceCollection services, Action<MuxServerOptions>? configure = null)
+    {
+        ArgumentNullException.ThrowIfNull(services);
+        services.AddOptions<MuxServerOptions>();
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IConfigureOptions<MuxServerOptions>, MuxServerOptionsSetup>());
+        if (configure is not null)
+        {
+            services.Configure(configure);
+        }
+
+        services.TryAddSingleton<MuxServerHolder>();
+        services.TryAddSingleton(static provider => provider.GetRequiredService<MuxServerHolder>().GetStartedServer());
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, MuxServerHostedService>());
+        return new MuxServerBuilder(services);
+    }
+
+    /// <summary>
+    /// Adds one shared <see cref="MuxClient"/> that the host connects when it starts and closes
+    /// when it stops. Register the interfaces to inject with
+    /// <see cref="MuxClientBuilder.AddProxy{TService}"/>.
+    /// </summary>
+    /// <remarks>
+    /// <para>
+    /// Options: <see cref="MuxClientOptions"/> is bound from the <c>Mux:Client</c> configuration
+    /// section when the service provider has an <c>IConfiguration</c> (keys <c>Connect</c> as
+    /// <c>host:port</c>, for example <c>127.0.0.1:5000</c>, <c>[::1]:5000</c> or
+    /// <c>users.internal:5000</c>; <c>CallTimeout</c>, <c>ConnectTimeout</c>, <c>MaxFrameSize</c>,
+    /// <c>AuthToken</c>); then <paramref name="configure"/> runs, so values set in code win. Keys
+    /// that are missing keep the defaults documented on <see cref="MuxClientOptions"/>;
+    /// <see cref="MuxClientOptions.EndPoint"/> has no default and must be set one way or the other.
+    /// <see cref="MuxClientOptions.LoggerFactory"/> defaults to the service provider's <c>ILoggerFactory</c>.
+    /// </para>
+    /// <para>
+    /// Lifetime: the client connects when the host starts, so a server that cannot be reached fails
+    /// the start with <see cref="MuxConnectionException"/>. The connected client, and every proxy,
+    /// can be resolved once the host has started; resolving them earlier throws
+    /// <see cref="InvalidOperationException"/>. A lost connection is not re-established: calls fail
+    /// with <see cref="MuxConnectionException"/> until the host is restarted.
+    /// </para>
+    /// <para>Calling AddMuxClient more than once configures the same, single connection. In a host
+    /// that also runs the server the client connects to, call AddMuxServer first: hosted services
+    /// start in registration order.</para>
+    /// </remarks>
+    /// <param name="services">The service collection.</param>
+    /// <param name="configure">Sets options in code, after configuration binding. Defaults to
+    /// <see langword="null"/> (configuration and defaults only).</param>
+    /// <returns>A builder to register proxies with.</returns>
+    public static MuxClientBuilder AddMuxClient(this IServiceCollection services, Action<MuxClientOptions>? configure = null)
+    {
+        ArgumentNullException.ThrowIfNull(services);
+        services.AddOptions<MuxClientOptions>();
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IConfigureOptions<MuxClientOptions>, MuxClientOptionsSetup>());
+        if (configure is not null)
+        {
+            services.Configure(configure);
+        }
+
+        services.TryAddSingleton<MuxClientHolder>();
+        services.TryAddSingleton(static provider => provider.GetRequiredService<MuxClientHolder>().GetConnectedClient());
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, MuxClientHostedService>());
+        return new MuxClientBuilder(services);
+    }
+}

@@ -1,0 +1,109 @@
+using System.Diagnostics;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
+
+namespace Mux.Hosting.Tests;
+
+public sealed class ShutdownTests
+{
+    [Fact]
+    public async Task StoppingTheServerHostDrainsTheCallsInFlight()
+    {
+        TestHost server = await TestHost.StartServerAsync();
+        await using (server)
+        {
+            await using TestHost client = await TestHost.StartClientAsync(server.ServerEndPoint);
+            IHostingTestService proxy = client.Services.GetRequiredService<IHostingTestService>();
+
+            Task<int>[] inFlight = Enumerable.Range(1, 5).Select(proxy.WaitForGate).ToArray();
+            await TestHost.WaitUntilAsync(() => server.Tracker.Waiting == 5, "five calls are in their handlers");
+
+            Task stopping = server.StopAsync();
+
+            // Once the client has seen the server's GoAway, new calls fail at once...
+            await FailsSoonAsync(() => proxy.Add(1, 1).AsTask());
+
+            // ...while the calls in flight keep running, and the stop waits for them.
+            Assert.False(stopping.IsCompleted);
+            Assert.All(inFlight, call => Assert.False(call.IsCompleted));
+
+            server.Tracker.Gate.SetResult();
+            int[] results = await Task.WhenAll(inFlight).WaitAsync(TestHost.Patience);
+            Assert.Equal([1, 2, 3, 4, 5], results);
+            await stopping;
+
+            await Assert.ThrowsAsync<MuxConnectionException>(() => proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+            Assert.Equal(server.Tracker.Created.Order(), server.Tracker.Disposed.Order());
+        }
+    }
+
+    [Fact]
+    public async Task CallsStillRunningAtTheShutdownTimeoutFailWithoutHanging()
+    {
+        TestHost server = await TestHost.StartServerAsync(configure: b =>
+            b.Services.Configure<HostOptions>(o => o.ShutdownTimeout = TimeSpan.FromMilliseconds(300)));
+        await using (server)
+        {
+            await using TestHost client = await TestHost.StartClientAsync(server.ServerEndPoint);
+            IHostingTestService proxy = client.Services.GetRequiredService<IHostingTestService>();
+            Task<int> call = proxy.WaitForGate(1);
+            await TestHost.WaitUntilAsync(() => server.Tracker.Waiting == 1, "the call is in its handler");
+
+            var elapsed = Stopwatch.StartNew();
+            await server.StopAsync();
+
+            Assert.True(elapsed.Elapsed >= TimeSpan.FromMilliseconds(250), $"The stop took {elapsed.Elapsed}; it should have waited for the call until the shutdown timeout.");
+            await Assert.ThrowsAsync<MuxConnectionException>(() => call.WaitAsync(TestHost.Patience));
+        }
+    }
+
+    [Fact]
+    public async Task StoppingTheClientHostFailsPendingAndLaterCalls()
+    {
+        await using TestHost server = await TestHost.StartServerAsync();
+        TestHost client = await TestHost.StartClientAsync(server.ServerEndPoint);
+        IHostingTestService proxy = client.Services.GetRequiredService<IHostingTestService>();
+        Task<int> pending = proxy.WaitForGate(1);
+        await TestHost.WaitUntilAsync(() => server.Tracker.Waiting == 1, "the call is in its handler");
+
+        await client.DisposeAsync();
+
+        await Assert.ThrowsAsync<MuxConnectionException>(() => pending.WaitAsync(TestHost.Patience));
+        await Assert.ThrowsAsync<MuxConnectionException>(() => proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+        Assert.DoesNotContain(client.Logs.Entries, e => e.EventId.Id == 105);
+    }
+
+    [Fact]
+    public async Task TheClientReportsALostConnection()
+    {
+        TestHost server = await TestHost.StartServerAsync();
+        await using TestHost client = await TestHost.StartClientAsync(server.ServerEndPoint);
+
+        await server.DisposeAsync();
+
+        await TestHost.WaitUntilAsync(() => client.Logs.Entries.Any(e => e.EventId.Id == 105 && e.Level == LogLevel.Warning), "the client logs the lost connection");
+        await Assert.ThrowsAsync<MuxConnectionException>(() => client.Services.GetRequiredService<IHostingTestService>().Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+    }
+
+    /// <summary>Calls until the call fails with <see cref="MuxConnectionException"/> (a call sent
+    /// before the server's GoAway arrives still succeeds).</summary>
+    private static async Task FailsSoonAsync(Func<Task> call)
+    {
+        DateTime deadline = DateTime.UtcNow + TestHost.Patience;
+        while (true)
+        {
+            try
+            {
+                await call().WaitAsync(TestHost.Patience);
+            }
+            catch (MuxConnectionException)
+            {
+                return;
+            }
+
+            Assert.True(DateTime.UtcNow < deadline, "Calls kept succeeding after the server began to stop.");
+            await Task.Delay(5);
+        }
+    }
+}

@@ -1,0 +1,75 @@
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+
+namespace Mux.Hosting.Tests;
+
+public sealed class ValidationTests
+{
+    [Fact]
+    public async Task AnInvalidMaxFrameSizeFailsTheServerStart()
+    {
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() =>
+            TestHost.StartServerAsync(configuration: new() { ["Mux:Server:MaxFrameSize"] = "10" }));
+        Assert.Contains("MuxServerOptions.MaxFrameSize is 10", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task AnInvalidOptionSetInCodeFailsTheServerStart()
+    {
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() =>
+            TestHost.StartServerAsync(configure: b => b.Services.AddMuxServer(o => o.MaxConcurrentCallsPerConnection = 0)));
+        Assert.Contains("MaxConcurrentCallsPerConnection", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task AServerWithoutAnEndPointFailsToStart()
+    {
+        (HostApplicationBuilder builder, LogSink logs) = TestHost.CreateBuilder();
+        builder.Services.AddMuxServer().AddService<IHostingTestService, HostingTestService>();
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => TestHost.StartAsync(builder, logs));
+        Assert.Contains("EndPoint", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task AnInterfaceWithoutADispatcherFailsTheServerStart()
+    {
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() =>
+            TestHost.StartServerAsync(configure: b => b.Services.AddMuxServer().AddService<INotAMuxService, NotAMuxService>()));
+        Assert.Contains(typeof(INotAMuxService).FullName!, error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task AnInvalidCallTimeoutFailsTheClientStart()
+    {
+        await using TestHost server = await TestHost.StartServerAsync();
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() =>
+            TestHost.StartClientAsync(server.ServerEndPoint, new() { ["Mux:Client:CallTimeout"] = "-00:00:01" }));
+        Assert.Contains("MuxClientOptions.CallTimeout", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task AClientWithoutAnEndPointFailsToStart()
+    {
+        (HostApplicationBuilder builder, LogSink logs) = TestHost.CreateBuilder();
+        builder.Services.AddMuxClient().AddProxy<IHostingTestService>();
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => TestHost.StartAsync(builder, logs));
+        Assert.Contains("Mux:Client:Connect", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task AnUnparsableValueFailsTheStartNamingTheKey()
+    {
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() =>
+            TestHost.StartServerAsync(configuration: new() { ["Mux:Server:MaxFrameSize"] = "big" }));
+        Assert.Contains("Mux:Server:MaxFrameSize", error.Message, StringComparison.Ordinal);
+    }
+
+    /// <summary>Not a [MuxService] interface: nothing registers a dispatcher for it.</summary>
+    public interface INotAMuxService
+    {
+    }
+
+    public sealed class NotAMuxService : INotAMuxService
+    {
+    }
+}
