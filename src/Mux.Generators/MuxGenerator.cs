@@ -25,29 +25,38 @@ public sealed class MuxGenerator : IIncrementalGenerator
             predicate: static (node, _) => node is TypeDeclarationSyntax and not InterfaceDeclarationSyntax,
             transform: static (ctx, _) => ObjectParser.Parse((INamedTypeSymbol)ctx.TargetSymbol, new KnownTypes(ctx.SemanticModel.Compilation), reportDiagnostics: true));
 
-        context.RegisterSourceOutput(services, static (spc, result) =>
+        // Sources depend on the models only, so an edit elsewhere regenerates nothing.
+        context.RegisterSourceOutput(services.Select(static (r, _) => r.Model), static (spc, model) =>
         {
-            foreach (DiagnosticInfo diagnostic in result.Diagnostics)
-            {
-                spc.ReportDiagnostic(diagnostic.ToDiagnostic());
-            }
-
-            if (result.Model is { } model)
+            if (model is not null)
             {
                 spc.AddSource(model.HintName, Emitter.EmitService(model));
             }
         });
 
-        context.RegisterSourceOutput(objects, static (spc, result) =>
+        context.RegisterSourceOutput(objects.Select(static (r, _) => r.Model), static (spc, model) =>
         {
-            foreach (DiagnosticInfo diagnostic in result.Diagnostics)
-            {
-                spc.ReportDiagnostic(diagnostic.ToDiagnostic());
-            }
-
-            if (result.Model is { } model)
+            if (model is not null)
             {
                 spc.AddSource(model.HintName, Emitter.EmitObject(model));
+            }
+        });
+
+        // Diagnostics are kept as values; the compilation turns them back into locations in its
+        // syntax trees (so #pragma warning disable and the IDE see them). Only results that have
+        // diagnostics pay for the combination.
+        IncrementalValuesProvider<EquatableArray<DiagnosticInfo>> diagnostics = services
+            .Select(static (r, _) => r.Diagnostics)
+            .Collect()
+            .Combine(objects.Select(static (r, _) => r.Diagnostics).Collect())
+            .SelectMany(static (pair, _) => pair.Left.AddRange(pair.Right))
+            .Where(static d => d.Count > 0);
+
+        context.RegisterSourceOutput(diagnostics.Combine(context.CompilationProvider), static (spc, pair) =>
+        {
+            foreach (DiagnosticInfo diagnostic in pair.Left)
+            {
+                spc.ReportDiagnostic(diagnostic.ToDiagnostic(pair.Right));
             }
         });
     }

@@ -8,7 +8,19 @@ namespace Mux.Generators.Model;
 /// on to a syntax tree and defeat the incremental pipeline's caching).</summary>
 internal sealed record LocationInfo(string FilePath, TextSpan Span, LinePositionSpan LineSpan)
 {
-    public Location ToLocation() => Location.Create(FilePath, Span, LineSpan);
+    /// <summary>The location in the compilation's syntax tree, so that #pragma and the IDE see it.</summary>
+    public Location ToLocation(Compilation compilation)
+    {
+        foreach (SyntaxTree tree in compilation.SyntaxTrees)
+        {
+            if (tree.FilePath == FilePath)
+            {
+                return Location.Create(tree, Span);
+            }
+        }
+
+        return Location.Create(FilePath, Span, LineSpan);
+    }
 
     public static LocationInfo? From(Location? location)
     {
@@ -27,8 +39,8 @@ internal sealed record DiagnosticInfo(DiagnosticDescriptor Descriptor, LocationI
     public static DiagnosticInfo Create(DiagnosticDescriptor descriptor, Location? location, params string[] messageArguments) =>
         new(descriptor, LocationInfo.From(location), new EquatableArray<string>(messageArguments));
 
-    public Diagnostic ToDiagnostic() =>
-        Diagnostic.Create(Descriptor, Location?.ToLocation() ?? Microsoft.CodeAnalysis.Location.None, MessageArguments.Cast<object>().ToArray());
+    public Diagnostic ToDiagnostic(Compilation compilation) =>
+        Diagnostic.Create(Descriptor, Location?.ToLocation(compilation) ?? Microsoft.CodeAnalysis.Location.None, MessageArguments.Cast<object>().ToArray());
 
     public bool Equals(DiagnosticInfo? other) =>
         other is not null
