@@ -282,6 +282,7 @@ internal static class Emitter
         if (initOnly.Count == 0)
         {
             w.Line($"{model.Type} result = {Initializer(required)};");
+            w.Line();
         }
         else
         {
@@ -303,6 +304,8 @@ internal static class Emitter
                 w.Line(assign);
                 w.Close();
             }
+
+            w.Line();
         }
 
         foreach (ObjectMemberModel member in read.Where(m => m.Assignment == MemberAssignment.Setter))
@@ -310,6 +313,7 @@ internal static class Emitter
             w.Open($"if (count > {member.Key})");
             w.Line($"result.{member.Name} = v{member.Key}!;");
             w.Close();
+            w.Line();
         }
 
         w.Line("return result;");

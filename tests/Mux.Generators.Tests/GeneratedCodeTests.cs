@@ -263,4 +263,48 @@ public sealed class GeneratedCodeTests
             .Select(output => output.Reason);
         Assert.All(reasons, reason => Assert.True(reason is IncrementalStepRunReason.Cached or IncrementalStepRunReason.Unchanged, $"An output step ran again: {reason}."));
     }
+
+    [Fact]
+    public void MuxObjectsFromAReferencedAssembly_GetAFormatterInTheServiceFile()
+    {
+        MetadataReference contracts = GeneratorHarness.CompileToReference("Contracts", """
+            using Mux;
+
+            namespace Shared;
+
+            [MuxObject]
+            public sealed record Money(string Currency, decimal Amount);
+
+            [MuxObject]
+            public sealed class Account
+            {
+                public int Id { get; set; }
+                public Money? Balance { get; init; }
+                internal int Hidden { get; set; }
+            }
+            """);
+        const string source = """
+            using System.Collections.Generic;
+            using System.Threading.Tasks;
+            using Mux;
+
+            namespace Bank;
+
+            [MuxService]
+            public interface IBank
+            {
+                Task<List<Shared.Account>> Accounts(Shared.Money minimum);
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run([contracts], source);
+
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+        string generated = run.GeneratedText;
+        Assert.Contains("TryRegister<global::Shared.Account?>(new ObjectFormatter", generated, StringComparison.Ordinal);
+        Assert.Contains("TryRegister<global::Shared.Money?>(new ObjectFormatter", generated, StringComparison.Ordinal);
+        Assert.Contains("TryRegister<global::System.Collections.Generic.List<global::Shared.Account>?>(new global::Mux.Serialization.ListFormatter<global::Shared.Account>())", generated, StringComparison.Ordinal);
+        Assert.DoesNotContain("Hidden", generated, StringComparison.Ordinal);
+    }
 }

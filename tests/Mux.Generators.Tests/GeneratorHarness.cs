@@ -53,16 +53,29 @@ internal static class GeneratorHarness
             ["CS1702"] = ReportDiagnostic.Suppress,
         });
 
-    public static CSharpCompilation Compile(params string[] sources) =>
+    public static CSharpCompilation Compile(params string[] sources) => Compile("Snippet", [], sources);
+
+    public static CSharpCompilation Compile(string assemblyName, IEnumerable<MetadataReference> references, params string[] sources) =>
         CSharpCompilation.Create(
-            "Snippet",
-            sources.Select((source, i) => CSharpSyntaxTree.ParseText(source, ParseOptions, path: $"Snippet{i}.cs")),
-            s_references.Value,
+            assemblyName,
+            sources.Select((source, i) => CSharpSyntaxTree.ParseText(source, ParseOptions, path: $"{assemblyName}{i}.cs")),
+            s_references.Value.AddRange(references),
             s_options);
 
-    public static GeneratorRun Run(params string[] sources)
+    /// <summary>Compiles a snippet into an in-memory assembly that other snippets can reference.</summary>
+    public static MetadataReference CompileToReference(string assemblyName, string source)
     {
-        CSharpCompilation input = Compile(sources);
+        using var image = new MemoryStream();
+        Microsoft.CodeAnalysis.Emit.EmitResult result = Compile(assemblyName, [], source).Emit(image);
+        Assert.True(result.Success, string.Join("\n", result.Diagnostics));
+        return MetadataReference.CreateFromImage(image.ToArray());
+    }
+
+    public static GeneratorRun Run(params string[] sources) => Run([], sources);
+
+    public static GeneratorRun Run(IEnumerable<MetadataReference> references, params string[] sources)
+    {
+        CSharpCompilation input = Compile("Snippet", references, sources);
         List<Diagnostic> inputErrors = input.GetDiagnostics().Where(d => d.Severity == DiagnosticSeverity.Error).ToList();
         Assert.True(inputErrors.Count == 0, "The snippet itself does not compile:\n" + string.Join("\n", inputErrors));
 
