@@ -153,7 +153,7 @@ internal static class ObjectParser
             // Required members must be set in the object initializer unless the constructor says it sets them.
             if (usable && !known.HasAttribute(constructor, known.SetsRequiredMembersAttribute))
             {
-                usable = required.All(r => members.Exists(m => SymbolEqualityComparer.Default.Equals(m.Symbol, r)) || System.Array.Exists(matched, m => SymbolEqualityComparer.Default.Equals(m.Symbol, r)));
+                usable = required.All(r => members.Exists(m => SymbolEqualityComparer.Default.Equals(m.Symbol, r)));
             }
 
             if (usable)

@@ -48,6 +48,20 @@ internal static class ServiceParser
             bool report = SymbolEqualityComparer.Default.Equals(declaring, service) || !known.HasAttribute(declaring, known.MuxServiceAttribute);
             foreach (ISymbol member in declaring.GetMembers())
             {
+                if (member.IsStatic && member.IsAbstract)
+                {
+                    // Such an interface cannot be a type argument (of MuxServiceDefinition<T>, say).
+                    hasErrors = true;
+                    if (report)
+                    {
+                        diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, ObjectParser.SourceLocation(member, serviceLocation), serviceName,
+                            $"Its static abstract member '{member.Name}' keeps it from being a type argument: make the member non-abstract or move it to another interface"));
+                    }
+
+                    continue;
+                }
+
+                // Static members and members with a body run locally; only abstract members are calls.
                 if (member.IsStatic || !member.IsAbstract)
                 {
                     continue;

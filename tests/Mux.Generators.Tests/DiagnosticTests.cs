@@ -375,6 +375,50 @@ public sealed class DiagnosticTests
     }
 
     [Fact]
+    public void MUX011_StaticAbstractMember()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface IFactory
+            {
+                Task Ping();
+
+                static abstract IFactory Create();
+            }
+            """;
+
+        AssertReports(source, "MUX011", DiagnosticSeverity.Error, "static abstract IFactory Create(");
+    }
+
+    [Fact]
+    public void MethodsWithABody_AreNotCalls()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface IWithHelper
+            {
+                Task<int> Get(int id);
+
+                int Version => 1;
+
+                async Task<int> GetTwice(int id) => await Get(id) + await Get(id);
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+        Assert.Equal("Get", Assert.Single(GeneratorHarness.AddedMethods(run)).Name);
+    }
+
+    [Fact]
     public void ErrorsInABaseService_AreReportedOnce()
     {
         const string source = """
