@@ -1,6 +1,6 @@
 namespace Mux.Tests.Infrastructure;
 
-/// <summary>The contract the tests call. Its proxy and dispatcher are in TestServiceGlue.cs.</summary>
+/// <summary>The contract the tests call. Mux generates its proxy and dispatcher.</summary>
 [MuxService]
 public interface ITestService
 {

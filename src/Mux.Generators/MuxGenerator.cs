@@ -1,0 +1,63 @@
+using Microsoft.CodeAnalysis;
+using Microsoft.CodeAnalysis.CSharp.Syntax;
+using Mux.Generators.Model;
+
+namespace Mux.Generators;
+
+/// <summary>
+/// Generates, for each <c>[MuxService]</c> interface, a client proxy, a server dispatcher and a
+/// module initializer that registers both; and for each <c>[MuxObject]</c> type, a MessagePack
+/// formatter and its registration.
+/// </summary>
+[Generator(LanguageNames.CSharp)]
+public sealed class MuxGenerator : IIncrementalGenerator
+{
+    /// <inheritdoc/>
+    public void Initialize(IncrementalGeneratorInitializationContext context)
+    {
+        IncrementalValuesProvider<ServiceResult> services = context.SyntaxProvider.ForAttributeWithMetadataName(
+            "Mux.MuxServiceAttribute",
+            predicate: static (node, _) => node is InterfaceDeclarationSyntax,
+            transform: static (ctx, ct) => ServiceParser.Parse((INamedTypeSymbol)ctx.TargetSymbol, new KnownTypes(ctx.SemanticModel.Compilation), ct));
+
+        IncrementalValuesProvider<ObjectResult> objects = context.SyntaxProvider.ForAttributeWithMetadataName(
+            "Mux.MuxObjectAttribute",
+            predicate: static (node, _) => node is TypeDeclarationSyntax and not InterfaceDeclarationSyntax,
+            transform: static (ctx, _) => ObjectParser.Parse((INamedTypeSymbol)ctx.TargetSymbol, new KnownTypes(ctx.SemanticModel.Compilation), reportDiagnostics: true));
+
+        // Sources depend on the models only, so an edit elsewhere regenerates nothing.
+        context.RegisterSourceOutput(services.Select(static (r, _) => r.Model), static (spc, model) =>
+        {
+            if (model is not null)
+            {
+                spc.AddSource(model.HintName, Emitter.EmitService(model));
+            }
+        });
+
+        context.RegisterSourceOutput(objects.Select(static (r, _) => r.Model), static (spc, model) =>
+        {
+            if (model is not null)
+            {
+                spc.AddSource(model.HintName, Emitter.EmitObject(model));
+            }
+        });
+
+        // Diagnostics are kept as values; the compilation turns them back into locations in its
+        // syntax trees (so #pragma warning disable and the IDE see them). Only results that have
+        // diagnostics pay for the combination.
+        IncrementalValuesProvider<EquatableArray<DiagnosticInfo>> diagnostics = services
+            .Select(static (r, _) => r.Diagnostics)
+            .Collect()
+            .Combine(objects.Select(static (r, _) => r.Diagnostics).Collect())
+            .SelectMany(static (pair, _) => pair.Left.AddRange(pair.Right))
+            .Where(static d => d.Count > 0);
+
+        context.RegisterSourceOutput(diagnostics.Combine(context.CompilationProvider), static (spc, pair) =>
+        {
+            foreach (DiagnosticInfo diagnostic in pair.Left)
+            {
+                spc.ReportDiagnostic(diagnostic.ToDiagnostic(pair.Right));
+            }
+        });
+    }
+}

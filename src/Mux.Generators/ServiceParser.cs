@@ -1,0 +1,284 @@
+using System.Collections.Generic;
+using System.Linq;
+using System.Threading;
+using Microsoft.CodeAnalysis;
+using Mux.Generators.Model;
+
+namespace Mux.Generators;
+
+/// <summary>Turns a [MuxService] interface into the model of its proxy and dispatcher, or into diagnostics.</summary>
+internal static class ServiceParser
+{
+    public static ServiceResult Parse(INamedTypeSymbol service, KnownTypes known, CancellationToken cancellationToken)
+    {
+        var diagnostics = new List<DiagnosticInfo>();
+        ServiceModel? model = Build(service, known, diagnostics, cancellationToken);
+        return new ServiceResult(model, new EquatableArray<DiagnosticInfo>(diagnostics));
+    }
+
+    private static ServiceModel? Build(INamedTypeSymbol service, KnownTypes known, List<DiagnosticInfo> diagnostics, CancellationToken cancellationToken)
+    {
+        Compilation compilation = known.Compilation;
+        Location? serviceLocation = ObjectParser.SourceLocation(service, null);
+        string serviceName = TypeNames.ForMessage(service);
+
+        for (INamedTypeSymbol? current = service; current is not null; current = current.ContainingType)
+        {
+            if (current.TypeParameters.Length > 0)
+            {
+                diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.GenericService, serviceLocation, serviceName));
+                return null;
+            }
+        }
+
+        if (!TypeNames.IsAccessible(service, compilation))
+        {
+            diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, serviceLocation, serviceName,
+                "Generated code cannot see it: make the interface public or internal, and every type it is nested in"));
+            return null;
+        }
+
+        // The service's own members, then those of every interface it inherits. Members of an
+        // inherited interface that is a [MuxService] itself are checked there, so their errors are
+        // reported once; they still keep this service from being generated.
+        bool hasErrors = false;
+        var methods = new List<(INamedTypeSymbol Declaring, IMethodSymbol Method, bool Report)>();
+        foreach (INamedTypeSymbol declaring in new[] { service }.Concat(service.AllInterfaces))
+        {
+            bool report = SymbolEqualityComparer.Default.Equals(declaring, service) || !known.HasAttribute(declaring, known.MuxServiceAttribute);
+            foreach (ISymbol member in declaring.GetMembers())
+            {
+                if (member.IsStatic && member.IsAbstract)
+                {
+                    // Such an interface cannot be a type argument (of MuxServiceDefinition<T>, say).
+                    hasErrors = true;
+                    if (report)
+                    {
+                        diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, ObjectParser.SourceLocation(member, serviceLocation), serviceName,
+                            $"Its static abstract member '{member.Name}' keeps it from being a type argument: make the member non-abstract or move it to another interface"));
+                    }
+
+                    continue;
+                }
+
+                // Static members and members with a body run locally; only abstract members are calls.
+                if (member.IsStatic || !member.IsAbstract)
+                {
+                    continue;
+                }
+
+                switch (member)
+                {
+                    case IMethodSymbol { MethodKind: MethodKind.Ordinary } method:
+                        methods.Add((declaring, method, report));
+                        break;
+                    case IPropertySymbol property:
+                        hasErrors = true;
+                        Report(report, DiagnosticDescriptors.PropertyNotSupported, property, property.IsIndexer ? "this[]" : property.Name, TypeNames.ForMessage(declaring));
+                        break;
+                    case IEventSymbol @event:
+                        hasErrors = true;
+                        Report(report, DiagnosticDescriptors.EventNotSupported, @event, @event.Name, TypeNames.ForMessage(declaring));
+                        break;
+                }
+            }
+        }
+
+        var overloaded = new HashSet<string>(methods.GroupBy(m => m.Method.Name).Where(g => g.Count() > 1).Select(g => g.Key));
+        var planner = new FormatterPlanner(known);
+        var models = new List<MethodModel>(methods.Count);
+        var byId = new Dictionary<uint, (string Name, bool Report)>();
+        foreach ((INamedTypeSymbol declaring, IMethodSymbol method, bool report) in methods)
+        {
+            cancellationToken.ThrowIfCancellationRequested();
+            string methodName = TypeNames.ForMessage(declaring) + "." + method.Name;
+            if (!CheckMethod(method, methodName, declaring, known, report, diagnostics, serviceLocation, out ReturnKind returnKind, out ITypeSymbol? resultType))
+            {
+                hasErrors = true;
+                continue;
+            }
+
+            Location? methodLocation = ObjectParser.SourceLocation(method, serviceLocation);
+            var parameters = new List<ParameterModel>(method.Parameters.Length);
+            var signature = new List<string>();
+            var unsupported = new List<ITypeSymbol>();
+            foreach (IParameterSymbol parameter in method.Parameters)
+            {
+                bool isToken = known.IsCancellationToken(parameter.Type);
+                parameters.Add(new ParameterModel(TypeNames.Identifier(parameter.Name), TypeNames.Annotated(parameter.Type), isToken, parameter.IsParams));
+                if (isToken)
+                {
+                    continue;
+                }
+
+                signature.Add(TypeNames.IdName(parameter.Type));
+                unsupported.Clear();
+                planner.Visit(parameter.Type, unsupported, report);
+                foreach (ITypeSymbol missing in unsupported)
+                {
+                    diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.NoFormatter, ObjectParser.SourceLocation(parameter, methodLocation),
+                        TypeNames.ForMessage(missing), $"parameter '{parameter.Name}' of '{methodName}'"));
+                }
+            }
+
+            if (resultType is not null)
+            {
+                unsupported.Clear();
+                planner.Visit(resultType, unsupported, report);
+                foreach (ITypeSymbol missing in unsupported)
+                {
+                    diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.NoFormatter, methodLocation,
+                        TypeNames.ForMessage(missing), $"the result of '{methodName}'"));
+                }
+            }
+
+            // "Namespace.IService.Method", or "Namespace.IService.Method(T1,T2)" for an overloaded name.
+            string tail = overloaded.Contains(method.Name) ? method.Name + "(" + string.Join(",", signature) + ")" : method.Name;
+            string idName = TypeNames.IdName(declaring) + "." + tail;
+            uint id = MethodIds.Compute(idName);
+            if (byId.TryGetValue(id, out (string Name, bool Report) first))
+            {
+                hasErrors = true;
+                if (report || first.Report)
+                {
+                    diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.MethodIdCollision, methodLocation,
+                        first.Name, idName, serviceName, id.ToString("x8", System.Globalization.CultureInfo.InvariantCulture)));
+                }
+
+                continue;
+            }
+
+            byId.Add(id, (idName, report));
+            models.Add(new MethodModel(
+                TypeNames.Plain(declaring),
+                TypeNames.Identifier(method.Name),
+                tail,
+                id,
+                returnKind,
+                TypeNames.Annotated(method.ReturnType),
+                resultType is null ? null : TypeNames.Annotated(resultType),
+                new EquatableArray<ParameterModel>(parameters)));
+        }
+
+        if (hasErrors)
+        {
+            return null;
+        }
+
+        // [MuxObject] types from other assemblies get a formatter here too: their own assembly's
+        // module initializer may not have run by the time one is serialized.
+        var externalObjects = new List<ObjectModel>();
+        foreach (INamedTypeSymbol type in planner.Objects)
+        {
+            if (!SymbolEqualityComparer.Default.Equals(type.ContainingAssembly, compilation.Assembly)
+                && ObjectParser.Parse(type, known, reportDiagnostics: false).Model is { } external)
+            {
+                externalObjects.Add(external);
+            }
+        }
+
+        return new ServiceModel(
+            TypeNames.HintName(service, "MuxService"),
+            TypeNames.Plain(service),
+            TypeNames.IdName(service),
+            new EquatableArray<MethodModel>(models),
+            new EquatableArray<FormatterRegistration>(planner.Registrations),
+            new EquatableArray<ObjectModel>(externalObjects));
+
+        void Report(bool report, DiagnosticDescriptor descriptor, ISymbol symbol, params string[] arguments)
+        {
+            if (report)
+            {
+                diagnostics.Add(DiagnosticInfo.Create(descriptor, ObjectParser.SourceLocation(symbol, serviceLocation), arguments));
+            }
+        }
+    }
+
+    /// <summary>Checks the method's shape (MUX001, MUX002, MUX003, MUX007); false if it has errors.</summary>
+    private static bool CheckMethod(
+        IMethodSymbol method,
+        string methodName,
+        INamedTypeSymbol declaring,
+        KnownTypes known,
+        bool report,
+        List<DiagnosticInfo> diagnostics,
+        Location? serviceLocation,
+        out ReturnKind returnKind,
+        out ITypeSymbol? resultType)
+    {
+        Location? location = ObjectParser.SourceLocation(method, serviceLocation);
+        bool ok = true;
+        returnKind = default;
+        resultType = null;
+
+        if (method.IsGenericMethod)
+        {
+            ok = false;
+            Add(DiagnosticDescriptors.GenericMethod, location, method.Name, TypeNames.ForMessage(declaring));
+        }
+
+        ITypeSymbol returnType = method.ReturnType;
+        if (!method.ReturnsByRef && !method.ReturnsByRefReadonly && KnownTypes.Is(returnType, known.Task) && returnType is INamedTypeSymbol { IsGenericType: false })
+        {
+            returnKind = ReturnKind.Task;
+        }
+        else if (!method.ReturnsByRef && !method.ReturnsByRefReadonly && KnownTypes.Is(returnType, known.ValueTask) && returnType is INamedTypeSymbol { IsGenericType: false })
+        {
+            returnKind = ReturnKind.ValueTask;
+        }
+        else if (!method.ReturnsByRef && !method.ReturnsByRefReadonly && KnownTypes.Is(returnType, known.TaskOfT))
+        {
+            returnKind = ReturnKind.TaskOfT;
+            resultType = ((INamedTypeSymbol)returnType).TypeArguments[0];
+        }
+        else if (!method.ReturnsByRef && !method.ReturnsByRefReadonly && KnownTypes.Is(returnType, known.ValueTaskOfT))
+        {
+            returnKind = ReturnKind.ValueTaskOfT;
+            resultType = ((INamedTypeSymbol)returnType).TypeArguments[0];
+        }
+        else
+        {
+            ok = false;
+            Add(DiagnosticDescriptors.UnsupportedReturnType, location, method.Name, TypeNames.ForMessage(declaring), TypeNames.ForMessage(returnType));
+        }
+
+        bool sawToken = false;
+        foreach (IParameterSymbol parameter in method.Parameters)
+        {
+            Location? parameterLocation = ObjectParser.SourceLocation(parameter, location);
+            if (parameter.RefKind != RefKind.None)
+            {
+                ok = false;
+                string modifier = parameter.RefKind switch
+                {
+                    RefKind.Out => "out",
+                    RefKind.In => "in",
+                    RefKind.RefReadOnlyParameter => "ref readonly",
+                    _ => "ref",
+                };
+                Add(DiagnosticDescriptors.ByRefParameter, parameterLocation, parameter.Name, methodName, modifier);
+            }
+
+            if (known.IsCancellationToken(parameter.Type))
+            {
+                if (sawToken)
+                {
+                    ok = false;
+                    Add(DiagnosticDescriptors.MultipleCancellationTokens, parameterLocation, methodName, parameter.Name);
+                }
+
+                sawToken = true;
+            }
+        }
+
+        return ok;
+
+        void Add(DiagnosticDescriptor descriptor, Location? where, params string[] arguments)
+        {
+            if (report)
+            {
+                diagnostics.Add(DiagnosticInfo.Create(descriptor, where, arguments));
+            }
+        }
+    }
+}

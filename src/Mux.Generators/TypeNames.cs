@@ -1,0 +1,127 @@
+using System.Collections.Generic;
+using System.Globalization;
+using System.Text;
+using Microsoft.CodeAnalysis;
+using Microsoft.CodeAnalysis.CSharp;
+
+namespace Mux.Generators;
+
+/// <summary>How the generator spells types and names: in generated C#, in method ids and in hint names.</summary>
+internal static class TypeNames
+{
+    /// <summary><c>global::</c>-qualified, keywords for special types, no nullable annotations.</summary>
+    private static readonly SymbolDisplayFormat s_plain = SymbolDisplayFormat.FullyQualifiedFormat;
+
+    /// <summary>Like <see cref="s_plain"/>, with <c>?</c> on nullable reference types.</summary>
+    private static readonly SymbolDisplayFormat s_annotated = SymbolDisplayFormat.FullyQualifiedFormat
+        .AddMiscellaneousOptions(SymbolDisplayMiscellaneousOptions.IncludeNullableReferenceTypeModifier);
+
+    /// <summary>The type as generated code names it, without nullable reference annotations.</summary>
+    public static string Plain(ITypeSymbol type) => type.WithNullableAnnotation(NullableAnnotation.NotAnnotated).ToDisplayString(s_plain);
+
+    /// <summary>The type as generated code names it, keeping its nullable reference annotations.</summary>
+    public static string Annotated(ITypeSymbol type) => type.ToDisplayString(s_annotated);
+
+    /// <summary>The type as a diagnostic message names it.</summary>
+    public static string ForMessage(ISymbol symbol) => symbol.ToDisplayString(SymbolDisplayFormat.CSharpErrorMessageFormat);
+
+    /// <summary>Escapes an identifier that is a C# keyword with <c>@</c>.</summary>
+    public static string Identifier(string name) =>
+        SyntaxFacts.GetKeywordKind(name) != SyntaxKind.None ? "@" + name : name;
+
+    /// <summary>
+    /// The full name of a type as method ids use it: namespace, containing types and name joined
+    /// with '.', generic arguments in angle brackets separated by ',' (no spaces), arrays with
+    /// "[]". No <c>global::</c>, no keywords (System.Int32, not int), no nullable annotations
+    /// (a nullable value type is System.Nullable&lt;T&gt;).
+    /// </summary>
+    public static string IdName(ITypeSymbol type)
+    {
+        var builder = new StringBuilder();
+        AppendIdName(builder, type);
+        return builder.ToString();
+    }
+
+    private static void AppendIdName(StringBuilder builder, ITypeSymbol type)
+    {
+        switch (type)
+        {
+            case IArrayTypeSymbol array:
+                AppendIdName(builder, array.ElementType);
+                builder.Append('[').Append(',', array.Rank - 1).Append(']');
+                return;
+            case IPointerTypeSymbol pointer:
+                AppendIdName(builder, pointer.PointedAtType);
+                builder.Append('*');
+                return;
+            case IDynamicTypeSymbol:
+                builder.Append("System.Object");
+                return;
+            case INamedTypeSymbol named:
+                if (named.ContainingType is not null)
+                {
+                    AppendIdName(builder, named.ContainingType);
+                    builder.Append('.');
+                }
+                else if (named.ContainingNamespace is { IsGlobalNamespace: false } ns)
+                {
+                    builder.Append(ns.ToDisplayString()).Append('.');
+                }
+
+                builder.Append(named.Name);
+                if (named.TypeArguments.Length > 0)
+                {
+                    builder.Append('<');
+                    for (int i = 0; i < named.TypeArguments.Length; i++)
+                    {
+                        if (i > 0)
+                        {
+                            builder.Append(',');
+                        }
+
+                        AppendIdName(builder, named.TypeArguments[i]);
+                    }
+
+                    builder.Append('>');
+                }
+
+                return;
+            default:
+                builder.Append(type.ToDisplayString());
+                return;
+        }
+    }
+
+    /// <summary>A file name for generated source: the type's full name, '+' between nested types.</summary>
+    public static string HintName(INamedTypeSymbol type, string suffix)
+    {
+        var parts = new Stack<string>();
+        for (INamedTypeSymbol? current = type; current is not null; current = current.ContainingType)
+        {
+            parts.Push(current.MetadataName);
+        }
+
+        var builder = new StringBuilder();
+        if (type.ContainingNamespace is { IsGlobalNamespace: false } ns)
+        {
+            builder.Append(ns.ToDisplayString()).Append('.');
+        }
+
+        builder.Append(string.Join("+", parts));
+        var safe = new StringBuilder(builder.Length + suffix.Length + 1);
+        foreach (char c in builder.ToString())
+        {
+            safe.Append(char.IsLetterOrDigit(c) || c is '.' or '+' or '_' or '`' ? c : '_');
+        }
+
+        return safe.Append('.').Append(suffix).Append(".g.cs").ToString();
+    }
+
+    /// <summary>Whether code generated into <paramref name="compilation"/> can name the symbol and
+    /// everything that contains it (so private and protected nested types are out).</summary>
+    public static bool IsAccessible(ISymbol symbol, Compilation compilation) =>
+        compilation.IsSymbolAccessibleWithin(symbol, compilation.Assembly);
+
+    /// <summary>A method id as a C# literal.</summary>
+    public static string IdLiteral(uint id) => "0x" + id.ToString("X8", CultureInfo.InvariantCulture) + "u";
+}

@@ -1,0 +1,447 @@
+using Microsoft.CodeAnalysis;
+
+namespace Mux.Generators.Tests;
+
+/// <summary>One test per diagnostic: its id, its severity, and the line it points at.</summary>
+public sealed class DiagnosticTests
+{
+    private static Diagnostic AssertReports(string source, string id, DiagnosticSeverity severity, string lineText)
+    {
+        GeneratorRun run = GeneratorHarness.Run(source);
+        Diagnostic diagnostic = Assert.Single(run.GeneratorDiagnostics, d => d.Id == id);
+        Assert.Equal(severity, diagnostic.Severity);
+        Assert.Equal(GeneratorHarness.LineOf(source, lineText), diagnostic.Line());
+        Assert.True(diagnostic.Location.IsInSource);
+
+        // Nothing else is reported, and a service with errors generates nothing that breaks the build.
+        Assert.All(run.GeneratorDiagnostics, d => Assert.Equal(id, d.Id));
+        Assert.DoesNotContain(run.OutputProblems, d => d.Severity == DiagnosticSeverity.Error);
+        return diagnostic;
+    }
+
+    [Fact]
+    public void MUX001_ReturnTypeThatIsNotATask()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            namespace Contracts;
+
+            [MuxService]
+            public interface IService
+            {
+                Task<int> Fine();
+
+                int NotATask(int x);
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX001", DiagnosticSeverity.Error, "int NotATask(");
+        Assert.Contains("must return Task, Task<T>, ValueTask or ValueTask<T>", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX001_VoidMethod()
+    {
+        const string source = """
+            using Mux;
+
+            [MuxService]
+            public interface IService
+            {
+                void Fire();
+            }
+            """;
+
+        AssertReports(source, "MUX001", DiagnosticSeverity.Error, "void Fire(");
+    }
+
+    [Fact]
+    public void MUX002_RefOutOrInParameter()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            namespace Contracts;
+
+            [MuxService]
+            public interface IService
+            {
+                Task Fine(int a);
+
+                Task<int> Swap(
+                    ref int value);
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX002", DiagnosticSeverity.Error, "ref int value");
+        Assert.Contains("remove the modifier", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX003_GenericMethod()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            namespace Contracts;
+
+            [MuxService]
+            public interface IService
+            {
+                Task<T> Get<T>(int id);
+            }
+            """;
+
+        AssertReports(source, "MUX003", DiagnosticSeverity.Error, "Task<T> Get<T>(");
+    }
+
+    [Fact]
+    public void MUX004_Property()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            namespace Contracts;
+
+            [MuxService]
+            public interface IService
+            {
+                Task Ping();
+
+                int Count { get; }
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX004", DiagnosticSeverity.Error, "int Count");
+        Assert.Contains("ValueTask<T> GetCount()", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX005_Event()
+    {
+        const string source = """
+            using System;
+            using System.Threading.Tasks;
+            using Mux;
+
+            namespace Contracts;
+
+            [MuxService]
+            public interface IService
+            {
+                Task Ping();
+
+                event EventHandler Changed;
+            }
+            """;
+
+        AssertReports(source, "MUX005", DiagnosticSeverity.Error, "event EventHandler Changed");
+    }
+
+    [Fact]
+    public void MUX006_TwoMethodsWithTheSameId()
+    {
+        // FNV-1a 32 of "Coll.ICollide.M112789" and of "Coll.ICollide.M349192" are both 0x11bbf24b.
+        Assert.Equal(MuxMethodId.Compute("Coll.ICollide.M112789"), MuxMethodId.Compute("Coll.ICollide.M349192"));
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            namespace Coll;
+
+            [MuxService]
+            public interface ICollide
+            {
+                Task M112789();
+
+                Task M349192();
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX006", DiagnosticSeverity.Error, "Task M349192(");
+        Assert.Contains("0x11bbf24b", diagnostic.GetMessage(), StringComparison.Ordinal);
+        Assert.Contains("Rename one of them", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX007_TwoCancellationTokens()
+    {
+        const string source = """
+            using System.Threading;
+            using System.Threading.Tasks;
+            using Mux;
+
+            namespace Contracts;
+
+            [MuxService]
+            public interface IService
+            {
+                Task Wait(CancellationToken first,
+                    CancellationToken second);
+            }
+            """;
+
+        AssertReports(source, "MUX007", DiagnosticSeverity.Error, "CancellationToken second");
+    }
+
+    [Fact]
+    public void MUX008_GenericService()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            namespace Contracts;
+
+            [MuxService]
+            public interface IRepository<T>
+            {
+                Task<T> Get(int id);
+            }
+            """;
+
+        AssertReports(source, "MUX008", DiagnosticSeverity.Error, "public interface IRepository<T>");
+    }
+
+    [Fact]
+    public void MUX009_ObjectWithoutAUsableConstructor()
+    {
+        const string source = """
+            using Mux;
+
+            namespace Contracts;
+
+            [MuxObject]
+            public sealed class Point
+            {
+                public Point(string label) => Label2 = label;
+
+                public int X { get; set; }
+
+                public string Label2 { get; }
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX009", DiagnosticSeverity.Error, "public sealed class Point");
+        Assert.Contains("public parameterless constructor", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX009_AbstractObject()
+    {
+        const string source = """
+            using Mux;
+
+            [MuxObject]
+            public abstract class Shape
+            {
+                public int Sides { get; set; }
+            }
+            """;
+
+        AssertReports(source, "MUX009", DiagnosticSeverity.Error, "public abstract class Shape");
+    }
+
+    [Fact]
+    public void MUX010_ParameterTypeWithoutAFormatter_IsAWarning_AndTheCodeStillCompiles()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            namespace Contracts;
+
+            public sealed class Unknown
+            {
+            }
+
+            [MuxService]
+            public interface IService
+            {
+                Task Send(int id,
+                    Unknown payload);
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+        Diagnostic diagnostic = Assert.Single(run.GeneratorDiagnostics);
+        Assert.Equal("MUX010", diagnostic.Id);
+        Assert.Equal(DiagnosticSeverity.Warning, diagnostic.Severity);
+        Assert.Equal(GeneratorHarness.LineOf(source, "Unknown payload"), diagnostic.Line());
+        Assert.Contains("register a formatter with MuxFormatterResolver.Register<T> or mark it [MuxObject]", diagnostic.GetMessage(), StringComparison.OrdinalIgnoreCase);
+        Assert.Contains("Contracts.Unknown", diagnostic.GetMessage(), StringComparison.Ordinal);
+        Assert.Empty(run.OutputProblems);
+        Assert.Single(GeneratorHarness.AddedMethods(run));
+    }
+
+    [Fact]
+    public void MUX010_InsideACollectionOfAResult()
+    {
+        const string source = """
+            using System.Collections.Generic;
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface IService
+            {
+                Task<List<object>> All();
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX010", DiagnosticSeverity.Warning, "Task<List<object>> All(");
+        Assert.Contains("'object'", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX010_MemberOfAnObject()
+    {
+        const string source = """
+            using Mux;
+
+            [MuxObject]
+            public sealed class Holder
+            {
+                public int Id { get; set; }
+
+                public System.IO.Stream? Data { get; set; }
+            }
+            """;
+
+        AssertReports(source, "MUX010", DiagnosticSeverity.Warning, "public System.IO.Stream? Data");
+    }
+
+    [Fact]
+    public void MUX011_PrivateNestedService()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            public sealed class Outer
+            {
+                [MuxService]
+                private interface IHidden
+                {
+                    Task Ping();
+                }
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "private interface IHidden");
+        Assert.Contains("make the interface public or internal", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX011_DuplicateKey()
+    {
+        const string source = """
+            using Mux;
+
+            [MuxObject]
+            public sealed class Pair
+            {
+                [MuxKey(0)]
+                public int First { get; set; }
+
+                [MuxKey(0)]
+                public int Second { get; set; }
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "public int Second");
+        Assert.Contains("both have [MuxKey(0)]", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX011_GenericObject()
+    {
+        const string source = """
+            using Mux;
+
+            [MuxObject]
+            public sealed class Box<T>
+            {
+                public T? Value { get; set; }
+            }
+            """;
+
+        AssertReports(source, "MUX011", DiagnosticSeverity.Error, "public sealed class Box<T>");
+    }
+
+    [Fact]
+    public void MUX011_StaticAbstractMember()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface IFactory
+            {
+                Task Ping();
+
+                static abstract IFactory Create();
+            }
+            """;
+
+        AssertReports(source, "MUX011", DiagnosticSeverity.Error, "static abstract IFactory Create(");
+    }
+
+    [Fact]
+    public void MethodsWithABody_AreNotCalls()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface IWithHelper
+            {
+                Task<int> Get(int id);
+
+                int Version => 1;
+
+                async Task<int> GetTwice(int id) => await Get(id) + await Get(id);
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+        Assert.Equal("Get", Assert.Single(GeneratorHarness.AddedMethods(run)).Name);
+    }
+
+    [Fact]
+    public void ErrorsInABaseService_AreReportedOnce()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface IBase
+            {
+                int Bad();
+            }
+
+            [MuxService]
+            public interface IDerived : IBase
+            {
+                Task Fine();
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+        Diagnostic diagnostic = Assert.Single(run.GeneratorDiagnostics);
+        Assert.Equal("MUX001", diagnostic.Id);
+        Assert.Equal(GeneratorHarness.LineOf(source, "int Bad("), diagnostic.Line());
+        Assert.Empty(run.GeneratedTrees);
+    }
+}
