@@ -1,7 +1,6 @@
 namespace Mux.Hosting.Tests;
 
-/// <summary>The contract the hosting tests serve and call. Its proxy and dispatcher are in
-/// HandWrittenGlue.cs until the source generator writes them.</summary>
+/// <summary>The contract the hosting tests serve and call; Mux generates its proxy and dispatcher.</summary>
 [MuxService]
 public interface IHostingTestService
 {
