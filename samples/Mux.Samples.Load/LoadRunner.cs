@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using Mux.Samples.Contracts;
 
 namespace Mux.Samples.Load;
 

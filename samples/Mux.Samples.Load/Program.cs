@@ -2,6 +2,7 @@ using System.Diagnostics;
 using System.Net;
 using System.Text.Json;
 using Mux;
+using Mux.Samples.Contracts;
 using Mux.Samples.Load;
 
 LoadOptions options;

@@ -1,4 +1,4 @@
-namespace Mux.Samples.Load;
+namespace Mux.Samples.Contracts;
 
 /// <summary>Returns canned users, like the BeetleX XRPC sample, so the test measures the RPC path.</summary>
 public sealed class UserService : IUserService

@@ -1,4 +1,4 @@
-namespace Mux.Samples.Load;
+namespace Mux.Samples.Contracts;
 
 /// <summary>The record the BeetleX XRPC sample returns; the load test's payload. Mux generates its
 /// formatter: a MessagePack array [ID, Name, City, EMail, Remark], in declaration order.</summary>

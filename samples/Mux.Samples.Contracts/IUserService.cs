@@ -1,6 +1,6 @@
-namespace Mux.Samples.Load;
+namespace Mux.Samples.Contracts;
 
-/// <summary>The service the load test calls (the contract from shared/DESIGN.md).</summary>
+/// <summary>The service the samples call (the contract from the design).</summary>
 [MuxService]
 public interface IUserService
 {
