@@ -11,11 +11,17 @@ if (args is ["--alloc-probe"])
     return await AllocationProbeRunner.RunAsync(Console.Out);
 }
 
-// BenchmarkDotNet's defaults already export these three; listed so the reports cannot silently
-// go away. They land in BenchmarkDotNet.Artifacts/results/ under the working directory.
-IConfig config = DefaultConfig.Instance
-    .AddExporter(MarkdownExporter.GitHub, CsvExporter.Default, HtmlExporter.Default)
-    .WithArtifactsPath(Path.Combine(Directory.GetCurrentDirectory(), "BenchmarkDotNet.Artifacts"));
+// Reports go to BenchmarkDotNet.Artifacts/results/ under the working directory: GitHub markdown,
+// CSV and HTML. BenchmarkDotNet's defaults include those three exporters; adding one that is
+// already there draws a warning, so only the missing ones are added, should the defaults change.
+IConfig config = DefaultConfig.Instance.WithArtifactsPath(Path.Combine(Directory.GetCurrentDirectory(), "BenchmarkDotNet.Artifacts"));
+foreach (IExporter exporter in new IExporter[] { MarkdownExporter.GitHub, CsvExporter.Default, HtmlExporter.Default })
+{
+    if (!config.GetExporters().Contains(exporter))
+    {
+        config = config.AddExporter(exporter);
+    }
+}
 
 BenchmarkSwitcher.FromAssembly(typeof(Program).Assembly).Run(args, config);
 return 0;

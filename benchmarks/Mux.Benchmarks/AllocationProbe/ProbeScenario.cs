@@ -5,14 +5,18 @@ using Mux.Serialization;
 
 namespace Mux.Benchmarks.AllocationProbe;
 
-/// <summary>One kind of call the probe measures: Add(1, 2), or List(count) when ListCount is not 0.</summary>
+/// <summary>
+/// One kind of call the probe measures: Add(1, 2), alone or <see cref="Batch"/> at once, or
+/// List(count) when <see cref="ListCount"/> is not 0.
+/// </summary>
 internal sealed class ProbeScenario
 {
-    private ProbeScenario(string name, int listCount, int callsPerRound)
+    private ProbeScenario(string name, int listCount, int batch, int batchesPerRound)
     {
         Name = name;
         ListCount = listCount;
-        CallsPerRound = callsPerRound;
+        Batch = batch;
+        BatchesPerRound = batchesPerRound;
         if (listCount == 0)
         {
             MethodId = UserServiceContracts.AddMethodId;
@@ -31,7 +35,12 @@ internal sealed class ProbeScenario
 
     public int ListCount { get; }
 
-    public int CallsPerRound { get; }
+    /// <summary>How many calls are in flight at once (1 for every List).</summary>
+    public int Batch { get; }
+
+    public int BatchesPerRound { get; }
+
+    public int CallsPerRound => Batch * BatchesPerRound;
 
     public uint MethodId { get; }
 
@@ -44,9 +53,11 @@ internal sealed class ProbeScenario
     /// <summary>The MessagePack of the result: the body of <see cref="Response"/>.</summary>
     public ReadOnlyMemory<byte> ResultBytes => Response.AsMemory(ProtocolConstants.FrameHeaderSize);
 
-    public static ProbeScenario Add(int callsPerRound) => new("Add(1, 2) → ValueTask<int>", 0, callsPerRound);
+    public static ProbeScenario Add(int callsPerRound) => new("Add(1, 2) → ValueTask<int>", 0, 1, callsPerRound);
 
-    public static ProbeScenario List(int count, int callsPerRound) => new($"List({count}) → Task<List<User>>", count, callsPerRound);
+    public static ProbeScenario AddBatch(int batch, int batchesPerRound) => new($"Add(1, 2) × {batch} at once", 0, batch, batchesPerRound);
+
+    public static ProbeScenario List(int count, int callsPerRound) => new($"List({count}) → Task<List<User>>", count, 1, callsPerRound);
 
     /// <summary>Allocates what the client's deserializer allocates for one response: the result objects.</summary>
     public void DeserializeResult()

@@ -135,7 +135,8 @@ internal sealed class StubServer
     }
 }
 
-/// <summary>Sends one fixed Request at a time and waits for its Response.</summary>
+/// <summary>Sends a batch of one fixed Request (one request, or many at once) and waits for
+/// every Response before the next batch.</summary>
 internal sealed class StubClient : IProbeCaller
 {
     private static readonly byte[] s_hello = StubFrames.Hello(FrameType.Hello);
@@ -143,42 +144,52 @@ internal sealed class StubClient : IProbeCaller
     private readonly PipeReader _input;
     private readonly PipeWriter _output;
     private readonly byte[] _request;
+    private readonly int _batch;
     private uint _lastCallId;
 
-    private StubClient(IDuplexPipe pipe, byte[] request)
+    private StubClient(IDuplexPipe pipe, byte[] request, int batch)
     {
         _input = pipe.Input;
         _output = pipe.Output;
         _request = request;
+        _batch = batch;
     }
 
     /// <summary>Sends Hello and waits for HelloAck.</summary>
     /// <param name="pipe">The client's end of the connection.</param>
     /// <param name="request">The Request frame it sends, call id patched in.</param>
-    public static async Task<StubClient> ConnectAsync(IDuplexPipe pipe, byte[] request)
+    /// <param name="batch">How many requests it sends at once.</param>
+    public static async Task<StubClient> ConnectAsync(IDuplexPipe pipe, byte[] request, int batch)
     {
-        var client = new StubClient(pipe, request);
+        var client = new StubClient(pipe, request, batch);
         StubFrames.Write(client._output, s_hello, 0);
         await client._output.FlushAsync();
-        while (!client.Consume(await client._input.ReadAsync(), FrameType.HelloAck, 0))
+        while (client.Consume(await client._input.ReadAsync(), FrameType.HelloAck, 0, 0) == 0)
         {
         }
 
         return client;
     }
 
-    public async Task RunAsync(int callsPerRound, long[] marks)
+    public async Task RunAsync(int batchesPerRound, long[] marks)
     {
         marks[0] = GC.GetTotalAllocatedBytes(precise: true);
         for (int round = 1; round < marks.Length; round++)
         {
-            for (int i = 0; i < callsPerRound; i++)
+            for (int i = 0; i < batchesPerRound; i++)
             {
-                uint callId = ++_lastCallId;
-                StubFrames.Write(_output, _request, callId);
-                await _output.FlushAsync();
-                while (!Consume(await _input.ReadAsync(), FrameType.Response, callId))
+                // Every request of the batch in one flush, then every response.
+                uint first = _lastCallId + 1;
+                for (int call = 0; call < _batch; call++)
                 {
+                    StubFrames.Write(_output, _request, ++_lastCallId);
+                }
+
+                await _output.FlushAsync();
+                int answered = 0;
+                while (answered < _batch)
+                {
+                    answered += Consume(await _input.ReadAsync(), FrameType.Response, first, _lastCallId);
                 }
             }
 
@@ -192,16 +203,17 @@ internal sealed class StubClient : IProbeCaller
         await _input.CompleteAsync();
     }
 
-    /// <summary>Reads every complete frame; true once the awaited one has arrived.</summary>
-    private bool Consume(in ReadResult result, FrameType awaitedType, uint awaitedCallId)
+    /// <summary>Reads every complete frame; returns how many of them were awaited ones: of the
+    /// awaited type, with a call id from <paramref name="firstCallId"/> to <paramref name="lastCallId"/>.</summary>
+    private int Consume(in ReadResult result, FrameType awaitedType, uint firstCallId, uint lastCallId)
     {
         ReadOnlySequence<byte> buffer = result.Buffer;
-        bool arrived = false;
+        int arrived = 0;
         while (FrameReader.TryRead(ref buffer, int.MaxValue, out Frame frame))
         {
-            if (frame.Type == awaitedType && frame.CallId == awaitedCallId)
+            if (frame.Type == awaitedType && frame.CallId >= firstCallId && frame.CallId <= lastCallId)
             {
-                arrived = true;
+                arrived++;
             }
             else if (frame.Type == FrameType.Error)
             {
@@ -211,7 +223,7 @@ internal sealed class StubClient : IProbeCaller
         }
 
         _input.AdvanceTo(buffer.Start, buffer.End);
-        if (!arrived && (result.IsCompleted || result.IsCanceled))
+        if (arrived == 0 && (result.IsCompleted || result.IsCanceled))
         {
             throw new InvalidOperationException("The server closed the connection.");
         }
