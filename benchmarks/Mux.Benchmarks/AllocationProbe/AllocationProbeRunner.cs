@@ -22,9 +22,12 @@ namespace Mux.Benchmarks.AllocationProbe;
 /// kind of call: real client + real server (what BenchmarkDotNet sees), real client + stub server
 /// (the client alone), stub client + real server (the server alone), and stub + stub (the
 /// harness: must be 0, which shows that the stubs add nothing). Each run is a fresh connection:
-/// 3 warm-up rounds, then 5 measured rounds of sequential calls; a cell is the median round's
-/// bytes per call. The result objects that the client deserializes and the service method's own
-/// allocations are measured alone on one thread and subtracted, leaving Mux's own share.</para>
+/// 3 warm-up rounds, then 5 measured rounds of calls, one at a time or in batches all in flight at
+/// once; a cell is the median round's bytes per call. The result objects that the client
+/// deserializes and the service method's own allocations are measured alone on one thread and
+/// subtracted, leaving Mux's own share.</para>
+/// <para>Then one more real client + real server run per kind of call, under
+/// <see cref="AllocationSampler"/>, names the types those bytes are.</para>
 /// </remarks>
 internal static class AllocationProbeRunner
 {
@@ -44,7 +47,7 @@ internal static class AllocationProbeRunner
         ];
 
         output.WriteLine($"Mux allocation probe: bytes allocated per call, steady state ({Environment.ProcessorCount} cores, .NET {Environment.Version}).");
-        output.WriteLine($"Each cell: median of {MeasuredRounds} rounds (after {WarmupRounds} warm-up rounds) of sequential calls over in-memory pipes; whole process, GC.GetTotalAllocatedBytes(precise: true).");
+        output.WriteLine($"Each cell: median of {MeasuredRounds} rounds (after {WarmupRounds} warm-up rounds) of calls over in-memory pipes, one at a time unless the row says otherwise; whole process, GC.GetTotalAllocatedBytes(precise: true).");
         output.WriteLine();
 
         var rows = new List<Row>();
