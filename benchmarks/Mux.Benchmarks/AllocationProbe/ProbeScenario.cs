@@ -1,0 +1,88 @@
+using Mux.Internal;
+using Mux.Protocol;
+using Mux.Samples.Contracts;
+using Mux.Serialization;
+
+namespace Mux.Benchmarks.AllocationProbe;
+
+/// <summary>
+/// One kind of call the probe measures: Add(1, 2), alone or <see cref="Batch"/> at once, or
+/// List(count) when <see cref="ListCount"/> is not 0.
+/// </summary>
+internal sealed class ProbeScenario
+{
+    private ProbeScenario(string name, int listCount, int batch, int batchesPerRound)
+    {
+        Name = name;
+        ListCount = listCount;
+        Batch = batch;
+        BatchesPerRound = batchesPerRound;
+        if (listCount == 0)
+        {
+            MethodId = UserServiceContracts.AddMethodId;
+            Request = StubFrames.Encode(FrameType.Request, MethodId, new ArgumentsBody<AddArguments>(new AddArguments(1, 2)));
+            Response = StubFrames.Encode(FrameType.Response, 0, new ResultBody<int>(3));
+        }
+        else
+        {
+            MethodId = UserServiceContracts.ListMethodId;
+            Request = StubFrames.Encode(FrameType.Request, MethodId, new ArgumentsBody<ListArguments>(new ListArguments(listCount)));
+            Response = StubFrames.Encode(FrameType.Response, 0, new ResultBody<List<User>>(UserServiceContracts.CreateUsers(listCount)));
+        }
+    }
+
+    public string Name { get; }
+
+    public int ListCount { get; }
+
+    /// <summary>How many calls are in flight at once (1 for every List).</summary>
+    public int Batch { get; }
+
+    public int BatchesPerRound { get; }
+
+    public int CallsPerRound => Batch * BatchesPerRound;
+
+    public uint MethodId { get; }
+
+    /// <summary>The Request frame a client sends for this call (call id 0, patched per call).</summary>
+    public byte[] Request { get; }
+
+    /// <summary>The Response frame the server sends back (call id 0, patched per call).</summary>
+    public byte[] Response { get; }
+
+    /// <summary>The MessagePack of the result: the body of <see cref="Response"/>.</summary>
+    public ReadOnlyMemory<byte> ResultBytes => Response.AsMemory(ProtocolConstants.FrameHeaderSize);
+
+    public static ProbeScenario Add(int callsPerRound) => new("Add(1, 2) → ValueTask<int>", 0, 1, callsPerRound);
+
+    public static ProbeScenario AddBatch(int batch, int batchesPerRound) => new($"Add(1, 2) × {batch} at once", 0, batch, batchesPerRound);
+
+    public static ProbeScenario List(int count, int callsPerRound) => new($"List({count}) → Task<List<User>>", count, 1, callsPerRound);
+
+    /// <summary>Allocates what the client's deserializer allocates for one response: the result objects.</summary>
+    public void DeserializeResult()
+    {
+        var reader = new MessagePackReader(ResultBytes.Span);
+        if (ListCount == 0)
+        {
+            _ = MuxFormatterResolver.GetFormatter<int>().Deserialize(ref reader);
+        }
+        else
+        {
+            GC.KeepAlive(MuxFormatterResolver.GetFormatter<List<User>>().Deserialize(ref reader));
+        }
+    }
+
+    /// <summary>Allocates what the service method itself allocates for one call.</summary>
+    public void CallService(UserService service)
+    {
+        if (ListCount == 0)
+        {
+            _ = service.Add(1, 2);
+        }
+        else
+        {
+            GC.KeepAlive(service.List(ListCount));
+        }
+    }
+}

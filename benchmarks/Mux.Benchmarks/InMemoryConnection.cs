@@ -1,0 +1,42 @@
+using Mux.Samples.Contracts;
+using Mux.Transport;
+
+namespace Mux.Benchmarks;
+
+/// <summary>
+/// A Mux server serving the sample <see cref="UserService"/> and one client connected to it over
+/// in-memory pipes (no socket), as the tests set it up; <see cref="Proxy"/> is the generated proxy.
+/// </summary>
+internal sealed class InMemoryConnection : IAsyncDisposable
+{
+    private InMemoryConnection(MuxServer server, MuxClient client)
+    {
+        Server = server;
+        Client = client;
+        Proxy = client.CreateProxy<IUserService>();
+    }
+
+    public MuxServer Server { get; }
+
+    public MuxClient Client { get; }
+
+    public IUserService Proxy { get; }
+
+    public static async Task<InMemoryConnection> StartAsync()
+    {
+        UserServiceContracts.EnsureRegistered();
+        var server = new MuxServer(new MuxServerOptions());
+        server.AddService<IUserService>(new UserService());
+        server.StartWithoutListener();
+        (DuplexPipeTransport clientSide, DuplexPipeTransport serverSide) = DuplexPipeTransport.CreatePair();
+        server.Accept(serverSide, "bench");
+        MuxClient client = await MuxClient.ConnectAsync(clientSide);
+        return new InMemoryConnection(server, client);
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        await Client.DisposeAsync();
+        await Server.DisposeAsync();
+    }
+}
