@@ -1,5 +1,4 @@
 using System.Buffers;
-using System.Collections.Concurrent;
 using System.Diagnostics.CodeAnalysis;
 using System.IO.Pipelines;
 using Mux.Protocol;
@@ -12,8 +11,11 @@ namespace Mux.Internal;
 // that call (nothing half-written ever reaches the pipe). Then exactly one thread at a time, the
 // one holding the writer role (_writerActive), copies frames into the PipeWriter and flushes:
 //   - idle: the caller takes the role itself, writes, and flushes: no thread hop for a lone call;
-//   - busy: the caller hands its frame to _outbound and the role holder picks it up, so every
-//     frame that queued up while the previous flush ran goes out in one flush and one send.
+//   - busy: the caller appends its frame's bytes to _outbound and the role holder picks them all
+//     up, so every frame that queued up while the previous flush ran goes out in one flush and
+//     one send. _outbound is a byte buffer owned by the connection, double-buffered with
+//     _draining, so queueing a frame is one short lock and one copy, and allocates nothing: a
+//     buffer (or a rented array) per queued frame ran the array pool dry with hundreds queued.
 internal abstract partial class MuxConnection : IThreadPoolWorkItem
 {
     // A staging buffer that grew past this after a large frame is dropped rather than kept per thread.
@@ -23,8 +25,21 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     [ThreadStatic]
     private static PooledBufferWriter? t_staging;
 
-    // Frames waiting for the writer role. Any thread enqueues; only the role holder dequeues.
-    private readonly ConcurrentQueue<OutboundFrame> _outbound = new();
+    // A drained buffer that grew past this (a burst of large frames) is replaced by a small one.
+    private const int MaxRetainedOutboundSize = 1024 * 1024;
+
+    private readonly Lock _outboundLock = new();
+
+    // Encoded frames waiting for the writer role, back to back. Any thread appends under
+    // _outboundLock; the role holder swaps it with _draining under the lock.
+    private PooledBufferWriter _outbound = new(4096);
+
+    // Frames in _outbound. Written under _outboundLock; read without it as an emptiness hint.
+    private volatile int _queuedFrames;
+
+    // The buffer the role holder copies into the pipe while callers fill _outbound. Only the
+    // role holder touches it.
+    private PooledBufferWriter _draining = new(4096);
 
     // 1 while a thread owns _output (writes, flushes, completes it); taken with CompareExchange.
     // Once the connection is closed, whoever completes the output keeps it at 1 forever.
@@ -83,7 +98,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
 
     private void Send(PooledBufferWriter staging)
     {
-        if (IsQuiet && _outbound.IsEmpty && TryAcquireWriter())
+        if (IsQuiet && _queuedFrames == 0 && TryAcquireWriter())
         {
             // Idle fast path: write our frame and whatever queued meanwhile, then flush ourselves.
             _output.Write(staging.WrittenSpan);
@@ -98,9 +113,22 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
             return;
         }
 
-        // Busy: hand the encoded bytes over (no copy) and make sure someone will write them.
-        byte[] buffer = staging.DetachBuffer(out int length);
-        _outbound.Enqueue(new OutboundFrame(buffer, length));
+        // Busy: queue the bytes and make sure someone will write them.
+        lock (_outboundLock)
+        {
+            _outbound.Write(staging.WrittenSpan);
+            _queuedFrames++;
+        }
+
+        if (staging.Buffer.Length > MaxRetainedStagingSize)
+        {
+            t_staging = null;
+            staging.Dispose();
+        }
+
+        // A full fence between publishing the frame and looking at the role: paired with the
+        // releaser's Interlocked.Exchange, either it sees our frame or we see the role free.
+        Interlocked.MemoryBarrier();
         if (TryAcquireWriter())
         {
             ScheduleDrain();
@@ -117,21 +145,42 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     void IThreadPoolWorkItem.Execute() =>
         FlushAndReleaseLocked(DrainQueueIntoOutputLocked(), handOffRemainingWork: false);
 
-    /// <summary>Copies every queued frame into the pipe. Caller holds the writer role.</summary>
+    /// <summary>Copies every queued frame into the pipe (or drops them, once closed). Caller holds
+    /// the writer role.</summary>
     private int DrainQueueIntoOutputLocked()
     {
-        int frames = 0;
-        while (_outbound.TryDequeue(out OutboundFrame frame))
+        if (_queuedFrames == 0)
         {
-            if (!DropsQueuedFrames)
-            {
-                _output.Write(frame.Buffer.AsSpan(0, frame.Length));
-                frames++;
-            }
-
-            ArrayPool<byte>.Shared.Return(frame.Buffer);
+            return 0;
         }
 
+        PooledBufferWriter batch;
+        int frames;
+        lock (_outboundLock)
+        {
+            batch = _outbound;
+            _outbound = _draining;
+            frames = _queuedFrames;
+            _queuedFrames = 0;
+        }
+
+        if (DropsQueuedFrames)
+        {
+            frames = 0;
+        }
+        else
+        {
+            _output.Write(batch.WrittenSpan);
+        }
+
+        batch.Reset();
+        if (batch.Buffer.Length > MaxRetainedOutboundSize)
+        {
+            batch.Dispose();
+            batch = new PooledBufferWriter(4096);
+        }
+
+        _draining = batch;
         return frames;
     }
 
@@ -183,7 +232,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
                 return;
             }
 
-            if (_outbound.IsEmpty || !TryAcquireWriter())
+            if (_queuedFrames == 0 || !TryAcquireWriter())
             {
                 return;
             }

@@ -23,11 +23,20 @@ internal abstract class PendingCall : IThreadPoolWorkItem
     private CancellationTokenRegistration _cancellation;
     private int _registrationState;
 
+    // Payloads up to this size are copied into _ownedBuffer; larger ones into a rented array.
+    private const int MaxOwnedPayload = 4096;
+
     // The outcome, written by the single remover before queueing and read by Execute.
     private CallOutcome _outcome;
     private byte[]? _payload;
     private int _payloadLength;
+    private bool _payloadRented;
     private Exception? _exception;
+
+    // A payload buffer kept across the lives of this pooled call, so that copying a response out
+    // of the receive buffer allocates nothing in steady state. (Renting one per response ran the
+    // shared array pool dry with hundreds of responses in flight.) Only the completion path uses it.
+    private byte[]? _ownedBuffer;
 
     /// <summary>The connection-unique id; set before the call is published in the table.</summary>
     public uint CallId { get; private set; }
@@ -85,7 +94,23 @@ internal abstract class PendingCall : IThreadPoolWorkItem
     {
         Debug.Assert(outcome is CallOutcome.Response or CallOutcome.Error);
         int length = checked((int)payload.Length);
-        byte[] buffer = ArrayPool<byte>.Shared.Rent(Math.Max(length, 1));
+        byte[] buffer;
+        if (length <= MaxOwnedPayload)
+        {
+            if (_ownedBuffer is null || _ownedBuffer.Length < length)
+            {
+                _ownedBuffer = new byte[Math.Max(length, 64)];
+            }
+
+            buffer = _ownedBuffer;
+            _payloadRented = false;
+        }
+        else
+        {
+            buffer = ArrayPool<byte>.Shared.Rent(length);
+            _payloadRented = true;
+        }
+
         payload.CopyTo(buffer);
         _payload = buffer;
         _payloadLength = length;
@@ -110,7 +135,10 @@ internal abstract class PendingCall : IThreadPoolWorkItem
             _cancellation.Dispose();
         }
 
+        // Read everything before completing: the caller's continuation may run inline, finish,
+        // and return this object to its pool for another call before SetResult returns.
         byte[]? payload = _payload;
+        bool rented = _payloadRented;
         _payload = null;
         try
         {
@@ -130,7 +158,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem
         }
         finally
         {
-            if (payload is not null)
+            if (payload is not null && rented)
             {
                 ArrayPool<byte>.Shared.Return(payload);
             }
