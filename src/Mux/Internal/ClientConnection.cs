@@ -196,8 +196,13 @@ internal sealed class ClientConnection : MuxConnection
 
     private void FailExpiredCalls()
     {
-        var expired = new List<PendingCall>();
-        _pending.RemoveExpired(Environment.TickCount64, expired);
+        List<PendingCall>? expired = null;
+        _pending.RemoveExpired(Environment.TickCount64, ref expired);
+        if (expired is null)
+        {
+            return;
+        }
+
         foreach (PendingCall call in expired)
         {
             SendCancelQuietly(call.CallId);

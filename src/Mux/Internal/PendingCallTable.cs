@@ -75,8 +75,9 @@ internal sealed class PendingCallTable
         }
     }
 
-    /// <summary>Removes calls whose deadline has passed.</summary>
-    public void RemoveExpired(long now, List<PendingCall> removed)
+    /// <summary>Removes calls whose deadline has passed; <paramref name="removed"/> is created only
+    /// when there are some (the timer runs every tick, usually finding none).</summary>
+    public void RemoveExpired(long now, ref List<PendingCall>? removed)
     {
         lock (_lock)
         {
@@ -84,8 +85,13 @@ internal sealed class PendingCallTable
             {
                 if (call.Deadline <= now)
                 {
-                    removed.Add(call);
+                    (removed ??= new List<PendingCall>()).Add(call);
                 }
+            }
+
+            if (removed is null)
+            {
+                return;
             }
 
             foreach (PendingCall call in removed)
