@@ -9,7 +9,8 @@ namespace Mux.LoadRunner;
 /// <param name="Errors">Calls that failed, warm-up included.</param>
 /// <param name="FirstError">The first failure's type and message.</param>
 /// <param name="StoppedCleanly">Whether every caller finished its last call before the stop timeout.</param>
-internal sealed record LoadWindow(long Calls, double WindowSeconds, LatencyHistogram Latency, long Errors, string? FirstError, bool StoppedCleanly);
+/// <param name="Failure">What ended the run early (a window callback threw), if anything.</param>
+internal sealed record LoadWindow(long Calls, double WindowSeconds, LatencyHistogram Latency, long Errors, string? FirstError, bool StoppedCleanly, string? Failure);
 
 /// <summary>
 /// Closed-loop load: N callers, each awaiting its own call and then making the next, on one
@@ -77,25 +78,38 @@ internal static class ClosedLoop
             tasks[i] = CallerAsync(i);
         }
 
-        await Task.Delay(warmup);
-        onWindowStart();
-        long opened = Stopwatch.GetTimestamp();
-        Volatile.Write(ref windowStart, opened);
-
-        await Task.Delay(window);
-        long closed = Stopwatch.GetTimestamp();
-        Volatile.Write(ref windowEnd, closed);
-        onWindowEnd();
-        Volatile.Write(ref stop, 1);
-
+        long opened = 0;
+        long closed = 0;
         bool stoppedCleanly = true;
+        string? failure = null;
         try
         {
-            await Task.WhenAll(tasks).WaitAsync(stopTimeout);
+            await Task.Delay(warmup);
+            onWindowStart();
+            opened = Stopwatch.GetTimestamp();
+            Volatile.Write(ref windowStart, opened);
+
+            await Task.Delay(window);
+            closed = Stopwatch.GetTimestamp();
+            Volatile.Write(ref windowEnd, closed);
+            onWindowEnd();
         }
-        catch (TimeoutException)
+        catch (Exception ex)
         {
-            stoppedCleanly = false;
+            failure = ex.GetType().Name + ": " + ex.Message;
+        }
+        finally
+        {
+            // Whatever happened, no caller outlives the point.
+            Volatile.Write(ref stop, 1);
+            try
+            {
+                await Task.WhenAll(tasks).WaitAsync(stopTimeout);
+            }
+            catch (TimeoutException)
+            {
+                stoppedCleanly = false;
+            }
         }
 
         var merged = new LatencyHistogram();
@@ -106,6 +120,7 @@ internal static class ClosedLoop
             calls += counts[i * Stride];
         }
 
-        return new LoadWindow(calls, Stopwatch.GetElapsedTime(opened, closed).TotalSeconds, merged, Interlocked.Read(ref errors), Volatile.Read(ref firstError), stoppedCleanly);
+        double seconds = closed > opened ? Stopwatch.GetElapsedTime(opened, closed).TotalSeconds : 0;
+        return new LoadWindow(calls, seconds, merged, Interlocked.Read(ref errors), Volatile.Read(ref firstError), stoppedCleanly, failure);
     }
 }

@@ -113,6 +113,19 @@ internal static class Orchestrator
             ResponseFrameBytes = method.ResponseFrameBytes,
         };
         var clock = Stopwatch.StartNew();
+        await MeasureAsync(point, system, method, callers, options);
+        if (point.Errors > 0 || point.ErrorMessages.Count > 0)
+        {
+            point.Status = "error";
+        }
+
+        point.PointSeconds = Math.Round(clock.Elapsed.TotalSeconds, 2);
+        return point;
+    }
+
+    /// <summary>Fills <paramref name="point"/>; every failure becomes one of its error messages.</summary>
+    private static async Task MeasureAsync(PointResult point, string system, BenchMethod method, int callers, RunnerOptions options)
+    {
         ServerProcess? server = null;
         IBenchClient? client = null;
         try
@@ -156,7 +169,7 @@ internal static class Orchestrator
 
             point.Calls = window.Calls;
             point.WindowSeconds = Math.Round(window.WindowSeconds, 3);
-            point.CallsPerSecond = Math.Round(window.Calls / window.WindowSeconds);
+            point.CallsPerSecond = window.WindowSeconds > 0 ? Math.Round(window.Calls / window.WindowSeconds) : 0;
             point.P50Us = window.Latency.PercentileMicroseconds(50);
             point.P99Us = window.Latency.PercentileMicroseconds(99);
             point.P999Us = window.Latency.PercentileMicroseconds(99.9);
@@ -170,6 +183,12 @@ internal static class Orchestrator
             if (!window.StoppedCleanly)
             {
                 point.ErrorMessages.Add($"callers still waiting {s_stepTimeout.TotalSeconds:0} s after the window closed");
+            }
+
+            if (window.Failure is not null)
+            {
+                point.ErrorMessages.Add(window.Failure);
+                return; // the finally below cleans up; the server may be gone, so no stats
             }
 
             ProcessCounters clientDelta = clientEnd - clientBegin;
@@ -234,14 +253,6 @@ internal static class Orchestrator
                 await server.DisposeAsync();
             }
         }
-
-        if (point.Errors > 0 || point.ErrorMessages.Count > 0)
-        {
-            point.Status = "error";
-        }
-
-        point.PointSeconds = Math.Round(clock.Elapsed.TotalSeconds, 2);
-        return point;
     }
 
     private static double Ratio(long frames, long operations) => operations == 0 ? 0 : Math.Round((double)frames / operations, 2);

@@ -108,10 +108,19 @@ internal sealed class ServerProcess : IAsyncDisposable
     }
 
     /// <summary>Writes a window mark ("begin" or "end") to the child's stdin.</summary>
+    /// <exception cref="InvalidOperationException">The server process has exited.</exception>
     public void Mark(string mark)
     {
-        _process.StandardInput.WriteLine(mark);
-        _process.StandardInput.Flush();
+        try
+        {
+            _process.StandardInput.WriteLine(mark);
+            _process.StandardInput.Flush();
+        }
+        catch (IOException ex)
+        {
+            string exit = _process.HasExited ? $" with exit code {_process.ExitCode}" : "";
+            throw new InvalidOperationException($"The server process exited{exit} (writing \"{mark}\" to its stdin: {ex.Message}). {Stderr}".Trim(), ex);
+        }
     }
 
     public async ValueTask DisposeAsync()
