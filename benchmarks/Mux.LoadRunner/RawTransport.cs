@@ -73,6 +73,7 @@ internal static class RawFrame
         return new ServerStats(values[0] != 0, values[1], values[2], values[3], values[4], values[5], values[6], values[7], values[8]);
     }
 
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
     public static async ValueTask SendAllAsync(Socket socket, ReadOnlyMemory<byte> bytes)
     {
         while (!bytes.IsEmpty)
@@ -100,6 +101,7 @@ internal sealed class FrameReceiver(Socket socket, int maxFrameBytes = 1 << 20)
     public long FramesReceived => Volatile.Read(ref _frames);
 
     /// <summary>Receives once more; false when the peer closed the connection.</summary>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
     public async ValueTask<bool> ReceiveAsync()
     {
         if (_start == _end)
