@@ -13,6 +13,9 @@ internal static class Orchestrator
     private static readonly TimeSpan s_serverStartTimeout = TimeSpan.FromSeconds(30);
     private static readonly TimeSpan s_stepTimeout = TimeSpan.FromSeconds(10);
 
+    // Callers of the discarded client warm-up run before each (system, method).
+    private const int WarmupCallers = 10;
+
     public static async Task<int> RunAsync(RunnerOptions options)
     {
         AppDomain.CurrentDomain.ProcessExit += (_, _) => ServerProcess.KillAll();
@@ -27,7 +30,7 @@ internal static class Orchestrator
         var methods = options.Methods.Select(BenchMethod.Create).ToList();
         var table = new ResultTable(Console.Out);
         Console.WriteLine($"Mux load runner: {machine.Summary}");
-        Console.WriteLine($"window {options.Seconds:0.###} s after {options.Warmup:0.###} s warm-up per point; one connection per point; servers in child processes.");
+        Console.WriteLine($"window {options.Seconds:0.###} s after {options.Warmup:0.###} s warm-up per point (plus one discarded client warm-up run per system and method); one connection per point; servers in child processes.");
         foreach (BenchMethod method in methods)
         {
             Console.WriteLine($"  {method.Name,-8} {method.Description,-34} request frame {method.RequestFrameBytes} B, response frame {method.ResponseFrameBytes} B");
@@ -52,9 +55,10 @@ internal static class Orchestrator
 
                 foreach (BenchMethod method in methods)
                 {
+                    await WarmUpClientAsync(system, method, options);
                     foreach (int callers in options.Callers)
                     {
-                        PointResult point = await RunPointAsync(system, method, callers, options);
+                        PointResult point = await RunPointAsync(system, method, callers, TimeSpan.FromSeconds(options.Warmup), TimeSpan.FromSeconds(options.Seconds));
                         points.Add(point);
                         table.WriteRow(point);
                     }
@@ -102,7 +106,26 @@ internal static class Orchestrator
         return 0;
     }
 
-    private static async Task<PointResult> RunPointAsync(string system, BenchMethod method, int callers, RunnerOptions options)
+    /// <summary>
+    /// Every point gets a fresh server, but the client code runs in this one process: without this
+    /// discarded run, the first point of each (system, method), the 1-caller one, would measure the
+    /// client's first JIT tiers while later points measure optimized code.
+    /// </summary>
+    private static async Task WarmUpClientAsync(string system, BenchMethod method, RunnerOptions options)
+    {
+        if (options.Warmup <= 0)
+        {
+            return;
+        }
+
+        PointResult warmup = await RunPointAsync(system, method, WarmupCallers, TimeSpan.FromSeconds(options.Warmup), TimeSpan.FromSeconds(0.2));
+        if (warmup.Status != "ok")
+        {
+            Console.WriteLine($"(client warm-up of {system} {method.Name} failed: {string.Join("; ", warmup.ErrorMessages)})");
+        }
+    }
+
+    private static async Task<PointResult> RunPointAsync(string system, BenchMethod method, int callers, TimeSpan warmup, TimeSpan windowLength)
     {
         var point = new PointResult
         {
@@ -113,7 +136,7 @@ internal static class Orchestrator
             ResponseFrameBytes = method.ResponseFrameBytes,
         };
         var clock = Stopwatch.StartNew();
-        await MeasureAsync(point, system, method, callers, options);
+        await MeasureAsync(point, system, method, callers, warmup, windowLength);
         if (point.Errors > 0 || point.ErrorMessages.Count > 0)
         {
             point.Status = "error";
@@ -124,7 +147,7 @@ internal static class Orchestrator
     }
 
     /// <summary>Fills <paramref name="point"/>; every failure becomes one of its error messages.</summary>
-    private static async Task MeasureAsync(PointResult point, string system, BenchMethod method, int callers, RunnerOptions options)
+    private static async Task MeasureAsync(PointResult point, string system, BenchMethod method, int callers, TimeSpan warmup, TimeSpan windowLength)
     {
         ServerProcess? server = null;
         IBenchClient? client = null;
@@ -151,8 +174,8 @@ internal static class Orchestrator
             LoadWindow window = await ClosedLoop.RunAsync(
                 client,
                 callers,
-                TimeSpan.FromSeconds(options.Warmup),
-                TimeSpan.FromSeconds(options.Seconds),
+                warmup,
+                windowLength,
                 onWindowStart: () =>
                 {
                     marked.Mark("begin");
