@@ -167,6 +167,8 @@ internal static class Orchestrator
 
             ProcessCounters clientBegin = default;
             ProcessCounters clientEnd = default;
+            MachineCpu? machineBegin = null;
+            MachineCpu? machineEnd = null;
             TransportCounters transportBegin = default;
             TransportCounters transportEnd = default;
             ServerProcess marked = server;
@@ -180,11 +182,13 @@ internal static class Orchestrator
                 {
                     marked.Mark("begin");
                     transportBegin = measured.GetCounters();
+                    machineBegin = MachineCpu.Take();
                     clientBegin = ProcessCounters.Take();
                 },
                 onWindowEnd: () =>
                 {
                     clientEnd = ProcessCounters.Take();
+                    machineEnd = MachineCpu.Take();
                     transportEnd = measured.GetCounters();
                     marked.Mark("end");
                 },
@@ -236,6 +240,13 @@ internal static class Orchestrator
                 point.ServerGen1 = stats.Gen1;
                 point.ServerGen2 = stats.Gen2;
                 point.ServerFramesPerSend = system == BenchSystems.Mux ? null : Ratio(stats.FramesSent, stats.SocketSends);
+                if (machineBegin is MachineCpu machineStart && machineEnd is MachineCpu machineStop && window.WindowSeconds > 0)
+                {
+                    // Everything the machine ran in the window that was not this point's two processes.
+                    TimeSpan others = machineStop.Busy - machineStart.Busy - clientDelta.Cpu - TimeSpan.FromMicroseconds(stats.CpuMicroseconds);
+                    point.OtherCpuCores = Math.Round(Math.Max(0, others.TotalSeconds) / window.WindowSeconds, 2);
+                    point.StealCpuCores = Math.Round((machineStop.Steal - machineStart.Steal).TotalSeconds / window.WindowSeconds, 2);
+                }
             }
             else
             {

@@ -62,6 +62,13 @@ internal sealed class PointResult
     /// <summary>Raw servers: frames sent per socket send in the window (Mux does not expose it).</summary>
     public double? ServerFramesPerSend { get; set; }
 
+    /// <summary>CPU cores that processes other than this point's client and server kept busy
+    /// during the window (from /proc/stat): above about 0.1 the point shared the machine.</summary>
+    public double? OtherCpuCores { get; set; }
+
+    /// <summary>CPU cores' worth of time the hypervisor gave to other guests during the window.</summary>
+    public double? StealCpuCores { get; set; }
+
     public long Errors { get; set; }
 
     public List<string> ErrorMessages { get; } = [];

@@ -109,3 +109,40 @@ internal sealed class WindowMarks(Func<(long FramesSent, long SocketSends)> tran
         }
     }
 }
+
+/// <summary>
+/// Machine-wide CPU time from the first line of /proc/stat (Linux; USER_HZ = 100), so a point can
+/// say how much CPU processes other than its client and server used during its window.
+/// </summary>
+internal readonly record struct MachineCpu(TimeSpan Busy, TimeSpan Steal)
+{
+    private const double TicksPerJiffy = TimeSpan.TicksPerSecond / 100.0;
+
+    public static MachineCpu? Take()
+    {
+        try
+        {
+            string? line = File.ReadLines("/proc/stat").FirstOrDefault();
+            if (line is null || !line.StartsWith("cpu ", StringComparison.Ordinal))
+            {
+                return null;
+            }
+
+            // cpu user nice system idle iowait irq softirq steal guest guest_nice (guest is inside user)
+            long[] fields = [.. line.Split(' ', StringSplitOptions.RemoveEmptyEntries).Skip(1).Select(long.Parse)];
+            if (fields.Length < 8)
+            {
+                return null;
+            }
+
+            long busy = fields[0] + fields[1] + fields[2] + fields[5] + fields[6];
+            return new MachineCpu(Jiffies(busy), Jiffies(fields[7]));
+        }
+        catch (Exception ex) when (ex is IOException or UnauthorizedAccessException or FormatException)
+        {
+            return null;
+        }
+    }
+
+    private static TimeSpan Jiffies(long jiffies) => TimeSpan.FromTicks((long)(jiffies * TicksPerJiffy));
+}

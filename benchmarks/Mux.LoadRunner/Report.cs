@@ -165,7 +165,7 @@ internal static class Report
         csv.Append("system,method,callers,status,request_frame_bytes,response_frame_bytes,calls,window_s,calls_per_s,p50_us,p99_us,p999_us,max_us,")
            .Append("client_cpu_us_per_call,server_cpu_us_per_call,client_bytes_per_call,server_bytes_per_call,")
            .Append("client_gen0,client_gen1,client_gen2,server_gen0,server_gen1,server_gen2,connections,")
-           .Append("client_frames_per_send,client_frames_per_receive,server_frames_per_send,errors,error_messages,point_s\n");
+           .Append("client_frames_per_send,client_frames_per_receive,server_frames_per_send,other_cpu_cores,steal_cpu_cores,errors,error_messages,point_s\n");
         foreach (PointResult p in report.Points)
         {
             object?[] values =
@@ -174,7 +174,7 @@ internal static class Report
                 p.CallsPerSecond, p.P50Us, p.P99Us, p.P999Us, p.MaxUs,
                 p.ClientCpuUsPerCall, p.ServerCpuUsPerCall, p.ClientBytesPerCall, p.ServerBytesPerCall,
                 p.ClientGen0, p.ClientGen1, p.ClientGen2, p.ServerGen0, p.ServerGen1, p.ServerGen2, p.Connections,
-                p.ClientFramesPerSend, p.ClientFramesPerReceive, p.ServerFramesPerSend, p.Errors, string.Join(" | ", p.ErrorMessages), p.PointSeconds,
+                p.ClientFramesPerSend, p.ClientFramesPerReceive, p.ServerFramesPerSend, p.OtherCpuCores, p.StealCpuCores, p.Errors, string.Join(" | ", p.ErrorMessages), p.PointSeconds,
             ];
             csv.AppendJoin(',', values.Select(Field)).Append('\n');
         }
@@ -197,14 +197,14 @@ internal static class Report
 /// <summary>The console table: one row per point, written as soon as the point finishes.</summary>
 internal sealed class ResultTable(TextWriter output)
 {
-    private const string Format = "{0,-11} {1,-7} {2,7} {3,10} {4,8} {5,8} {6,8} {7,7} {8,7} {9,8} {10,8} {11,9} {12,9} {13,5} {14,7} {15,7} {16,7}  {17}";
+    private const string Format = "{0,-11} {1,-7} {2,7} {3,10} {4,8} {5,8} {6,8} {7,7} {8,7} {9,8} {10,8} {11,9} {12,9} {13,5} {14,7} {15,7} {16,7} {17,5}  {18}";
 
     public void WriteHeader()
     {
         output.WriteLine(string.Format(CultureInfo.InvariantCulture, Format,
             "system", "method", "callers", "calls/s", "p50 us", "p99 us", "p99.9 us", "cCPU/c", "sCPU/c", "cB/call", "sB/call",
-            "cGC0/1/2", "sGC0/1/2", "conns", "cfr/snd", "cfr/rcv", "sfr/snd", "errors"));
-        output.WriteLine(new string('-', 170));
+            "cGC0/1/2", "sGC0/1/2", "conns", "cfr/snd", "cfr/rcv", "sfr/snd", "other", "errors"));
+        output.WriteLine(new string('-', 176));
         output.Flush();
     }
 
@@ -231,6 +231,7 @@ internal sealed class ResultTable(TextWriter output)
             p.ClientFramesPerSend.ToString("0.0", CultureInfo.InvariantCulture),
             p.ClientFramesPerReceive.ToString("0.0", CultureInfo.InvariantCulture),
             p.ServerFramesPerSend?.ToString("0.0", CultureInfo.InvariantCulture) ?? "-",
+            p.OtherCpuCores?.ToString("0.00", CultureInfo.InvariantCulture) ?? "?",
             errors));
         output.Flush();
     }
@@ -247,7 +248,9 @@ internal sealed class ResultTable(TextWriter output)
             cCPU/c, sCPU/c = client / server process CPU microseconds per call; cB/call, sB/call = bytes
             allocated per call; cGC, sGC = gen0/gen1/gen2 collections in the window; conns = TCP
             connections the server accepted for the load; cfr/snd, cfr/rcv = client frames per socket
-            send / receive; sfr/snd = raw server frames per socket send (Mux's server does not expose it).
+            send / receive; sfr/snd = raw server frames per socket send (Mux's server does not expose it);
+            other = CPU cores used by other processes during the window (/proc/stat): well above 0 means
+            the point shared the machine and its numbers are low.
             """);
         output.Flush();
     }
