@@ -13,7 +13,8 @@ namespace Mux.Transport;
 /// </summary>
 internal sealed class SocketConnection : IMuxTransport
 {
-    private const int ReceiveBufferSize = 16 * 1024;
+    // One socket read takes up to this much: enough for hundreds of small frames under load.
+    private const int ReceiveBufferSize = 64 * 1024;
 
     private static readonly TimeSpan s_sendGracePeriod = TimeSpan.FromSeconds(5);
 

@@ -1,0 +1,326 @@
+using System.Net;
+using System.Net.Sockets;
+using System.Runtime.CompilerServices;
+using System.Threading.Tasks.Sources;
+using Mux.Samples.Contracts;
+
+namespace Mux.LoadRunner;
+
+/// <summary>Frame and socket counters of the client's one connection.</summary>
+internal readonly record struct TransportCounters(long FramesSent, long SocketSends, long FramesReceived, long SocketReceives)
+{
+    public static TransportCounters operator -(TransportCounters end, TransportCounters start) => new(
+        end.FramesSent - start.FramesSent,
+        end.SocketSends - start.SocketSends,
+        end.FramesReceived - start.FramesReceived,
+        end.SocketReceives - start.SocketReceives);
+}
+
+/// <summary>The client side of one system: one connection shared by every caller.</summary>
+internal interface IBenchClient : IAsyncDisposable
+{
+    /// <summary>Makes one call of the measured method for caller <paramref name="caller"/> and checks the result.</summary>
+    ValueTask CallAsync(int caller);
+
+    TransportCounters GetCounters();
+
+    /// <summary>Asks the server for its counters over a separate, short-lived connection.</summary>
+    Task<ServerStats> GetServerStatsAsync(CancellationToken cancellationToken);
+}
+
+/// <summary>Mux: one <see cref="MuxClient"/>, one proxy, every caller on it.</summary>
+internal sealed class MuxBenchClient : IBenchClient
+{
+    private readonly MuxClient _client;
+    private readonly IBenchService _service;
+    private readonly EndPoint _endPoint;
+    private readonly string _method;
+
+    private MuxBenchClient(MuxClient client, EndPoint endPoint, string method)
+    {
+        _client = client;
+        _service = client.CreateProxy<IBenchService>();
+        _endPoint = endPoint;
+        _method = method;
+    }
+
+    public static async Task<IBenchClient> ConnectAsync(EndPoint endPoint, string method, CancellationToken cancellationToken)
+    {
+        MuxClient client = await MuxClient.ConnectAsync(endPoint, new MuxClientOptions { ConnectTimeout = TimeSpan.FromSeconds(10) }, cancellationToken);
+        return new MuxBenchClient(client, endPoint, method);
+    }
+
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    public async ValueTask CallAsync(int caller)
+    {
+        switch (_method)
+        {
+            case "add":
+                if (await _service.Add(1, 2) != 3)
+                {
+                    throw new InvalidDataException("Add(1, 2) did not return 3.");
+                }
+
+                break;
+            case "list1":
+                Check(await _service.List(1), 1);
+                break;
+            case "list100":
+                Check(await _service.List(100), 100);
+                break;
+            case "bytes1k":
+                if ((await _service.Bytes(1024)).Length != 1024)
+                {
+                    throw new InvalidDataException("Bytes(1024) returned the wrong length.");
+                }
+
+                break;
+            default:
+                throw new ArgumentException($"Unknown method '{_method}'.");
+        }
+    }
+
+    private static void Check(List<User> users, int count)
+    {
+        if (users.Count != count || users[0].City != "GuangZhou")
+        {
+            throw new InvalidDataException($"List({count}) returned {users.Count} users.");
+        }
+    }
+
+    public TransportCounters GetCounters()
+    {
+        MuxConnectionStatistics stats = _client.GetStatistics();
+        return new TransportCounters(stats.FramesSent, stats.SocketSends, stats.FramesReceived, stats.SocketReceives);
+    }
+
+    public async Task<ServerStats> GetServerStatsAsync(CancellationToken cancellationToken)
+    {
+        await using MuxClient control = await MuxClient.ConnectAsync(_endPoint, new MuxClientOptions { ConnectTimeout = TimeSpan.FromSeconds(10) }, cancellationToken);
+        return await control.CreateProxy<IBenchControl>().GetStats().WaitAsync(cancellationToken);
+    }
+
+    public ValueTask DisposeAsync() => _client.DisposeAsync();
+}
+
+/// <summary>
+/// The raw echo client: one socket; caller i's request carries id i, and the receive loop completes
+/// caller i's waiting call when the response with id i arrives. Completion runs the caller's
+/// continuation inline on the receive loop (no thread hop), the cheapest way to get the reply to it.
+/// </summary>
+internal sealed class RawBenchClient : IBenchClient
+{
+    private readonly Socket _socket;
+    private readonly EndPoint _endPoint;
+    private readonly FrameReceiver _receiver;
+    private readonly SingleFrameSender? _single;
+    private readonly BatchedFrameWriter? _batched;
+    private readonly byte[][] _requests;
+    private readonly CallSlot[] _slots;
+    private readonly int _responseBytes;
+    private readonly Task _receiveLoop;
+
+    private RawBenchClient(Socket socket, EndPoint endPoint, bool batched, int callers, BenchMethod method)
+    {
+        _socket = socket;
+        _endPoint = endPoint;
+        _receiver = new FrameReceiver(socket);
+        _single = batched ? null : new SingleFrameSender(socket);
+        _batched = batched ? new BatchedFrameWriter(socket) : null;
+        _responseBytes = method.ResponseFrameBytes;
+        _requests = new byte[callers][];
+        _slots = new CallSlot[callers];
+        for (int i = 0; i < callers; i++)
+        {
+            // Each caller's request is built once: id = caller index, padded to the Mux request size.
+            _requests[i] = new byte[Math.Max(method.RequestFrameBytes, RawFrame.MinRequestBytes)];
+            RawFrame.WriteRequest(_requests[i], (uint)i, Math.Max(method.ResponseFrameBytes, RawFrame.MinResponseBytes));
+            _slots[i] = new CallSlot();
+        }
+
+        _receiveLoop = Task.Run(ReceiveLoopAsync);
+    }
+
+    public static async Task<IBenchClient> ConnectAsync(EndPoint endPoint, bool batched, int callers, BenchMethod method, CancellationToken cancellationToken)
+    {
+        Socket socket = await ConnectSocketAsync(endPoint, cancellationToken);
+        return new RawBenchClient(socket, endPoint, batched, callers, method);
+    }
+
+    private static async Task<Socket> ConnectSocketAsync(EndPoint endPoint, CancellationToken cancellationToken)
+    {
+        var socket = new Socket(endPoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp) { NoDelay = true };
+        try
+        {
+            await socket.ConnectAsync(endPoint, cancellationToken);
+            return socket;
+        }
+        catch
+        {
+            socket.Dispose();
+            throw;
+        }
+    }
+
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    public async ValueTask CallAsync(int caller)
+    {
+        CallSlot slot = _slots[caller];
+        short token = slot.Prepare();
+        if (_batched is not null)
+        {
+            _batched.Write(_requests[caller]);
+        }
+        else
+        {
+            await _single!.SendAsync(_requests[caller]);
+        }
+
+        int length = await new ValueTask<int>(slot, token);
+        if (length != Math.Max(_responseBytes, RawFrame.MinResponseBytes))
+        {
+            throw new InvalidDataException($"Raw response of {length} bytes; expected {_responseBytes}.");
+        }
+    }
+
+    private async Task ReceiveLoopAsync()
+    {
+        Exception? fault = null;
+        try
+        {
+            while (await _receiver.ReceiveAsync())
+            {
+                while (_receiver.TryReadFrame(out int offset, out int length))
+                {
+                    uint id = RawFrame.ReadId(_receiver.Buffer.AsSpan(offset, length));
+                    if (id >= (uint)_slots.Length)
+                    {
+                        throw new InvalidDataException($"Raw response for unknown id {id}.");
+                    }
+
+                    _slots[id].Complete(length);
+                }
+            }
+
+            fault = new IOException("The raw server closed the connection.");
+        }
+        catch (Exception ex)
+        {
+            fault = ex;
+        }
+        finally
+        {
+            foreach (CallSlot slot in _slots)
+            {
+                slot.Fail(fault ?? new IOException("The raw connection closed."));
+            }
+        }
+    }
+
+    public TransportCounters GetCounters()
+    {
+        long framesSent = _batched?.FramesSent ?? _single!.FramesSent;
+        long sends = _batched?.SocketSends ?? _single!.SocketSends;
+        return new TransportCounters(framesSent, sends, _receiver.FramesReceived, _receiver.SocketReceives);
+    }
+
+    public async Task<ServerStats> GetServerStatsAsync(CancellationToken cancellationToken)
+    {
+        using Socket control = await ConnectSocketAsync(_endPoint, cancellationToken);
+        var request = new byte[RawFrame.MinRequestBytes];
+        RawFrame.WriteRequest(request, RawFrame.ControlId, RawFrame.StatsFrameBytes);
+        await RawFrame.SendAllAsync(control, request);
+        var receiver = new FrameReceiver(control);
+        while (await receiver.ReceiveAsync().AsTask().WaitAsync(cancellationToken))
+        {
+            if (receiver.TryReadFrame(out int offset, out int length))
+            {
+                return RawFrame.DecodeStats(receiver.Buffer.AsSpan(offset, length));
+            }
+        }
+
+        throw new IOException("The raw server closed the control connection without answering.");
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        _batched?.Close();
+        try
+        {
+            _socket.Shutdown(SocketShutdown.Both);
+        }
+        catch (SocketException)
+        {
+            // Already gone.
+        }
+
+        _socket.Dispose();
+        await _receiveLoop.WaitAsync(TimeSpan.FromSeconds(5)).ContinueWith(static _ => { }, TaskScheduler.Default);
+        if (_batched is not null)
+        {
+            await _batched.Completion.WaitAsync(TimeSpan.FromSeconds(5)).ContinueWith(static _ => { }, TaskScheduler.Default);
+        }
+    }
+
+    /// <summary>One caller's call in flight: completed by the receive loop, reset for every call.</summary>
+    private sealed class CallSlot : IValueTaskSource<int>
+    {
+        private readonly Lock _gate = new();
+        private ManualResetValueTaskSourceCore<int> _core;
+        private bool _waiting;
+        private Exception? _fault;
+
+        public short Prepare()
+        {
+            lock (_gate)
+            {
+                if (_fault is not null)
+                {
+                    throw new IOException("The raw connection is closed.", _fault);
+                }
+
+                _core.Reset();
+                _waiting = true;
+                return _core.Version;
+            }
+        }
+
+        public void Complete(int length)
+        {
+            lock (_gate)
+            {
+                if (!_waiting)
+                {
+                    throw new InvalidDataException("A raw response arrived for a caller with no call in flight.");
+                }
+
+                _waiting = false;
+            }
+
+            _core.SetResult(length);
+        }
+
+        public void Fail(Exception fault)
+        {
+            bool wasWaiting;
+            lock (_gate)
+            {
+                _fault = fault;
+                wasWaiting = _waiting;
+                _waiting = false;
+            }
+
+            if (wasWaiting)
+            {
+                _core.SetException(fault);
+            }
+        }
+
+        public int GetResult(short token) => _core.GetResult(token);
+
+        public ValueTaskSourceStatus GetStatus(short token) => _core.GetStatus(token);
+
+        public void OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags) =>
+            _core.OnCompleted(continuation, state, token, flags);
+    }
+}

@@ -1,0 +1,48 @@
+using Mux.Samples.Contracts;
+
+namespace Mux.LoadRunner;
+
+/// <summary>The measured service: one cheap call, two list sizes and a byte payload.</summary>
+[MuxService]
+public interface IBenchService
+{
+    ValueTask<int> Add(int a, int b);
+
+    Task<List<User>> List(int count);
+
+    Task<byte[]> Bytes(int size);
+}
+
+/// <summary>Asks a benchmark server for its own counters; called on a separate, short-lived
+/// connection after the measured window.</summary>
+[MuxService]
+public interface IBenchControl
+{
+    Task<ServerStats> GetStats();
+}
+
+/// <summary>
+/// A server's counters over the measured window (between the "begin" and "end" marks the
+/// orchestrator writes to the server's stdin), and the connections accepted since it started
+/// (including the control connection that asks).
+/// </summary>
+/// <param name="WindowMarked">Whether both marks arrived; the deltas are zero otherwise.</param>
+/// <param name="CpuMicroseconds">Process CPU time (user + kernel) spent in the window.</param>
+/// <param name="AllocatedBytes">Bytes allocated by the process in the window.</param>
+/// <param name="Gen0">Gen-0 collections in the window.</param>
+/// <param name="Gen1">Gen-1 collections in the window.</param>
+/// <param name="Gen2">Gen-2 collections in the window.</param>
+/// <param name="ConnectionsAccepted">Connections accepted since start, the asking one included.</param>
+/// <param name="FramesSent">Raw servers only: frames sent in the window (0 for Mux).</param>
+/// <param name="SocketSends">Raw servers only: socket sends in the window (0 for Mux).</param>
+[MuxObject]
+public sealed record ServerStats(
+    bool WindowMarked,
+    long CpuMicroseconds,
+    long AllocatedBytes,
+    long Gen0,
+    long Gen1,
+    long Gen2,
+    long ConnectionsAccepted,
+    long FramesSent,
+    long SocketSends);

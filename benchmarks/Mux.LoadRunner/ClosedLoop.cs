@@ -1,0 +1,126 @@
+using System.Diagnostics;
+
+namespace Mux.LoadRunner;
+
+/// <summary>What the callers measured in the window.</summary>
+/// <param name="Calls">Calls that completed inside the window.</param>
+/// <param name="WindowSeconds">The window's real length.</param>
+/// <param name="Latency">Latencies of those calls, merged over the callers.</param>
+/// <param name="Errors">Calls that failed, warm-up included.</param>
+/// <param name="FirstError">The first failure's type and message.</param>
+/// <param name="StoppedCleanly">Whether every caller finished its last call before the stop timeout.</param>
+/// <param name="Failure">What ended the run early (a window callback threw), if anything.</param>
+internal sealed record LoadWindow(long Calls, double WindowSeconds, LatencyHistogram Latency, long Errors, string? FirstError, bool StoppedCleanly, string? Failure);
+
+/// <summary>
+/// Closed-loop load: N callers, each awaiting its own call and then making the next, on one
+/// shared client. A call counts (and its latency is recorded) when it completes inside the
+/// measured window, whenever it started; the window opens after the warm-up.
+/// </summary>
+internal static class ClosedLoop
+{
+    // Each caller's count sits on its own cache line (16 longs apart).
+    private const int Stride = 16;
+
+    public static async Task<LoadWindow> RunAsync(
+        IBenchClient client,
+        int callers,
+        TimeSpan warmup,
+        TimeSpan window,
+        Action onWindowStart,
+        Action onWindowEnd,
+        TimeSpan stopTimeout)
+    {
+        var histograms = new LatencyHistogram[callers];
+        for (int i = 0; i < callers; i++)
+        {
+            histograms[i] = new LatencyHistogram();
+        }
+
+        var counts = new long[callers * Stride];
+        long windowStart = long.MaxValue;
+        long windowEnd = long.MaxValue;
+        int stop = 0;
+        long errors = 0;
+        string? firstError = null;
+
+        async Task CallerAsync(int index)
+        {
+            await Task.Yield();
+            LatencyHistogram histogram = histograms[index];
+            while (Volatile.Read(ref stop) == 0)
+            {
+                long start = Stopwatch.GetTimestamp();
+                try
+                {
+                    await client.CallAsync(index);
+                }
+                catch (Exception ex)
+                {
+                    Interlocked.Increment(ref errors);
+                    Interlocked.CompareExchange(ref firstError, ex.GetType().Name + ": " + ex.Message, null);
+                    await Task.Delay(10); // a broken connection must not turn callers into a busy loop
+                    continue;
+                }
+
+                long end = Stopwatch.GetTimestamp();
+                if (end >= Volatile.Read(ref windowStart) && end <= Volatile.Read(ref windowEnd))
+                {
+                    histogram.Record(Stopwatch.GetElapsedTime(start, end).Ticks);
+                    counts[index * Stride]++;
+                }
+            }
+        }
+
+        var tasks = new Task[callers];
+        for (int i = 0; i < callers; i++)
+        {
+            tasks[i] = CallerAsync(i);
+        }
+
+        long opened = 0;
+        long closed = 0;
+        bool stoppedCleanly = true;
+        string? failure = null;
+        try
+        {
+            await Task.Delay(warmup);
+            onWindowStart();
+            opened = Stopwatch.GetTimestamp();
+            Volatile.Write(ref windowStart, opened);
+
+            await Task.Delay(window);
+            closed = Stopwatch.GetTimestamp();
+            Volatile.Write(ref windowEnd, closed);
+            onWindowEnd();
+        }
+        catch (Exception ex)
+        {
+            failure = ex.GetType().Name + ": " + ex.Message;
+        }
+        finally
+        {
+            // Whatever happened, no caller outlives the point.
+            Volatile.Write(ref stop, 1);
+            try
+            {
+                await Task.WhenAll(tasks).WaitAsync(stopTimeout);
+            }
+            catch (TimeoutException)
+            {
+                stoppedCleanly = false;
+            }
+        }
+
+        var merged = new LatencyHistogram();
+        long calls = 0;
+        for (int i = 0; i < callers; i++)
+        {
+            merged.Merge(histograms[i]);
+            calls += counts[i * Stride];
+        }
+
+        double seconds = closed > opened ? Stopwatch.GetElapsedTime(opened, closed).TotalSeconds : 0;
+        return new LoadWindow(calls, seconds, merged, Interlocked.Read(ref errors), Volatile.Read(ref firstError), stoppedCleanly, failure);
+    }
+}

@@ -1,0 +1,293 @@
+using System.Diagnostics;
+using System.Net;
+
+namespace Mux.LoadRunner;
+
+/// <summary>
+/// Runs the sweep: for every point a fresh server child process, one client connection in this
+/// process, warm-up, measured window, then the server's own counters over a control connection.
+/// A failing point is reported in its row; the sweep goes on.
+/// </summary>
+internal static class Orchestrator
+{
+    private static readonly TimeSpan s_serverStartTimeout = TimeSpan.FromSeconds(30);
+    private static readonly TimeSpan s_stepTimeout = TimeSpan.FromSeconds(10);
+
+    // Callers of the discarded client warm-up run before each (system, method).
+    private const int WarmupCallers = 10;
+
+    public static async Task<int> RunAsync(RunnerOptions options)
+    {
+        AppDomain.CurrentDomain.ProcessExit += (_, _) => ServerProcess.KillAll();
+        AppDomain.CurrentDomain.UnhandledException += (_, _) => ServerProcess.KillAll();
+        Console.CancelKeyPress += (_, _) => ServerProcess.KillAll();
+
+        DateTimeOffset started = DateTimeOffset.Now;
+        var clock = Stopwatch.StartNew();
+        MachineInfo machine = MachineInfo.Describe();
+        string outDirectory = Report.ResolveOutDirectory(options.OutDirectory);
+
+        var methods = options.Methods.Select(BenchMethod.Create).ToList();
+        var table = new ResultTable(Console.Out);
+        Console.WriteLine($"Mux load runner: {machine.Summary}");
+        Console.WriteLine($"window {options.Seconds:0.###} s after {options.Warmup:0.###} s warm-up per point (plus one discarded client warm-up run per system and method); one connection per point; servers in child processes.");
+        foreach (BenchMethod method in methods)
+        {
+            Console.WriteLine($"  {method.Name,-8} {method.Description,-34} request frame {method.RequestFrameBytes} B, response frame {method.ResponseFrameBytes} B");
+        }
+
+        Console.WriteLine();
+        table.WriteHeader();
+
+        var points = new List<PointResult>();
+        try
+        {
+            foreach (string system in options.Systems)
+            {
+                if (BenchSystems.Unavailable.TryGetValue(system, out string? reason))
+                {
+                    var unavailable = new PointResult { System = system, Method = "-", Callers = 0, Status = "unavailable" };
+                    unavailable.ErrorMessages.Add("unavailable: " + reason);
+                    points.Add(unavailable);
+                    table.WriteRow(unavailable);
+                    continue;
+                }
+
+                foreach (BenchMethod method in methods)
+                {
+                    await WarmUpClientAsync(system, method, options);
+                    foreach (int callers in options.Callers)
+                    {
+                        PointResult point = await RunPointAsync(system, method, callers, TimeSpan.FromSeconds(options.Warmup), TimeSpan.FromSeconds(options.Seconds));
+                        points.Add(point);
+                        table.WriteRow(point);
+                    }
+                }
+            }
+        }
+        finally
+        {
+            ServerProcess.KillAll();
+        }
+
+        clock.Stop();
+        Console.WriteLine();
+        table.WriteUnavailable(points);
+
+        var report = new RunReport
+        {
+            Started = started,
+            Finished = DateTimeOffset.Now,
+            TotalSeconds = Math.Round(clock.Elapsed.TotalSeconds, 1),
+            Machine = machine,
+            Settings = new RunSettings
+            {
+                Systems = [.. options.Systems],
+                Methods = [.. options.Methods],
+                Callers = [.. options.Callers],
+                Seconds = options.Seconds,
+                Warmup = options.Warmup,
+            },
+            Methods = methods.Select(m => new MethodInfo { Name = m.Name, Call = m.Description, RequestFrameBytes = m.RequestFrameBytes, ResponseFrameBytes = m.ResponseFrameBytes }).ToList(),
+            Points = points,
+        };
+        (string json, string csv) = Report.Write(report, outDirectory);
+        Console.WriteLine($"total {clock.Elapsed.TotalSeconds:0.0} s for {points.Count(p => p.Status != "unavailable")} points");
+        Console.WriteLine($"JSON: {json}");
+        Console.WriteLine($"CSV:  {csv}");
+
+        int failed = points.Count(p => p.Status == "error");
+        if (failed > 0)
+        {
+            Console.WriteLine($"{failed} point(s) reported errors.");
+            return 1;
+        }
+
+        return 0;
+    }
+
+    /// <summary>
+    /// Every point gets a fresh server, but the client code runs in this one process: without this
+    /// discarded run, the first point of each (system, method), the 1-caller one, would measure the
+    /// client's first JIT tiers while later points measure optimized code.
+    /// </summary>
+    private static async Task WarmUpClientAsync(string system, BenchMethod method, RunnerOptions options)
+    {
+        if (options.Warmup <= 0)
+        {
+            return;
+        }
+
+        PointResult warmup = await RunPointAsync(system, method, WarmupCallers, TimeSpan.FromSeconds(options.Warmup), TimeSpan.FromSeconds(0.2));
+        if (warmup.Status != "ok")
+        {
+            Console.WriteLine($"(client warm-up of {system} {method.Name} failed: {string.Join("; ", warmup.ErrorMessages)})");
+        }
+    }
+
+    private static async Task<PointResult> RunPointAsync(string system, BenchMethod method, int callers, TimeSpan warmup, TimeSpan windowLength)
+    {
+        var point = new PointResult
+        {
+            System = system,
+            Method = method.Name,
+            Callers = callers,
+            RequestFrameBytes = method.RequestFrameBytes,
+            ResponseFrameBytes = method.ResponseFrameBytes,
+        };
+        var clock = Stopwatch.StartNew();
+        await MeasureAsync(point, system, method, callers, warmup, windowLength);
+        if (point.Errors > 0 || point.ErrorMessages.Count > 0)
+        {
+            point.Status = "error";
+        }
+
+        point.PointSeconds = Math.Round(clock.Elapsed.TotalSeconds, 2);
+        return point;
+    }
+
+    /// <summary>Fills <paramref name="point"/>; every failure becomes one of its error messages.</summary>
+    private static async Task MeasureAsync(PointResult point, string system, BenchMethod method, int callers, TimeSpan warmup, TimeSpan windowLength)
+    {
+        ServerProcess? server = null;
+        IBenchClient? client = null;
+        try
+        {
+            server = await ServerProcess.StartAsync(system, s_serverStartTimeout);
+            var endPoint = new IPEndPoint(IPAddress.Loopback, server.Port);
+            using (var connect = new CancellationTokenSource(s_stepTimeout))
+            {
+                Task<IBenchClient> connecting = system == BenchSystems.Mux
+                    ? MuxBenchClient.ConnectAsync(endPoint, method.Name, connect.Token)
+                    : RawBenchClient.ConnectAsync(endPoint, system == BenchSystems.RawBatched, callers, method, connect.Token);
+                client = await connecting.WaitAsync(s_stepTimeout);
+            }
+
+            await client.CallAsync(0).AsTask().WaitAsync(s_stepTimeout); // one checked call before the clock starts
+
+            ProcessCounters clientBegin = default;
+            ProcessCounters clientEnd = default;
+            MachineCpu? machineBegin = null;
+            MachineCpu? machineEnd = null;
+            TransportCounters transportBegin = default;
+            TransportCounters transportEnd = default;
+            ServerProcess marked = server;
+            IBenchClient measured = client;
+            LoadWindow window = await ClosedLoop.RunAsync(
+                client,
+                callers,
+                warmup,
+                windowLength,
+                onWindowStart: () =>
+                {
+                    marked.Mark("begin");
+                    transportBegin = measured.GetCounters();
+                    machineBegin = MachineCpu.Take();
+                    clientBegin = ProcessCounters.Take();
+                },
+                onWindowEnd: () =>
+                {
+                    clientEnd = ProcessCounters.Take();
+                    machineEnd = MachineCpu.Take();
+                    transportEnd = measured.GetCounters();
+                    marked.Mark("end");
+                },
+                stopTimeout: s_stepTimeout);
+
+            point.Calls = window.Calls;
+            point.WindowSeconds = Math.Round(window.WindowSeconds, 3);
+            point.CallsPerSecond = window.WindowSeconds > 0 ? Math.Round(window.Calls / window.WindowSeconds) : 0;
+            point.P50Us = window.Latency.PercentileMicroseconds(50);
+            point.P99Us = window.Latency.PercentileMicroseconds(99);
+            point.P999Us = window.Latency.PercentileMicroseconds(99.9);
+            point.MaxUs = window.Latency.MaxTicks / 10.0;
+            point.Errors = window.Errors;
+            if (window.FirstError is not null)
+            {
+                point.ErrorMessages.Add($"{window.Errors} call(s) failed; first: {window.FirstError}");
+            }
+
+            if (!window.StoppedCleanly)
+            {
+                point.ErrorMessages.Add($"callers still waiting {s_stepTimeout.TotalSeconds:0} s after the window closed");
+            }
+
+            if (window.Failure is not null)
+            {
+                point.ErrorMessages.Add(window.Failure);
+                return; // the finally below cleans up; the server may be gone, so no stats
+            }
+
+            ProcessCounters clientDelta = clientEnd - clientBegin;
+            TransportCounters transport = transportEnd - transportBegin;
+            long calls = Math.Max(1, window.Calls);
+            point.ClientCpuUsPerCall = Math.Round(clientDelta.Cpu.TotalMicroseconds / calls, 2);
+            point.ClientBytesPerCall = Math.Round((double)clientDelta.AllocatedBytes / calls, 1);
+            point.ClientGen0 = clientDelta.Gen0;
+            point.ClientGen1 = clientDelta.Gen1;
+            point.ClientGen2 = clientDelta.Gen2;
+            point.ClientFramesPerSend = Ratio(transport.FramesSent, transport.SocketSends);
+            point.ClientFramesPerReceive = Ratio(transport.FramesReceived, transport.SocketReceives);
+
+            using var statsTimeout = new CancellationTokenSource(s_stepTimeout);
+            ServerStats stats = await client.GetServerStatsAsync(statsTimeout.Token).WaitAsync(s_stepTimeout);
+            point.Connections = stats.ConnectionsAccepted - 1; // the control connection that asked
+            if (stats.WindowMarked)
+            {
+                point.ServerCpuUsPerCall = Math.Round((double)stats.CpuMicroseconds / calls, 2);
+                point.ServerBytesPerCall = Math.Round((double)stats.AllocatedBytes / calls, 1);
+                point.ServerGen0 = stats.Gen0;
+                point.ServerGen1 = stats.Gen1;
+                point.ServerGen2 = stats.Gen2;
+                point.ServerFramesPerSend = system == BenchSystems.Mux ? null : Ratio(stats.FramesSent, stats.SocketSends);
+                if (machineBegin is MachineCpu machineStart && machineEnd is MachineCpu machineStop && window.WindowSeconds > 0)
+                {
+                    // Everything the machine ran in the window that was not this point's two processes.
+                    TimeSpan others = machineStop.Busy - machineStart.Busy - clientDelta.Cpu - TimeSpan.FromMicroseconds(stats.CpuMicroseconds);
+                    point.OtherCpuCores = Math.Round(Math.Max(0, others.TotalSeconds) / window.WindowSeconds, 2);
+                    point.StealCpuCores = Math.Round((machineStop.Steal - machineStart.Steal).TotalSeconds / window.WindowSeconds, 2);
+                }
+            }
+            else
+            {
+                point.ErrorMessages.Add("the server did not receive both window marks");
+            }
+
+            if (window.Calls == 0)
+            {
+                point.ErrorMessages.Add("no call completed in the window");
+            }
+        }
+        catch (Exception ex)
+        {
+            string message = $"{ex.GetType().Name}: {ex.Message}";
+            if (server is not null && server.Stderr.Length > 0)
+            {
+                message += $" (server stderr: {server.Stderr})";
+            }
+
+            point.ErrorMessages.Add(message);
+        }
+        finally
+        {
+            if (client is not null)
+            {
+                try
+                {
+                    await client.DisposeAsync().AsTask().WaitAsync(s_stepTimeout);
+                }
+                catch (Exception ex)
+                {
+                    point.ErrorMessages.Add($"closing the client: {ex.GetType().Name}: {ex.Message}");
+                }
+            }
+
+            if (server is not null)
+            {
+                await server.DisposeAsync();
+            }
+        }
+    }
+
+    private static double Ratio(long frames, long operations) => operations == 0 ? 0 : Math.Round((double)frames / operations, 2);
+}

@@ -1,0 +1,78 @@
+namespace Mux.LoadRunner;
+
+/// <summary>One (system, method, callers) point of the sweep, as the table, JSON and CSV show it.</summary>
+internal sealed class PointResult
+{
+    public required string System { get; init; }
+
+    public required string Method { get; init; }
+
+    public required int Callers { get; init; }
+
+    /// <summary>ok, error, or unavailable.</summary>
+    public string Status { get; set; } = "ok";
+
+    public int RequestFrameBytes { get; set; }
+
+    public int ResponseFrameBytes { get; set; }
+
+    public long Calls { get; set; }
+
+    public double WindowSeconds { get; set; }
+
+    public double CallsPerSecond { get; set; }
+
+    public double P50Us { get; set; }
+
+    public double P99Us { get; set; }
+
+    public double P999Us { get; set; }
+
+    public double MaxUs { get; set; }
+
+    public double ClientCpuUsPerCall { get; set; }
+
+    public double? ServerCpuUsPerCall { get; set; }
+
+    public double ClientBytesPerCall { get; set; }
+
+    public double? ServerBytesPerCall { get; set; }
+
+    public int ClientGen0 { get; set; }
+
+    public int ClientGen1 { get; set; }
+
+    public int ClientGen2 { get; set; }
+
+    public long? ServerGen0 { get; set; }
+
+    public long? ServerGen1 { get; set; }
+
+    public long? ServerGen2 { get; set; }
+
+    /// <summary>Connections the server accepted for the load (its count minus the control connection).</summary>
+    public long? Connections { get; set; }
+
+    /// <summary>Client: frames sent per socket send in the window.</summary>
+    public double ClientFramesPerSend { get; set; }
+
+    /// <summary>Client: frames received per socket receive in the window.</summary>
+    public double ClientFramesPerReceive { get; set; }
+
+    /// <summary>Raw servers: frames sent per socket send in the window (Mux does not expose it).</summary>
+    public double? ServerFramesPerSend { get; set; }
+
+    /// <summary>CPU cores that processes other than this point's client and server kept busy
+    /// during the window (from /proc/stat): above about 0.1 the point shared the machine.</summary>
+    public double? OtherCpuCores { get; set; }
+
+    /// <summary>CPU cores' worth of time the hypervisor gave to other guests during the window.</summary>
+    public double? StealCpuCores { get; set; }
+
+    public long Errors { get; set; }
+
+    public List<string> ErrorMessages { get; } = [];
+
+    /// <summary>Wall time of the whole point: server start, warm-up, window, stop.</summary>
+    public double PointSeconds { get; set; }
+}

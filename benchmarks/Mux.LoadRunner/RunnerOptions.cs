@@ -1,0 +1,137 @@
+using System.Globalization;
+
+namespace Mux.LoadRunner;
+
+/// <summary>The command line of both roles.</summary>
+internal sealed class RunnerOptions
+{
+    public const string Usage = """
+        Usage: Mux.LoadRunner [--systems LIST] [--methods LIST] [--callers LIST]
+                              [--seconds S] [--warmup S] [--out DIR]
+               Mux.LoadRunner --role server --system SYSTEM [--port P]
+
+          Orchestrator (default role): for every (system, method, callers) point, starts the server
+          as a child process, runs N closed-loop callers over ONE connection in this process, and
+          reports calls/s, latency percentiles, CPU and allocations per call, GCs, connections and
+          frames per socket operation. Writes a table to the console and JSON + CSV files.
+          --systems LIST   mux,raw-single,raw-batched,grpc,grpc-default,streamjsonrpc,xrpc
+                           (default: all; systems that cannot be built here are reported as
+                           "unavailable: <reason>")
+          --methods LIST   add,list1,list100,bytes1k (default: all four; bytes1k = Bytes(1024))
+          --callers LIST   concurrent callers on the one connection (default 1,10,100,500,1000)
+          --seconds S      measured window per point (default 3)
+          --warmup S       warm-up before each window (default 1)
+          --out DIR        where the JSON and CSV go (default artifacts/loadrunner under the
+                           repository root, else under the current directory)
+
+          Server role: listens on 127.0.0.1:P (0 = any free port), prints "LISTENING <port>", and
+          serves until stdin closes. Lines "begin"/"end" on stdin mark the measured window.
+        """;
+
+    public string Role { get; private set; } = "orchestrator";
+
+    public string? ServerSystem { get; private set; }
+
+    public int Port { get; private set; }
+
+    public IReadOnlyList<string> Systems { get; private set; } = [.. BenchSystems.All];
+
+    public IReadOnlyList<string> Methods { get; private set; } = BenchMethod.Names;
+
+    public IReadOnlyList<int> Callers { get; private set; } = [1, 10, 100, 500, 1000];
+
+    public double Seconds { get; private set; } = 3;
+
+    public double Warmup { get; private set; } = 1;
+
+    public string? OutDirectory { get; private set; }
+
+    public bool Help { get; private set; }
+
+    public static RunnerOptions Parse(string[] args)
+    {
+        var options = new RunnerOptions();
+        for (int i = 0; i < args.Length; i++)
+        {
+            string name = args[i];
+            string Value() => i + 1 < args.Length ? args[++i] : throw new ArgumentException($"{name} needs a value.");
+            switch (name)
+            {
+                case "--help" or "-h" or "-?":
+                    options.Help = true;
+                    break;
+                case "--role":
+                    options.Role = Value() switch
+                    {
+                        "server" => "server",
+                        "orchestrator" => "orchestrator",
+                        string other => throw new ArgumentException($"--role {other}: expected server or orchestrator."),
+                    };
+                    break;
+                case "--system":
+                    options.ServerSystem = Value();
+                    break;
+                case "--port":
+                    options.Port = int.TryParse(Value(), NumberStyles.None, CultureInfo.InvariantCulture, out int port) && port <= 65535
+                        ? port
+                        : throw new ArgumentException("--port needs a number from 0 to 65535.");
+                    break;
+                case "--systems":
+                    options.Systems = List(name, Value(), s => BenchSystems.IsKnown(s)
+                        ? s
+                        : throw new ArgumentException($"--systems: unknown system '{s}'; known: {string.Join(", ", BenchSystems.All)}."));
+                    break;
+                case "--methods":
+                    options.Methods = List(name, Value(), m => BenchMethod.Names.Contains(m)
+                        ? m
+                        : throw new ArgumentException($"--methods: unknown method '{m}'; known: {string.Join(", ", BenchMethod.Names)}."));
+                    break;
+                case "--callers":
+                    options.Callers = List(name, Value(), c => int.TryParse(c, NumberStyles.None, CultureInfo.InvariantCulture, out int n) && n is > 0 and <= 100_000
+                        ? n
+                        : throw new ArgumentException($"--callers: '{c}' is not a number from 1 to 100000."));
+                    break;
+                case "--seconds":
+                    options.Seconds = ParseSeconds(name, Value(), allowZero: false);
+                    break;
+                case "--warmup":
+                    options.Warmup = ParseSeconds(name, Value(), allowZero: true);
+                    break;
+                case "--out":
+                    options.OutDirectory = Value();
+                    break;
+                default:
+                    throw new ArgumentException($"Unknown option '{name}'.");
+            }
+        }
+
+        if (options.Role == "server" && (options.ServerSystem is null || !BenchSystems.Runnable.Contains(options.ServerSystem)))
+        {
+            throw new ArgumentException($"--role server needs --system {string.Join("|", BenchSystems.Runnable)}.");
+        }
+
+        return options;
+    }
+
+    private static T[] List<T>(string name, string value, Func<string, T> parse)
+    {
+        string[] items = value.Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries);
+        if (items.Length == 0)
+        {
+            throw new ArgumentException($"{name} needs at least one value.");
+        }
+
+        return [.. items.Select(parse).Distinct()];
+    }
+
+    private static double ParseSeconds(string name, string value, bool allowZero)
+    {
+        if (!double.TryParse(value, NumberStyles.Float, CultureInfo.InvariantCulture, out double seconds) ||
+            double.IsNaN(seconds) || seconds < 0 || (!allowZero && seconds == 0) || seconds > 3600)
+        {
+            throw new ArgumentException($"{name} needs a number of seconds{(allowZero ? "" : " above 0")}, at most 3600.");
+        }
+
+        return seconds;
+    }
+}

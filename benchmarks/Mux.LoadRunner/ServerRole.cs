@@ -1,0 +1,92 @@
+using System.Net;
+
+namespace Mux.LoadRunner;
+
+/// <summary>
+/// The child process: one server of one system on 127.0.0.1. Prints "LISTENING &lt;port&gt;", then
+/// reads stdin: "begin" and "end" mark the measured window, end of input stops the server.
+/// </summary>
+internal static class ServerRole
+{
+    public static async Task<int> RunAsync(string system, int port)
+    {
+        MuxServer? mux = null;
+        RawServer? raw = null;
+        WindowMarks marks;
+        int boundPort;
+        if (system == BenchSystems.Mux)
+        {
+            marks = new WindowMarks(static () => (0, 0));
+            mux = new MuxServer(new MuxServerOptions
+            {
+                EndPoint = new IPEndPoint(IPAddress.Loopback, port),
+                ShutdownTimeout = TimeSpan.FromSeconds(2),
+            });
+            MuxServer server = mux;
+            mux.AddService<IBenchService>(new BenchService());
+            mux.AddService<IBenchControl>(new BenchControl(marks, () => server.ConnectionsAccepted));
+            await mux.StartAsync();
+            boundPort = ((IPEndPoint)mux.LocalEndPoint!).Port;
+        }
+        else
+        {
+            raw = new RawServer(batched: system == BenchSystems.RawBatched, port);
+            marks = raw.Marks;
+            raw.Start();
+            boundPort = raw.Port;
+        }
+
+        try
+        {
+            Console.Out.WriteLine($"LISTENING {boundPort}");
+            Console.Out.Flush();
+
+            // A plain thread reads stdin, so the marks are taken as soon as the line arrives.
+            var stdinClosed = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            var reader = new Thread(() =>
+            {
+                try
+                {
+                    string? line;
+                    while ((line = Console.In.ReadLine()) is not null)
+                    {
+                        switch (line.Trim())
+                        {
+                            case "begin":
+                                marks.Begin();
+                                break;
+                            case "end":
+                                marks.End();
+                                break;
+                        }
+                    }
+                }
+                catch (IOException)
+                {
+                    // The orchestrator went away: same as end of input.
+                }
+
+                stdinClosed.TrySetResult();
+            })
+            {
+                IsBackground = true,
+                Name = "stdin",
+            };
+            reader.Start();
+            await stdinClosed.Task;
+            return 0;
+        }
+        finally
+        {
+            if (mux is not null)
+            {
+                await mux.DisposeAsync();
+            }
+
+            if (raw is not null)
+            {
+                await raw.DisposeAsync();
+            }
+        }
+    }
+}
