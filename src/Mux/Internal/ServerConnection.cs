@@ -149,7 +149,7 @@ internal sealed class ServerConnection : MuxConnection
             _runningCalls = _calls.Count;
         }
 
-        ThreadPool.UnsafeQueueUserWorkItem(call, preferLocal: false);
+        Dispatch(call);
         return ValueTask.CompletedTask;
     }
 
