@@ -12,28 +12,6 @@ internal abstract partial class MuxConnection
 {
     // Statistics, written only by the reader loop.
     private long _framesReceived;
-
-    // Whether the frame being handled is the only one its read brought. Reader loop only.
-    private bool _frameIsAlone;
-
-    /// <summary>
-    /// Hands a frame's work (deserializing a response, running a handler) off the reader loop.
-    /// Normally to the thread pool. But when the frame came alone and the connection is quiet,
-    /// the thread that received it runs it, after handing the reading on to the pool: at low load
-    /// that removes the thread hop that would otherwise dominate a call's latency, and because
-    /// reading has moved on, the work still cannot hold up any other call.
-    /// </summary>
-    protected void Dispatch(IThreadPoolWorkItem work)
-    {
-        if (_frameIsAlone && IsQuiet && _transport.IsParsingOnReceivingThread)
-        {
-            _frameIsAlone = false;
-            _transport.RunOnReceivingThread(work);
-            return;
-        }
-
-        ThreadPool.UnsafeQueueUserWorkItem(work, preferLocal: false);
-    }
     private long _reads;
 
     private async Task ReadLoopAsync()
@@ -55,31 +33,16 @@ internal abstract partial class MuxConnection
                 long framesBefore = _framesReceived;
                 try
                 {
-                    bool hasFrame = FrameReader.TryRead(ref buffer, MaxFrameSize, out Frame frame);
-                    bool firstInRead = true;
-                    while (hasFrame)
+                    while (FrameReader.TryRead(ref buffer, MaxFrameSize, out Frame frame))
                     {
                         _framesReceived++;
-
-                        // Look one frame ahead: a frame alone in its read may be run by the
-                        // receiving thread itself (see Dispatch).
-                        ReadOnlySequence<byte> rest = buffer;
-                        bool hasNext = FrameReader.TryRead(ref rest, MaxFrameSize, out Frame next);
-                        _frameIsAlone = firstInRead && !hasNext;
-
                         ValueTask handled = OnFrameAsync(frame);
-                        _frameIsAlone = false;
                         if (!handled.IsCompletedSuccessfully)
                         {
                             // Backpressure: stop reading until the subclass has room again. The
                             // buffer stays valid because we have not advanced past it yet.
                             await handled.ConfigureAwait(false);
                         }
-
-                        buffer = rest;
-                        frame = next;
-                        hasFrame = hasNext;
-                        firstInRead = false;
                     }
                 }
                 finally

@@ -89,9 +89,8 @@ internal abstract class PendingCall : IThreadPoolWorkItem
         }
     }
 
-    /// <summary>Records a Response or Error payload (copied out of the receive buffer). The caller
-    /// then runs <see cref="IThreadPoolWorkItem.Execute"/> off the reader loop.</summary>
-    public void SetPayload(CallOutcome outcome, in ReadOnlySequence<byte> payload)
+    /// <summary>Records a Response or Error payload (copied out of the receive buffer) and queues completion.</summary>
+    public void CompleteWithPayload(CallOutcome outcome, in ReadOnlySequence<byte> payload)
     {
         Debug.Assert(outcome is CallOutcome.Response or CallOutcome.Error);
         int length = checked((int)payload.Length);
@@ -116,6 +115,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem
         _payload = buffer;
         _payloadLength = length;
         _outcome = outcome;
+        ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
     }
 
     /// <summary>Records a failure (timeout, cancellation, connection loss) and queues completion.</summary>

@@ -149,7 +149,7 @@ internal sealed class ServerConnection : MuxConnection
             _runningCalls = _calls.Count;
         }
 
-        Dispatch(call);
+        ThreadPool.UnsafeQueueUserWorkItem(call, preferLocal: false);
         return ValueTask.CompletedTask;
     }
 

@@ -20,11 +20,6 @@ internal sealed class DuplexPipeTransport : IMuxTransport
 
     public long SocketSends => 0;
 
-    public bool IsParsingOnReceivingThread => false;
-
-    public void RunOnReceivingThread(IThreadPoolWorkItem work) =>
-        throw new InvalidOperationException("In-memory transports have no receiving thread.");
-
     /// <summary>Creates two connected transports: what one writes, the other reads.</summary>
     public static (DuplexPipeTransport A, DuplexPipeTransport B) CreatePair(PipeOptions? options = null)
     {

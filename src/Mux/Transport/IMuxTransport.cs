@@ -14,14 +14,6 @@ internal interface IMuxTransport : IDuplexPipe, IAsyncDisposable
     /// <summary>Socket send operations so far (0 for in-memory transports).</summary>
     long SocketSends { get; }
 
-    /// <summary>Whether the frame parser is running inline on the thread that received the bytes,
-    /// so that <see cref="RunOnReceivingThread"/> may be called. Always false without a socket.</summary>
-    bool IsParsingOnReceivingThread { get; }
-
-    /// <summary>Has the receiving thread run <paramref name="work"/> once the parser returns, while
-    /// reading continues on the thread pool. Only while <see cref="IsParsingOnReceivingThread"/>.</summary>
-    void RunOnReceivingThread(IThreadPoolWorkItem work);
-
     /// <summary>Starts moving bytes.</summary>
     void Start();
 

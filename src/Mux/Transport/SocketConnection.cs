@@ -1,4 +1,3 @@
-using System.Diagnostics;
 using System.IO.Pipelines;
 using System.Net;
 using System.Net.Sockets;
@@ -12,7 +11,7 @@ namespace Mux.Transport;
 /// runs the socket send on the flushing thread (no hop when idle) and a receive runs the frame
 /// parser on the I/O thread (the parser only slices and dispatches; it never runs user code).
 /// </summary>
-internal sealed class SocketConnection : IMuxTransport, IThreadPoolWorkItem
+internal sealed class SocketConnection : IMuxTransport
 {
     // One socket read takes up to this much: enough for hundreds of small frames under load.
     private const int ReceiveBufferSize = 64 * 1024;
@@ -23,20 +22,7 @@ internal sealed class SocketConnection : IMuxTransport, IThreadPoolWorkItem
     private readonly Pipe _input;
     private readonly Pipe _output;
     private readonly SocketSender _sender = new();
-    // Completed when the receive loop has ended for good (it can move between threads: see
-    // RunOnReceivingThread), after it completed the input pipe.
-    private readonly TaskCompletionSource _receiveCompleted = new(TaskCreationOptions.RunContinuationsAsynchronously);
-
-    // The work the parser left for the receiving thread. Set and taken on that thread, within one
-    // iteration of the receive loop.
-    private IThreadPoolWorkItem? _deferredWork;
-
-    // The flush the receive loop was in when it moved to the pool; the moved loop awaits it first.
-    private ValueTask<FlushResult> _handOffFlush;
-
-    // The connection whose receive loop is running the parser inline on this thread, if any.
-    [ThreadStatic]
-    private static SocketConnection? t_receiving;
+    private Task? _receiveLoop;
     private Task? _sendLoop;
 
     // Counters written only by their own loop (receive or send) and read racily for statistics.
@@ -93,38 +79,17 @@ internal sealed class SocketConnection : IMuxTransport, IThreadPoolWorkItem
 
     public void Start()
     {
-        _ = ReceiveLoopAsync(default);
+        _receiveLoop = ReceiveLoopAsync();
         _sendLoop = SendLoopAsync();
     }
 
-    /// <summary>True while the frame parser runs inline inside this connection's receive loop, on
-    /// the thread that received the bytes (it may then call <see cref="RunOnReceivingThread"/>).</summary>
-    public bool IsParsingOnReceivingThread => t_receiving == this;
-
-    /// <summary>
-    /// Leaves one work item for the receiving thread: once the parser returns, the receive loop
-    /// moves to the thread pool and this thread runs the work. On a quiet connection that saves
-    /// the thread hop between receiving a frame and running its call, which is most of a lone
-    /// call's latency, while reading goes on elsewhere so the work can never hold it up.
-    /// </summary>
-    public void RunOnReceivingThread(IThreadPoolWorkItem work)
-    {
-        Debug.Assert(IsParsingOnReceivingThread && _deferredWork is null);
-        _deferredWork = work;
-    }
-
-    /// <summary>Continues the receive loop on a pool thread after a hand-off.</summary>
-    void IThreadPoolWorkItem.Execute() => _ = ReceiveLoopAsync(_handOffFlush);
-
-    private async Task ReceiveLoopAsync(ValueTask<FlushResult> pendingFlush)
+    private async Task ReceiveLoopAsync()
     {
         Exception? error = null;
-        IThreadPoolWorkItem? handOffWork = null;
         PipeWriter writer = _input.Writer;
         try
         {
-            FlushResult flush = await pendingFlush.ConfigureAwait(false);
-            while (!flush.IsCompleted && !flush.IsCanceled)
+            while (true)
             {
                 Memory<byte> memory = writer.GetMemory(ReceiveBufferSize);
                 int received = await _socket.ReceiveAsync(memory, SocketFlags.None).ConfigureAwait(false);
@@ -137,28 +102,11 @@ internal sealed class SocketConnection : IMuxTransport, IThreadPoolWorkItem
                 _socketReceives++;
                 _bytesReceived += received;
 
-                // The pipe resumes the parser inline, inside FlushAsync, on this thread.
-                ValueTask<FlushResult> pending;
-                t_receiving = this;
-                try
+                FlushResult flush = await writer.FlushAsync().ConfigureAwait(false);
+                if (flush.IsCompleted || flush.IsCanceled)
                 {
-                    pending = writer.FlushAsync();
+                    break; // The reader is done with this connection.
                 }
-                finally
-                {
-                    t_receiving = null;
-                }
-
-                if (_deferredWork is not null)
-                {
-                    handOffWork = _deferredWork;
-                    _deferredWork = null;
-                    _handOffFlush = pending;
-                    ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
-                    break;
-                }
-
-                flush = await pending.ConfigureAwait(false);
             }
         }
         catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
@@ -168,15 +116,8 @@ internal sealed class SocketConnection : IMuxTransport, IThreadPoolWorkItem
         }
         finally
         {
-            if (handOffWork is null)
-            {
-                await writer.CompleteAsync(error).ConfigureAwait(false);
-                _receiveCompleted.TrySetResult();
-            }
+            await writer.CompleteAsync(error).ConfigureAwait(false);
         }
-
-        // The loop lives on in the work item queued above; this thread runs the deferred call.
-        handOffWork?.Execute();
     }
 
     private async Task SendLoopAsync()
@@ -260,9 +201,9 @@ internal sealed class SocketConnection : IMuxTransport, IThreadPoolWorkItem
         }
 
         ShutdownSocket();
-        if (_sendLoop is not null)
+        if (_receiveLoop is not null)
         {
-            await _receiveCompleted.Task.ConfigureAwait(false);
+            await _receiveLoop.ConfigureAwait(false);
         }
 
         _sender.Dispose();
