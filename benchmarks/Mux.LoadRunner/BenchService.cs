@@ -32,23 +32,7 @@ internal sealed class BenchService : IBenchService
 /// <summary>The payloads, built the same way on the server and (to size raw frames) in the orchestrator.</summary>
 internal static class BenchData
 {
-    public static List<User> Users(int count)
-    {
-        var users = new List<User>(count);
-        for (int i = 0; i < count; i++)
-        {
-            users.Add(new User
-            {
-                ID = i,
-                Name = "user" + i,
-                City = "GuangZhou",
-                EMail = "henryfan@msn.com",
-                Remark = "http://ikende.com",
-            });
-        }
-
-        return users;
-    }
+    public static List<User> Users(int count) => SampleUsers.Create(count);
 
     public static byte[] Bytes(int size)
     {

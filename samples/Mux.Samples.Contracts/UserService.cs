@@ -3,23 +3,8 @@ namespace Mux.Samples.Contracts;
 /// <summary>Returns canned users, like the BeetleX XRPC sample, so the test measures the RPC path.</summary>
 public sealed class UserService : IUserService
 {
-    public Task<List<User>> List(int count, CancellationToken cancellationToken = default)
-    {
-        var users = new List<User>(count);
-        for (int i = 0; i < count; i++)
-        {
-            users.Add(new User
-            {
-                ID = i,
-                Name = "user" + i,
-                City = "GuangZhou",
-                EMail = "henryfan@msn.com",
-                Remark = "http://ikende.com",
-            });
-        }
-
-        return Task.FromResult(users);
-    }
+    public Task<List<User>> List(int count, CancellationToken cancellationToken = default) =>
+        Task.FromResult(SampleUsers.Create(count));
 
     public ValueTask<int> Add(int a, int b) => new(a + b);
 
