@@ -1,5 +1,4 @@
 using Mux.Samples.Contracts;
-using Mux.Transport;
 
 namespace Mux.Benchmarks;
 
@@ -27,10 +26,7 @@ internal sealed class InMemoryConnection : IAsyncDisposable
         UserServiceContracts.EnsureRegistered();
         var server = new MuxServer(new MuxServerOptions());
         server.AddService<IUserService>(new UserService());
-        server.StartWithoutListener();
-        (DuplexPipeTransport clientSide, DuplexPipeTransport serverSide) = DuplexPipeTransport.CreatePair();
-        server.Accept(serverSide, "bench");
-        MuxClient client = await MuxClient.ConnectAsync(clientSide);
+        MuxClient client = await server.ConnectInMemoryAsync();
         return new InMemoryConnection(server, client);
     }
 

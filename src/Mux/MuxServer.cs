@@ -156,6 +156,20 @@ public sealed class MuxServer : IAsyncDisposable
         _methods = _methodsBeingAdded.ToFrozenDictionary();
     }
 
+    /// <summary>Connects a client to this server over in-memory pipes (no socket), starting the
+    /// server without a listener first if it has not started (tests and benchmarks).</summary>
+    internal Task<MuxClient> ConnectInMemoryAsync(MuxClientOptions? clientOptions = null)
+    {
+        if (Volatile.Read(ref _state) == 0)
+        {
+            StartWithoutListener();
+        }
+
+        (DuplexPipeTransport clientSide, DuplexPipeTransport serverSide) = DuplexPipeTransport.CreatePair();
+        Accept(serverSide, "in-memory");
+        return MuxClient.ConnectAsync(clientSide, clientOptions);
+    }
+
     private async Task AcceptLoopAsync(Socket listener)
     {
         while (true)

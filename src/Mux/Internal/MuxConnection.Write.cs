@@ -102,11 +102,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         {
             // Idle fast path: write our frame and whatever queued meanwhile, then flush ourselves.
             _output.Write(staging.WrittenSpan);
-            if (staging.Buffer.Length > MaxRetainedStagingSize)
-            {
-                t_staging = null;
-                staging.Dispose();
-            }
+            ReleaseStagingIfOversized(staging);
 
             int frames = 1 + DrainQueueIntoOutputLocked();
             FlushAndReleaseLocked(frames, handOffRemainingWork: true);
@@ -120,11 +116,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
             _queuedFrames++;
         }
 
-        if (staging.Buffer.Length > MaxRetainedStagingSize)
-        {
-            t_staging = null;
-            staging.Dispose();
-        }
+        ReleaseStagingIfOversized(staging);
 
         // A full fence between publishing the frame and looking at the role: paired with the
         // releaser's Interlocked.Exchange, either it sees our frame or we see the role free.
@@ -132,6 +124,17 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         if (TryAcquireWriter())
         {
             ScheduleDrain();
+        }
+    }
+
+    /// <summary>Drops a staging buffer that grew for one large frame instead of keeping it for the
+    /// thread's lifetime. Call once its bytes have been copied out.</summary>
+    private static void ReleaseStagingIfOversized(PooledBufferWriter staging)
+    {
+        if (staging.Buffer.Length > MaxRetainedStagingSize)
+        {
+            t_staging = null;
+            staging.Dispose();
         }
     }
 

@@ -36,21 +36,6 @@ internal sealed class PooledBufferWriter : IBufferWriter<byte>, IDisposable
     /// <summary>Forgets what was written but keeps the array for reuse.</summary>
     public void Reset() => _written = 0;
 
-    /// <summary>
-    /// Hands the rented array to the caller, who must return it to <see cref="ArrayPool{T}.Shared"/>.
-    /// The next write rents a fresh array.
-    /// </summary>
-    /// <param name="length">How many bytes at the start of the array are valid.</param>
-    /// <returns>The array.</returns>
-    public byte[] DetachBuffer(out int length)
-    {
-        byte[] buffer = Buffer;
-        length = _written;
-        _buffer = null;
-        _written = 0;
-        return buffer;
-    }
-
     /// <inheritdoc/>
     public void Advance(int count)
     {

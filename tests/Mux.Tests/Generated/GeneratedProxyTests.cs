@@ -1,6 +1,5 @@
 using System.Net;
 using Mux.Tests.Infrastructure;
-using Mux.Transport;
 
 namespace Mux.Tests.Generated;
 
@@ -39,10 +38,7 @@ public sealed class GeneratedProxyTests
             }
             else
             {
-                server.StartWithoutListener();
-                (DuplexPipeTransport clientSide, DuplexPipeTransport serverSide) = DuplexPipeTransport.CreatePair();
-                server.Accept(serverSide, "in-memory");
-                client = await MuxClient.ConnectAsync(clientSide);
+                client = await server.ConnectInMemoryAsync();
             }
 
             return new Host(server, client, service);

@@ -1,5 +1,4 @@
 using System.Net;
-using Mux.Transport;
 
 namespace Mux.Tests.Infrastructure;
 
@@ -43,10 +42,7 @@ public sealed class TestHost : IAsyncDisposable
         var service = new TestService();
         var server = new MuxServer(serverOptions ?? new MuxServerOptions());
         server.AddService<ITestService>(service);
-        server.StartWithoutListener();
-        (DuplexPipeTransport clientSide, DuplexPipeTransport serverSide) = DuplexPipeTransport.CreatePair();
-        server.Accept(serverSide, "in-memory");
-        MuxClient client = await MuxClient.ConnectAsync(clientSide, clientOptions);
+        MuxClient client = await server.ConnectInMemoryAsync(clientOptions);
         return new TestHost(server, client, service);
     }
 

@@ -55,32 +55,6 @@ public class PooledBufferWriterTests
     }
 
     [Fact]
-    public void DetachBuffer_HandsOverTheArray_AndRentsAFreshOneOnNextWrite()
-    {
-        using var output = new PooledBufferWriter();
-        var writer = new MessagePackWriter(output);
-        writer.Write("hello");
-
-        byte[] detached = output.DetachBuffer(out int length);
-        try
-        {
-            Assert.Equal(6, length);
-            Assert.Equal(0xa5, detached[0]);
-            Assert.Equal(0, output.WrittenCount);
-
-            var writer2 = new MessagePackWriter(output);
-            writer2.Write(1);
-            Assert.NotSame(detached, output.Buffer);
-            Assert.Equal([0x01], output.WrittenSpan.ToArray());
-            Assert.Equal(0xa5, detached[0]);
-        }
-        finally
-        {
-            ArrayPool<byte>.Shared.Return(detached);
-        }
-    }
-
-    [Fact]
     public void Advance_PastTheSpan_Throws()
     {
         using var output = new PooledBufferWriter(16);
