@@ -1,7 +1,6 @@
 using System.Buffers;
 using BenchmarkDotNet.Attributes;
 using BenchmarkDotNet.Configs;
-using Mux.Internal;
 using Mux.Protocol;
 using Mux.Serialization;
 

@@ -2,7 +2,8 @@ using System.Net;
 using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
-using Mux.Internal;
+using Mux.Client;
+using Mux.Serialization;
 using Mux.Transport;
 
 namespace Mux;

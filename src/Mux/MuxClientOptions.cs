@@ -1,5 +1,7 @@
 using System.Net;
 using Microsoft.Extensions.Logging;
+using Mux.Connection;
+using Mux.Serialization;
 
 namespace Mux;
 

@@ -4,7 +4,9 @@ using System.Net;
 using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
-using Mux.Internal;
+using Mux.Connection;
+using Mux.Serialization;
+using Mux.Server;
 using Mux.Transport;
 
 namespace Mux;

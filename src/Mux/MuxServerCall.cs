@@ -1,8 +1,9 @@
 using System.Buffers;
 using System.Diagnostics;
-using Mux.Internal;
+using Mux.Connection;
 using Mux.Protocol;
 using Mux.Serialization;
+using Mux.Server;
 
 namespace Mux;
 

@@ -1,4 +1,3 @@
-using Mux.Internal;
 using Mux.Protocol;
 using Mux.Samples.Contracts;
 using Mux.Serialization;

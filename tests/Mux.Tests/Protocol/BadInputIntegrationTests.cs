@@ -3,8 +3,9 @@ using System.Buffers.Binary;
 using System.Diagnostics;
 using System.Net;
 using System.Net.Sockets;
-using Mux.Internal;
+using Mux.Connection;
 using Mux.Protocol;
+using Mux.Serialization;
 using Mux.Tests.Infrastructure;
 using static Mux.Tests.Protocol.ProtocolTestHelpers;
 

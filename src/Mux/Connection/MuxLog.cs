@@ -1,6 +1,6 @@
 using Microsoft.Extensions.Logging;
 
-namespace Mux.Internal;
+namespace Mux.Connection;
 
 /// <summary>Every log message Mux writes, with fixed event ids (stable across versions).</summary>
 internal static partial class MuxLog

@@ -2,9 +2,10 @@ using System.Diagnostics;
 using System.IO.Pipelines;
 using Microsoft.Extensions.Logging;
 using Mux.Protocol;
+using Mux.Serialization;
 using Mux.Transport;
 
-namespace Mux.Internal;
+namespace Mux.Connection;
 
 /// <summary>
 /// One multiplexed connection: the machinery both ends share. Callers enqueue frames and one

@@ -1,6 +1,7 @@
 using System.Diagnostics.Metrics;
+using Mux.Serialization;
 
-namespace Mux.Internal;
+namespace Mux.Connection;
 
 /// <summary>
 /// Mux's instruments on the "Mux" meter (read them with dotnet-counters or OpenTelemetry).

@@ -4,7 +4,7 @@ using System.IO.Pipelines;
 using Mux.Protocol;
 using Mux.Serialization;
 
-namespace Mux.Internal;
+namespace Mux.Connection;
 
 // The write side. Frames are serialized on the caller's thread into a thread-local staging buffer,
 // so serialization runs in parallel on every caller's core and a serializer exception fails only

@@ -1,6 +1,7 @@
 using Mux.Protocol;
+using Mux.Serialization;
 
-namespace Mux;
+namespace Mux.Connection;
 
 /// <summary>Checks shared by the option classes, with messages that say how to fix the value.</summary>
 internal static class OptionsValidation

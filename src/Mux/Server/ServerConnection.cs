@@ -2,10 +2,12 @@ using System.Buffers;
 using System.Buffers.Binary;
 using System.Collections.Frozen;
 using Microsoft.Extensions.Logging;
+using Mux.Connection;
 using Mux.Protocol;
+using Mux.Serialization;
 using Mux.Transport;
 
-namespace Mux.Internal;
+namespace Mux.Server;
 
 /// <summary>
 /// The server end of a connection: answers the handshake, dispatches each request to the thread

@@ -1,11 +1,12 @@
 using System.Buffers;
 using System.Buffers.Binary;
 using Microsoft.Extensions.Logging;
+using Mux.Connection;
 using Mux.Protocol;
 using Mux.Serialization;
 using Mux.Transport;
 
-namespace Mux.Internal;
+namespace Mux.Client;
 
 /// <summary>
 /// The client end of a connection: sends requests, correlates responses by call id, and makes

@@ -1,4 +1,6 @@
-namespace Mux.Internal;
+using Mux.Serialization;
+
+namespace Mux.Server;
 
 /// <summary>A method bound to the implementation that serves it; the server's dispatch table holds these.</summary>
 internal abstract class ServerMethod(uint id, string name)

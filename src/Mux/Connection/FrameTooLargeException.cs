@@ -1,4 +1,6 @@
-namespace Mux.Internal;
+using Mux.Serialization;
+
+namespace Mux.Connection;
 
 /// <summary>A frame we were about to send is larger than the peer accepts. Only that call fails.</summary>
 internal sealed class FrameTooLargeException(string message) : InvalidOperationException(message)

@@ -1,6 +1,6 @@
 using Mux.Serialization;
 
-namespace Mux.Internal;
+namespace Mux.Serialization;
 
 /// <summary>The "result" of a call that returns nothing: a Response whose body is nil.</summary>
 internal readonly struct VoidResult

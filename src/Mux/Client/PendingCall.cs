@@ -1,8 +1,9 @@
 using System.Buffers;
 using System.Diagnostics;
 using Mux.Protocol;
+using Mux.Serialization;
 
-namespace Mux.Internal;
+namespace Mux.Client;
 
 /// <summary>
 /// The client-side state of one call between sending its request and completing its task.

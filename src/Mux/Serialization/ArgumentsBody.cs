@@ -1,7 +1,7 @@
 using Mux.Protocol;
 using Mux.Serialization;
 
-namespace Mux.Internal;
+namespace Mux.Serialization;
 
 /// <summary>Adapts a proxy's argument struct to a frame body without boxing.</summary>
 internal readonly struct ArgumentsBody<TArguments>(TArguments arguments) : IFrameBody

@@ -2,7 +2,7 @@ using System.Collections.Concurrent;
 using System.Threading.Tasks.Sources;
 using Mux.Serialization;
 
-namespace Mux.Internal;
+namespace Mux.Client;
 
 /// <summary>
 /// A pending call whose result is a <typeparamref name="T"/>. The caller awaits it through a

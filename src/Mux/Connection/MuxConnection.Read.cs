@@ -2,7 +2,7 @@ using System.Buffers;
 using System.IO.Pipelines;
 using Mux.Protocol;
 
-namespace Mux.Internal;
+namespace Mux.Connection;
 
 // The read side: one loop per connection. It only splits frames and hands each one on; payloads
 // are slices of the pipe buffer until a subclass copies what must outlive the loop. It runs
