@@ -2,7 +2,8 @@
 # Proves that a NuGet reference to Mux works the way a user consumes it: pack Mux and Mux.Hosting
 # into a local folder feed, create a fresh project OUTSIDE the solution that references them by
 # version, declare its own [MuxService] contract (so the generator must run from the package),
-# host a server and a client with Mux.Hosting, make calls, and check the results.
+# host a server and a client with Mux.Hosting, make calls with its own [MessagePackObject] types
+# (Guid, DateTimeOffset, a nested list), and check the results. Warnings are errors.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
@@ -52,12 +53,14 @@ cat > Consumer.csproj <<XML
   <ItemGroup>
     <PackageReference Include="Mux" Version="$version" />
     <PackageReference Include="Mux.Hosting" Version="$version" />
+    <PackageReference Include="MessagePack" Version="2.5.307" />
     <PackageReference Include="Microsoft.Extensions.Hosting" Version="10.0.14" />
   </ItemGroup>
 </Project>
 XML
 cat > Program.cs <<'CS'
 using System.Net;
+using MessagePack;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Mux;
@@ -76,13 +79,29 @@ await client.StartAsync();
 IInventory inventory = client.Services.GetRequiredService<IInventory>();
 Item item = await inventory.Find("widget");
 int total = await inventory.Count([new Item("a", 2), new Item("b", 40)]);
+var order = new Order
+{
+    Id = Guid.Parse("6f9619ff-8b86-d011-b42d-00c04fc964ff"),
+    Placed = new DateTimeOffset(2024, 5, 6, 7, 8, 9, TimeSpan.FromHours(2)),
+    Items = [new Item("a", 1), new Item("b", 2)],
+};
+Order echoed = await inventory.Echo(order);
 Console.WriteLine($"RESULT {item.Name} {item.Quantity} {total}");
+Console.WriteLine($"ORDER {echoed.Id} {echoed.Placed:yyyy-MM-ddTHH:mm:sszzz} {string.Join(",", echoed.Items.Select(i => i.Name + i.Quantity))}");
 
 await client.StopAsync();
 await server.StopAsync();
 
-[MuxObject]
-public sealed record Item(string Name, int Quantity);
+[MessagePackObject]
+public sealed record Item([property: Key(0)] string Name, [property: Key(1)] int Quantity);
+
+[MessagePackObject]
+public sealed class Order
+{
+    [Key(0)] public Guid Id { get; set; }
+    [Key(1)] public DateTimeOffset Placed { get; set; }
+    [Key(2)] public List<Item> Items { get; set; } = [];
+}
 
 [MuxService]
 public interface IInventory
@@ -90,6 +109,8 @@ public interface IInventory
     Task<Item> Find(string name);
 
     ValueTask<int> Count(List<Item> items);
+
+    Task<Order> Echo(Order order);
 }
 
 public sealed class Inventory : IInventory
@@ -97,15 +118,17 @@ public sealed class Inventory : IInventory
     public Task<Item> Find(string name) => Task.FromResult(new Item(name, 7));
 
     public ValueTask<int> Count(List<Item> items) => new(items.Sum(i => i.Quantity));
+
+    public Task<Order> Echo(Order order) => Task.FromResult(order);
 }
 CS
 
 echo "package check: building and running a consumer of the packages"
 dotnet run -c Release --nologo -v quiet > run.log 2>&1 || { cat run.log; echo "package check: the consumer failed" >&2; exit 1; }
 cat run.log
-if grep -qx "RESULT widget 7 42" run.log; then
+if grep -qx "RESULT widget 7 42" run.log && grep -qx "ORDER 6f9619ff-8b86-d011-b42d-00c04fc964ff 2024-05-06T07:08:09+02:00 a1,b2" run.log; then
   echo "package check: passed"
 else
-  echo "package check: expected the line 'RESULT widget 7 42'" >&2
+  echo "package check: expected the lines 'RESULT widget 7 42' and 'ORDER 6f9619ff-8b86-d011-b42d-00c04fc964ff 2024-05-06T07:08:09+02:00 a1,b2'" >&2
   exit 1
 fi

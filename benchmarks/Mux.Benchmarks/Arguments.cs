@@ -1,29 +1,57 @@
+using System.Runtime.CompilerServices;
+using MessagePack;
+using MessagePack.Formatters;
 using Mux.Serialization;
 
 namespace Mux.Benchmarks;
 
-/// <summary>The arguments of IUserService.Add(a, b), written as the generated proxy writes them.</summary>
-internal readonly struct AddArguments(int a, int b) : IMuxArguments
+/// <summary>The arguments of IUserService.Add(a, b), written as the generated argument formatter writes them.</summary>
+internal readonly struct AddArguments(int a, int b)
 {
-    private readonly int _a = a;
-    private readonly int _b = b;
+    public readonly int A = a;
+    public readonly int B = b;
 
-    public void Write(ref MessagePackWriter writer)
+    [ModuleInitializer]
+    internal static void Register()
     {
-        writer.WriteArrayHeader(2);
-        writer.Write(_a);
-        writer.Write(_b);
+        MuxFormatters.Register(new AddArgumentsFormatter());
+        MuxFormatters.Register(new ListArgumentsFormatter());
     }
 }
 
 /// <summary>The arguments of IUserService.List(count) (the CancellationToken is not sent).</summary>
-internal readonly struct ListArguments(int count) : IMuxArguments
+internal readonly struct ListArguments(int count)
 {
-    private readonly int _count = count;
+    public readonly int Count = count;
+}
 
-    public void Write(ref MessagePackWriter writer)
+internal sealed class AddArgumentsFormatter : IMessagePackFormatter<AddArguments>
+{
+    public void Serialize(ref MessagePackWriter writer, AddArguments value, MessagePackSerializerOptions options)
+    {
+        writer.WriteArrayHeader(2);
+        writer.Write(value.A);
+        writer.Write(value.B);
+    }
+
+    public AddArguments Deserialize(ref MessagePackReader reader, MessagePackSerializerOptions options)
+    {
+        reader.ReadArrayHeader();
+        return new AddArguments(reader.ReadInt32(), reader.ReadInt32());
+    }
+}
+
+internal sealed class ListArgumentsFormatter : IMessagePackFormatter<ListArguments>
+{
+    public void Serialize(ref MessagePackWriter writer, ListArguments value, MessagePackSerializerOptions options)
     {
         writer.WriteArrayHeader(1);
-        writer.Write(_count);
+        writer.Write(value.Count);
+    }
+
+    public ListArguments Deserialize(ref MessagePackReader reader, MessagePackSerializerOptions options)
+    {
+        reader.ReadArrayHeader();
+        return new ListArguments(reader.ReadInt32());
     }
 }

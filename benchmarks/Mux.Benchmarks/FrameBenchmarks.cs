@@ -2,6 +2,7 @@ using System.Buffers;
 using BenchmarkDotNet.Attributes;
 using BenchmarkDotNet.Configs;
 using Mux.Protocol;
+using MessagePack;
 using Mux.Serialization;
 
 namespace Mux.Benchmarks;
@@ -19,6 +20,8 @@ namespace Mux.Benchmarks;
 [CategoriesColumn]
 public class FrameBenchmarks
 {
+    private static readonly MessagePackSerializerOptions s_options = MuxSerializerOptions.ForClient(MessagePackSerializerOptions.Standard);
+
     private const uint CallId = 7;
     private const int MaxFrameSize = 4 * 1024 * 1024;
 
@@ -66,7 +69,7 @@ public class FrameBenchmarks
     public int EncodeRequest()
     {
         _output.Reset();
-        var body = new ArgumentsBody<AddArguments>(new AddArguments(2, 3));
+        var body = new ArgumentsBody<AddArguments>(new AddArguments(2, 3), s_options);
         return FrameWriter.Write(_output, FrameType.Request, CallId, MethodId, ref body);
     }
 
@@ -75,7 +78,7 @@ public class FrameBenchmarks
     public int EncodeResponse()
     {
         _output.Reset();
-        var body = new ResultBody<int>(5);
+        var body = new ResultBody<int>(5, s_options);
         return FrameWriter.Write(_output, FrameType.Response, CallId, 0, ref body);
     }
 

@@ -1,22 +1,27 @@
 using BenchmarkDotNet.Attributes;
+using MessagePack;
+using Mux.Protocol;
 using Mux.Samples.Contracts;
 using Mux.Serialization;
 
 namespace Mux.Benchmarks;
 
 /// <summary>
-/// The MessagePack serializer alone on the List(count) result: the generated [MuxObject]
-/// formatter of <see cref="User"/> inside the list formatter. Set beside <see cref="CallBenchmarks"/>
+/// The serializer alone, on what one call moves: the List(count) result (the generated formatter
+/// of the [MessagePackObject] <see cref="User"/> inside MessagePack's list formatter) and the Add
+/// argument list, with the options a Mux connection uses. Set beside <see cref="CallBenchmarks"/>
 /// it separates what a call costs in Mux (frames, pipes, threads) from what its payload costs.
 /// </summary>
 [MemoryDiagnoser]
 [Config(typeof(MuxJobConfig))]
 public class SerializationBenchmarks
 {
+    private static readonly MessagePackSerializerOptions s_options = MuxSerializerOptions.ForClient(MessagePackSerializerOptions.Standard);
+
     private readonly PooledBufferWriter _output = new(64 * 1024);
-    private IMuxFormatter<List<User>> _formatter = null!;
     private List<User> _users = null!;
     private byte[] _bytes = null!;
+    private byte[] _addBytes = null!;
 
     [Params(1, 100)]
     public int Users { get; set; }
@@ -25,13 +30,13 @@ public class SerializationBenchmarks
     public void Setup()
     {
         UserServiceContracts.EnsureRegistered();
-        _formatter = MuxFormatterResolver.GetFormatter<List<User>>();
         _users = UserServiceContracts.CreateUsers(Users);
         Serialize();
         _bytes = _output.WrittenSpan.ToArray();
-        if (Deserialize().Count != Users)
+        _addBytes = MessagePackSerializer.Serialize(new AddArguments(1, 2), s_options);
+        if (Deserialize().Count != Users || AddRoundTrip() != 3)
         {
-            throw new InvalidOperationException("The users did not survive a round trip.");
+            throw new InvalidOperationException("The values did not survive a round trip.");
         }
     }
 
@@ -43,14 +48,24 @@ public class SerializationBenchmarks
     {
         _output.Reset();
         var writer = new MessagePackWriter(_output);
-        _formatter.Serialize(ref writer, _users);
-        return writer.BytesWritten;
+        MessagePackSerializer.Serialize(ref writer, _users, s_options);
+        writer.Flush();
+        return _output.WrittenCount;
     }
 
     [Benchmark]
-    public List<User> Deserialize()
+    public List<User> Deserialize() => MessagePackSerializer.Deserialize<List<User>>(_bytes, s_options);
+
+    /// <summary>Add's arguments written and read back, and its int result: what both ends serialize per Add call.</summary>
+    [Benchmark]
+    public int AddRoundTrip()
     {
-        var reader = new MessagePackReader(_bytes);
-        return _formatter.Deserialize(ref reader);
+        _output.Reset();
+        var writer = new MessagePackWriter(_output);
+        MessagePackSerializer.Serialize(ref writer, new AddArguments(1, 2), s_options);
+        MessagePackSerializer.Serialize(ref writer, 3, s_options);
+        writer.Flush();
+        AddArguments arguments = MessagePackSerializer.Deserialize<AddArguments>(_addBytes, s_options);
+        return arguments.A + arguments.B;
     }
 }

@@ -1,3 +1,4 @@
+using MessagePack;
 using Mux.Samples.Contracts;
 
 namespace Mux.LoadRunner;
@@ -35,14 +36,14 @@ public interface IBenchControl
 /// <param name="ConnectionsAccepted">Connections accepted since start, the asking one included.</param>
 /// <param name="FramesSent">Raw servers only: frames sent in the window (0 for Mux).</param>
 /// <param name="SocketSends">Raw servers only: socket sends in the window (0 for Mux).</param>
-[MuxObject]
+[MessagePackObject]
 public sealed record ServerStats(
-    bool WindowMarked,
-    long CpuMicroseconds,
-    long AllocatedBytes,
-    long Gen0,
-    long Gen1,
-    long Gen2,
-    long ConnectionsAccepted,
-    long FramesSent,
-    long SocketSends);
+    [property: Key(0)] bool WindowMarked,
+    [property: Key(1)] long CpuMicroseconds,
+    [property: Key(2)] long AllocatedBytes,
+    [property: Key(3)] long Gen0,
+    [property: Key(4)] long Gen1,
+    [property: Key(5)] long Gen2,
+    [property: Key(6)] long ConnectionsAccepted,
+    [property: Key(7)] long FramesSent,
+    [property: Key(8)] long SocketSends);

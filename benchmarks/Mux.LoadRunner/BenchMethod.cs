@@ -1,6 +1,6 @@
 using System.Buffers;
 using Mux.Samples.Contracts;
-using Mux.Serialization;
+using MessagePack;
 
 namespace Mux.LoadRunner;
 
@@ -20,7 +20,7 @@ internal sealed record BenchMethod(string Name, string Description, int RequestF
 
     /// <summary>
     /// Builds the method with its frame sizes, computed by encoding the real arguments and the real
-    /// result with Mux's own MessagePack formatters (the same bytes a Mux client and server write),
+    /// result with MessagePack-CSharp (the same bytes a Mux client and server write),
     /// so the raw echo moves exactly as many bytes per call as Mux does.
     /// </summary>
     public static BenchMethod Create(string name) => name switch
@@ -32,7 +32,7 @@ internal sealed record BenchMethod(string Name, string Description, int RequestF
         "list100" => ListMethod(name, 100),
         "bytes1k" => new(name, "Bytes(1024) -> byte[1024]",
             RequestHeaderBytes + Encode(static (ref MessagePackWriter w) => { w.WriteArrayHeader(1); w.Write(1024); }),
-            ResponseHeaderBytes + Encode(static (ref MessagePackWriter w) => MuxFormatterResolver.GetFormatter<byte[]>().Serialize(ref w, BenchData.Bytes(1024)))),
+            ResponseHeaderBytes + Encode(static (ref MessagePackWriter w) => MessagePackSerializer.Serialize(ref w, BenchData.Bytes(1024)))),
         _ => throw new ArgumentException($"Unknown method '{name}'; expected one of {string.Join(", ", Names)}."),
     };
 
@@ -40,7 +40,7 @@ internal sealed record BenchMethod(string Name, string Description, int RequestF
     {
         List<User> users = BenchData.Users(count);
         int request = RequestHeaderBytes + Encode((ref MessagePackWriter w) => { w.WriteArrayHeader(1); w.Write(count); });
-        int response = ResponseHeaderBytes + Encode((ref MessagePackWriter w) => MuxFormatterResolver.GetFormatter<List<User>>().Serialize(ref w, users));
+        int response = ResponseHeaderBytes + Encode((ref MessagePackWriter w) => MessagePackSerializer.Serialize(ref w, users));
         return new BenchMethod(name, $"List({count}) -> List<User>[{count}]", request, response);
     }
 
@@ -51,6 +51,7 @@ internal sealed record BenchMethod(string Name, string Description, int RequestF
         var output = new ArrayBufferWriter<byte>();
         var writer = new MessagePackWriter(output);
         write(ref writer);
+        writer.Flush();
         return output.WrittenCount;
     }
 }

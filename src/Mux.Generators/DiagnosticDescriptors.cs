@@ -73,16 +73,16 @@ internal static class DiagnosticDescriptors
 
     public static readonly DiagnosticDescriptor NoUsableConstructor = new(
         id: "MUX009",
-        title: "Mux object has no usable constructor",
-        messageFormat: "Mux cannot create '{0}' when it reads one. Add a public parameterless constructor (with settable members), or a public constructor whose parameters match the serialized members by name.",
+        title: "MessagePack object has no usable constructor",
+        messageFormat: "Mux cannot create '{0}' when it reads one. Add a public parameterless constructor (with settable members), or a public constructor whose parameters match the [Key] members by name (mark it [SerializationConstructor] if there are several).",
         category: Category,
         defaultSeverity: DiagnosticSeverity.Error,
         isEnabledByDefault: true);
 
     public static readonly DiagnosticDescriptor NoFormatter = new(
         id: "MUX010",
-        title: "Mux has no formatter for a type",
-        messageFormat: "Mux has no formatter for '{0}', used by {1}. Register a formatter with MuxFormatterResolver.Register<T> or mark it [MuxObject].",
+        title: "No MessagePack formatter for a contract type",
+        messageFormat: "MessagePack cannot serialize '{0}', used by {1}: mark it [MessagePackObject] and its members [Key(n)] (or [IgnoreMember]). If your own resolver in SerializerOptions formats it, suppress MUX010 for it.",
         category: Category,
         defaultSeverity: DiagnosticSeverity.Warning,
         isEnabledByDefault: true);

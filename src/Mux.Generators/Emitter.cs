@@ -4,12 +4,20 @@ using Mux.Generators.Model;
 
 namespace Mux.Generators;
 
-/// <summary>Writes the C# for services and [MuxObject] formatters.</summary>
+/// <summary>Writes the C# for services and for MessagePack formatters of [MessagePackObject] and [Union] types.</summary>
 internal static class Emitter
 {
-    private const string Resolver = "global::Mux.Serialization.MuxFormatterResolver";
-    private const string Writer = "global::Mux.Serialization.MessagePackWriter";
-    private const string Reader = "global::Mux.Serialization.MessagePackReader";
+    private const string Register = "global::Mux.Serialization.MuxFormatters.Register";
+    private const string Writer = "global::MessagePack.MessagePackWriter";
+    private const string Reader = "global::MessagePack.MessagePackReader";
+    private const string Options = "global::MessagePack.MessagePackSerializerOptions";
+    private const string FormatterOf = "global::MessagePack.Formatters.IMessagePackFormatter";
+    private const string SerializationException = "global::MessagePack.MessagePackSerializationException";
+
+    /// <summary>The expression for the formatter of <paramref name="type"/> from the options' resolver.</summary>
+    private static string Formatter(string type) =>
+        $"global::MessagePack.FormatterResolverExtensions.GetFormatterWithVerify<{type}>(options.Resolver)";
+
 
     private static readonly string s_generatedCode =
         "[global::System.CodeDom.Compiler.GeneratedCode(\"Mux.Generators\", \"" + typeof(Emitter).Assembly.GetName().Version + "\")]";
@@ -22,6 +30,11 @@ internal static class Emitter
         w.Line();
         EmitDispatcher(w, service);
         w.Line();
+        for (int i = 0; i < service.Methods.Count; i++)
+        {
+            EmitArguments(w, service.Methods[i], i);
+            w.Line();
+        }
 
         var objectFormatters = new List<string>();
         for (int i = 0; i < service.ExternalObjects.Count; i++)
@@ -39,10 +52,15 @@ internal static class Emitter
         w.Open("internal static void Register()");
         w.Line($"global::Mux.MuxServiceRegistry.RegisterProxy<{service.InterfaceType}>(static client => new ServiceProxy(client));");
         w.Line($"global::Mux.MuxServiceRegistry.RegisterService<{service.InterfaceType}>(ServiceDispatcher.CreateDefinition());");
+        for (int i = 0; i < service.Methods.Count; i++)
+        {
+            w.Line($"{Register}<Arguments{i}>(new Arguments{i}Formatter());");
+        }
+
         for (int i = 0; i < service.ExternalObjects.Count; i++)
         {
             ObjectModel model = service.ExternalObjects[i];
-            w.Line($"{Resolver}.TryRegister<{FormattedType(model)}>(new {objectFormatters[i]}());");
+            w.Line($"{Register}<{FormattedType(model)}>(new {objectFormatters[i]}());");
         }
 
         EmitRegistrations(w, service.Registrations);
@@ -51,7 +69,7 @@ internal static class Emitter
         return w.ToString();
     }
 
-    /// <summary>The file for one [MuxObject] type: its formatter and its registration.</summary>
+    /// <summary>The file for one [MessagePackObject] or [Union] type: its formatter and its registration.</summary>
     public static string EmitObject(ObjectModel model)
     {
         CodeWriter w = Header();
@@ -62,7 +80,7 @@ internal static class Emitter
         w.Open("file static class ObjectRegistration");
         w.Line("[global::System.Runtime.CompilerServices.ModuleInitializer]");
         w.Open("internal static void Register()");
-        w.Line($"{Resolver}.TryRegister<{FormattedType(model)}>(new ObjectFormatter());");
+        w.Line($"{Register}<{FormattedType(model)}>(new ObjectFormatter());");
         EmitRegistrations(w, model.Registrations);
         w.Close();
         w.Close();
@@ -86,7 +104,7 @@ internal static class Emitter
     {
         foreach (FormatterRegistration registration in registrations)
         {
-            w.Line($"{Resolver}.TryRegister<{registration.TypeArgument}>(new {registration.Formatter}());");
+            w.Line($"{Register}<{registration.TypeArgument}>(new {registration.Formatter}());");
         }
     }
 
@@ -124,36 +142,6 @@ internal static class Emitter
             w.Open($"{method.ReturnType} {method.DeclaringInterface}.{method.Name}({parameterList})");
             w.Line($"return {call};");
             w.Close();
-
-            w.Line();
-            w.Open($"private readonly struct {arguments} : global::Mux.IMuxArguments");
-            for (int p = 0; p < values.Count; p++)
-            {
-                w.Line($"private readonly {values[p].Type} _arg{p};");
-            }
-
-            if (values.Count > 0)
-            {
-                w.Line();
-                w.Open($"public {arguments}({string.Join(", ", values.Select((p, index) => $"{p.Type} arg{index}"))})");
-                for (int p = 0; p < values.Count; p++)
-                {
-                    w.Line($"_arg{p} = arg{p};");
-                }
-
-                w.Close();
-                w.Line();
-            }
-
-            w.Open($"public void Write(ref {Writer} writer)");
-            w.Line($"writer.WriteArrayHeader({values.Count});");
-            for (int p = 0; p < values.Count; p++)
-            {
-                w.Line($"{Resolver}.GetFormatter<{values[p].Type}>().Serialize(ref writer, _arg{p});");
-            }
-
-            w.Close();
-            w.Close();
         }
 
         w.Close();
@@ -167,33 +155,25 @@ internal static class Emitter
         w.Open("file static class ServiceDispatcher");
         w.Open($"public static {definitionType} CreateDefinition()");
         w.Line($"var definition = new {definitionType}({Literal(service.ServiceName)});");
-        foreach (MethodModel method in service.Methods)
+        for (int i = 0; i < service.Methods.Count; i++)
         {
-            List<ParameterModel> values = method.Parameters.Where(p => !p.IsCancellationToken).ToList();
+            MethodModel method = service.Methods[i];
             w.Line($"definition.AddMethod({TypeNames.IdLiteral(method.Id)}, {Literal(method.DisplayName)}, static (service, call) =>");
             w.Line("{");
             var arguments = new List<string>();
             int next = 0;
-            if (values.Count > 0)
+            if (method.Parameters.Any(p => !p.IsCancellationToken))
             {
-                w.Line($"    {Reader} reader = call.CreateArgumentReader({values.Count});");
+                w.Line($"    Arguments{i} arguments = call.ReadArguments<Arguments{i}>();");
             }
             else
             {
-                w.Line("    call.CreateArgumentReader(0);");
+                w.Line($"    call.ReadArguments<Arguments{i}>();");
             }
 
             foreach (ParameterModel parameter in method.Parameters)
             {
-                if (parameter.IsCancellationToken)
-                {
-                    arguments.Add("call.CancellationToken");
-                    continue;
-                }
-
-                string local = "arg" + next++;
-                w.Line($"    {parameter.Type} {local} = call.ReadArgument<{parameter.Type}>(ref reader);");
-                arguments.Add(local);
+                arguments.Add(parameter.IsCancellationToken ? "call.CancellationToken" : "arguments.Arg" + next++);
             }
 
             string invocation = $"(({method.DeclaringInterface})service).{method.Name}({string.Join(", ", arguments)})";
@@ -207,15 +187,94 @@ internal static class Emitter
         w.Close();
     }
 
+    /// <summary>
+    /// One method's argument list: a struct the proxy fills and the dispatcher reads, and its
+    /// formatter, which writes the arguments as one MessagePack array (the bytes
+    /// <c>MessagePackSerializer.Serialize(new object[] { ... })</c> writes for the same values).
+    /// </summary>
+    private static void EmitArguments(CodeWriter w, MethodModel method, int index)
+    {
+        List<ParameterModel> values = method.Parameters.Where(p => !p.IsCancellationToken).ToList();
+        string name = "Arguments" + index;
+        w.Line($"/// <summary>The arguments of <c>{method.DisplayName}</c>.</summary>");
+        w.Line(s_generatedCode);
+        w.Open($"file readonly struct {name}");
+        for (int p = 0; p < values.Count; p++)
+        {
+            w.Line($"public readonly {values[p].Type} Arg{p};");
+        }
+
+        if (values.Count > 0)
+        {
+            w.Line();
+            w.Open($"public {name}({string.Join(", ", values.Select((p, i) => $"{p.Type} arg{i}"))})");
+            for (int p = 0; p < values.Count; p++)
+            {
+                w.Line($"Arg{p} = arg{p};");
+            }
+
+            w.Close();
+        }
+
+        w.Close();
+        w.Line();
+
+        w.Line($"/// <summary>Writes and reads the arguments of <c>{method.DisplayName}</c> as a MessagePack array.</summary>");
+        w.Line(s_generatedCode);
+        w.Open($"file sealed class {name}Formatter : {FormatterOf}<{name}>");
+        var formatters = new MemberFormatters(values.Select(v => v.Type));
+        formatters.EmitCache(w, FormatterOf);
+        w.Open($"public void Serialize(ref {Writer} writer, {name} value, {Options} options)");
+        formatters.EmitFetch(w);
+        w.Line($"writer.WriteArrayHeader({values.Count});");
+        for (int p = 0; p < values.Count; p++)
+        {
+            w.Line(formatters.Write(values[p].Type, $"value.Arg{p}"));
+        }
+
+        w.Close();
+        w.Line();
+        w.Open($"public {name} Deserialize(ref {Reader} reader, {Options} options)");
+        w.Line("int count = reader.ReadArrayHeader();");
+        w.Open($"if (count != {values.Count})");
+        w.Line($"throw new {SerializationException}({Literal(method.DisplayName + " takes " + values.Count + " argument(s) but the request carries ")} + count + \". The client and server contracts differ.\");");
+        w.Close();
+        w.Line();
+        w.Line("options.Security.DepthStep(ref reader);");
+        formatters.EmitFetch(w);
+        w.Open("try");
+        for (int p = 0; p < values.Count; p++)
+        {
+            w.Line($"{values[p].Type} arg{p} = {formatters.Read(values[p].Type)};");
+        }
+
+        w.Line($"return new {name}({string.Join(", ", values.Select((_, i) => "arg" + i))});");
+        w.Close();
+        w.Open("finally");
+        w.Line("reader.Depth--;");
+        w.Close();
+        w.Close();
+        w.Close();
+    }
+
     private static void EmitFormatter(CodeWriter w, ObjectModel model, string className)
     {
-        string formatted = FormattedType(model);
-        w.Line($"/// <summary>Writes <see cref=\"{model.Type}\"/> as a MessagePack array of {model.Length} element(s).</summary>");
-        w.Line(s_generatedCode);
-        w.Open($"file sealed class {className} : global::Mux.Serialization.IMuxFormatter<{formatted}>");
+        if (model.UnionCases.Count > 0)
+        {
+            EmitUnionFormatter(w, model, className);
+            return;
+        }
 
-        // Serialize: the members at their keys, nil in the gaps.
-        w.Open($"public void Serialize(ref {Writer} writer, {formatted} value)");
+        string formatted = FormattedType(model);
+        string shape = model.IsMap ? $"map of {model.Length} entries" : $"array of {model.Length} element(s)";
+        w.Line($"/// <summary>Writes <see cref=\"{model.Type}\"/> as a MessagePack {shape}, as MessagePack-CSharp's DynamicObjectResolver does.</summary>");
+        w.Line(s_generatedCode);
+        w.Open($"file sealed class {className} : {FormatterOf}<{formatted}>");
+        var formatters = new MemberFormatters(model.Members.Select(m => m.Type));
+        formatters.EmitCache(w, FormatterOf);
+
+        // Serialize: an array with the members at their keys and nil in the gaps, or a map.
+        w.Open($"public void Serialize(ref {Writer} writer, {formatted} value, {Options} options)");
         if (!model.IsValueType)
         {
             w.Open("if (value is null)");
@@ -225,20 +284,33 @@ internal static class Emitter
             w.Line();
         }
 
-        w.Line($"writer.WriteArrayHeader({model.Length});");
-        var byKey = model.Members.ToDictionary(m => m.Key);
-        for (int key = 0; key < model.Length; key++)
+        formatters.EmitFetch(w);
+        if (model.IsMap)
         {
-            w.Line(byKey.TryGetValue(key, out ObjectMemberModel? member)
-                ? $"{Resolver}.GetFormatter<{member.Type}>().Serialize(ref writer, value.{member.Name});"
-                : "writer.WriteNil();");
+            w.Line($"writer.WriteMapHeader({model.Length});");
+            foreach (ObjectMemberModel member in model.Members)
+            {
+                w.Line($"writer.WriteString({Literal(member.StringKey!)}u8);");
+                w.Line(formatters.Write(member.Type, $"value.{member.Name}"));
+            }
+        }
+        else
+        {
+            w.Line($"writer.WriteArrayHeader({model.Length});");
+            var byKey = model.Members.ToDictionary(m => m.Key);
+            for (int key = 0; key < model.Length; key++)
+            {
+                w.Line(byKey.TryGetValue(key, out ObjectMemberModel? member)
+                    ? formatters.Write(member.Type, $"value.{member.Name}")
+                    : "writer.WriteNil();");
+            }
         }
 
         w.Close();
         w.Line();
 
-        // Deserialize: read what the array has, skip what this side does not know, then construct.
-        w.Open($"public {formatted} Deserialize(ref {Reader} reader)");
+        // Deserialize: read what the data has, skip what this side does not know, then construct.
+        w.Open($"public {formatted} Deserialize(ref {Reader} reader, {Options} options)");
         if (!model.IsValueType)
         {
             w.Open("if (reader.TryReadNil())");
@@ -247,32 +319,76 @@ internal static class Emitter
             w.Line();
         }
 
-        w.Line("int count = reader.ReadArrayHeader();");
+        w.Line("options.Security.DepthStep(ref reader);");
+        formatters.EmitFetch(w);
+        w.Open("try");
+        w.Line(model.IsMap ? "int count = reader.ReadMapHeader();" : "int count = reader.ReadArrayHeader();");
         List<ObjectMemberModel> read = model.Members.Where(m => m.Assignment != MemberAssignment.None).ToList();
         foreach (ObjectMemberModel member in read)
         {
             w.Line($"{member.Type} v{member.Key} = {member.InitialValue};");
+            if (model.IsMap)
+            {
+                w.Line($"bool has{member.Key} = false;");
+            }
         }
 
         w.Open("for (int i = 0; i < count; i++)");
-        w.Open("switch (i)");
-        foreach (ObjectMemberModel member in read)
+        if (model.IsMap)
         {
-            w.Line($"case {member.Key}:");
-            w.Line($"    v{member.Key} = {Resolver}.GetFormatter<{member.Type}>().Deserialize(ref reader);");
+            w.Line("global::System.ReadOnlySpan<byte> key = global::MessagePack.Internal.CodeGenHelpers.ReadStringSpan(ref reader);");
+            string keyword = "if";
+            foreach (ObjectMemberModel member in read)
+            {
+                w.Open($"{keyword} (global::System.MemoryExtensions.SequenceEqual(key, {Literal(member.StringKey!)}u8))");
+                w.Line($"v{member.Key} = {formatters.Read(member.Type)};");
+                w.Line($"has{member.Key} = true;");
+                w.Close();
+                keyword = "else if";
+            }
+
+            if (read.Count > 0)
+            {
+                w.Open("else");
+            }
+
+            w.Line("reader.Skip();");
+            if (read.Count > 0)
+            {
+                w.Close();
+            }
+        }
+        else
+        {
+            w.Open("switch (i)");
+            foreach (ObjectMemberModel member in read)
+            {
+                w.Line($"case {member.Key}:");
+                w.Line($"    v{member.Key} = {formatters.Read(member.Type)};");
+                w.Line("    break;");
+            }
+
+            w.Line("default:");
+            w.Line("    reader.Skip();");
             w.Line("    break;");
+            w.Close();
         }
 
-        w.Line("default:");
-        w.Line("    reader.Skip();");
-        w.Line("    break;");
-        w.Close();
         w.Close();
         w.Line();
 
+        string Present(ObjectMemberModel member) => model.IsMap ? "has" + member.Key : "count > " + member.Key;
         string construct = $"new {model.Type}({string.Join(", ", model.ConstructorKeys.Select(k => $"v{k}!"))})";
         List<ObjectMemberModel> required = read.Where(m => m.Assignment == MemberAssignment.RequiredInitializer).ToList();
         List<ObjectMemberModel> initOnly = read.Where(m => m.Assignment == MemberAssignment.Initializer).ToList();
+        if (model.IsMap)
+        {
+            // A map may carry any subset of the keys, so init-only members are always set: one that
+            // is missing gets its type's default rather than its initializer's value.
+            required.AddRange(initOnly);
+            initOnly.Clear();
+        }
+
         string Initializer(IEnumerable<ObjectMemberModel> members)
         {
             List<string> assignments = members.Select(m => $"{m.Name} = v{m.Key}!").ToList();
@@ -298,7 +414,7 @@ internal static class Emitter
                 }
                 else
                 {
-                    w.Open($"{(present == initOnly.Count ? "if" : "else if")} (count > {initOnly[present - 1].Key})");
+                    w.Open($"{(present == initOnly.Count ? "if" : "else if")} ({Present(initOnly[present - 1])})");
                 }
 
                 w.Line(assign);
@@ -310,13 +426,75 @@ internal static class Emitter
 
         foreach (ObjectMemberModel member in read.Where(m => m.Assignment == MemberAssignment.Setter))
         {
-            w.Open($"if (count > {member.Key})");
+            w.Open($"if ({Present(member)})");
             w.Line($"result.{member.Name} = v{member.Key}!;");
             w.Close();
             w.Line();
         }
 
         w.Line("return result;");
+        w.Close();
+        w.Open("finally");
+        w.Line("reader.Depth--;");
+        w.Close();
+        w.Close();
+        w.Close();
+    }
+
+    /// <summary>A [Union] type: <c>[key, value]</c>, the key naming the case, as MessagePack-CSharp's DynamicUnionResolver writes it.</summary>
+    private static void EmitUnionFormatter(CodeWriter w, ObjectModel model, string className)
+    {
+        string formatted = FormattedType(model);
+        w.Line($"/// <summary>Writes <see cref=\"{model.Type}\"/> as a MessagePack array [case key, value].</summary>");
+        w.Line(s_generatedCode);
+        w.Open($"file sealed class {className} : {FormatterOf}<{formatted}>");
+        w.Open($"public void Serialize(ref {Writer} writer, {formatted} value, {Options} options)");
+        w.Open("if (value is null)");
+        w.Line("writer.WriteNil();");
+        w.Line("return;");
+        w.Close();
+        w.Line();
+        w.Line("global::System.Type type = value.GetType();");
+        foreach (UnionCaseModel union in model.UnionCases)
+        {
+            w.Open($"if (type == typeof({union.Type}))");
+            w.Line("writer.WriteArrayHeader(2);");
+            w.Line($"writer.Write({union.Key});");
+            w.Line($"{Formatter(union.Type)}.Serialize(ref writer, ({union.Type})value, options);");
+            w.Line("return;");
+            w.Close();
+            w.Line();
+        }
+
+        w.Line($"throw new {SerializationException}(\"The type \" + type.FullName + {Literal(" is not a [Union] case of " + model.Type.Replace("global::", "") + ": add a [Union(key, typeof(...))] for it.")});");
+        w.Close();
+        w.Line();
+        w.Open($"public {formatted} Deserialize(ref {Reader} reader, {Options} options)");
+        w.Open("if (reader.TryReadNil())");
+        w.Line("return null;");
+        w.Close();
+        w.Line();
+        w.Open("if (reader.ReadArrayHeader() != 2)");
+        w.Line($"throw new {SerializationException}({Literal("Invalid [Union] data for " + model.Type.Replace("global::", "") + ": expected an array of [key, value].")});");
+        w.Close();
+        w.Line();
+        w.Line("options.Security.DepthStep(ref reader);");
+        w.Open("try");
+        w.Open("switch (reader.ReadInt32())");
+        foreach (UnionCaseModel union in model.UnionCases)
+        {
+            w.Line($"case {union.Key}:");
+            w.Line($"    return {Formatter(union.Type)}.Deserialize(ref reader, options);");
+        }
+
+        w.Line("default:");
+        w.Line("    reader.Skip(); // A case this side does not know: read as null, as MessagePack-CSharp does.");
+        w.Line("    return null;");
+        w.Close();
+        w.Close();
+        w.Open("finally");
+        w.Line("reader.Depth--;");
+        w.Close();
         w.Close();
         w.Close();
     }

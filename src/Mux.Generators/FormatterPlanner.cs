@@ -5,13 +5,14 @@ using Mux.Generators.Model;
 namespace Mux.Generators;
 
 /// <summary>
-/// Walks the types of parameters, results and members, and collects the formatters to register
-/// for them (lists, arrays, dictionaries, nullables, enums), the [MuxObject] types they reach, and
-/// the types Mux has no formatter for.
+/// Walks the types of parameters, results and members, and collects the MessagePack formatters to
+/// register for them (lists, arrays, dictionaries, nullables, enums: registered up front so that
+/// Native AOT never needs MessagePack's run-time generic instantiation), the [MessagePackObject] and
+/// [Union] types they reach, and the types nothing can serialize.
 /// </summary>
 internal sealed class FormatterPlanner
 {
-    private const string Serialization = "global::Mux.Serialization.";
+    private const string Formatters = "global::MessagePack.Formatters.";
 
     private readonly KnownTypes _known;
     private readonly List<FormatterRegistration> _registrations = new();
@@ -27,14 +28,14 @@ internal sealed class FormatterPlanner
     /// <summary>The formatters to register, in the order they were found.</summary>
     public IReadOnlyList<FormatterRegistration> Registrations => _registrations;
 
-    /// <summary>The [MuxObject] types reached.</summary>
+    /// <summary>The [MessagePackObject] and [Union] types reached.</summary>
     public IReadOnlyList<INamedTypeSymbol> Objects => _objects;
 
     /// <summary>Visits a type and everything it contains.</summary>
     /// <param name="type">The type.</param>
     /// <param name="unsupported">Receives the types found that have no formatter.</param>
     /// <param name="report">Whether to collect unsupported types at this level (false inside a
-    /// [MuxObject] type of this compilation, which reports its own members).</param>
+    /// [MessagePackObject] type of this compilation, which reports its own members).</param>
     public void Visit(ITypeSymbol type, List<ITypeSymbol> unsupported, bool report = true)
     {
         if (type.TypeKind == TypeKind.Error || _known.IsBuiltin(type))
@@ -44,7 +45,7 @@ internal sealed class FormatterPlanner
 
         if (KnownTypes.TryGetNullableUnderlying(type, out ITypeSymbol? underlying))
         {
-            Add(TypeNames.Plain(type), Serialization + "NullableFormatter<" + TypeNames.Plain(underlying!) + ">");
+            Add(TypeNames.Plain(type), Formatters + "NullableFormatter<" + TypeNames.Plain(underlying!) + ">");
             Visit(underlying!, unsupported, report);
             return;
         }
@@ -52,13 +53,13 @@ internal sealed class FormatterPlanner
         if (type.TypeKind == TypeKind.Enum)
         {
             string name = TypeNames.Plain(type);
-            Add(name, Serialization + "EnumFormatter<" + name + ">");
+            Add(name, Formatters + "GenericEnumFormatter<" + name + ">");
             return;
         }
 
         if (type is IArrayTypeSymbol { Rank: 1 } array)
         {
-            Add(TypeNames.Plain(type) + "?", Serialization + "ArrayFormatter<" + TypeNames.Plain(array.ElementType) + ">");
+            Add(TypeNames.Plain(type) + "?", Formatters + "ArrayFormatter<" + TypeNames.Plain(array.ElementType) + ">");
             Visit(array.ElementType, unsupported, report);
             return;
         }
@@ -67,7 +68,7 @@ internal sealed class FormatterPlanner
         {
             if (KnownTypes.Is(named, _known.List))
             {
-                Add(TypeNames.Plain(type) + "?", Serialization + "ListFormatter<" + TypeNames.Plain(named.TypeArguments[0]) + ">");
+                Add(TypeNames.Plain(type) + "?", Formatters + "ListFormatter<" + TypeNames.Plain(named.TypeArguments[0]) + ">");
                 Visit(named.TypeArguments[0], unsupported, report);
                 return;
             }
@@ -76,23 +77,41 @@ internal sealed class FormatterPlanner
             {
                 Add(
                     TypeNames.Plain(type) + "?",
-                    Serialization + "DictionaryFormatter<" + TypeNames.Plain(named.TypeArguments[0]) + ", " + TypeNames.Plain(named.TypeArguments[1]) + ">");
+                    Formatters + "DictionaryFormatter<" + TypeNames.Plain(named.TypeArguments[0]) + ", " + TypeNames.Plain(named.TypeArguments[1]) + ">");
                 Visit(named.TypeArguments[0], unsupported, report);
                 Visit(named.TypeArguments[1], unsupported, report);
                 return;
             }
 
-            if (_known.HasAttribute(named.OriginalDefinition, _known.MuxObjectAttribute))
+            if (_known.HasAttribute(named.OriginalDefinition, _known.MessagePackFormatterAttribute))
             {
-                // A generic [MuxObject] type is reported (MUX011) where it is declared.
+                return; // The type names its own formatter; MessagePack's AttributeFormatterResolver uses it.
+            }
+
+            if (_known.HasAttribute(named.OriginalDefinition, _known.MessagePackObjectAttribute)
+                || (_known.HasAttribute(named, _known.UnionAttribute) && named.IsAbstract))
+            {
+                // A generic type is left to MessagePack's own resolvers at run time.
                 if (!named.IsGenericType && _visitedObjects.Add(named))
                 {
                     _objects.Add(named);
                     bool local = SymbolEqualityComparer.Default.Equals(named.ContainingAssembly, _known.Compilation.Assembly);
-                    foreach (SerializedMember member in ObjectMembers.Select(named, _known, problems: null))
+                    foreach (ITypeSymbol reached in ObjectParser.ReachedTypes(named, _known))
                     {
-                        Visit(member.Type, unsupported, report && !local);
+                        Visit(reached, unsupported, report && !local);
                     }
+                }
+
+                return;
+            }
+
+            if (named.IsGenericType)
+            {
+                // Other generic types (IReadOnlyList<T>, HashSet<T>, tuples, ...) are MessagePack's
+                // DynamicGenericResolver's to handle: visit what they contain.
+                foreach (ITypeSymbol argument in named.TypeArguments)
+                {
+                    Visit(argument, unsupported, report);
                 }
 
                 return;

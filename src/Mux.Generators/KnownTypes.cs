@@ -1,3 +1,4 @@
+using System.Collections.Generic;
 using Microsoft.CodeAnalysis;
 
 namespace Mux.Generators;
@@ -15,14 +16,45 @@ internal sealed class KnownTypes
         CancellationToken = compilation.GetTypeByMetadataName("System.Threading.CancellationToken");
         List = compilation.GetTypeByMetadataName("System.Collections.Generic.List`1");
         Dictionary = compilation.GetTypeByMetadataName("System.Collections.Generic.Dictionary`2");
-        DateTimeOffset = compilation.GetTypeByMetadataName("System.DateTimeOffset");
-        TimeSpan = compilation.GetTypeByMetadataName("System.TimeSpan");
-        Guid = compilation.GetTypeByMetadataName("System.Guid");
         MuxServiceAttribute = compilation.GetTypeByMetadataName("Mux.MuxServiceAttribute");
-        MuxObjectAttribute = compilation.GetTypeByMetadataName("Mux.MuxObjectAttribute");
-        MuxKeyAttribute = compilation.GetTypeByMetadataName("Mux.MuxKeyAttribute");
+        MessagePackObjectAttribute = compilation.GetTypeByMetadataName("MessagePack.MessagePackObjectAttribute");
+        KeyAttribute = compilation.GetTypeByMetadataName("MessagePack.KeyAttribute");
+        IgnoreMemberAttribute = compilation.GetTypeByMetadataName("MessagePack.IgnoreMemberAttribute");
+        SerializationConstructorAttribute = compilation.GetTypeByMetadataName("MessagePack.SerializationConstructorAttribute");
+        UnionAttribute = compilation.GetTypeByMetadataName("MessagePack.UnionAttribute");
+        MessagePackFormatterAttribute = compilation.GetTypeByMetadataName("MessagePack.MessagePackFormatterAttribute");
+        ReadOnlyMemory = compilation.GetTypeByMetadataName("System.ReadOnlyMemory`1");
+        Memory = compilation.GetTypeByMetadataName("System.Memory`1");
+        ArraySegment = compilation.GetTypeByMetadataName("System.ArraySegment`1");
+        foreach (string name in s_builtinTypeNames)
+        {
+            if (compilation.GetTypeByMetadataName(name) is { } builtin)
+            {
+                _builtins.Add(builtin);
+            }
+        }
         SetsRequiredMembersAttribute = compilation.GetTypeByMetadataName("System.Diagnostics.CodeAnalysis.SetsRequiredMembersAttribute");
     }
+
+    // Types outside SpecialType that MessagePack's BuiltinResolver formats.
+    private static readonly string[] s_builtinTypeNames =
+    [
+        "System.DateTimeOffset",
+        "System.TimeSpan",
+        "System.Guid",
+        "System.Uri",
+        "System.Version",
+        "System.DateOnly",
+        "System.TimeOnly",
+        "System.Half",
+        "System.Numerics.BigInteger",
+        "System.Numerics.Complex",
+        "System.Text.StringBuilder",
+        "System.Collections.BitArray",
+        "System.Buffers.ReadOnlySequence`1",
+    ];
+
+    private readonly HashSet<ITypeSymbol> _builtins = new(SymbolEqualityComparer.Default);
 
     public Compilation Compilation { get; }
 
@@ -40,17 +72,25 @@ internal sealed class KnownTypes
 
     public INamedTypeSymbol? Dictionary { get; }
 
-    public INamedTypeSymbol? DateTimeOffset { get; }
-
-    public INamedTypeSymbol? TimeSpan { get; }
-
-    public INamedTypeSymbol? Guid { get; }
-
     public INamedTypeSymbol? MuxServiceAttribute { get; }
 
-    public INamedTypeSymbol? MuxObjectAttribute { get; }
+    public INamedTypeSymbol? MessagePackObjectAttribute { get; }
 
-    public INamedTypeSymbol? MuxKeyAttribute { get; }
+    public INamedTypeSymbol? KeyAttribute { get; }
+
+    public INamedTypeSymbol? IgnoreMemberAttribute { get; }
+
+    public INamedTypeSymbol? SerializationConstructorAttribute { get; }
+
+    public INamedTypeSymbol? UnionAttribute { get; }
+
+    public INamedTypeSymbol? MessagePackFormatterAttribute { get; }
+
+    public INamedTypeSymbol? ReadOnlyMemory { get; }
+
+    public INamedTypeSymbol? Memory { get; }
+
+    public INamedTypeSymbol? ArraySegment { get; }
 
     public INamedTypeSymbol? SetsRequiredMembersAttribute { get; }
 
@@ -79,9 +119,23 @@ internal sealed class KnownTypes
         return null;
     }
 
-    /// <summary>Whether Mux formats the type without any registration.</summary>
+    /// <summary>Whether MessagePack's <c>BuiltinResolver</c> formats the type: no formatter to
+    /// generate or register, and no run-time code generation.</summary>
     public bool IsBuiltin(ITypeSymbol type)
     {
+        if (_builtins.Contains(type.OriginalDefinition))
+        {
+            return true;
+        }
+
+        // Bytes as MessagePack bin: ReadOnlyMemory<byte>, Memory<byte>, ArraySegment<byte>.
+        if (type is INamedTypeSymbol { TypeArguments.Length: 1 } wrapper
+            && wrapper.TypeArguments[0].SpecialType == SpecialType.System_Byte
+            && (Is(wrapper, ReadOnlyMemory) || Is(wrapper, Memory) || Is(wrapper, ArraySegment)))
+        {
+            return true;
+        }
+
         switch (type.SpecialType)
         {
             case SpecialType.System_Boolean:
@@ -99,15 +153,11 @@ internal sealed class KnownTypes
             case SpecialType.System_String:
             case SpecialType.System_Decimal:
             case SpecialType.System_DateTime:
+            case SpecialType.System_Object:
                 return true;
         }
 
         if (type is IArrayTypeSymbol { Rank: 1, ElementType.SpecialType: SpecialType.System_Byte })
-        {
-            return true;
-        }
-
-        if (Is(type, DateTimeOffset) || Is(type, TimeSpan) || Is(type, Guid))
         {
             return true;
         }

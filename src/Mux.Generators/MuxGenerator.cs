@@ -6,8 +6,8 @@ namespace Mux.Generators;
 
 /// <summary>
 /// Generates, for each <c>[MuxService]</c> interface, a client proxy, a server dispatcher and a
-/// module initializer that registers both; and for each <c>[MuxObject]</c> type, a MessagePack
-/// formatter and its registration.
+/// module initializer that registers both; and for each <c>[MessagePackObject]</c> type and
+/// <c>[Union]</c> type, a MessagePack formatter and its registration.
 /// </summary>
 [Generator(LanguageNames.CSharp)]
 public sealed class MuxGenerator : IIncrementalGenerator
@@ -20,10 +20,22 @@ public sealed class MuxGenerator : IIncrementalGenerator
             predicate: static (node, _) => node is InterfaceDeclarationSyntax,
             transform: static (ctx, ct) => ServiceParser.Parse((INamedTypeSymbol)ctx.TargetSymbol, new KnownTypes(ctx.SemanticModel.Compilation), ct));
 
+        // [MessagePackObject] types and [Union] interfaces/abstract classes of this compilation get a
+        // formatter whether a contract uses them or not: cheap, and the generated resolver then
+        // covers every type Native AOT would otherwise need MessagePack's run-time code generation for.
         IncrementalValuesProvider<ObjectResult> objects = context.SyntaxProvider.ForAttributeWithMetadataName(
-            "Mux.MuxObjectAttribute",
+            "MessagePack.MessagePackObjectAttribute",
             predicate: static (node, _) => node is TypeDeclarationSyntax and not InterfaceDeclarationSyntax,
             transform: static (ctx, _) => ObjectParser.Parse((INamedTypeSymbol)ctx.TargetSymbol, new KnownTypes(ctx.SemanticModel.Compilation), reportDiagnostics: true));
+
+        IncrementalValuesProvider<ObjectResult> unions = context.SyntaxProvider.ForAttributeWithMetadataName(
+            "MessagePack.UnionAttribute",
+            predicate: static (node, _) => node is TypeDeclarationSyntax,
+            transform: static (ctx, _) => ctx.TargetSymbol is INamedTypeSymbol { IsAbstract: true } union
+                ? ObjectParser.Parse(union, new KnownTypes(ctx.SemanticModel.Compilation), reportDiagnostics: true)
+                : new ObjectResult(null, EquatableArray<DiagnosticInfo>.Empty));
+
+        objects = objects.Collect().Combine(unions.Collect()).SelectMany(static (pair, _) => pair.Left.AddRange(pair.Right));
 
         // Sources depend on the models only, so an edit elsewhere regenerates nothing.
         context.RegisterSourceOutput(services.Select(static (r, _) => r.Model), static (spc, model) =>

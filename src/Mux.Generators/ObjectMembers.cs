@@ -4,15 +4,19 @@ using Microsoft.CodeAnalysis;
 
 namespace Mux.Generators;
 
-/// <summary>A field or property of a [MuxObject] type that is written at <see cref="Key"/>.</summary>
+/// <summary>A field or property of a [MessagePackObject] type: written at array index <see cref="Key"/>,
+/// or under the map key <see cref="StringKey"/> (then <see cref="Key"/> is its position).</summary>
 internal sealed class SerializedMember
 {
-    public SerializedMember(ISymbol symbol, ITypeSymbol type, int key)
+    public SerializedMember(ISymbol symbol, ITypeSymbol type, int key, string? stringKey)
     {
         Symbol = symbol;
         Type = type;
         Key = key;
+        StringKey = stringKey;
     }
+
+    public string? StringKey { get; }
 
     public ISymbol Symbol { get; }
 
@@ -23,7 +27,7 @@ internal sealed class SerializedMember
     public string Name => Symbol.Name;
 }
 
-/// <summary>Which members of a [MuxObject] type are serialized, and at which index.</summary>
+/// <summary>Which members of a [MessagePackObject] type are serialized, and under which key.</summary>
 internal static class ObjectMembers
 {
     /// <summary>
@@ -75,76 +79,78 @@ internal static class ObjectMembers
     public static ITypeSymbol TypeOf(ISymbol member) => member is IFieldSymbol field ? field.Type : ((IPropertySymbol)member).Type;
 
     /// <summary>
-    /// The serialized members, ordered by key. With [MuxKey] on any member, those members at their
-    /// keys; otherwise every public field and every property with a public getter, numbered in order.
+    /// The serialized members of a <c>[MessagePackObject]</c> type, by MessagePack-CSharp's rules:
+    /// every public instance field and every property with a public getter, of the type and its base
+    /// classes, except those marked <c>[IgnoreMember]</c>. Each carries <c>[Key(int)]</c> or
+    /// <c>[Key(string)]</c>; with <c>[MessagePackObject(keyAsPropertyName: true)]</c> a member without
+    /// <c>[Key]</c> is keyed by its name. Integer keys are ordered by key, string keys by declaration.
     /// </summary>
-    /// <param name="type">The [MuxObject] type.</param>
+    /// <param name="type">The [MessagePackObject] type.</param>
     /// <param name="known">The compilation's known types.</param>
-    /// <param name="problems">Receives what is wrong with a [MuxKey] member, if anything.</param>
+    /// <param name="problems">Receives what is wrong with a member, if anything.</param>
     public static List<SerializedMember> Select(INamedTypeSymbol type, KnownTypes known, List<(ISymbol Member, string Reason)>? problems)
     {
-        List<ISymbol> candidates = GetCandidates(type);
-        var keyed = new List<SerializedMember>();
-        var byKey = new Dictionary<int, ISymbol>();
-        bool anyKey = false;
-        foreach (ISymbol member in candidates)
-        {
-            AttributeData? key = KnownTypes.GetAttribute(member, known.MuxKeyAttribute);
-            if (key is null)
-            {
-                continue;
-            }
-
-            anyKey = true;
-            int index = key.ConstructorArguments.Length == 1 && key.ConstructorArguments[0].Value is int value ? value : -1;
-            if (index < 0)
-            {
-                problems?.Add((member, $"Member '{member.Name}' has [MuxKey({index})], but an index must not be negative"));
-                continue;
-            }
-
-            if (!IsReadable(member, known.Compilation))
-            {
-                problems?.Add((member, $"Member '{member.Name}' has [MuxKey] but generated code cannot read it: give it a public or internal getter"));
-                continue;
-            }
-
-            if (byKey.TryGetValue(index, out ISymbol? other))
-            {
-                problems?.Add((member, $"Members '{other.Name}' and '{member.Name}' both have [MuxKey({index})]: give each member its own index"));
-                continue;
-            }
-
-            byKey.Add(index, member);
-            keyed.Add(new SerializedMember(member, TypeOf(member), index));
-        }
-
-        if (anyKey)
-        {
-            keyed.Sort((a, b) => a.Key.CompareTo(b.Key));
-            return keyed;
-        }
+        AttributeData? objectAttribute = KnownTypes.GetAttribute(type, known.MessagePackObjectAttribute);
+        bool keyAsPropertyName = objectAttribute is { ConstructorArguments.Length: > 0 } && objectAttribute.ConstructorArguments[0].Value is true;
 
         var members = new List<SerializedMember>();
-        foreach (ISymbol member in candidates)
+        var intKeys = new Dictionary<int, ISymbol>();
+        var stringKeys = new Dictionary<string, ISymbol>(StringComparer.Ordinal);
+        foreach (ISymbol member in GetCandidates(type))
         {
-            bool isPublic = member.DeclaredAccessibility == Accessibility.Public
-                && (member is IFieldSymbol || ((IPropertySymbol)member).GetMethod is { DeclaredAccessibility: Accessibility.Public });
-            if (isPublic)
+            if (!IsPublicReadable(member) || known.HasAttribute(member, known.IgnoreMemberAttribute))
             {
-                members.Add(new SerializedMember(member, TypeOf(member), members.Count));
+                continue;
             }
+
+            AttributeData? key = KnownTypes.GetAttribute(member, known.KeyAttribute);
+            object? value = key is { ConstructorArguments.Length: 1 } ? key.ConstructorArguments[0].Value : null;
+            if (value is null && keyAsPropertyName)
+            {
+                value = member.Name;
+            }
+
+            switch (value)
+            {
+                case int index when index < 0:
+                    problems?.Add((member, $"Member '{member.Name}' has [Key({index})], but an index must not be negative"));
+                    break;
+                case int index when intKeys.TryGetValue(index, out ISymbol? other):
+                    problems?.Add((member, $"Members '{other.Name}' and '{member.Name}' both have [Key({index})]: give each member its own key"));
+                    break;
+                case int index:
+                    intKeys.Add(index, member);
+                    members.Add(new SerializedMember(member, TypeOf(member), index, null));
+                    break;
+                case string name when stringKeys.TryGetValue(name, out ISymbol? other):
+                    problems?.Add((member, $"Members '{other.Name}' and '{member.Name}' both have the key \"{name}\": give each member its own key"));
+                    break;
+                case string name:
+                    stringKeys.Add(name, member);
+                    members.Add(new SerializedMember(member, TypeOf(member), stringKeys.Count - 1, name));
+                    break;
+                default:
+                    problems?.Add((member, $"Public member '{member.Name}' of a [MessagePackObject] type has neither [Key] nor [IgnoreMember]: add [Key(n)] to serialize it or [IgnoreMember] to leave it out (MessagePack-CSharp requires one of them)"));
+                    break;
+            }
+        }
+
+        if (intKeys.Count > 0 && stringKeys.Count > 0)
+        {
+            problems?.Add((type, "Its members mix integer and string keys: use [Key(int)] on every member (a MessagePack array) or [Key(string)] on every member (a map)"));
+        }
+
+        if (stringKeys.Count == 0)
+        {
+            members.Sort((a, b) => a.Key.CompareTo(b.Key));
         }
 
         return members;
     }
 
-    private static bool IsReadable(ISymbol member, Compilation compilation) => member switch
-    {
-        IFieldSymbol field => TypeNames.IsAccessible(field, compilation),
-        IPropertySymbol property => property.GetMethod is { } getter && TypeNames.IsAccessible(getter, compilation),
-        _ => false,
-    };
+    private static bool IsPublicReadable(ISymbol member) =>
+        member.DeclaredAccessibility == Accessibility.Public
+        && (member is IFieldSymbol || ((IPropertySymbol)member).GetMethod is { DeclaredAccessibility: Accessibility.Public });
 
     /// <summary>Whether generated code can assign the member: returns false, or true with whether it is init-only.</summary>
     public static bool IsSettable(ISymbol member, Compilation compilation, out bool initOnly)

@@ -6,9 +6,72 @@ using Mux.Generators.Model;
 
 namespace Mux.Generators;
 
-/// <summary>Turns a [MuxObject] type into the model of its formatter, or into diagnostics.</summary>
+/// <summary>Turns a [MessagePackObject] or [Union] type into the model of its formatter, or into diagnostics.</summary>
 internal static class ObjectParser
 {
+    /// <summary>The types a formatter for <paramref name="type"/> serializes: its members' types, or a
+    /// union's case types.</summary>
+    public static IEnumerable<ITypeSymbol> ReachedTypes(INamedTypeSymbol type, KnownTypes known)
+    {
+        if (IsUnion(type, known))
+        {
+            return UnionCases(type, known).Select(c => (ITypeSymbol)c.Type);
+        }
+
+        return ObjectMembers.Select(type, known, problems: null).Select(m => m.Type);
+    }
+
+    private static bool IsUnion(INamedTypeSymbol type, KnownTypes known) =>
+        type.IsAbstract && known.HasAttribute(type, known.UnionAttribute);
+
+    private static List<(int Key, INamedTypeSymbol Type)> UnionCases(INamedTypeSymbol type, KnownTypes known)
+    {
+        var cases = new List<(int, INamedTypeSymbol)>();
+        foreach (AttributeData data in type.GetAttributes())
+        {
+            if (SymbolEqualityComparer.Default.Equals(data.AttributeClass, known.UnionAttribute)
+                && data.ConstructorArguments.Length == 2
+                && data.ConstructorArguments[0].Value is int key
+                && data.ConstructorArguments[1].Value is INamedTypeSymbol caseType)
+            {
+                cases.Add((key, caseType));
+            }
+        }
+
+        return cases;
+    }
+
+    private static ObjectModel? BuildUnion(INamedTypeSymbol type, KnownTypes known, List<DiagnosticInfo> diagnostics, Location? location, string typeName)
+    {
+        var planner = new FormatterPlanner(known);
+        var cases = new List<UnionCaseModel>();
+        var keys = new HashSet<int>();
+        bool ok = true;
+        foreach ((int key, INamedTypeSymbol caseType) in UnionCases(type, known))
+        {
+            if (!keys.Add(key))
+            {
+                ok = false;
+                diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, location, typeName,
+                    $"Two [Union] cases have the key {key}: give each case its own key"));
+            }
+
+            var unsupported = new List<ITypeSymbol>();
+            planner.Visit(caseType, unsupported);
+            foreach (ITypeSymbol missing in unsupported)
+            {
+                diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.NoFormatter, location, TypeNames.ForMessage(missing), $"[Union] '{typeName}'"));
+            }
+
+            cases.Add(new UnionCaseModel(key, TypeNames.Plain(caseType)));
+        }
+
+        return ok
+            ? new ObjectModel(TypeNames.HintName(type, "MuxUnion"), TypeNames.Plain(type), false, 2, EquatableArray<ObjectMemberModel>.Empty,
+                EquatableArray<int>.Empty, new EquatableArray<FormatterRegistration>(planner.Registrations), false, new EquatableArray<UnionCaseModel>(cases))
+            : null;
+    }
+
     public static ObjectResult Parse(INamedTypeSymbol type, KnownTypes known, bool reportDiagnostics)
     {
         var diagnostics = new List<DiagnosticInfo>();
@@ -24,9 +87,7 @@ internal static class ObjectParser
 
         if (IsGeneric(type))
         {
-            diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, location, typeName,
-                "Generic [MuxObject] types are not supported: remove the type parameters, or register a formatter for each constructed type with MuxFormatterResolver.Register<T>"));
-            return null;
+            return null; // Left to MessagePack's DynamicObjectResolver at run time (not available under Native AOT).
         }
 
         if (!TypeNames.IsAccessible(type, compilation))
@@ -41,6 +102,11 @@ internal static class ObjectParser
             diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, location, typeName,
                 "A ref struct cannot be serialized: make it a regular struct or a class"));
             return null;
+        }
+
+        if (IsUnion(type, known))
+        {
+            return BuildUnion(type, known, diagnostics, location, typeName);
         }
 
         var problems = new List<(ISymbol Member, string Reason)>();
@@ -97,10 +163,11 @@ internal static class ObjectParser
                 assignment = MemberAssignment.None;
             }
 
-            memberModels.Add(new ObjectMemberModel(member.Key, TypeNames.Identifier(member.Name), TypeNames.Annotated(member.Type), initialValue, assignment));
+            memberModels.Add(new ObjectMemberModel(member.Key, TypeNames.Identifier(member.Name), TypeNames.Annotated(member.Type), initialValue, assignment, member.StringKey));
         }
 
-        int length = members.Count == 0 ? 0 : members[members.Count - 1].Key + 1;
+        bool isMap = members.Count > 0 && members[0].StringKey is not null;
+        int length = isMap ? members.Count : members.Count == 0 ? 0 : members[members.Count - 1].Key + 1;
         return new ObjectModel(
             TypeNames.HintName(type, "MuxObject"),
             TypeNames.Plain(type),
@@ -108,12 +175,16 @@ internal static class ObjectParser
             length,
             new EquatableArray<ObjectMemberModel>(memberModels),
             new EquatableArray<int>(constructorMembers.Select(m => m.Key)),
-            new EquatableArray<FormatterRegistration>(planner.Registrations));
+            new EquatableArray<FormatterRegistration>(planner.Registrations),
+            isMap,
+            EquatableArray<UnionCaseModel>.Empty);
     }
 
     /// <summary>
-    /// Picks the accessible constructor with the most parameters whose parameters all match
-    /// serialized members by name (ignoring case) and type; a parameterless one matches trivially.
+    /// Picks the constructor MessagePack-CSharp would: the one marked [SerializationConstructor], else
+    /// the accessible constructor with the most parameters that all match serialized members, by name
+    /// (ignoring case) and type, or for integer keys by position (parameter i is the member with key i).
+    /// A parameterless constructor matches trivially.
     /// </summary>
     private static bool TryChooseConstructor(
         INamedTypeSymbol type,
@@ -130,25 +201,17 @@ internal static class ObjectParser
         }
 
         List<ISymbol> required = ObjectMembers.GetCandidates(type).Where(ObjectMembers.IsRequired).ToList();
-        foreach (IMethodSymbol constructor in type.InstanceConstructors)
+        IMethodSymbol? marked = type.InstanceConstructors.FirstOrDefault(c => known.HasAttribute(c, known.SerializationConstructorAttribute));
+        foreach (IMethodSymbol constructor in marked is null ? type.InstanceConstructors : [marked])
         {
             if (!TypeNames.IsAccessible(constructor, known.Compilation) || (chosen is not null && constructor.Parameters.Length <= chosen.Parameters.Length))
             {
                 continue;
             }
 
-            var matched = new SerializedMember[constructor.Parameters.Length];
-            bool usable = true;
-            for (int i = 0; i < constructor.Parameters.Length && usable; i++)
-            {
-                IParameterSymbol parameter = constructor.Parameters[i];
-                SerializedMember? member = members.FirstOrDefault(m =>
-                    ObjectMembers.NameMatches(m.Name, parameter.Name)
-                    && SymbolEqualityComparer.Default.Equals(m.Type, parameter.Type)
-                    && System.Array.IndexOf(matched, m) < 0);
-                usable = parameter.RefKind is RefKind.None or RefKind.In && member is not null;
-                matched[i] = member!;
-            }
+            SerializedMember[]? matched = MatchParameters(constructor, members, byPosition: false)
+                ?? (members.Exists(m => m.StringKey is null) ? MatchParameters(constructor, members, byPosition: true) : null);
+            bool usable = matched is not null;
 
             // Required members must be set in the object initializer unless the constructor says it sets them.
             if (usable && !known.HasAttribute(constructor, known.SetsRequiredMembersAttribute))
@@ -159,11 +222,33 @@ internal static class ObjectParser
             if (usable)
             {
                 chosen = constructor;
-                chosenMembers = matched;
+                chosenMembers = matched!;
             }
         }
 
         return chosen is not null;
+    }
+
+    private static SerializedMember[]? MatchParameters(IMethodSymbol constructor, List<SerializedMember> members, bool byPosition)
+    {
+        var matched = new SerializedMember[constructor.Parameters.Length];
+        for (int i = 0; i < constructor.Parameters.Length; i++)
+        {
+            IParameterSymbol parameter = constructor.Parameters[i];
+            int index = i;
+            SerializedMember? member = members.FirstOrDefault(m =>
+                (byPosition ? m.Key == index : ObjectMembers.NameMatches(m.Name, parameter.Name))
+                && SymbolEqualityComparer.Default.Equals(m.Type, parameter.Type)
+                && System.Array.IndexOf(matched, m) < 0);
+            if (parameter.RefKind is not (RefKind.None or RefKind.In) || member is null)
+            {
+                return null;
+            }
+
+            matched[i] = member;
+        }
+
+        return matched;
     }
 
     private static bool IsGeneric(INamedTypeSymbol type)

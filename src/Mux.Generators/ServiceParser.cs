@@ -165,8 +165,8 @@ internal static class ServiceParser
             return null;
         }
 
-        // [MuxObject] types from other assemblies get a formatter here too: their own assembly's
-        // module initializer may not have run by the time one is serialized.
+        // [MessagePackObject] and [Union] types from other assemblies get a formatter here too: their
+        // assembly may have no Mux generator, or its module initializer may not have run yet.
         var externalObjects = new List<ObjectModel>();
         foreach (INamedTypeSymbol type in planner.Objects)
         {

@@ -3,7 +3,6 @@ using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Mux.Client;
-using Mux.Serialization;
 using Mux.Transport;
 
 namespace Mux;
@@ -123,29 +122,31 @@ public sealed class MuxClient : IAsyncDisposable
     /// <see cref="MuxClientOptions.CallTimeout"/>; with <see cref="OperationCanceledException"/> when
     /// <paramref name="cancellationToken"/> fires (the server is told to cancel the handler); or with
     /// <see cref="MuxConnectionException"/> when the connection is lost. A request that cannot be sent
-    /// fails without touching the connection: <see cref="Serialization.MuxSerializationException"/>
+    /// fails without touching the connection: <see cref="MessagePack.MessagePackSerializationException"/>
     /// when an argument cannot be serialized, <see cref="InvalidOperationException"/> when the request
     /// is larger than the server's maximum frame size.
     /// </summary>
-    /// <typeparam name="TArguments">A struct that writes the arguments as a MessagePack array.</typeparam>
+    /// <typeparam name="TArguments">The argument list: a struct whose formatter (generated for proxies, or in the
+    /// resolver of <see cref="MuxClientOptions.SerializerOptions"/>) writes it as a MessagePack array.</typeparam>
     /// <typeparam name="TResult">The method's result type.</typeparam>
     /// <param name="methodId">The method's wire id.</param>
     /// <param name="arguments">The arguments.</param>
     /// <param name="cancellationToken">Cancels the call.</param>
     /// <returns>The result.</returns>
     public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken = default)
-        where TArguments : struct, IMuxArguments
+        where TArguments : struct
         => _connection.InvokeAsync<TArguments, TResult>(methodId, arguments, cancellationToken);
 
     /// <summary>Calls a method that returns no value; completes like
     /// <see cref="InvokeAsync{TArguments, TResult}(uint, in TArguments, CancellationToken)"/>.</summary>
-    /// <typeparam name="TArguments">A struct that writes the arguments as a MessagePack array.</typeparam>
+    /// <typeparam name="TArguments">The argument list: a struct whose formatter (generated for proxies, or in the
+    /// resolver of <see cref="MuxClientOptions.SerializerOptions"/>) writes it as a MessagePack array.</typeparam>
     /// <param name="methodId">The method's wire id.</param>
     /// <param name="arguments">The arguments.</param>
     /// <param name="cancellationToken">Cancels the call.</param>
     /// <returns>A task that completes when the server has run the method.</returns>
     public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken = default)
-        where TArguments : struct, IMuxArguments
+        where TArguments : struct
         => _connection.InvokeAsync(methodId, arguments, cancellationToken);
 
     /// <summary>Counters of the connection: frames, flushes, socket operations.</summary>

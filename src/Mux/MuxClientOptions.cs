@@ -1,7 +1,7 @@
 using System.Net;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
-using Mux.Serialization;
+using MessagePack;
 
 namespace Mux;
 
@@ -30,6 +30,16 @@ public sealed class MuxClientOptions
     /// </summary>
     public int MaxFrameSize { get; set; } = 4 * 1024 * 1024;
 
+    /// <summary>
+    /// How arguments are written and results read (MessagePack-CSharp). Formatters the Mux generator
+    /// emitted for the contracts' argument lists and <c>[MessagePackObject]</c> types are always
+    /// consulted first (they keep Native AOT working), then this options' resolver. Set it to use
+    /// your own resolver or LZ4 compression, for example
+    /// <c>MessagePackSerializerOptions.Standard.WithCompression(MessagePackCompression.Lz4BlockArray)</c>;
+    /// the server must use the same compression. Defaults to <see cref="MessagePackSerializerOptions.Standard"/>.
+    /// </summary>
+    public MessagePackSerializerOptions SerializerOptions { get; set; } = MessagePackSerializerOptions.Standard;
+
     /// <summary>A token sent in the handshake, checked by servers that set
     /// <see cref="MuxServerOptions.AuthToken"/>. Defaults to <see langword="null"/> (none).</summary>
     public string? AuthToken { get; set; }
@@ -39,6 +49,11 @@ public sealed class MuxClientOptions
 
     internal void Validate()
     {
+        if (SerializerOptions is null)
+        {
+            throw new InvalidOperationException("MuxClientOptions.SerializerOptions is null. Leave it at its default (MessagePackSerializerOptions.Standard) or set it to the options you serialize with.");
+        }
+
         OptionsValidation.RequirePositive(CallTimeout, nameof(MuxClientOptions), nameof(CallTimeout), allowInfinite: true);
         OptionsValidation.RequirePositive(ConnectTimeout, nameof(MuxClientOptions), nameof(ConnectTimeout), allowInfinite: true);
         OptionsValidation.RequireFrameSize(MaxFrameSize, nameof(MuxClientOptions));

@@ -5,7 +5,6 @@ using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Mux.Connection;
-using Mux.Serialization;
 using Mux.Server;
 using Mux.Transport;
 

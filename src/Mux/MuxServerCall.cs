@@ -1,5 +1,7 @@
 using System.Buffers;
+using System.ComponentModel;
 using System.Diagnostics;
+using MessagePack;
 using Mux.Connection;
 using Mux.Protocol;
 using Mux.Serialization;
@@ -53,44 +55,24 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     /// </summary>
     public CancellationToken CancellationToken => (Volatile.Read(ref _cancellation) ?? CreateCancellation()).Token;
 
-    /// <summary>Starts reading the arguments: checks that the request carries exactly
-    /// <paramref name="expectedCount"/> of them and returns a reader positioned at the first.</summary>
-    /// <param name="expectedCount">How many parameters the method has (not counting a CancellationToken).</param>
-    /// <returns>A reader for <see cref="ReadArgument{T}(ref MessagePackReader)"/>.</returns>
-    public MessagePackReader CreateArgumentReader(int expectedCount)
-    {
-        var reader = new MessagePackReader(_arguments.AsSpan(0, _argumentsLength));
-        int count;
-        try
-        {
-            count = reader.ReadArrayHeader();
-        }
-        catch (MuxSerializationException ex)
-        {
-            throw new InvalidArgumentsException($"The arguments of {MethodName} are not a MessagePack array: {ex.Message}", ex);
-        }
-
-        if (count != expectedCount)
-        {
-            throw new InvalidArgumentsException($"{MethodName} takes {expectedCount} argument(s) but the request carries {count}. The client and server contracts differ.", null);
-        }
-
-        return reader;
-    }
-
-    /// <summary>Reads the next argument.</summary>
-    /// <typeparam name="T">The parameter's type.</typeparam>
-    /// <param name="reader">The reader from <see cref="CreateArgumentReader(int)"/>.</param>
-    /// <returns>The argument.</returns>
-    public T ReadArgument<T>(ref MessagePackReader reader)
+    /// <summary>
+    /// Reads the request's argument list (one MessagePack array) into <typeparamref name="TArguments"/>
+    /// with the server's serializer options. A request whose arguments cannot be read fails with
+    /// <see cref="MuxStatusCode.InvalidArguments"/>; the connection stays up.
+    /// </summary>
+    /// <typeparam name="TArguments">The method's argument list: generated code passes the struct it
+    /// generated, whose formatter the generated resolver provides.</typeparam>
+    /// <returns>The arguments.</returns>
+    [EditorBrowsable(EditorBrowsableState.Never)]
+    public TArguments ReadArguments<TArguments>()
     {
         try
         {
-            return MuxFormatterResolver.GetFormatter<T>().Deserialize(ref reader);
+            return MessagePackSerializer.Deserialize<TArguments>(_arguments.AsMemory(0, _argumentsLength), _connection.SerializerOptions);
         }
-        catch (MuxSerializationException ex)
+        catch (MessagePackSerializationException ex)
         {
-            throw new InvalidArgumentsException($"An argument of {MethodName} could not be read as {typeof(T).Name}: {ex.Message}", ex);
+            throw new InvalidArgumentsException($"The arguments of {MethodName} could not be read: {ex.GetBaseException().Message}", ex);
         }
     }
 
@@ -153,7 +135,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
 
     private void SendResult<T>(T value)
     {
-        var body = new ResultBody<T>(value);
+        var body = new ResultBody<T>(value, _connection.SerializerOptions);
         _connection.SendResponse(CallId, ref body);
     }
 

@@ -1,7 +1,7 @@
 using System.Net;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
-using Mux.Serialization;
+using MessagePack;
 
 namespace Mux;
 
@@ -57,11 +57,28 @@ public sealed class MuxServerOptions
         return this;
     }
 
+    /// <summary>
+    /// How arguments are read and results written (MessagePack-CSharp). Formatters the Mux generator
+    /// emitted for the contracts are always consulted first, then this options' resolver. A server
+    /// reads whatever any client sends, so when <see cref="MessagePackSerializerOptions.Security"/> is
+    /// <see cref="MessagePackSecurity.TrustedData"/> (the default of every built-in options object) the
+    /// server reads with <see cref="MessagePackSecurity.UntrustedData"/> instead: hash-collision-resistant
+    /// dictionaries and a limit on nesting depth, so a hostile body fails its own call with
+    /// <see cref="MuxStatusCode.InvalidArguments"/> instead of exhausting the stack or the CPU. Any other
+    /// security you set is used as it is. Defaults to <see cref="MessagePackSerializerOptions.Standard"/>.
+    /// </summary>
+    public MessagePackSerializerOptions SerializerOptions { get; set; } = MessagePackSerializerOptions.Standard;
+
     internal void Validate()
     {
         if (EndPoint is null)
         {
             throw new InvalidOperationException("MuxServerOptions.EndPoint is not set. Set it, for example options.Listen(IPAddress.Loopback, 5000), or use port 0 for any free port.");
+        }
+
+        if (SerializerOptions is null)
+        {
+            throw new InvalidOperationException("MuxServerOptions.SerializerOptions is null. Leave it at its default (MessagePackSerializerOptions.Standard) or set it to the options you serialize with.");
         }
 
         OptionsValidation.RequireFrameSize(MaxFrameSize, nameof(MuxServerOptions));

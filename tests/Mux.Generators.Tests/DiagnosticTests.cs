@@ -212,17 +212,19 @@ public sealed class DiagnosticTests
     public void MUX009_ObjectWithoutAUsableConstructor()
     {
         const string source = """
-            using Mux;
+            using MessagePack;
 
             namespace Contracts;
 
-            [MuxObject]
+            [MessagePackObject]
             public sealed class Point
             {
                 public Point(string label) => Label2 = label;
 
+                [Key(0)]
                 public int X { get; set; }
 
+                [Key(1)]
                 public string Label2 { get; }
             }
             """;
@@ -235,11 +237,12 @@ public sealed class DiagnosticTests
     public void MUX009_AbstractObject()
     {
         const string source = """
-            using Mux;
+            using MessagePack;
 
-            [MuxObject]
+            [MessagePackObject]
             public abstract class Shape
             {
+                [Key(0)]
                 public int Sides { get; set; }
             }
             """;
@@ -273,7 +276,8 @@ public sealed class DiagnosticTests
         Assert.Equal("MUX010", diagnostic.Id);
         Assert.Equal(DiagnosticSeverity.Warning, diagnostic.Severity);
         Assert.Equal(GeneratorHarness.LineOf(source, "Unknown payload"), diagnostic.Line());
-        Assert.Contains("register a formatter with MuxFormatterResolver.Register<T> or mark it [MuxObject]", diagnostic.GetMessage(), StringComparison.OrdinalIgnoreCase);
+        Assert.Contains("mark it [MessagePackObject] and its members [Key(n)]", diagnostic.GetMessage(), StringComparison.Ordinal);
+        Assert.Contains("suppress MUX010", diagnostic.GetMessage(), StringComparison.Ordinal);
         Assert.Contains("Contracts.Unknown", diagnostic.GetMessage(), StringComparison.Ordinal);
         Assert.Empty(run.OutputProblems);
         Assert.Single(GeneratorHarness.AddedMethods(run));
@@ -290,25 +294,27 @@ public sealed class DiagnosticTests
             [MuxService]
             public interface IService
             {
-                Task<List<object>> All();
+                Task<List<System.IO.Stream>> All();
             }
             """;
 
-        Diagnostic diagnostic = AssertReports(source, "MUX010", DiagnosticSeverity.Warning, "Task<List<object>> All(");
-        Assert.Contains("'object'", diagnostic.GetMessage(), StringComparison.Ordinal);
+        Diagnostic diagnostic = AssertReports(source, "MUX010", DiagnosticSeverity.Warning, "Task<List<System.IO.Stream>> All(");
+        Assert.Contains("'System.IO.Stream'", diagnostic.GetMessage(), StringComparison.Ordinal);
     }
 
     [Fact]
     public void MUX010_MemberOfAnObject()
     {
         const string source = """
-            using Mux;
+            using MessagePack;
 
-            [MuxObject]
+            [MessagePackObject]
             public sealed class Holder
             {
+                [Key(0)]
                 public int Id { get; set; }
 
+                [Key(1)]
                 public System.IO.Stream? Data { get; set; }
             }
             """;
@@ -341,37 +347,116 @@ public sealed class DiagnosticTests
     public void MUX011_DuplicateKey()
     {
         const string source = """
-            using Mux;
+            using MessagePack;
 
-            [MuxObject]
+            [MessagePackObject]
             public sealed class Pair
             {
-                [MuxKey(0)]
+                [Key(0)]
                 public int First { get; set; }
 
-                [MuxKey(0)]
+                [Key(0)]
                 public int Second { get; set; }
             }
             """;
 
         Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "public int Second");
-        Assert.Contains("both have [MuxKey(0)]", diagnostic.GetMessage(), StringComparison.Ordinal);
+        Assert.Contains("both have [Key(0)]", diagnostic.GetMessage(), StringComparison.Ordinal);
     }
 
     [Fact]
-    public void MUX011_GenericObject()
+    public void GenericObject_IsLeftToMessagePackAtRunTime()
     {
+        // A generic [MessagePackObject] has no closed type to generate for; MessagePack's dynamic
+        // resolver handles it at run time (so not under Native AOT, which the README says).
         const string source = """
-            using Mux;
+            using MessagePack;
 
-            [MuxObject]
+            [MessagePackObject]
             public sealed class Box<T>
             {
+                [Key(0)]
                 public T? Value { get; set; }
             }
             """;
 
-        AssertReports(source, "MUX011", DiagnosticSeverity.Error, "public sealed class Box<T>");
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.GeneratedTrees);
+        Assert.Empty(run.OutputProblems);
+    }
+
+    [Fact]
+    public void MUX011_PublicMemberWithoutAKey()
+    {
+        const string source = """
+            using MessagePack;
+
+            [MessagePackObject]
+            public sealed class Order
+            {
+                [Key(0)]
+                public int Id { get; set; }
+
+                public string? Note { get; set; }
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "public string? Note");
+        Assert.Contains("add [Key(n)] to serialize it or [IgnoreMember] to leave it out", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX011_MixedIntegerAndStringKeys()
+    {
+        const string source = """
+            using MessagePack;
+
+            [MessagePackObject]
+            public sealed class Mixed
+            {
+                [Key(0)]
+                public int Id { get; set; }
+
+                [Key("name")]
+                public string? Name { get; set; }
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "public sealed class Mixed");
+        Assert.Contains("mix integer and string keys", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX011_TwoUnionCasesWithTheSameKey()
+    {
+        const string source = """
+            using MessagePack;
+
+            [Union(0, typeof(Circle))]
+            [Union(0, typeof(Square))]
+            public interface IShape
+            {
+            }
+
+            [MessagePackObject]
+            public sealed class Circle : IShape
+            {
+                [Key(0)]
+                public double Radius { get; set; }
+            }
+
+            [MessagePackObject]
+            public sealed class Square : IShape
+            {
+                [Key(0)]
+                public double Side { get; set; }
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "public interface IShape");
+        Assert.Contains("Two [Union] cases have the key 0", diagnostic.GetMessage(), StringComparison.Ordinal);
     }
 
     [Fact]

@@ -10,41 +10,42 @@ public sealed class GeneratedCodeTests
         using System.Collections.Generic;
         using System.Threading;
         using System.Threading.Tasks;
+        using MessagePack;
         using Mux;
 
         namespace Contracts.Shapes
         {
             public enum Color : byte { Red, Green }
 
-            [MuxObject]
-            public sealed record Item([property: MuxKey(0)] string Name, [property: MuxKey(2)] int Count = 7);
+            [MessagePackObject]
+            public sealed record Item([property: Key(0)] string Name, [property: Key(2)] int Count = 7);
 
-            [MuxObject]
+            [MessagePackObject]
             public sealed class Order
             {
-                public Guid Id { get; set; }
-                public List<Item> Items { get; set; } = new();
-                public Dictionary<string, int[]>? Tags { get; init; }
-                public Color Color { get; set; }
-                public int? Priority { get; set; }
-                public DateTime Created { get; init; }
-                public required string Owner { get; set; }
-                public int Computed => Items.Count;
-                public Color? MaybeColor;
+                [Key(0)] public Guid Id { get; set; }
+                [Key(1)] public List<Item> Items { get; set; } = new();
+                [Key(2)] public Dictionary<string, int[]>? Tags { get; init; }
+                [Key(3)] public Color Color { get; set; }
+                [Key(4)] public int? Priority { get; set; }
+                [Key(5)] public DateTime Created { get; init; }
+                [Key(6)] public required string Owner { get; set; }
+                [IgnoreMember] public int Computed => Items.Count;
+                [Key(7)] public Color? MaybeColor;
             }
 
-            [MuxObject]
+            [MessagePackObject]
             public readonly struct Point
             {
                 public Point(int x, int y) { X = x; Y = y; }
-                public int X { get; }
-                public int Y { get; }
+                [Key(0)] public int X { get; }
+                [Key(1)] public int Y { get; }
             }
 
-            [MuxObject]
-            public record struct Range(int From, int To);
+            [MessagePackObject]
+            public record struct Range([property: Key(0)] int From, [property: Key(1)] int To);
 
-            [MuxObject]
+            [MessagePackObject(keyAsPropertyName: true)]
             internal sealed class Keywords
             {
                 public int @class { get; set; }
@@ -73,6 +74,7 @@ public sealed class GeneratedCodeTests
                 Task<int> Keywords(int @class, string @event, int writer, int reader, int call, int service);
                 Task<int> Write(int definition, int client, int _client);
                 ValueTask<(int, string)[]?> Tuple();
+                Task Upload(System.IO.Stream data);
             }
         }
 
@@ -90,10 +92,10 @@ public sealed class GeneratedCodeTests
                 Task<global::Contracts.Shapes.Item> Get(int id);
             }
 
-            [MuxObject]
+            [MessagePackObject]
             internal sealed class NestedObject
             {
-                public int Value { get; set; }
+                [Key(0)] public int Value { get; set; }
             }
         }
 
@@ -113,10 +115,10 @@ public sealed class GeneratedCodeTests
     {
         GeneratorRun run = GeneratorHarness.Run(EveryShape);
 
-        // The only diagnostic: (int, string) tuples have no formatter.
+        // The only diagnostic: MessagePack has no formatter for a Stream.
         Diagnostic warning = Assert.Single(run.GeneratorDiagnostics);
         Assert.Equal("MUX010", warning.Id);
-        Assert.Equal(GeneratorHarness.LineOf(EveryShape, "ValueTask<(int, string)[]?> Tuple()"), warning.Line());
+        Assert.Equal(GeneratorHarness.LineOf(EveryShape, "Task Upload(System.IO.Stream data)"), warning.Line());
 
         Assert.Empty(run.OutputProblems);
 
@@ -248,8 +250,8 @@ public sealed class GeneratedCodeTests
     [Fact]
     public void AnUnrelatedEdit_RegeneratesNothing()
     {
-        // Without the tuple method, which reports MUX010: diagnostics are re-located on every edit.
-        GeneratorRun run = GeneratorHarness.Run(EveryShape.Replace("ValueTask<(int, string)[]?> Tuple();", "", StringComparison.Ordinal));
+        // Without the Stream method, which reports MUX010: diagnostics are re-located on every edit.
+        GeneratorRun run = GeneratorHarness.Run(EveryShape.Replace("Task Upload(System.IO.Stream data);", "", StringComparison.Ordinal));
         Assert.Empty(run.GeneratorDiagnostics);
         Compilation edited = run.Input.AddSyntaxTrees(
             Microsoft.CodeAnalysis.CSharp.CSharpSyntaxTree.ParseText("namespace Other; public sealed class Unrelated { }", GeneratorHarness.ParseOptions, path: "Other.cs"));
@@ -265,21 +267,21 @@ public sealed class GeneratedCodeTests
     }
 
     [Fact]
-    public void MuxObjectsFromAReferencedAssembly_GetAFormatterInTheServiceFile()
+    public void MessagePackObjectsFromAReferencedAssembly_GetAFormatterInTheServiceFile()
     {
         MetadataReference contracts = GeneratorHarness.CompileToReference("Contracts", """
-            using Mux;
+            using MessagePack;
 
             namespace Shared;
 
-            [MuxObject]
-            public sealed record Money(string Currency, decimal Amount);
+            [MessagePackObject]
+            public sealed record Money([property: Key(0)] string Currency, [property: Key(1)] decimal Amount);
 
-            [MuxObject]
+            [MessagePackObject]
             public sealed class Account
             {
-                public int Id { get; set; }
-                public Money? Balance { get; init; }
+                [Key(0)] public int Id { get; set; }
+                [Key(1)] public Money? Balance { get; init; }
                 internal int Hidden { get; set; }
             }
             """);
@@ -302,9 +304,9 @@ public sealed class GeneratedCodeTests
         Assert.Empty(run.GeneratorDiagnostics);
         Assert.Empty(run.OutputProblems);
         string generated = run.GeneratedText;
-        Assert.Contains("TryRegister<global::Shared.Account?>(new ObjectFormatter", generated, StringComparison.Ordinal);
-        Assert.Contains("TryRegister<global::Shared.Money?>(new ObjectFormatter", generated, StringComparison.Ordinal);
-        Assert.Contains("TryRegister<global::System.Collections.Generic.List<global::Shared.Account>?>(new global::Mux.Serialization.ListFormatter<global::Shared.Account>())", generated, StringComparison.Ordinal);
+        Assert.Contains("MuxFormatters.Register<global::Shared.Account?>(new ObjectFormatter", generated, StringComparison.Ordinal);
+        Assert.Contains("MuxFormatters.Register<global::Shared.Money?>(new ObjectFormatter", generated, StringComparison.Ordinal);
+        Assert.Contains("MuxFormatters.Register<global::System.Collections.Generic.List<global::Shared.Account>?>(new global::MessagePack.Formatters.ListFormatter<global::Shared.Account>())", generated, StringComparison.Ordinal);
         Assert.DoesNotContain("Hidden", generated, StringComparison.Ordinal);
     }
 }

@@ -1,5 +1,6 @@
 using Mux.Protocol;
 using Mux.Samples.Contracts;
+using MessagePack;
 using Mux.Serialization;
 
 namespace Mux.Benchmarks.AllocationProbe;
@@ -19,16 +20,19 @@ internal sealed class ProbeScenario
         if (listCount == 0)
         {
             MethodId = UserServiceContracts.AddMethodId;
-            Request = StubFrames.Encode(FrameType.Request, MethodId, new ArgumentsBody<AddArguments>(new AddArguments(1, 2)));
-            Response = StubFrames.Encode(FrameType.Response, 0, new ResultBody<int>(3));
+            Request = StubFrames.Encode(FrameType.Request, MethodId, new ArgumentsBody<AddArguments>(new AddArguments(1, 2), s_options));
+            Response = StubFrames.Encode(FrameType.Response, 0, new ResultBody<int>(3, s_options));
         }
         else
         {
             MethodId = UserServiceContracts.ListMethodId;
-            Request = StubFrames.Encode(FrameType.Request, MethodId, new ArgumentsBody<ListArguments>(new ListArguments(listCount)));
-            Response = StubFrames.Encode(FrameType.Response, 0, new ResultBody<List<User>>(UserServiceContracts.CreateUsers(listCount)));
+            Request = StubFrames.Encode(FrameType.Request, MethodId, new ArgumentsBody<ListArguments>(new ListArguments(listCount), s_options));
+            Response = StubFrames.Encode(FrameType.Response, 0, new ResultBody<List<User>>(UserServiceContracts.CreateUsers(listCount), s_options));
         }
     }
+
+    /// <summary>The options a Mux client uses by default.</summary>
+    private static readonly MessagePackSerializerOptions s_options = MuxSerializerOptions.ForClient(MessagePackSerializerOptions.Standard);
 
     public string Name { get; }
 
@@ -61,14 +65,13 @@ internal sealed class ProbeScenario
     /// <summary>Allocates what the client's deserializer allocates for one response: the result objects.</summary>
     public void DeserializeResult()
     {
-        var reader = new MessagePackReader(ResultBytes.Span);
         if (ListCount == 0)
         {
-            _ = MuxFormatterResolver.GetFormatter<int>().Deserialize(ref reader);
+            _ = MessagePackSerializer.Deserialize<int>(ResultBytes, s_options);
         }
         else
         {
-            GC.KeepAlive(MuxFormatterResolver.GetFormatter<List<User>>().Deserialize(ref reader));
+            GC.KeepAlive(MessagePackSerializer.Deserialize<List<User>>(ResultBytes, s_options));
         }
     }
 

@@ -66,22 +66,28 @@ internal sealed record ServiceModel(
     EquatableArray<FormatterRegistration> Registrations,
     EquatableArray<ObjectModel> ExternalObjects);
 
-/// <summary>A serialized member of a [MuxObject] type.</summary>
-/// <param name="Key">The member's index in the MessagePack array.</param>
+/// <summary>A serialized member of a [MessagePackObject] type.</summary>
+/// <param name="Key">The member's index in the MessagePack array (its position, for a map).</param>
 /// <param name="Name">The member's identifier, escaped if it is a keyword.</param>
 /// <param name="Type">The fully qualified member type, with nullable annotations.</param>
 /// <param name="InitialValue">What the member's local starts as when the array is too short.</param>
 /// <param name="Assignment">How the value read reaches the new object.</param>
-internal sealed record ObjectMemberModel(int Key, string Name, string Type, string InitialValue, MemberAssignment Assignment);
+/// <param name="StringKey">The member's key in the MessagePack map; null for an array member.</param>
+internal sealed record ObjectMemberModel(int Key, string Name, string Type, string InitialValue, MemberAssignment Assignment, string? StringKey);
 
-/// <summary>Everything needed to emit one [MuxObject] type's formatter.</summary>
+/// <summary>One case of a [Union] type: the key written before the value, and the case's type.</summary>
+internal sealed record UnionCaseModel(int Key, string Type);
+
+/// <summary>Everything needed to emit one [MessagePackObject] (or [Union]) type's formatter.</summary>
 /// <param name="HintName">The generated file's name.</param>
 /// <param name="Type">The fully qualified type, without annotations.</param>
 /// <param name="IsValueType">Whether the type is a struct (never nil).</param>
-/// <param name="Length">The MessagePack array length: the largest key plus one.</param>
+/// <param name="Length">The MessagePack array length (the largest key plus one), or the map's entry count.</param>
 /// <param name="Members">The serialized members, by key.</param>
 /// <param name="ConstructorKeys">The keys of the members passed to the constructor, in parameter order.</param>
 /// <param name="Registrations">Formatters for the collection, enum and nullable types of the members.</param>
+/// <param name="IsMap">Whether the members are written as a map with string keys (else an array).</param>
+/// <param name="UnionCases">For a [Union] type, its cases (and no members); empty otherwise.</param>
 internal sealed record ObjectModel(
     string HintName,
     string Type,
@@ -89,10 +95,12 @@ internal sealed record ObjectModel(
     int Length,
     EquatableArray<ObjectMemberModel> Members,
     EquatableArray<int> ConstructorKeys,
-    EquatableArray<FormatterRegistration> Registrations);
+    EquatableArray<FormatterRegistration> Registrations,
+    bool IsMap,
+    EquatableArray<UnionCaseModel> UnionCases);
 
 /// <summary>The result of looking at one [MuxService] interface: a model unless it has errors.</summary>
 internal sealed record ServiceResult(ServiceModel? Model, EquatableArray<DiagnosticInfo> Diagnostics);
 
-/// <summary>The result of looking at one [MuxObject] type: a model unless it has errors.</summary>
+/// <summary>The result of looking at one [MessagePackObject] or [Union] type: a model unless it has errors.</summary>
 internal sealed record ObjectResult(ObjectModel? Model, EquatableArray<DiagnosticInfo> Diagnostics);

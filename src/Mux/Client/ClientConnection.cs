@@ -1,5 +1,6 @@
 using System.Buffers;
 using System.Buffers.Binary;
+using MessagePack;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
 using Mux.Protocol;
@@ -34,15 +35,11 @@ internal sealed class ClientConnection : MuxConnection
     // Set (once) when the server sent GoAway: new calls fail at once. Written by the reader loop.
     private volatile bool _goingAway;
 
-    static ClientConnection()
-    {
-        MuxFormatterResolver.TryRegister(VoidResultFormatter.Instance);
-    }
-
     private ClientConnection(IMuxTransport transport, MuxClientOptions options, ILogger logger, string name)
         : base(transport, options.MaxFrameSize, logger, name)
     {
         _options = options;
+        SerializerOptions = MuxSerializerOptions.ForClient(options.SerializerOptions);
         _callTimeoutMs = options.CallTimeout == Timeout.InfiniteTimeSpan ? -1 : (long)options.CallTimeout.TotalMilliseconds;
         if (_callTimeoutMs > 0)
         {
@@ -56,6 +53,10 @@ internal sealed class ClientConnection : MuxConnection
     }
 
     public int PendingCallCount => _pending.Count;
+
+    /// <summary>The options arguments are written and results read with: the user's, with
+    /// generated formatters consulted first. Immutable.</summary>
+    public MessagePackSerializerOptions SerializerOptions { get; }
 
     // The call being sent is already in the table, so one pending call means a lone caller.
     protected override bool IsQuiet => _pending.Count <= 1;
@@ -92,7 +93,7 @@ internal sealed class ClientConnection : MuxConnection
     }
 
     public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
-        where TArguments : struct, IMuxArguments
+        where TArguments : struct
     {
         if (cancellationToken.IsCancellationRequested)
         {
@@ -105,7 +106,7 @@ internal sealed class ClientConnection : MuxConnection
     }
 
     public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
-        where TArguments : struct, IMuxArguments
+        where TArguments : struct
     {
         if (cancellationToken.IsCancellationRequested)
         {
@@ -122,7 +123,7 @@ internal sealed class ClientConnection : MuxConnection
     /// the call failed before anything was sent (the call object is then back in its pool).
     /// </summary>
     private Exception? Start<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, CancellationToken cancellationToken)
-        where TArguments : struct, IMuxArguments
+        where TArguments : struct
     {
         if (_goingAway)
         {
@@ -149,7 +150,7 @@ internal sealed class ClientConnection : MuxConnection
 
         try
         {
-            var body = new ArgumentsBody<TArguments>(arguments);
+            var body = new ArgumentsBody<TArguments>(arguments, SerializerOptions);
             SendFrame(FrameType.Request, call.CallId, methodId, ref body);
         }
         catch (Exception ex)

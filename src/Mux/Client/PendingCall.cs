@@ -1,7 +1,6 @@
 using System.Buffers;
 using System.Diagnostics;
 using Mux.Protocol;
-using Mux.Serialization;
 
 namespace Mux.Client;
 
@@ -146,10 +145,10 @@ internal abstract class PendingCall : IThreadPoolWorkItem
             switch (_outcome)
             {
                 case CallOutcome.Response:
-                    SetResultFromPayload(payload.AsSpan(0, _payloadLength));
+                    SetResultFromPayload(payload.AsMemory(0, _payloadLength));
                     break;
                 case CallOutcome.Error:
-                    ErrorBody error = ErrorBody.Read(payload.AsSpan(0, _payloadLength));
+                    ErrorBody error = ErrorBody.Read(payload.AsMemory(0, _payloadLength));
                     SetException(new MuxRemoteException(error.Code, error.Message, error.RemoteType));
                     break;
                 default:
@@ -168,7 +167,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem
 
     /// <summary>Deserializes the result and completes the caller's task (or fails it with the
     /// serializer's exception).</summary>
-    protected abstract void SetResultFromPayload(ReadOnlySpan<byte> payload);
+    protected abstract void SetResultFromPayload(ReadOnlyMemory<byte> payload);
 
     protected abstract void SetException(Exception exception);
 }

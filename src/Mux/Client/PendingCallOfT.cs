@@ -1,6 +1,6 @@
 using System.Collections.Concurrent;
 using System.Threading.Tasks.Sources;
-using Mux.Serialization;
+using MessagePack;
 
 namespace Mux.Client;
 
@@ -58,17 +58,17 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
         }
     }
 
-    protected override void SetResultFromPayload(ReadOnlySpan<byte> payload)
+    protected override void SetResultFromPayload(ReadOnlyMemory<byte> payload)
     {
         T result;
         try
         {
-            var reader = new MessagePackReader(payload);
-            result = MuxFormatterResolver.GetFormatter<T>().Deserialize(ref reader);
+            result = MessagePackSerializer.Deserialize<T>(payload, Connection!.SerializerOptions);
         }
         catch (Exception ex)
         {
-            _core.SetException(new MuxSerializationException($"The response to method 0x{MethodId:x8} could not be read as {typeof(T).Name}: {ex.Message}", ex));
+            _core.SetException(new MessagePackSerializationException(
+                $"The response to method 0x{MethodId:x8} could not be read as {typeof(T).Name}: {ex.GetBaseException().Message}", ex));
             return;
         }
 

@@ -1,4 +1,3 @@
-using Mux.Serialization;
 
 namespace Mux.Connection;
 

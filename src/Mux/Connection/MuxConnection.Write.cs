@@ -2,7 +2,6 @@ using System.Buffers;
 using System.Diagnostics.CodeAnalysis;
 using System.IO.Pipelines;
 using Mux.Protocol;
-using Mux.Serialization;
 
 namespace Mux.Connection;
 
@@ -52,7 +51,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     /// <summary>Encodes a frame with a MessagePack body and sends it.</summary>
     /// <exception cref="MuxConnectionException">The connection is closed.</exception>
     /// <exception cref="InvalidOperationException">The frame is larger than the peer accepts.</exception>
-    /// <exception cref="MuxSerializationException">The body could not be serialized.</exception>
+    /// <exception cref="MessagePack.MessagePackSerializationException">The body could not be serialized.</exception>
     protected void SendFrame<TBody>(FrameType type, uint callId, uint methodId, ref TBody body)
         where TBody : struct, IFrameBody
     {

@@ -2,7 +2,6 @@ using System.Diagnostics;
 using System.IO.Pipelines;
 using Microsoft.Extensions.Logging;
 using Mux.Protocol;
-using Mux.Serialization;
 using Mux.Transport;
 
 namespace Mux.Connection;

@@ -1,5 +1,4 @@
 using System.Diagnostics.Metrics;
-using Mux.Serialization;
 
 namespace Mux.Connection;
 

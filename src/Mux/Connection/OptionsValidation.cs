@@ -1,5 +1,4 @@
 using Mux.Protocol;
-using Mux.Serialization;
 
 namespace Mux.Connection;
 

@@ -1,4 +1,4 @@
-using Mux.Serialization;
+using MessagePack;
 
 namespace Mux.Protocol;
 
@@ -29,7 +29,7 @@ internal readonly struct ErrorBody : IFrameBody
     }
 
     /// <summary>Reads an error body; a body that cannot be read becomes a ProtocolError description.</summary>
-    public static ErrorBody Read(ReadOnlySpan<byte> payload)
+    public static ErrorBody Read(ReadOnlyMemory<byte> payload)
     {
         try
         {
@@ -45,7 +45,7 @@ internal readonly struct ErrorBody : IFrameBody
             string? remoteType = count > 2 ? reader.ReadString() : null;
             return new ErrorBody(code, message, remoteType);
         }
-        catch (MuxSerializationException ex)
+        catch (Exception ex) when (ex is MessagePackSerializationException or EndOfStreamException)
         {
             return new ErrorBody(MuxStatusCode.ProtocolError, "The server sent an Error frame that could not be read: " + ex.Message, null);
         }

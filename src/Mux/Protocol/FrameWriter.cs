@@ -1,6 +1,6 @@
 using System.Buffers;
 using System.Buffers.Binary;
-using Mux.Serialization;
+using MessagePack;
 
 namespace Mux.Protocol;
 
@@ -23,8 +23,9 @@ internal static class FrameWriter
 
         var writer = new MessagePackWriter(output);
         body.Write(ref writer);
+        writer.Flush();
 
-        long frameSize = headerSize + writer.BytesWritten;
+        long frameSize = output.WrittenCount - start;
         if (frameSize > int.MaxValue)
         {
             throw new InvalidOperationException($"A frame of {frameSize} bytes cannot be sent.");
@@ -54,10 +55,10 @@ internal static class FrameWriter
     /// <summary>Writes the body of Hello or HelloAck: magic, version, then the settings map.</summary>
     public static void WriteHelloBody(ref MessagePackWriter writer, in HandshakeSettings settings)
     {
-        Span<byte> prefix = stackalloc byte[ProtocolConstants.HelloHeaderSize];
+        Span<byte> prefix = writer.GetSpan(ProtocolConstants.HelloHeaderSize);
         BinaryPrimitives.WriteUInt32LittleEndian(prefix, ProtocolConstants.Magic);
         BinaryPrimitives.WriteUInt16LittleEndian(prefix[4..], settings.Version);
-        writer.WriteRaw(prefix);
+        writer.Advance(ProtocolConstants.HelloHeaderSize);
         settings.WriteMap(ref writer);
     }
 

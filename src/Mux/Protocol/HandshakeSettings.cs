@@ -1,6 +1,6 @@
 using System.Buffers;
 using System.Buffers.Binary;
-using Mux.Serialization;
+using MessagePack;
 
 namespace Mux.Protocol;
 
@@ -44,7 +44,7 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
         string? authToken = null;
         try
         {
-            var reader = new MessagePackReader(bytes.AsSpan(ProtocolConstants.HelloHeaderSize));
+            var reader = new MessagePackReader(bytes.AsMemory(ProtocolConstants.HelloHeaderSize));
             int count = reader.ReadMapHeader();
             for (int i = 0; i < count; i++)
             {
@@ -65,7 +65,7 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
                 }
             }
         }
-        catch (MuxSerializationException ex)
+        catch (Exception ex) when (ex is MessagePackSerializationException or EndOfStreamException)
         {
             throw new MuxProtocolException("The handshake settings are not a valid MessagePack map: " + ex.Message, ex);
         }

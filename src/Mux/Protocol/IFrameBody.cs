@@ -1,4 +1,4 @@
-using Mux.Serialization;
+using MessagePack;
 
 namespace Mux.Protocol;
 

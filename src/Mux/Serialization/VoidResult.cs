@@ -1,4 +1,5 @@
-using Mux.Serialization;
+using MessagePack;
+using MessagePack.Formatters;
 
 namespace Mux.Serialization;
 
@@ -8,13 +9,13 @@ internal readonly struct VoidResult
 }
 
 /// <summary>Reads and writes <see cref="VoidResult"/> as MessagePack nil.</summary>
-internal sealed class VoidResultFormatter : IMuxFormatter<VoidResult>
+internal sealed class VoidResultFormatter : IMessagePackFormatter<VoidResult>
 {
     public static readonly VoidResultFormatter Instance = new();
 
-    public void Serialize(ref MessagePackWriter writer, VoidResult value) => writer.WriteNil();
+    public void Serialize(ref MessagePackWriter writer, VoidResult value, MessagePackSerializerOptions options) => writer.WriteNil();
 
-    public VoidResult Deserialize(ref MessagePackReader reader)
+    public VoidResult Deserialize(ref MessagePackReader reader, MessagePackSerializerOptions options)
     {
         reader.Skip(); // Tolerate a value where nil was expected: the call succeeded either way.
         return default;

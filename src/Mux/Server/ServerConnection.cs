@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.Buffers.Binary;
 using System.Collections.Frozen;
+using MessagePack;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
 using Mux.Protocol;
@@ -41,11 +42,16 @@ internal sealed class ServerConnection : MuxConnection
     // Set by the reader loop when the handshake succeeds.
     private volatile bool _handshakeDone;
 
+    /// <summary>The options arguments are read and results written with: the server's, with generated
+    /// formatters consulted first and untrusted-data protections on. Immutable.</summary>
+    public MessagePackSerializerOptions SerializerOptions { get; }
+
     public ServerConnection(IMuxTransport transport, FrozenDictionary<uint, ServerMethod> methods, MuxServerOptions options, ILogger logger, string name)
         : base(transport, options.MaxFrameSize, logger, name)
     {
         _methods = methods;
         _options = options;
+        SerializerOptions = MuxSerializerOptions.ForServer(options.SerializerOptions);
         _callSlots = new SemaphoreSlim(options.MaxConcurrentCallsPerConnection, options.MaxConcurrentCallsPerConnection);
     }
 

@@ -1,7 +1,10 @@
+using MessagePack;
+
 namespace Mux.Tests.Generated;
 
-// Contracts whose proxies, dispatchers and formatters the Mux generator writes at build time.
-// Between them they cover every shape the generator supports.
+// Contracts whose proxies, dispatchers and formatters the Mux generator writes at build time,
+// annotated the way MessagePack-CSharp users annotate types. Between them they cover every shape
+// the generator supports.
 
 public enum Priority : long
 {
@@ -10,53 +13,186 @@ public enum Priority : long
 }
 
 /// <summary>A positional record: read back through its primary constructor.</summary>
-[MuxObject]
-public sealed record LineItem(string Sku, int Quantity, decimal Price);
+[MessagePackObject]
+public sealed record LineItem([property: Key(0)] string Sku, [property: Key(1)] int Quantity, [property: Key(2)] decimal Price);
 
-/// <summary>A class with a parameterless constructor and settable members, in declaration order.</summary>
-[MuxObject]
+/// <summary>A class with a parameterless constructor and settable members.</summary>
+[MessagePackObject]
 public sealed class Order
 {
+    [Key(0)]
     public Guid Id { get; set; }
 
+    [Key(1)]
     public string Customer { get; set; } = string.Empty;
 
+    [Key(2)]
     public List<LineItem> Items { get; set; } = [];
 
+    [Key(3)]
     public Dictionary<string, int[]> Tags { get; set; } = [];
 
+    [Key(4)]
     public Priority Priority { get; set; }
 
+    [Key(5)]
     public int? Discount { get; set; }
 
+    [Key(6)]
     public DateTime Created { get; set; }
 
+    [Key(7)]
     public LineItem? Featured { get; init; }
 }
 
-/// <summary>Explicit keys with a gap, init-only members and a default kept when the array is short.</summary>
-[MuxObject]
+/// <summary>Keys with a gap, init-only members, a default kept when the array is short, and an ignored member.</summary>
+[MessagePackObject]
 public sealed class Versioned
 {
-    [MuxKey(0)]
+    [Key(0)]
     public int Id { get; init; }
 
-    [MuxKey(2)]
+    [Key(2)]
     public string Name { get; init; } = "unnamed";
 
-    [MuxKey(3)]
+    [Key(3)]
     public double Ratio { get; set; } = 0.5;
 
+    [IgnoreMember]
     public string NotSerialized { get; set; } = "local";
 }
 
 /// <summary>A struct with a constructor that takes its members.</summary>
-[MuxObject]
+[MessagePackObject]
 public readonly struct Point(int x, int y)
 {
+    [Key(0)]
     public int X { get; } = x;
 
+    [Key(1)]
     public int Y { get; } = y;
+}
+
+/// <summary>String keys: a MessagePack map.</summary>
+[MessagePackObject]
+public sealed class Profile
+{
+    [Key("name")]
+    public string Name { get; set; } = string.Empty;
+
+    [Key("age")]
+    public int Age { get; set; }
+
+    [Key("emails")]
+    public List<string>? Emails { get; set; }
+
+    [IgnoreMember]
+    public string Cache { get; set; } = "local";
+}
+
+/// <summary>keyAsPropertyName: every public member is keyed by its name.</summary>
+[MessagePackObject(keyAsPropertyName: true)]
+public sealed class Setting
+{
+    public string Key { get; set; } = string.Empty;
+
+    public string? Value { get; set; }
+}
+
+/// <summary>Immutable, read back through the constructor marked [SerializationConstructor].</summary>
+[MessagePackObject]
+public sealed class Money
+{
+    public Money(decimal amount)
+        : this(amount, "EUR")
+    {
+    }
+
+    [SerializationConstructor]
+    public Money(decimal amount, string currency)
+    {
+        Amount = amount;
+        Currency = currency;
+    }
+
+    [Key(0)]
+    public decimal Amount { get; }
+
+    [Key(1)]
+    public string Currency { get; }
+}
+
+/// <summary>A [Union] hierarchy: written as [case key, value].</summary>
+[Union(0, typeof(Circle))]
+[Union(1, typeof(Square))]
+public abstract class Shape
+{
+}
+
+[MessagePackObject]
+public sealed class Circle : Shape
+{
+    [Key(0)]
+    public double Radius { get; set; }
+}
+
+[MessagePackObject]
+public sealed class Square : Shape
+{
+    [Key(0)]
+    public double Side { get; set; }
+}
+
+/// <summary>A recursive type: lets a hostile peer nest as deep as it likes.</summary>
+[MessagePackObject]
+public sealed class Node
+{
+    [Key(0)]
+    public Node? Child { get; set; }
+}
+
+/// <summary>Every value shape a contract commonly carries, in one object.</summary>
+[MessagePackObject]
+public sealed class Everything
+{
+    [Key(0)]
+    public Guid Id { get; set; }
+
+    [Key(1)]
+    public DateTimeOffset At { get; set; }
+
+    [Key(2)]
+    public DateTime Local { get; set; }
+
+    [Key(3)]
+    public DateTime Utc { get; set; }
+
+    [Key(4)]
+    public DateTime Unspecified { get; set; }
+
+    [Key(5)]
+    public decimal Amount { get; set; }
+
+    [Key(6)]
+    public byte[]? Bytes { get; set; }
+
+    [Key(7)]
+    public ReadOnlyMemory<byte> Memory { get; set; }
+
+    [Key(8)]
+    public List<Dictionary<string, List<int>>>? Nested { get; set; }
+
+    [Key(9)]
+    public int? MaybeInt { get; set; }
+
+    [Key(10)]
+    public string? MaybeText { get; set; }
+
+    [Key(11)]
+    public Shape? Shape { get; set; }
+
+    [Key(12)]
+    public Priority? MaybePriority { get; set; }
 }
 
 [MuxService]
@@ -104,6 +240,19 @@ public interface IGeneratedService : IGreeter
 
     /// <summary>Throws ArgumentException with the message.</summary>
     ValueTask<int> Fail(string message);
+
+    Task<Everything?> Echo(Everything? value);
+
+    Task<Profile> EchoProfile(Profile profile, Setting setting);
+
+    Task<Money> EchoMoney(Money money);
+
+    Task<List<Shape?>> EchoShapes(List<Shape?> shapes);
+
+    Task<byte[]?> EchoBytes(byte[]? bytes, ReadOnlyMemory<byte> memory);
+
+    /// <summary>How deep the chain of nodes goes.</summary>
+    Task<int> Depth(Node? node);
 }
 
 internal static class Nesting

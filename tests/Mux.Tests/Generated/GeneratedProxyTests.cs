@@ -236,6 +236,12 @@ public sealed class GeneratedProxyTests
             [MuxMethodId.Compute($"{Service}.Sum(System.String,System.String)")] = "Sum(System.String,System.String)",
             [MuxMethodId.Compute($"{Service}.WaitForCancellation")] = "WaitForCancellation",
             [MuxMethodId.Compute($"{Service}.Fail")] = "Fail",
+            [MuxMethodId.Compute($"{Service}.Echo")] = "Echo",
+            [MuxMethodId.Compute($"{Service}.EchoProfile")] = "EchoProfile",
+            [MuxMethodId.Compute($"{Service}.EchoMoney")] = "EchoMoney",
+            [MuxMethodId.Compute($"{Service}.EchoShapes")] = "EchoShapes",
+            [MuxMethodId.Compute($"{Service}.EchoBytes")] = "EchoBytes",
+            [MuxMethodId.Compute($"{Service}.Depth")] = "Depth",
         };
 
         Assert.Equal(expected.OrderBy(p => p.Key), definition.Methods.Select(p => KeyValuePair.Create(p.Key, p.Value.Name)).OrderBy(p => p.Key));

@@ -80,5 +80,31 @@ public sealed class GeneratedService : IGeneratedService, Nesting.IInternalServi
 
     public ValueTask<int> Fail(string message) => throw new ArgumentException(message);
 
+    public Task<Everything?> Echo(Everything? value) => Task.FromResult(value);
+
+    public Task<Profile> EchoProfile(Profile profile, Setting setting)
+    {
+        profile.Name += "/" + setting.Key + "=" + setting.Value;
+        return Task.FromResult(profile);
+    }
+
+    public Task<Money> EchoMoney(Money money) => Task.FromResult(new Money(money.Amount * 2, money.Currency));
+
+    public Task<int> Depth(Node? node)
+    {
+        int depth = 0;
+        for (Node? current = node; current is not null; current = current.Child)
+        {
+            depth++;
+        }
+
+        return Task.FromResult(depth);
+    }
+
+    public Task<List<Shape?>> EchoShapes(List<Shape?> shapes) => Task.FromResult(shapes);
+
+    public Task<byte[]?> EchoBytes(byte[]? bytes, ReadOnlyMemory<byte> memory) =>
+        Task.FromResult(bytes is null ? null : (byte[]?)[.. bytes, .. memory.Span]);
+
     public Task<int> Twice(int value) => Task.FromResult(value * 2);
 }

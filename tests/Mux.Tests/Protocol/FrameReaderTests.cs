@@ -1,7 +1,7 @@
 using System.Buffers;
 using System.Buffers.Binary;
 using Mux.Protocol;
-using Mux.Serialization;
+using MessagePack;
 using static Mux.Tests.Protocol.ProtocolTestHelpers;
 
 namespace Mux.Tests.Protocol;
@@ -51,6 +51,7 @@ public class FrameReaderTests
         var output = new ArrayBufferWriter<byte>();
         var writer = new MessagePackWriter(output);
         FrameWriter.WriteHelloBody(ref writer, settings);
+        writer.Flush();
         return output.WrittenSpan.ToArray();
     }
 

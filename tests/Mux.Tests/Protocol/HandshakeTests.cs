@@ -1,7 +1,7 @@
 using System.Buffers;
 using System.Buffers.Binary;
 using Mux.Protocol;
-using Mux.Serialization;
+using MessagePack;
 using static Mux.Tests.Protocol.ProtocolTestHelpers;
 
 namespace Mux.Tests.Protocol;
@@ -15,6 +15,7 @@ public class HandshakeTests
         var output = new ArrayBufferWriter<byte>();
         var writer = new MessagePackWriter(output);
         FrameWriter.WriteHelloBody(ref writer, settings);
+        writer.Flush();
         return output.WrittenSpan.ToArray();
     }
 
@@ -28,6 +29,7 @@ public class HandshakeTests
         output.Advance(ProtocolConstants.HelloHeaderSize);
         var writer = new MessagePackWriter(output);
         writeMap(ref writer);
+        writer.Flush();
         return output.WrittenSpan.ToArray();
     }
 
@@ -196,7 +198,7 @@ public class HandshakeTests
         var ex = Assert.Throws<MuxProtocolException>(() => Parse(payload));
 
         Assert.Contains("not a valid MessagePack map", ex.Message, StringComparison.Ordinal);
-        Assert.IsType<MuxSerializationException>(ex.InnerException);
+        Assert.True(ex.InnerException is MessagePackSerializationException or EndOfStreamException, ex.InnerException?.GetType().Name);
     }
 
     [Fact]

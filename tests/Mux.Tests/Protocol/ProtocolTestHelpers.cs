@@ -1,6 +1,6 @@
 using System.Buffers;
 using Mux.Protocol;
-using Mux.Serialization;
+using MessagePack;
 
 namespace Mux.Tests.Protocol;
 
@@ -48,6 +48,7 @@ internal static class ProtocolTestHelpers
         var output = new ArrayBufferWriter<byte>();
         var writer = new MessagePackWriter(output);
         body.Write(ref writer);
+        writer.Flush();
         return output.WrittenSpan.ToArray();
     }
 

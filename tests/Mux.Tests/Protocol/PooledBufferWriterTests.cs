@@ -1,7 +1,8 @@
 using System.Buffers;
-using Mux.Serialization;
+using MessagePack;
+using Mux.Protocol;
 
-namespace Mux.Tests.Serialization;
+namespace Mux.Tests.Protocol;
 
 public class PooledBufferWriterTests
 {
@@ -16,9 +17,9 @@ public class PooledBufferWriterTests
         }
 
         writer.Write(new string('z', 5000));
-        Assert.Equal(writer.BytesWritten, output.WrittenCount);
+        writer.Flush();
 
-        var reader = new MessagePackReader(output.WrittenSpan);
+        var reader = new MessagePackReader(output.WrittenMemory);
         for (int i = 0; i < 1000; i++)
         {
             Assert.Equal(i, reader.ReadInt32());

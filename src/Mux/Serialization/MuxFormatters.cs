@@ -1,0 +1,38 @@
+using System.ComponentModel;
+using MessagePack.Formatters;
+
+namespace Mux.Serialization;
+
+/// <summary>
+/// Where the formatters that the Mux source generator emits are registered. Generated code calls
+/// <see cref="Register{T}"/> from a module initializer; the resolver behind every Mux connection
+/// consults these formatters before the configured <c>SerializerOptions.Resolver</c>, so that
+/// argument lists and <c>[MessagePackObject]</c> types reached from a <c>[MuxService]</c> contract
+/// never need MessagePack's run-time code generation (which Native AOT cannot do).
+/// </summary>
+/// <remarks>Plumbing for generated code: applications do not call it. To supply formatters of your
+/// own, put them in the resolver of <see cref="MuxClientOptions.SerializerOptions"/> and
+/// <see cref="MuxServerOptions.SerializerOptions"/>.</remarks>
+[EditorBrowsable(EditorBrowsableState.Never)]
+public static class MuxFormatters
+{
+    /// <summary>Registers the formatter for <typeparamref name="T"/> unless one is registered already.</summary>
+    /// <typeparam name="T">The type the formatter handles.</typeparam>
+    /// <param name="formatter">The formatter.</param>
+    /// <returns><see langword="true"/> if <paramref name="formatter"/> was registered; <see langword="false"/>
+    /// if an earlier registration (another assembly's generated code, say) stays in place.</returns>
+    /// <exception cref="ArgumentNullException"><paramref name="formatter"/> is <see langword="null"/>.</exception>
+    public static bool Register<T>(IMessagePackFormatter<T> formatter)
+    {
+        ArgumentNullException.ThrowIfNull(formatter);
+        return Interlocked.CompareExchange(ref GeneratedFormatter<T>.Instance, formatter, null) is null;
+    }
+}
+
+/// <summary>The generated formatter for <typeparamref name="T"/>, if any: one static field read per lookup,
+/// no dictionary and no lock on the call path.</summary>
+internal static class GeneratedFormatter<T>
+{
+    // Written once by MuxFormatters.Register (CompareExchange), read by MuxResolver on every call.
+    internal static IMessagePackFormatter<T>? Instance;
+}
