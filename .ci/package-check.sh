@@ -20,6 +20,29 @@ for project in Mux Mux.Hosting; do
 done
 ls "$work/feed"
 
+# What a package page shows: the project and repository URLs, and a README whose links all work
+# there (absolute: a relative link has no repository to resolve against on a package page).
+for project in Mux Mux.Hosting; do
+  python3 - "$work/feed/$project.$version.nupkg" "$project" <<'PY' || exit 1
+import re, sys, zipfile
+path, project = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(path) as package:
+    nuspec = package.read(project + ".nuspec").decode("utf-8-sig")
+    readme = package.read("README.md").decode("utf-8")
+problems = []
+if not re.search(r"<projectUrl>https://[^<]+</projectUrl>", nuspec):
+    problems.append("no projectUrl")
+if not re.search(r'<repository type="git" url="https://[^"]+"', nuspec):
+    problems.append("no repository url")
+relative = [m for m in re.findall(r"\]\(([^)\s]+)\)", readme) if not re.match(r"(https?:|mailto:|#)", m)]
+if relative:
+    problems.append("relative links in the packed README: " + ", ".join(relative))
+if problems:
+    sys.exit(f"package check: {project}: " + "; ".join(problems))
+print(f"package check: {project}: projectUrl, repository url, README links absolute")
+PY
+done
+
 mkdir -p "$work/consumer"
 cd "$work/consumer"
 cat > nuget.config <<XML

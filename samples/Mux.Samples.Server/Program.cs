@@ -9,7 +9,15 @@ using Mux.Samples.Contracts;
 //
 //   dotnet run -c Release --project samples/Mux.Samples.Server
 //   dotnet run -c Release --project samples/Mux.Samples.Load -- --connect 127.0.0.1:5000
-var builder = Host.CreateApplicationBuilder(args);
+//
+// The content root is the folder of the built program, where appsettings.json is copied, so the
+// settings are found whatever the current directory is (`dotnet run --project` from the
+// repository root, or the published executable started from anywhere).
+var builder = Host.CreateApplicationBuilder(new HostApplicationBuilderSettings
+{
+    Args = args,
+    ContentRootPath = AppContext.BaseDirectory,
+});
 
 // Each call gets its own scope and UserService instance (the default, Scoped).
 builder.Services.AddMuxServer()

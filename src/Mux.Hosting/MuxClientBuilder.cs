@@ -1,5 +1,7 @@
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.DependencyInjection.Extensions;
+using Microsoft.Extensions.Diagnostics.HealthChecks;
+using Mux.Hosting.HealthChecks;
 
 namespace Mux.Hosting;
 
@@ -31,6 +33,25 @@ public sealed class MuxClientBuilder
         where TService : class
     {
         Services.TryAddSingleton(static services => services.GetRequiredService<MuxClient>().CreateProxy<TService>());
+        return this;
+    }
+
+    /// <summary>
+    /// Adds a health check (<c>Microsoft.Extensions.Diagnostics.HealthChecks</c>) that reports the
+    /// shared connection: <see cref="HealthStatus.Healthy"/> while it is open, with its endpoint and
+    /// pending calls; <paramref name="failureStatus"/> before the host has connected it, or once it
+    /// has closed, with the reason it closed (<see cref="MuxClient.CloseReason"/>, also in the
+    /// result's data as <c>closeReason</c>).
+    /// </summary>
+    /// <param name="name">The check's name. Defaults to <c>"mux-client"</c>.</param>
+    /// <param name="failureStatus">The status reported when the connection is not open. Defaults to
+    /// <see langword="null"/>, which means <see cref="HealthStatus.Unhealthy"/>.</param>
+    /// <param name="tags">Tags to filter checks by (readiness, liveness). Defaults to none.</param>
+    /// <returns>This builder, for chaining.</returns>
+    public MuxClientBuilder AddHealthCheck(string name = "mux-client", HealthStatus? failureStatus = null, IEnumerable<string>? tags = null)
+    {
+        ArgumentException.ThrowIfNullOrWhiteSpace(name);
+        Services.AddHealthChecks().AddCheck<MuxClientHealthCheck>(name, failureStatus, tags ?? []);
         return this;
     }
 }

@@ -1,6 +1,8 @@
 using System.Diagnostics.CodeAnalysis;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.DependencyInjection.Extensions;
+using Microsoft.Extensions.Diagnostics.HealthChecks;
+using Mux.Hosting.HealthChecks;
 
 namespace Mux.Hosting;
 
@@ -69,6 +71,25 @@ public sealed class MuxServerBuilder
 
         Services.TryAdd(new ServiceDescriptor(typeof(TImplementation), typeof(TImplementation), lifetime));
         Services.AddSingleton<MuxServiceBinding>(new MuxServiceBinding<TService, TImplementation>(lifetime));
+        return this;
+    }
+
+    /// <summary>
+    /// Adds a health check (<c>Microsoft.Extensions.Diagnostics.HealthChecks</c>) that reports the
+    /// server: <see cref="HealthStatus.Healthy"/> while it accepts connections, with its endpoint and
+    /// open connections; <paramref name="failureStatus"/> before the host has started it, once it has
+    /// stopped, or when accepting failed. Serve the results with, for example, ASP.NET Core's
+    /// <c>MapHealthChecks</c>, or read them from <see cref="HealthCheckService"/>.
+    /// </summary>
+    /// <param name="name">The check's name. Defaults to <c>"mux-server"</c>.</param>
+    /// <param name="failureStatus">The status reported when the server is not accepting connections.
+    /// Defaults to <see langword="null"/>, which means <see cref="HealthStatus.Unhealthy"/>.</param>
+    /// <param name="tags">Tags to filter checks by (readiness, liveness). Defaults to none.</param>
+    /// <returns>This builder, for chaining.</returns>
+    public MuxServerBuilder AddHealthCheck(string name = "mux-server", HealthStatus? failureStatus = null, IEnumerable<string>? tags = null)
+    {
+        ArgumentException.ThrowIfNullOrWhiteSpace(name);
+        Services.AddHealthChecks().AddCheck<MuxServerHealthCheck>(name, failureStatus, tags ?? []);
         return this;
     }
 }

@@ -28,6 +28,9 @@ public sealed class MuxClient : IAsyncDisposable
     /// <summary>Whether the connection is still open.</summary>
     public bool IsConnected => !_connection.IsClosed;
 
+    /// <summary>Why the connection closed; <see cref="MuxCloseReason.None"/> while it is open.</summary>
+    public MuxCloseReason CloseReason => _connection.CloseReason;
+
     /// <summary>Completes when the connection has closed, for whatever reason.</summary>
     public Task Completion => _connection.Completion;
 

@@ -29,6 +29,8 @@ public sealed class MuxServer : IAsyncDisposable
     private readonly ConcurrentDictionary<ServerConnection, byte> _connections = new();
 
     private Socket? _listener;
+
+    // Set once by StartAsync (after _state became 1); read by StopAsync and IsListening.
     private Task? _acceptLoop;
     private long _connectionsAccepted;
 
@@ -52,6 +54,11 @@ public sealed class MuxServer : IAsyncDisposable
 
     /// <summary>How many connections are open now.</summary>
     public int ActiveConnections => _connections.Count;
+
+    /// <summary>Whether the server is accepting connections: started with a listening socket, not
+    /// stopping or stopped, and its accept loop still running (a failed accept ends it; that failure is
+    /// logged).</summary>
+    public bool IsListening => Volatile.Read(ref _state) == 1 && _acceptLoop is { IsCompleted: false };
 
     /// <summary>Serves <typeparamref name="TService"/> with one shared implementation (it must be
     /// thread-safe: calls run concurrently).</summary>

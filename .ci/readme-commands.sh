@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Runs the README's commands the way a newcomer types them, from the repository root, each bounded
+# to a few seconds: the Hello sample, the hosted Server sample (started, loaded by the Load sample
+# over one connection, stopped with SIGTERM as a service manager would, and checked to drain and
+# exit 0), and `dotnet pack -c Release`. The test command, the Load sample alone, the packages and
+# the load runner are run by .ci/run itself. The last check fails when the README gains a
+# `--project` that no CI script runs, so a new README command cannot go unexercised.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+work=$(mktemp -d)
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -KILL -- "-$server_pid" 2>/dev/null
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+status=0
+fail() {
+  echo "readme: $*" >&2
+  status=1
+}
+
+# Waits up to $2 seconds for the regular expression $3 to appear in the file $1.
+wait_for_line() {
+  local file=$1 seconds=$2 pattern=$3 i
+  for ((i = 0; i < seconds * 10; i++)); do
+    grep -qE "$pattern" "$file" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# dotnet run --project samples/Mux.Samples.Hello
+hello_log="$work/hello.log"
+if timeout 300 dotnet run --project samples/Mux.Samples.Hello >"$hello_log" 2>&1 && grep -qx 'Hello, world!' "$hello_log"; then
+  echo "readme: Hello sample printed 'Hello, world!'"
+else
+  cat "$hello_log"
+  fail "the Hello sample did not print 'Hello, world!'"
+fi
+
+# dotnet run -c Release --project samples/Mux.Samples.Server, then the Load sample against it.
+# Port 0 instead of appsettings.json's 5000 (a command-line key overrides the file), so CI never
+# collides with anything on the machine; the server logs the port it got. setsid puts `dotnet run`
+# and the server in a process group of their own, so SIGTERM reaches the server itself.
+server_log="$work/server.log"
+if dotnet build -c Release samples/Mux.Samples.Server >"$server_log" 2>&1; then
+  setsid dotnet run -c Release --no-build --project samples/Mux.Samples.Server -- --Mux:Server:Listen=127.0.0.1:0 >"$server_log" 2>&1 &
+  server_pid=$!
+  if wait_for_line "$server_log" 60 'Mux server listening on 127\.0\.0\.1:[0-9]+'; then
+    port=$(grep -oE 'listening on 127\.0\.0\.1:[0-9]+' "$server_log" | head -n 1 | grep -oE '[0-9]+$')
+    load_log="$work/load.log"
+    if timeout 120 dotnet run -c Release --project samples/Mux.Samples.Load -- --connect "127.0.0.1:$port" --seconds 2 >"$load_log" 2>&1; then
+      last=$(tail -n 1 "$load_log")
+      echo "readme: Load sample against the Server sample: $last"
+      if ! grep -q '"errors":0,' <<<"$last" || ! grep -q '"connections":1[,}]' <<<"$last"; then
+        fail "Load sample against the Server sample: expected errors 0 and connections 1"
+      fi
+    else
+      cat "$load_log"
+      fail "the Load sample could not load the Server sample"
+    fi
+  else
+    fail "the Server sample did not log 'Mux server listening on' within 60 s"
+  fi
+
+  kill -TERM -- "-$server_pid" 2>/dev/null
+  server_exit=""
+  for ((i = 0; i < 300; i++)); do
+    if ! kill -0 "$server_pid" 2>/dev/null; then
+      wait "$server_pid"
+      server_exit=$?
+      break
+    fi
+    sleep 0.1
+  done
+  if [ -z "$server_exit" ]; then
+    fail "the Server sample did not stop within 30 s of SIGTERM"
+  elif [ "$server_exit" -ne 0 ] || ! grep -q 'Mux server on .* stopped\.' "$server_log"; then
+    fail "the Server sample did not stop cleanly (exit code $server_exit)"
+  else
+    echo "readme: Server sample served, drained on SIGTERM and exited 0"
+  fi
+  server_pid=""
+  [ "$status" -eq 0 ] || cat "$server_log"
+else
+  cat "$server_log"
+  fail "the Server sample did not build"
+fi
+
+# dotnet pack -c Release: both packages, each with the README at its root.
+pack_log="$work/pack.log"
+if timeout 300 dotnet pack -c Release >"$pack_log" 2>&1; then
+  for package in Mux Mux.Hosting; do
+    nupkg=$(ls -t "src/$package/bin/Release/$package".[0-9]*.nupkg 2>/dev/null | head -n 1)
+    if [ -z "$nupkg" ]; then
+      fail "dotnet pack -c Release made no $package package"
+    elif ! python3 -c 'import sys, zipfile; sys.exit("README.md" not in zipfile.ZipFile(sys.argv[1]).namelist())' "$nupkg"; then
+      fail "$nupkg has no README.md"
+    fi
+  done
+  echo "readme: dotnet pack -c Release made both packages"
+else
+  cat "$pack_log"
+  fail "dotnet pack -c Release failed"
+fi
+
+# Every project the README tells people to run must be run by CI.
+while read -r project; do
+  if ! grep -qF -- "$project" .ci/run .ci/readme-commands.sh .ci/package-check.sh; then
+    fail "the README runs '--project $project' but no CI script does"
+  fi
+done < <(grep -oE -- '--project [A-Za-z0-9_./-]+' README.md | awk '{print $2}' | sort -u)
+
+exit "$status"
