@@ -111,7 +111,7 @@ fi
 
 # Every project the README tells people to run must be run by CI.
 while read -r project; do
-  if ! grep -qF -- "$project" .ci/run .ci/readme-commands.sh .ci/package-check.sh; then
+  if ! grep -qF -- "$project" .ci/run .ci/readme-commands.sh .ci/package-check.sh .ci/aot-check.sh; then
     fail "the README runs '--project $project' but no CI script does"
   fi
 done < <(grep -oE -- '--project [A-Za-z0-9_./-]+' README.md | awk '{print $2}' | sort -u)
