@@ -3,6 +3,7 @@ using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Mux.Client;
+using Mux.Connection;
 using Mux.Transport;
 
 namespace Mux;
@@ -21,6 +22,9 @@ public sealed class MuxClient : IAsyncDisposable
         _connection = connection;
         RemoteEndPoint = remoteEndPoint;
     }
+
+    /// <summary>The connection under this client, for tests that drive its edges directly.</summary>
+    internal ClientConnection Connection => _connection;
 
     /// <summary>The server's address; null for in-memory connections.</summary>
     public EndPoint? RemoteEndPoint { get; }
@@ -67,7 +71,7 @@ public sealed class MuxClient : IAsyncDisposable
         catch (OperationCanceledException ex) when (!cancellationToken.IsCancellationRequested)
         {
             socket.Dispose();
-            throw new MuxConnectionException($"Connecting to {endPoint} timed out after {options.ConnectTimeout} (MuxClientOptions.ConnectTimeout).", new TimeoutException(ex.Message, ex));
+            throw new MuxConnectionException($"Connecting to {endPoint} timed out after {DurationText.Format(options.ConnectTimeout)} (MuxClientOptions.ConnectTimeout).", new TimeoutException(ex.Message, ex));
         }
         catch (SocketException ex)
         {

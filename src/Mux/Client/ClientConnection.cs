@@ -77,7 +77,7 @@ internal sealed class ClientConnection : MuxConnection
         {
             connection.Close(MuxCloseReason.HandshakeTimeout, ex);
             await connection.Completion.ConfigureAwait(false);
-            throw new MuxConnectionException($"The Mux server at {name} did not answer the handshake within {options.ConnectTimeout} (MuxClientOptions.ConnectTimeout).", MuxCloseReason.HandshakeTimeout, ex);
+            throw new MuxConnectionException($"The Mux server at {name} did not answer the handshake within {DurationText.Format(options.ConnectTimeout)} (MuxClientOptions.ConnectTimeout).", MuxCloseReason.HandshakeTimeout, ex);
         }
         catch
         {
@@ -208,7 +208,7 @@ internal sealed class ClientConnection : MuxConnection
         foreach (PendingCall call in expired)
         {
             SendCancelQuietly(call.CallId);
-            call.CompleteWithException(new TimeoutException($"The Mux call to method 0x{call.MethodId:x8} did not complete within {_options.CallTimeout} (MuxClientOptions.CallTimeout)."));
+            call.CompleteWithException(new TimeoutException($"The Mux call to {MuxServiceRegistry.GetMethodDisplayName(call.MethodId)} did not complete within {DurationText.Format(_options.CallTimeout)} (MuxClientOptions.CallTimeout)."));
         }
     }
 

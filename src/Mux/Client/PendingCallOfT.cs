@@ -68,7 +68,7 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
         catch (Exception ex)
         {
             _core.SetException(new MessagePackSerializationException(
-                $"The response to method 0x{MethodId:x8} could not be read as {typeof(T).Name}: {ex.GetBaseException().Message}", ex));
+                $"The response to {MuxServiceRegistry.GetMethodDisplayName(MethodId)} could not be read as {typeof(T).Name}: {ex.GetBaseException().Message}", ex));
             return;
         }
 

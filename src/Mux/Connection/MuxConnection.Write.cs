@@ -60,10 +60,11 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         staging.Reset();
         try
         {
-            int size = FrameWriter.Write(staging, type, callId, methodId, ref body);
-            if (size > PeerMaxFrameSize)
+            // The peer's limit applies to the length field, which does not count its own 4 bytes.
+            int length = FrameWriter.Write(staging, type, callId, methodId, ref body) - ProtocolConstants.LengthPrefixSize;
+            if (length > PeerMaxFrameSize)
             {
-                ThrowFrameTooLarge(type, size);
+                ThrowFrameTooLarge(type, length);
             }
         }
         catch
@@ -301,6 +302,6 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     }
 
     [DoesNotReturn]
-    private void ThrowFrameTooLarge(FrameType type, int size) =>
-        throw new FrameTooLargeException($"The {type} frame is {size} bytes, over the peer's maximum frame size of {PeerMaxFrameSize} bytes. Send smaller messages or raise MaxFrameSize on the receiving side.");
+    private void ThrowFrameTooLarge(FrameType type, int length) =>
+        throw new FrameTooLargeException($"The {type} frame is {length} bytes (not counting its 4-byte length prefix), over the peer's maximum frame size of {PeerMaxFrameSize} bytes. Send smaller messages or raise MaxFrameSize on the receiving side.");
 }

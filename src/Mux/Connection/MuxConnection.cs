@@ -21,12 +21,9 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     // Completed once, when the connection has closed and every pending call has been failed.
     private readonly TaskCompletionSource _closed = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
-    // MuxCloseReason as int; None while open. Set exactly once, by CompareExchange in Close.
-    private int _closeReason;
-
-    // Why the connection closed, for the exceptions handed to pending calls. Written before
-    // _closeReason is published and never changed after.
-    private Exception? _closeError;
+    // Why the connection closed (reason and fault together), null while open. Set exactly once,
+    // by CompareExchange in Close, so a later Close(…, null) can never wipe the recorded fault.
+    private CloseCause? _closeCause;
 
     private Task? _readLoop;
 
@@ -52,9 +49,9 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     /// <summary>A short name for logs: the remote endpoint or "in-memory".</summary>
     public string Name { get; }
 
-    public bool IsClosed => Volatile.Read(ref _closeReason) != (int)MuxCloseReason.None;
+    public bool IsClosed => Volatile.Read(ref _closeCause) is not null;
 
-    public MuxCloseReason CloseReason => (MuxCloseReason)Volatile.Read(ref _closeReason);
+    public MuxCloseReason CloseReason => Volatile.Read(ref _closeCause)?.Reason ?? MuxCloseReason.None;
 
     /// <summary>Completes when the connection has closed.</summary>
     public Task Completion => _closed.Task;
@@ -81,8 +78,7 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     public void Close(MuxCloseReason reason, Exception? error)
     {
         Debug.Assert(reason != MuxCloseReason.None);
-        Volatile.Write(ref _closeError, error);
-        if (Interlocked.CompareExchange(ref _closeReason, (int)reason, (int)MuxCloseReason.None) != (int)MuxCloseReason.None)
+        if (Interlocked.CompareExchange(ref _closeCause, new CloseCause(reason, error), null) is not null)
         {
             return;
         }
@@ -131,8 +127,9 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     /// <summary>The exception that calls failed by this close see.</summary>
     protected MuxConnectionException CreateClosedException()
     {
-        var reason = CloseReason;
-        Exception? error = Volatile.Read(ref _closeError);
+        CloseCause? cause = Volatile.Read(ref _closeCause);
+        MuxCloseReason reason = cause?.Reason ?? MuxCloseReason.None;
+        Exception? error = cause?.Error;
         string message = reason switch
         {
             MuxCloseReason.LocalShutdown => $"The Mux connection to {Name} was closed by this side.",
@@ -152,6 +149,9 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     /// <summary>Handles one frame on the reader loop. Must not block: anything slow goes to the
     /// thread pool. A returned incomplete task pauses reading (backpressure).</summary>
     protected abstract ValueTask OnFrameAsync(Frame frame);
+
+    /// <summary>The reason and fault of a close, published together.</summary>
+    private sealed record CloseCause(MuxCloseReason Reason, Exception? Error);
 
     /// <summary>Closes the connection from this side; pending calls fail with MuxConnectionException.</summary>
     public async ValueTask DisposeAsync()

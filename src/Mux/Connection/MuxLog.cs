@@ -28,8 +28,8 @@ internal static partial class MuxLog
     [LoggerMessage(EventId = 5, Level = LogLevel.Information, Message = "Mux server stopped; {Connections} connections were open.")]
     public static partial void ServerStopped(ILogger logger, int connections);
 
-    [LoggerMessage(EventId = 6, Level = LogLevel.Warning, Message = "A handler for method 0x{MethodId:x8} on connection {Connection} threw.")]
-    public static partial void HandlerFailed(ILogger logger, uint methodId, string connection, Exception error);
+    [LoggerMessage(EventId = 6, Level = LogLevel.Warning, Message = "A handler for {Method} on connection {Connection} threw.")]
+    public static partial void HandlerFailed(ILogger logger, string method, string connection, Exception error);
 
     [LoggerMessage(EventId = 7, Level = LogLevel.Warning, Message = "Connection {Connection} called unknown method 0x{MethodId:x8}.")]
     public static partial void UnknownMethod(ILogger logger, string connection, uint methodId);

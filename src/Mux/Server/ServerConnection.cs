@@ -89,7 +89,7 @@ internal sealed class ServerConnection : MuxConnection
 
         if (!_handshakeDone)
         {
-            Close(MuxCloseReason.HandshakeTimeout, new TimeoutException($"The client did not complete the handshake within {_options.HandshakeTimeout} (MuxServerOptions.HandshakeTimeout)."));
+            Close(MuxCloseReason.HandshakeTimeout, new TimeoutException($"The client did not complete the handshake within {DurationText.Format(_options.HandshakeTimeout)} (MuxServerOptions.HandshakeTimeout)."));
         }
     }
 
@@ -134,7 +134,7 @@ internal sealed class ServerConnection : MuxConnection
         {
             _callSlots.Release();
             MuxLog.UnknownMethod(Logger, Name, frame.MethodId);
-            SendError(frame.CallId, MuxStatusCode.UnknownMethod, $"The server has no method with id 0x{frame.MethodId:x8}. The client and server contracts differ, or the service was not added to the server.", null);
+            SendError(frame.CallId, MuxStatusCode.UnknownMethod, $"The server has no method {DescribeUnknownMethod(frame.MethodId)}. The client and server contracts differ, or the service was not added to the server.", null);
             return ValueTask.CompletedTask;
         }
 
@@ -159,6 +159,13 @@ internal sealed class ServerConnection : MuxConnection
 
         ThreadPool.UnsafeQueueUserWorkItem(call, preferLocal: false);
         return ValueTask.CompletedTask;
+    }
+
+    /// <summary>"IService.Method (id 0x…)" when the contract is loaded here, else "with id 0x…".</summary>
+    private static string DescribeUnknownMethod(uint methodId)
+    {
+        string name = MuxServiceRegistry.GetMethodDisplayName(methodId);
+        return name.StartsWith("method ", StringComparison.Ordinal) ? $"with id 0x{methodId:x8}" : $"{name} (id 0x{methodId:x8})";
     }
 
     private void OnCancel(uint callId)
@@ -227,7 +234,7 @@ internal sealed class ServerConnection : MuxConnection
                 SendError(call.CallId, MuxStatusCode.Canceled, $"{call.MethodName} was canceled.", failure.GetType().FullName);
                 break;
             default:
-                MuxLog.HandlerFailed(Logger, call.MethodId, Name, failure);
+                MuxLog.HandlerFailed(Logger, call.MethodName, Name, failure);
                 SendError(call.CallId, MuxStatusCode.HandlerFailed, failure.Message, failure.GetType().FullName);
                 break;
         }

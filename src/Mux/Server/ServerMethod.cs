@@ -6,7 +6,7 @@ internal abstract class ServerMethod(uint id, string name)
 {
     public uint Id { get; } = id;
 
-    /// <summary>"Service.Method", for logs and collision messages.</summary>
+    /// <summary>"IService.Method", for messages and logs.</summary>
     public string Name { get; } = name;
 
     public abstract ValueTask InvokeAsync(MuxServerCall call);
@@ -14,7 +14,7 @@ internal abstract class ServerMethod(uint id, string name)
 
 /// <summary>A method served by a single shared implementation instance.</summary>
 internal sealed class SingletonServerMethod<TService>(string serviceName, MuxMethodDefinition<TService> method, TService implementation)
-    : ServerMethod(method.Id, serviceName + "." + method.Name)
+    : ServerMethod(method.Id, MuxServiceRegistry.ShortServiceName(serviceName) + "." + method.Name)
     where TService : class
 {
     private readonly MuxMethodHandler<TService> _handler = method.Handler;
@@ -25,7 +25,7 @@ internal sealed class SingletonServerMethod<TService>(string serviceName, MuxMet
 
 /// <summary>A method served through a <see cref="MuxServiceActivator{TService}"/> (for example a DI scope per call).</summary>
 internal sealed class ActivatedServerMethod<TService>(string serviceName, MuxMethodDefinition<TService> method, MuxServiceActivator<TService> activator)
-    : ServerMethod(method.Id, serviceName + "." + method.Name)
+    : ServerMethod(method.Id, MuxServiceRegistry.ShortServiceName(serviceName) + "." + method.Name)
     where TService : class
 {
     private readonly MuxMethodHandler<TService> _handler = method.Handler;
