@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using System.Net;
+using Mux.LoadRunner.Peers;
 
 namespace Mux.LoadRunner;
 
@@ -157,9 +158,12 @@ internal static class Orchestrator
             var endPoint = new IPEndPoint(IPAddress.Loopback, server.Port);
             using (var connect = new CancellationTokenSource(s_stepTimeout))
             {
-                Task<IBenchClient> connecting = system == BenchSystems.Mux
-                    ? MuxBenchClient.ConnectAsync(endPoint, method.Name, connect.Token)
-                    : RawBenchClient.ConnectAsync(endPoint, system == BenchSystems.RawBatched, callers, method, connect.Token);
+                Task<IBenchClient> connecting = system switch
+                {
+                    BenchSystems.Mux => MuxBenchClient.ConnectAsync(endPoint, method.Name, connect.Token),
+                    BenchSystems.RawSingle or BenchSystems.RawBatched => RawBenchClient.ConnectAsync(endPoint, system == BenchSystems.RawBatched, callers, method, connect.Token),
+                    _ => PeerSystems.ConnectAsync(system, endPoint, method.Name, connect.Token),
+                };
                 client = await connecting.WaitAsync(s_stepTimeout);
             }
 
@@ -169,8 +173,8 @@ internal static class Orchestrator
             ProcessCounters clientEnd = default;
             MachineCpu? machineBegin = null;
             MachineCpu? machineEnd = null;
-            TransportCounters transportBegin = default;
-            TransportCounters transportEnd = default;
+            TransportCounters? transportBegin = null;
+            TransportCounters? transportEnd = null;
             ServerProcess marked = server;
             IBenchClient measured = client;
             LoadWindow window = await ClosedLoop.RunAsync(
@@ -219,15 +223,18 @@ internal static class Orchestrator
             }
 
             ProcessCounters clientDelta = clientEnd - clientBegin;
-            TransportCounters transport = transportEnd - transportBegin;
             long calls = Math.Max(1, window.Calls);
             point.ClientCpuUsPerCall = Math.Round(clientDelta.Cpu.TotalMicroseconds / calls, 2);
             point.ClientBytesPerCall = Math.Round((double)clientDelta.AllocatedBytes / calls, 1);
             point.ClientGen0 = clientDelta.Gen0;
             point.ClientGen1 = clientDelta.Gen1;
             point.ClientGen2 = clientDelta.Gen2;
-            point.ClientFramesPerSend = Ratio(transport.FramesSent, transport.SocketSends);
-            point.ClientFramesPerReceive = Ratio(transport.FramesReceived, transport.SocketReceives);
+            if (transportBegin is TransportCounters transportStart && transportEnd is TransportCounters transportStop)
+            {
+                TransportCounters transport = transportStop - transportStart;
+                point.ClientFramesPerSend = Ratio(transport.FramesSent, transport.SocketSends);
+                point.ClientFramesPerReceive = Ratio(transport.FramesReceived, transport.SocketReceives);
+            }
 
             using var statsTimeout = new CancellationTokenSource(s_stepTimeout);
             ServerStats stats = await client.GetServerStatsAsync(statsTimeout.Token).WaitAsync(s_stepTimeout);
@@ -239,7 +246,7 @@ internal static class Orchestrator
                 point.ServerGen0 = stats.Gen0;
                 point.ServerGen1 = stats.Gen1;
                 point.ServerGen2 = stats.Gen2;
-                point.ServerFramesPerSend = system == BenchSystems.Mux ? null : Ratio(stats.FramesSent, stats.SocketSends);
+                point.ServerFramesPerSend = BenchSystems.IsRaw(system) ? Ratio(stats.FramesSent, stats.SocketSends) : null;
                 if (machineBegin is MachineCpu machineStart && machineEnd is MachineCpu machineStop && window.WindowSeconds > 0)
                 {
                     // Everything the machine ran in the window that was not this point's two processes.

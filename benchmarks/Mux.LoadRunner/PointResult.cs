@@ -53,13 +53,13 @@ internal sealed class PointResult
     /// <summary>Connections the server accepted for the load (its count minus the control connection).</summary>
     public long? Connections { get; set; }
 
-    /// <summary>Client: frames sent per socket send in the window.</summary>
-    public double ClientFramesPerSend { get; set; }
+    /// <summary>Client: frames sent per socket send in the window (null for the peers, which do not expose it).</summary>
+    public double? ClientFramesPerSend { get; set; }
 
-    /// <summary>Client: frames received per socket receive in the window.</summary>
-    public double ClientFramesPerReceive { get; set; }
+    /// <summary>Client: frames received per socket receive in the window (null for the peers).</summary>
+    public double? ClientFramesPerReceive { get; set; }
 
-    /// <summary>Raw servers: frames sent per socket send in the window (Mux does not expose it).</summary>
+    /// <summary>Raw servers: frames sent per socket send in the window (Mux and the peers do not expose it).</summary>
     public double? ServerFramesPerSend { get; set; }
 
     /// <summary>CPU cores that processes other than this point's client and server kept busy

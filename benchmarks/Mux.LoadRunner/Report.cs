@@ -228,8 +228,8 @@ internal sealed class ResultTable(TextWriter output)
             $"{p.ClientGen0}/{p.ClientGen1}/{p.ClientGen2}",
             p.ServerGen0 is null ? "?" : $"{p.ServerGen0}/{p.ServerGen1}/{p.ServerGen2}",
             p.Connections?.ToString(CultureInfo.InvariantCulture) ?? "?",
-            p.ClientFramesPerSend.ToString("0.0", CultureInfo.InvariantCulture),
-            p.ClientFramesPerReceive.ToString("0.0", CultureInfo.InvariantCulture),
+            p.ClientFramesPerSend?.ToString("0.0", CultureInfo.InvariantCulture) ?? "-",
+            p.ClientFramesPerReceive?.ToString("0.0", CultureInfo.InvariantCulture) ?? "-",
             p.ServerFramesPerSend?.ToString("0.0", CultureInfo.InvariantCulture) ?? "-",
             p.OtherCpuCores?.ToString("0.00", CultureInfo.InvariantCulture) ?? "?",
             errors));
@@ -248,7 +248,8 @@ internal sealed class ResultTable(TextWriter output)
             cCPU/c, sCPU/c = client / server process CPU microseconds per call; cB/call, sB/call = bytes
             allocated per call; cGC, sGC = gen0/gen1/gen2 collections in the window; conns = TCP
             connections the server accepted for the load; cfr/snd, cfr/rcv = client frames per socket
-            send / receive; sfr/snd = raw server frames per socket send (Mux's server does not expose it);
+            send / receive (- where the library does not expose them: grpc, streamjsonrpc, signalr);
+            sfr/snd = raw server frames per socket send (Mux's server does not expose it);
             other = CPU cores used by other processes during the window (/proc/stat): well above 0 means
             the point shared the machine and its numbers are low.
             """);

@@ -14,9 +14,12 @@ internal sealed class RunnerOptions
           as a child process, runs N closed-loop callers over ONE connection in this process, and
           reports calls/s, latency percentiles, CPU and allocations per call, GCs, connections and
           frames per socket operation. Writes a table to the console and JSON + CSV files.
-          --systems LIST   mux,raw-single,raw-batched,grpc,grpc-default,streamjsonrpc,xrpc
-                           (default: all; systems that cannot be built here are reported as
-                           "unavailable: <reason>")
+          --systems LIST   mux,raw-single,raw-batched,grpc,grpc-default,streamjsonrpc,signalr,xrpc
+                           (default: all; grpc = grpc-dotnet on one HTTP/2 connection, grpc-default
+                           = grpc-dotnet's defaults (more connections past 100 streams),
+                           streamjsonrpc = MessagePack over one socket, signalr = MessagePack
+                           over one WebSocket; systems that cannot be built here are reported
+                           as "unavailable: <reason>")
           --methods LIST   add,list1,list100,bytes1k (default: all four; bytes1k = Bytes(1024))
           --callers LIST   concurrent callers on the one connection (default 1,10,100,500,1000)
           --seconds S      measured window per point (default 3)

@@ -1,4 +1,5 @@
 using System.Net;
+using Mux.LoadRunner.Peers;
 
 namespace Mux.LoadRunner;
 
@@ -12,6 +13,7 @@ internal static class ServerRole
     {
         MuxServer? mux = null;
         RawServer? raw = null;
+        IPeerServer? peer = null;
         WindowMarks marks;
         int boundPort;
         if (system == BenchSystems.Mux)
@@ -27,6 +29,12 @@ internal static class ServerRole
             mux.AddService<IBenchControl>(new BenchControl(marks, () => server.ConnectionsAccepted));
             await mux.StartAsync();
             boundPort = ((IPEndPoint)mux.LocalEndPoint!).Port;
+        }
+        else if (PeerSystems.IsPeer(system))
+        {
+            peer = await PeerSystems.StartServerAsync(system, port);
+            marks = peer.Marks;
+            boundPort = peer.Port;
         }
         else
         {
@@ -86,6 +94,11 @@ internal static class ServerRole
             if (raw is not null)
             {
                 await raw.DisposeAsync();
+            }
+
+            if (peer is not null)
+            {
+                await peer.DisposeAsync();
             }
         }
     }
