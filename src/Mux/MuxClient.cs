@@ -4,6 +4,7 @@ using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Mux.Client;
 using Mux.Connection;
+using Mux.Diagnostics;
 using Mux.Transport;
 
 namespace Mux;
@@ -86,6 +87,7 @@ public sealed class MuxClient : IAsyncDisposable
 
         var transport = new SocketConnection(socket, options.MaxFrameSize);
         ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, CreateLogger(options), endPoint.ToString() ?? "server", cancellationToken).ConfigureAwait(false);
+        connection.Peer = ServerPeer.From(endPoint);
         return new MuxClient(connection, socket.RemoteEndPoint);
     }
 

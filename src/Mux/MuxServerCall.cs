@@ -3,6 +3,7 @@ using System.ComponentModel;
 using System.Diagnostics;
 using MessagePack;
 using Mux.Connection;
+using Mux.Diagnostics;
 using Mux.Protocol;
 using Mux.Serialization;
 using Mux.Server;
@@ -30,8 +31,12 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     private CancellationTokenSource? _cancellation;
     private int _cancelRequested;
 
-    internal MuxServerCall(ServerConnection connection, uint callId, ServerMethod method, in ReadOnlySequence<byte> arguments)
+    // The server span and duration measurement; started here, ended once by Finish.
+    private readonly ServerCallTelemetry _telemetry;
+
+    internal MuxServerCall(ServerConnection connection, uint callId, ServerMethod method, in ReadOnlySequence<byte> arguments, in ReadOnlySequence<byte> traceContext = default)
     {
+        _telemetry = ServerCallTelemetry.Start(method.Id, traceContext);
         _connection = connection;
         _method = method;
         CallId = callId;
@@ -143,6 +148,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     void IThreadPoolWorkItem.Execute()
     {
         ValueTask pending;
+        Activity? previous = _telemetry.EnterHandler();
         try
         {
             pending = _method.InvokeAsync(this);
@@ -151,6 +157,13 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
         {
             Finish(ex);
             return;
+        }
+        finally
+        {
+            if (previous != Activity.Current)
+            {
+                Activity.Current = previous;
+            }
         }
 
         if (pending.IsCompletedSuccessfully)
@@ -181,6 +194,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
 
     private void Finish(Exception? failure)
     {
+        _telemetry.Stop(failure, IsCancellationRequested);
         if (failure is not null)
         {
             _connection.SendFailure(this, failure);

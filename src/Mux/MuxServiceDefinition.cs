@@ -1,3 +1,5 @@
+using Mux.Diagnostics;
+
 namespace Mux;
 
 /// <summary>
@@ -41,6 +43,7 @@ public sealed class MuxServiceDefinition<TService>
         }
 
         _methods.Add(methodId, new MuxMethodDefinition<TService>(methodId, methodName, handler));
+        MethodNames.Register(methodId, ServiceName, methodName);
         return this;
     }
 }

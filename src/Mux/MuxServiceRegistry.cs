@@ -1,4 +1,4 @@
-using System.Collections.Concurrent;
+using Mux.Diagnostics;
 
 namespace Mux;
 
@@ -10,10 +10,6 @@ namespace Mux;
 /// </summary>
 public static class MuxServiceRegistry
 {
-    // "IService.Method" by method id, for error messages on both ends. Written by module
-    // initializers as contracts register; read only on error paths.
-    private static readonly ConcurrentDictionary<uint, string> s_methodNames = new();
-
     /// <summary>Registers how to create a client proxy for <typeparamref name="TService"/>.</summary>
     /// <typeparam name="TService">The service contract.</typeparam>
     /// <param name="factory">Creates a proxy that sends calls through the given client.</param>
@@ -32,17 +28,13 @@ public static class MuxServiceRegistry
     {
         ArgumentNullException.ThrowIfNull(definition);
         Registration<TService>.Definition = definition;
-        string service = ShortServiceName(definition.ServiceName);
-        foreach (MuxMethodDefinition<TService> method in definition.Methods.Values)
-        {
-            s_methodNames[method.Id] = service + "." + method.Name;
-        }
     }
 
     /// <summary>"IService.Method" for messages, when a contract with this method id is loaded in
-    /// the process; otherwise "method 0x…" (the id is all the wire carries).</summary>
+    /// the process (its definition named the method, see MethodNames); otherwise "method 0x…"
+    /// (the id is all the wire carries).</summary>
     internal static string GetMethodDisplayName(uint methodId) =>
-        s_methodNames.TryGetValue(methodId, out string? name) ? name : $"method 0x{methodId:x8}";
+        MethodNames.TryGet(methodId, out MethodTelemetryName? name) ? name.DisplayName : $"method 0x{methodId:x8}";
 
     /// <summary>The interface's own name without its namespace: messages say "IUserService.Add".</summary>
     internal static string ShortServiceName(string serviceName)

@@ -1,8 +1,10 @@
 using System.Buffers;
 using System.Buffers.Binary;
+using System.Diagnostics;
 using MessagePack;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
+using Mux.Diagnostics;
 using Mux.Protocol;
 using Mux.Serialization;
 using Mux.Transport;
@@ -35,6 +37,10 @@ internal sealed class ClientConnection : MuxConnection
     // Set (once) when the server sent GoAway: new calls fail at once. Written by the reader loop.
     private volatile bool _goingAway;
 
+    // Whether the server's HelloAck said it reads trace context in Requests. Written once by the
+    // reader loop before the handshake completes; read by callers after.
+    private volatile bool _serverReadsTraceContext;
+
     private ClientConnection(IMuxTransport transport, MuxClientOptions options, ILogger logger, string name)
         : base(transport, options.MaxFrameSize, logger, name)
     {
@@ -53,6 +59,10 @@ internal sealed class ClientConnection : MuxConnection
     }
 
     public int PendingCallCount => _pending.Count;
+
+    /// <summary>The server's address and port for span tags; null in memory. Set once, by
+    /// MuxClient, before any call.</summary>
+    public ServerPeer? Peer { get; set; }
 
     /// <summary>The options arguments are written and results read with: the user's, with
     /// generated formatters consulted first. Immutable.</summary>
@@ -118,11 +128,26 @@ internal sealed class ClientConnection : MuxConnection
         return failure is null ? new ValueTask(call, call.Version) : ValueTask.FromException(failure);
     }
 
+    /// <summary>Starts the call's telemetry, then the call (see <see cref="StartCall"/>); a call
+    /// that fails before anything was sent ends its telemetry here.</summary>
+    private Exception? Start<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, CancellationToken cancellationToken)
+        where TArguments : struct
+    {
+        ClientCallTelemetry telemetry = call.Telemetry = ClientCallTelemetry.Start(methodId, Peer);
+        Exception? failure = StartCall(call, methodId, arguments, cancellationToken);
+        if (failure is not null)
+        {
+            telemetry.Stop(failure);
+        }
+
+        return failure;
+    }
+
     /// <summary>
     /// Publishes the call, sends its request and hooks up cancellation. Returns an exception when
     /// the call failed before anything was sent (the call object is then back in its pool).
     /// </summary>
-    private Exception? Start<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, CancellationToken cancellationToken)
+    private Exception? StartCall<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct
     {
         if (_goingAway)
@@ -151,7 +176,16 @@ internal sealed class ClientConnection : MuxConnection
         try
         {
             var body = new ArgumentsBody<TArguments>(arguments, SerializerOptions);
-            SendFrame(FrameType.Request, call.CallId, methodId, ref body);
+            Activity? trace = _serverReadsTraceContext ? call.Telemetry.Activity ?? Activity.Current : null;
+            if (trace is null || !TraceContextHeader.CanPropagate(trace))
+            {
+                SendFrame(FrameType.Request, call.CallId, methodId, ref body);
+            }
+            else
+            {
+                var traced = new TracedBody<ArgumentsBody<TArguments>>(body, trace);
+                SendFrame(FrameType.Request, call.CallId, methodId, ref traced, FrameFlags.TraceContext);
+            }
         }
         catch (Exception ex)
         {
@@ -226,13 +260,14 @@ internal sealed class ClientConnection : MuxConnection
                 OnConnectionError(frame.Payload);
                 break;
             case FrameType.HelloAck:
-                HandshakeSettings settings = HandshakeSettings.Parse(frame.Payload);
+                HandshakeSettings settings = HandshakeSettings.Parse(frame.Payload, out bool serverReadsTraceContext);
                 if (settings.Version != ProtocolConstants.Version)
                 {
                     throw new MuxProtocolException($"The server answered with protocol version {settings.Version}; this client speaks version {ProtocolConstants.Version}.");
                 }
 
                 PeerMaxFrameSize = settings.MaxFrameSize;
+                _serverReadsTraceContext = serverReadsTraceContext;
                 _handshake.TrySetResult();
                 break;
             case FrameType.Ping:

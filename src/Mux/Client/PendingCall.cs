@@ -1,5 +1,6 @@
 using System.Buffers;
 using System.Diagnostics;
+using Mux.Diagnostics;
 using Mux.Protocol;
 
 namespace Mux.Client;
@@ -38,6 +39,10 @@ internal abstract class PendingCall : IThreadPoolWorkItem
     // shared array pool dry with hundreds of responses in flight.) Only the completion path uses it.
     private byte[]? _ownedBuffer;
 
+    /// <summary>The call's span and duration measurement: set by the caller before the request is
+    /// sent, ended by the completion (Execute) before the caller's task completes.</summary>
+    public ClientCallTelemetry Telemetry;
+
     /// <summary>The connection-unique id; set before the call is published in the table.</summary>
     public uint CallId { get; private set; }
 
@@ -64,6 +69,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem
         _exception = null;
         _registrationState = RegistrationNone;
         _cancellation = default;
+        Telemetry = default;
     }
 
     /// <summary>Registers the caller's token. Called once, after the call is in the table.</summary>
@@ -140,19 +146,27 @@ internal abstract class PendingCall : IThreadPoolWorkItem
         byte[]? payload = _payload;
         bool rented = _payloadRented;
         _payload = null;
+        ClientCallTelemetry telemetry = Telemetry;
         try
         {
+            // The span ends before the caller's task completes, so that it never outlives the call
+            // in the caller's view.
             switch (_outcome)
             {
                 case CallOutcome.Response:
+                    telemetry.Stop(null);
                     SetResultFromPayload(payload.AsMemory(0, _payloadLength));
                     break;
                 case CallOutcome.Error:
                     ErrorBody error = ErrorBody.Read(payload.AsMemory(0, _payloadLength));
-                    SetException(new MuxRemoteException(error.Code, error.Message, error.RemoteType));
+                    var remote = new MuxRemoteException(error.Code, error.Message, error.RemoteType);
+                    telemetry.Stop(remote);
+                    SetException(remote);
                     break;
                 default:
-                    SetException(_exception ?? new InvalidOperationException("The call completed without an outcome."));
+                    Exception failure = _exception ?? new InvalidOperationException("The call completed without an outcome.");
+                    telemetry.Stop(failure);
+                    SetException(failure);
                     break;
             }
         }

@@ -1,5 +1,6 @@
 using System.Buffers;
 using System.IO.Pipelines;
+using Mux.Diagnostics;
 using Mux.Protocol;
 
 namespace Mux.Connection;
@@ -48,6 +49,7 @@ internal abstract partial class MuxConnection
                 finally
                 {
                     // Consume what was parsed; everything else (a partial frame) was examined.
+                    MuxTelemetry.OnRead(result.Buffer, buffer); // Before AdvanceTo frees the segments.
                     _input.AdvanceTo(buffer.Start, buffer.End);
                     MuxMetrics.Reads.Add(1);
                     MuxMetrics.FramesReceived.Add(_framesReceived - framesBefore);

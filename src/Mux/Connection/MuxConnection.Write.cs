@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.Diagnostics.CodeAnalysis;
 using System.IO.Pipelines;
+using Mux.Diagnostics;
 using Mux.Protocol;
 
 namespace Mux.Connection;
@@ -52,7 +53,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     /// <exception cref="MuxConnectionException">The connection is closed.</exception>
     /// <exception cref="InvalidOperationException">The frame is larger than the peer accepts.</exception>
     /// <exception cref="MessagePack.MessagePackSerializationException">The body could not be serialized.</exception>
-    protected void SendFrame<TBody>(FrameType type, uint callId, uint methodId, ref TBody body)
+    protected void SendFrame<TBody>(FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None)
         where TBody : struct, IFrameBody
     {
         ThrowIfClosed();
@@ -61,7 +62,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         try
         {
             // The peer's limit applies to the length field, which does not count its own 4 bytes.
-            int length = FrameWriter.Write(staging, type, callId, methodId, ref body) - ProtocolConstants.LengthPrefixSize;
+            int length = FrameWriter.Write(staging, type, callId, methodId, ref body, flags) - ProtocolConstants.LengthPrefixSize;
             if (length > PeerMaxFrameSize)
             {
                 ThrowFrameTooLarge(type, length);
@@ -202,6 +203,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
                 _flushes++;
                 MuxMetrics.FramesSent.Add(frames);
                 MuxMetrics.Flushes.Add(1);
+                MuxTelemetry.OnFlush(frames, _output);
                 ValueTask<FlushResult> flush = default;
                 try
                 {
@@ -292,6 +294,18 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
 
     private bool DropsQueuedFrames =>
         IsClosed && !(SendsQueuedFramesOnGracefulClose && CloseReason == MuxCloseReason.LocalShutdown);
+
+    /// <summary>Bytes of frames queued for the writer role right now, for the queued-bytes gauge.</summary>
+    internal int QueuedOutboundBytes
+    {
+        get
+        {
+            lock (_outboundLock)
+            {
+                return _outbound.WrittenCount;
+            }
+        }
+    }
 
     private void ThrowIfClosed()
     {

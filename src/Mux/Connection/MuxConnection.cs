@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using System.IO.Pipelines;
 using Microsoft.Extensions.Logging;
+using Mux.Diagnostics;
 using Mux.Protocol;
 using Mux.Transport;
 
@@ -67,6 +68,7 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     /// <summary>Starts the transport and the reader loop.</summary>
     protected void StartLoops()
     {
+        ConnectionGauges.Opened(this);
         _transport.Start();
         _readLoop = ReadLoopAsync();
     }
@@ -84,6 +86,7 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         }
 
         MuxLog.ConnectionClosed(Logger, Name, reason, error);
+        ConnectionGauges.Closed(this);
         try
         {
             OnClosed(CreateClosedException());

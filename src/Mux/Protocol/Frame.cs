@@ -8,8 +8,9 @@ namespace Mux.Protocol;
 /// </summary>
 internal readonly struct Frame
 {
-    public Frame(FrameType type, FrameFlags flags, uint callId, uint methodId, ReadOnlySequence<byte> payload)
+    public Frame(FrameType type, FrameFlags flags, uint callId, uint methodId, ReadOnlySequence<byte> payload, ReadOnlySequence<byte> traceContext = default)
     {
+        TraceContext = traceContext;
         Type = type;
         Flags = flags;
         CallId = callId;
@@ -30,4 +31,8 @@ internal readonly struct Frame
     /// <summary>What follows the type-specific header: MessagePack for Request, Response, Error,
     /// Hello and HelloAck (whose magic and version are left at its start), raw bytes otherwise.</summary>
     public ReadOnlySequence<byte> Payload { get; }
+
+    /// <summary>A Request's trace-context header (Mux.Diagnostics.TraceContextHeader), a slice of
+    /// the receive buffer like <see cref="Payload"/>; empty when the caller sent none.</summary>
+    public ReadOnlySequence<byte> TraceContext { get; }
 }

@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.Buffers.Binary;
 using System.Diagnostics.CodeAnalysis;
+using Mux.Diagnostics;
 
 namespace Mux.Protocol;
 
@@ -60,12 +61,13 @@ internal static class FrameReader
         uint callId = BinaryPrimitives.ReadUInt32LittleEndian(header[6..]);
         ReadOnlySequence<byte> body = buffer.Slice(ProtocolConstants.FrameHeaderSize, length - ProtocolConstants.CommonHeaderSize);
 
-        if (flags != FrameFlags.None)
+        if (flags != FrameFlags.None && (type != FrameType.Request || flags != FrameFlags.TraceContext))
         {
-            ThrowProtocol($"Frame flags 0x{(byte)flags:x2} are not supported by protocol version {ProtocolConstants.Version}.");
+            ThrowProtocol($"Frame flags 0x{(byte)flags:x2} are not supported by protocol version {ProtocolConstants.Version} on a {type} frame (only a Request may carry TraceContext, 0x02).");
         }
 
         uint methodId = 0;
+        ReadOnlySequence<byte> traceContext = default;
         switch (type)
         {
             case FrameType.Request:
@@ -76,6 +78,11 @@ internal static class FrameReader
 
                 methodId = BinaryPrimitives.ReadUInt32LittleEndian(header[ProtocolConstants.FrameHeaderSize..]);
                 body = body.Slice(ProtocolConstants.RequestHeaderSize);
+                if (flags == FrameFlags.TraceContext && !TraceContextHeader.TrySplit(ref body, out traceContext))
+                {
+                    ThrowProtocol("A Request frame's trace-context header runs past the end of the frame.");
+                }
+
                 break;
             case FrameType.Hello:
             case FrameType.HelloAck:
@@ -103,7 +110,7 @@ internal static class FrameReader
                 break;
         }
 
-        frame = new Frame(type, flags, callId, methodId, body);
+        frame = new Frame(type, flags, callId, methodId, body, traceContext);
         buffer = buffer.Slice(total);
         return true;
     }

@@ -13,7 +13,7 @@ namespace Mux.Protocol;
 internal static class FrameWriter
 {
     /// <summary>Appends a frame whose body is MessagePack. Returns the frame's size on the wire.</summary>
-    public static int Write<TBody>(PooledBufferWriter output, FrameType type, uint callId, uint methodId, ref TBody body)
+    public static int Write<TBody>(PooledBufferWriter output, FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None)
         where TBody : struct, IFrameBody
     {
         int headerSize = ProtocolConstants.FrameHeaderSize + (type == FrameType.Request ? ProtocolConstants.RequestHeaderSize : 0);
@@ -32,7 +32,7 @@ internal static class FrameWriter
         }
 
         Span<byte> header = output.Buffer.AsSpan(start, headerSize);
-        WriteHeader(header, type, callId, (int)frameSize);
+        WriteHeader(header, type, callId, (int)frameSize, flags);
         if (type == FrameType.Request)
         {
             BinaryPrimitives.WriteUInt32LittleEndian(header[ProtocolConstants.FrameHeaderSize..], methodId);
@@ -46,7 +46,7 @@ internal static class FrameWriter
     {
         int frameSize = ProtocolConstants.FrameHeaderSize + body.Length;
         Span<byte> span = output.GetSpan(frameSize);
-        WriteHeader(span, type, callId, frameSize);
+        WriteHeader(span, type, callId, frameSize, FrameFlags.None);
         body.CopyTo(span[ProtocolConstants.FrameHeaderSize..]);
         output.Advance(frameSize);
         return frameSize;
@@ -62,12 +62,12 @@ internal static class FrameWriter
         settings.WriteMap(ref writer);
     }
 
-    private static void WriteHeader(Span<byte> header, FrameType type, uint callId, int frameSize)
+    private static void WriteHeader(Span<byte> header, FrameType type, uint callId, int frameSize, FrameFlags flags)
     {
         // The length prefix counts the bytes after itself.
         BinaryPrimitives.WriteUInt32LittleEndian(header, (uint)(frameSize - ProtocolConstants.LengthPrefixSize));
         header[4] = (byte)type;
-        header[5] = (byte)FrameFlags.None;
+        header[5] = (byte)flags;
         BinaryPrimitives.WriteUInt32LittleEndian(header[6..], callId);
     }
 }

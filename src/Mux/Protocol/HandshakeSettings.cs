@@ -10,17 +10,21 @@ namespace Mux.Protocol;
 /// </summary>
 internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSize, int MaxConcurrentCalls, string? AuthToken)
 {
+
     private const string MaxFrameSizeKey = "maxFrameSize";
     private const string MaxConcurrentCallsKey = "maxConcurrentCalls";
     private const string AuthTokenKey = "authToken";
+    private const string TraceContextKey = "traceContext";
 
     public void WriteMap(ref MessagePackWriter writer)
     {
-        writer.WriteMapHeader(AuthToken is null ? 2 : 3);
+        writer.WriteMapHeader(AuthToken is null ? 3 : 4);
         writer.Write(MaxFrameSizeKey);
         writer.Write(MaxFrameSize);
         writer.Write(MaxConcurrentCallsKey);
         writer.Write(MaxConcurrentCalls);
+        writer.Write(TraceContextKey);
+        writer.Write(true);
         if (AuthToken is not null)
         {
             writer.Write(AuthTokenKey);
@@ -30,7 +34,13 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
 
     /// <summary>Parses the payload of a Hello or HelloAck frame (magic, version, settings map).</summary>
     /// <exception cref="MuxProtocolException">Wrong magic, or a settings map that is not valid.</exception>
-    public static HandshakeSettings Parse(in ReadOnlySequence<byte> payload)
+    public static HandshakeSettings Parse(in ReadOnlySequence<byte> payload) => Parse(payload, out _);
+
+    /// <summary>Parses like <see cref="Parse(in ReadOnlySequence{byte})"/>, and says whether the peer
+    /// announced <c>traceContext</c>: that it reads the trace-context header of Requests
+    /// (FrameFlags.TraceContext). Every side of this build announces it (see WriteMap); a peer that
+    /// does not must never receive that flag, which version-1 readers reject.</summary>
+    public static HandshakeSettings Parse(in ReadOnlySequence<byte> payload, out bool readsTraceContext)
     {
         byte[] bytes = payload.ToArray(); // Once per connection: simplicity beats pooling here.
         if (BinaryPrimitives.ReadUInt32LittleEndian(bytes) != ProtocolConstants.Magic)
@@ -42,6 +52,7 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
         int maxFrameSize = ProtocolConstants.MinimumMaxFrameSize;
         int maxConcurrentCalls = int.MaxValue;
         string? authToken = null;
+        readsTraceContext = false;
         try
         {
             var reader = new MessagePackReader(bytes.AsMemory(ProtocolConstants.HelloHeaderSize));
@@ -58,6 +69,9 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
                         break;
                     case AuthTokenKey:
                         authToken = reader.ReadString();
+                        break;
+                    case TraceContextKey:
+                        readsTraceContext = reader.ReadBoolean();
                         break;
                     default:
                         reader.Skip();

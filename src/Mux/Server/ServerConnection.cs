@@ -138,7 +138,7 @@ internal sealed class ServerConnection : MuxConnection
             return ValueTask.CompletedTask;
         }
 
-        var call = new MuxServerCall(this, frame.CallId, method, frame.Payload);
+        var call = new MuxServerCall(this, frame.CallId, method, frame.Payload, frame.TraceContext);
         lock (_callsLock)
         {
             if (_goingAway)

@@ -1,0 +1,124 @@
+using System.Diagnostics;
+using System.Runtime.CompilerServices;
+
+namespace Mux.Diagnostics;
+
+/// <summary>
+/// The client span and duration measurement of one call, carried by its pending call from sending
+/// the request to completing the caller's task. <c>default</c> (all null/zero) when nobody listens,
+/// which is what <see cref="Start"/> returns after two flag tests.
+/// </summary>
+internal struct ClientCallTelemetry
+{
+    // The client span; null when nobody traces Mux or the sampler dropped this call.
+    private Activity? _activity;
+
+    // Stopwatch timestamp at the start; 0 when nobody listens to rpc.client.call.duration.
+    private long _startTimestamp;
+
+    // The method's names; set whenever either of the above is.
+    private MethodTelemetryName? _name;
+
+    /// <summary>The client span, whose context the request carries to the server.</summary>
+    public readonly Activity? Activity => _activity;
+
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public static ClientCallTelemetry Start(uint methodId, ServerPeer? peer)
+    {
+        if (!MuxTelemetry.Source.HasListeners() && !MuxTelemetry.ClientCallDuration.Enabled)
+        {
+            return default;
+        }
+
+        return StartObserved(methodId, peer);
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static ClientCallTelemetry StartObserved(uint methodId, ServerPeer? peer)
+    {
+        MethodTelemetryName name = MethodNames.Get(methodId);
+        Activity? activity = null;
+        if (MuxTelemetry.Source.HasListeners())
+        {
+            Activity? callers = Activity.Current;
+            activity = MuxTelemetry.Source.StartActivity(name.SpanName, ActivityKind.Client);
+            if (activity is not null)
+            {
+                // Starting made the span current in the caller's context, and this method returns
+                // synchronously into that context: put the caller's own activity back, or every
+                // later operation of the caller would look like a child of this call.
+                Activity.Current = callers;
+                if (activity.IsAllDataRequested)
+                {
+                    activity.SetTag(RpcTags.System, RpcTags.SystemValue);
+                    activity.SetTag(RpcTags.Service, name.Service);
+                    activity.SetTag(RpcTags.Method, name.Method);
+                    if (peer is not null)
+                    {
+                        activity.SetTag(RpcTags.ServerAddress, peer.Address);
+                        activity.SetTag(RpcTags.ServerPort, peer.Port);
+                    }
+                }
+            }
+        }
+
+        return new ClientCallTelemetry
+        {
+            _activity = activity,
+            _startTimestamp = MuxTelemetry.ClientCallDuration.Enabled ? Stopwatch.GetTimestamp() : 0,
+            _name = name,
+        };
+    }
+
+    /// <summary>Ends the span and records the duration. <paramref name="error"/> is null for a
+    /// successful call.</summary>
+    public readonly void Stop(Exception? error)
+    {
+        if (_name is null)
+        {
+            return;
+        }
+
+        StopObserved(error is null ? CallStatus.Ok : CallStatus.OfClientFailure(error), error);
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private readonly void StopObserved(string status, Exception? error)
+    {
+        string? errorType = error switch
+        {
+            null => null,
+            MuxRemoteException => status,
+            _ => error.GetType().FullName,
+        };
+
+        if (_activity is not null)
+        {
+            _activity.SetTag(RpcTags.StatusCode, status);
+            if (errorType is not null)
+            {
+                _activity.SetTag(RpcTags.ErrorType, errorType);
+                _activity.SetStatus(ActivityStatusCode.Error, error!.Message);
+            }
+
+            _activity.Stop();
+        }
+
+        if (_startTimestamp != 0)
+        {
+            var tags = new TagList
+            {
+                { RpcTags.System, RpcTags.SystemValue },
+                { RpcTags.Service, _name!.Service },
+                { RpcTags.Method, _name.Method },
+                { RpcTags.StatusCode, status },
+            };
+            if (errorType is not null)
+            {
+                tags.Add(RpcTags.ErrorType, errorType);
+            }
+
+            MuxTelemetry.ClientCallDuration.Record(Stopwatch.GetElapsedTime(_startTimestamp).TotalSeconds, tags);
+        }
+    }
+}

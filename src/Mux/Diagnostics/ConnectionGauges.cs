@@ -1,0 +1,89 @@
+using System.Collections.Concurrent;
+using System.Diagnostics.Metrics;
+using Mux.Client;
+using Mux.Connection;
+using Mux.Server;
+
+namespace Mux.Diagnostics;
+
+/// <summary>
+/// The instruments that describe what is open right now: active connections, active calls and
+/// queued outbound bytes, per side. They are observable instruments read from the live connections
+/// when a listener collects, so calls and frames pay nothing for them, and a listener that starts
+/// late still sees the true values (counting up and down as things happen would not).
+/// </summary>
+internal static class ConnectionGauges
+{
+    private const string SideTag = "mux.side";
+
+    // Every connection between its start and its close. Added and removed once per connection;
+    // enumerated (safely, while it changes) by the instruments' callbacks.
+    private static readonly ConcurrentDictionary<MuxConnection, byte> s_open = new();
+
+    private static readonly KeyValuePair<string, object?> s_client = new(SideTag, "client");
+    private static readonly KeyValuePair<string, object?> s_server = new(SideTag, "server");
+
+    static ConnectionGauges()
+    {
+        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.client.active_connections", () => Count(server: false), "{connection}", "Open client connections.");
+        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.server.active_connections", () => Count(server: true), "{connection}", "Open server connections.");
+        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.client.active_calls", () => ActiveCalls(server: false), "{call}", "Calls sent and waiting for their response.");
+        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.server.active_calls", () => ActiveCalls(server: true), "{call}", "Calls being served.");
+        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.outbound.queued_bytes", QueuedBytes, "By", "Bytes of frames waiting for the connection's writer, by side.");
+    }
+
+    /// <summary>Counts a connection as open. Called once per connection, when it starts.</summary>
+    public static void Opened(MuxConnection connection) => s_open.TryAdd(connection, 0);
+
+    /// <summary>Stops counting a connection. Called once per connection, when it closes.</summary>
+    public static void Closed(MuxConnection connection) => s_open.TryRemove(connection, out _);
+
+    private static int Count(bool server)
+    {
+        int count = 0;
+        foreach (MuxConnection connection in s_open.Keys)
+        {
+            if (connection is ServerConnection == server)
+            {
+                count++;
+            }
+        }
+
+        return count;
+    }
+
+    private static int ActiveCalls(bool server)
+    {
+        int calls = 0;
+        foreach (MuxConnection connection in s_open.Keys)
+        {
+            calls += connection switch
+            {
+                ServerConnection s when server => s.RunningCalls,
+                ClientConnection c when !server => c.PendingCallCount,
+                _ => 0,
+            };
+        }
+
+        return calls;
+    }
+
+    private static IEnumerable<Measurement<long>> QueuedBytes()
+    {
+        long client = 0;
+        long server = 0;
+        foreach (MuxConnection connection in s_open.Keys)
+        {
+            if (connection is ServerConnection)
+            {
+                server += connection.QueuedOutboundBytes;
+            }
+            else
+            {
+                client += connection.QueuedOutboundBytes;
+            }
+        }
+
+        return [new Measurement<long>(client, s_client), new Measurement<long>(server, s_server)];
+    }
+}

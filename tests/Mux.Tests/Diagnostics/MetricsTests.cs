@@ -1,0 +1,142 @@
+using System.Diagnostics.Metrics;
+using Microsoft.Extensions.Diagnostics.Metrics.Testing;
+
+namespace Mux.Tests.Diagnostics;
+
+/// <summary>Every instrument of the "Mux" meter, read through MetricCollector after real calls over
+/// TCP. One at a time with the tracing tests (the meter is process-wide).</summary>
+[Collection(nameof(TelemetryCollection))]
+public class MetricsTests
+{
+    private const string ServiceName = "Mux.Tests.Diagnostics.ITelemetryTestService";
+    private const int Calls = 20;
+
+    /// <summary>The instruments this class reads; the test below fails if the meter gains one.</summary>
+    private static readonly string[] Instruments =
+    [
+        "rpc.client.call.duration", "rpc.server.call.duration",
+        "mux.client.active_calls", "mux.server.active_calls",
+        "mux.client.active_connections", "mux.server.active_connections",
+        "mux.outbound.queued_bytes", "mux.flush.frames", "mux.bytes.sent", "mux.bytes.received",
+        "mux.frames.sent", "mux.flushes", "mux.frames.received", "mux.reads",
+    ];
+
+    [Fact]
+    public async Task TheMuxMeter_HasExactlyTheInstrumentsTheseTestsRead()
+    {
+        await using TelemetryHost host = await TelemetryHost.StartAsync(); // Creates every lazily made instrument.
+        var published = new HashSet<string>();
+        using var listener = new MeterListener
+        {
+            InstrumentPublished = (instrument, _) =>
+            {
+                if (instrument.Meter.Name == "Mux")
+                {
+                    lock (published)
+                    {
+                        published.Add(instrument.Name);
+                    }
+                }
+            },
+        };
+        listener.Start();
+
+        Assert.Equal(Instruments.Order(), published.Order());
+    }
+
+    [Fact]
+    public async Task CallDurations_AreRecordedPerMethodAndStatus_OnClientAndServer()
+    {
+        using var client = new MetricCollector<double>(null, "Mux", "rpc.client.call.duration");
+        using var server = new MetricCollector<double>(null, "Mux", "rpc.server.call.duration");
+        await using TelemetryHost host = await TelemetryHost.StartAsync();
+
+        for (int i = 0; i < Calls; i++)
+        {
+            Assert.Equal(i + 1, await host.Proxy.Add(i, 1));
+        }
+
+        await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Fail("counted"));
+        await server.WaitForMeasurementsAsync(Calls + 1, TelemetryHost.Patience);
+
+        foreach (MetricCollector<double> collector in new[] { client, server })
+        {
+            CollectedMeasurement<double>[] ours = collector.GetMeasurementSnapshot().Where(m => m.ContainsTags("rpc.service")
+                && (string?)m.Tags["rpc.service"] == ServiceName).ToArray();
+            CollectedMeasurement<double>[] adds = ours.Where(m => (string?)m.Tags["rpc.method"] == "Add").ToArray();
+            Assert.Equal(Calls, adds.Length);
+            Assert.All(adds, m =>
+            {
+                Assert.True(m.Value > 0, $"a duration of {m.Value} s");
+                Assert.Equal("mux", m.Tags["rpc.system"]);
+                Assert.Equal("Ok", m.Tags["rpc.response.status_code"]);
+                Assert.False(m.ContainsTags("error.type"));
+            });
+            CollectedMeasurement<double> failed = Assert.Single(ours, m => (string?)m.Tags["rpc.method"] == "Fail");
+            Assert.Equal("HandlerFailed", failed.Tags["rpc.response.status_code"]);
+            Assert.True(failed.ContainsTags("error.type"));
+        }
+    }
+
+    [Fact]
+    public async Task ActiveCallsAndConnections_CountWhatIsOpenNow()
+    {
+        await using TelemetryHost host = await TelemetryHost.StartAsync();
+        using var clientCalls = new MetricCollector<int>(null, "Mux", "mux.client.active_calls");
+        using var serverCalls = new MetricCollector<int>(null, "Mux", "mux.server.active_calls");
+        using var clientConnections = new MetricCollector<int>(null, "Mux", "mux.client.active_connections");
+        using var serverConnections = new MetricCollector<int>(null, "Mux", "mux.server.active_connections");
+
+        Task<int> held = host.Proxy.Hold(7);
+        await host.Service.HoldStarted.Task.WaitAsync(TelemetryHost.Patience);
+        foreach (var collector in new[] { clientCalls, serverCalls, clientConnections, serverConnections })
+        {
+            collector.RecordObservableInstruments();
+            Assert.True(collector.LastMeasurement?.Value >= 1, $"{collector.Instrument?.Name} read {collector.LastMeasurement?.Value}");
+        }
+
+        int callsWhileHeld = serverCalls.LastMeasurement!.Value;
+        host.Service.Gate.TrySetResult();
+        Assert.Equal(7, await held.WaitAsync(TelemetryHost.Patience));
+        serverCalls.RecordObservableInstruments();
+        Assert.Equal(callsWhileHeld - 1, serverCalls.LastMeasurement!.Value);
+    }
+
+    [Fact]
+    public async Task TransportInstruments_CountTheBytesAndFramesOfCalls()
+    {
+        using var sent = new MetricCollector<long>(null, "Mux", "mux.bytes.sent");
+        using var received = new MetricCollector<long>(null, "Mux", "mux.bytes.received");
+        using var framesPerFlush = new MetricCollector<int>(null, "Mux", "mux.flush.frames");
+        using var framesSent = new MetricCollector<long>(null, "Mux", "mux.frames.sent");
+        using var flushes = new MetricCollector<long>(null, "Mux", "mux.flushes");
+        using var framesReceived = new MetricCollector<long>(null, "Mux", "mux.frames.received");
+        using var reads = new MetricCollector<long>(null, "Mux", "mux.reads");
+        using var queued = new MetricCollector<long>(null, "Mux", "mux.outbound.queued_bytes");
+        await using TelemetryHost host = await TelemetryHost.StartAsync();
+
+        for (int i = 0; i < Calls; i++)
+        {
+            await host.Proxy.Add(i, i);
+        }
+
+        // Each Add request is at least 17 bytes on the wire and its response at least 11, and each
+        // crosses the connection once in each direction (sent by one side, received by the other).
+        const long MinimumBytes = Calls * (17 + 11);
+        Assert.True(Sum(sent) >= MinimumBytes, $"{Sum(sent)} bytes sent");
+        Assert.True(Sum(received) >= MinimumBytes, $"{Sum(received)} bytes received");
+        Assert.True(Sum(framesSent) >= 2 * Calls, $"{Sum(framesSent)} frames sent");
+        Assert.True(Sum(framesReceived) >= 2 * Calls, $"{Sum(framesReceived)} frames received");
+        Assert.True(Sum(flushes) >= 1 && Sum(reads) >= 1);
+        Assert.NotEmpty(framesPerFlush.GetMeasurementSnapshot());
+        Assert.All(framesPerFlush.GetMeasurementSnapshot(), m => Assert.True(m.Value >= 1, $"a flush of {m.Value} frames"));
+        Assert.True(framesPerFlush.GetMeasurementSnapshot().Sum(m => (long)m.Value) >= 2 * Calls);
+
+        queued.RecordObservableInstruments();
+        IReadOnlyList<CollectedMeasurement<long>> sides = queued.GetMeasurementSnapshot();
+        Assert.Equal(["client", "server"], sides.Select(m => (string)m.Tags["mux.side"]!).Order());
+        Assert.All(sides, m => Assert.True(m.Value >= 0));
+    }
+
+    private static long Sum(MetricCollector<long> collector) => collector.GetMeasurementSnapshot().Sum(m => m.Value);
+}
