@@ -92,10 +92,9 @@ internal static class Orchestrator
             Methods = methods.Select(m => new MethodInfo { Name = m.Name, Call = m.Description, RequestFrameBytes = m.RequestFrameBytes, ResponseFrameBytes = m.ResponseFrameBytes }).ToList(),
             Points = points,
         };
-        (string json, string csv) = Report.Write(report, outDirectory);
+        string[] written = Report.Write(report, outDirectory);
         Console.WriteLine($"total {clock.Elapsed.TotalSeconds:0.0} s for {points.Count(p => p.Status != "unavailable")} points");
-        Console.WriteLine($"JSON: {json}");
-        Console.WriteLine($"CSV:  {csv}");
+        Console.WriteLine($"JSON, CSV, Markdown tables, SVG chart: {string.Join(", ", written)}");
 
         int failed = points.Count(p => p.Status == "error");
         if (failed > 0)

@@ -146,15 +146,20 @@ internal static class Report
         return Path.Combine(Directory.GetCurrentDirectory(), "artifacts", "loadrunner");
     }
 
-    public static (string Json, string Csv) Write(RunReport report, string directory)
+    /// <summary>Writes the JSON and CSV of every point, the Markdown side-by-side tables and the SVG chart; returns their paths.</summary>
+    public static string[] Write(RunReport report, string directory)
     {
         Directory.CreateDirectory(directory);
         string stem = Path.Combine(directory, "loadrunner-" + report.Started.ToString("yyyyMMdd-HHmmss", CultureInfo.InvariantCulture));
         string json = stem + ".json";
         string csv = stem + ".csv";
+        string markdown = stem + ".md";
+        string chart = stem + ".svg";
         File.WriteAllText(json, JsonSerializer.Serialize(report, ReportJsonContext.Default.RunReport) + "\n");
         File.WriteAllText(csv, ToCsv(report));
-        return (json, csv);
+        File.WriteAllText(markdown, SideBySideTable.Render(report));
+        File.WriteAllText(chart, ThroughputChart.Render(report));
+        return [json, csv, markdown, chart];
     }
 
     private static string ToCsv(RunReport report)

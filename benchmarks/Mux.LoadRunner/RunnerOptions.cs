@@ -13,7 +13,8 @@ internal sealed class RunnerOptions
           Orchestrator (default role): for every (system, method, callers) point, starts the server
           as a child process, runs N closed-loop callers over ONE connection in this process, and
           reports calls/s, latency percentiles, CPU and allocations per call, GCs, connections and
-          frames per socket operation. Writes a table to the console and JSON + CSV files.
+          frames per socket operation. Writes a table to the console, JSON + CSV files, the
+          side-by-side Markdown tables (with Mux/peer ratios) and an SVG chart.
           --systems LIST   mux,raw-single,raw-batched,grpc,grpc-default,streamjsonrpc,signalr,xrpc
                            (default: all; grpc = grpc-dotnet on one HTTP/2 connection, grpc-default
                            = grpc-dotnet's defaults (more connections past 100 streams),
@@ -24,7 +25,7 @@ internal sealed class RunnerOptions
           --callers LIST   concurrent callers on the one connection (default 1,10,100,500,1000)
           --seconds S      measured window per point (default 3)
           --warmup S       warm-up before each window (default 1)
-          --out DIR        where the JSON and CSV go (default artifacts/loadrunner under the
+          --out DIR        where the files go (default artifacts/loadrunner under the
                            repository root, else under the current directory)
 
           Server role: listens on 127.0.0.1:P (0 = any free port), prints "LISTENING <port>", and
