@@ -80,7 +80,9 @@ if dotnet build -c Release samples/Mux.Samples.Server >"$server_log" 2>&1; then
   done
   if [ -z "$server_exit" ]; then
     fail "the Server sample did not stop within 30 s of SIGTERM"
-  elif [ "$server_exit" -ne 0 ] || ! grep -q 'Mux server on .* stopped\.' "$server_log"; then
+  # 143 is the `dotnet run` host itself ending on the same SIGTERM (it sometimes does, before it
+  # can report the server's own exit code); the server's clean stop is what its log says.
+  elif { [ "$server_exit" -ne 0 ] && [ "$server_exit" -ne 143 ]; } || ! grep -q 'Mux server on .* stopped\.' "$server_log"; then
     fail "the Server sample did not stop cleanly (exit code $server_exit)"
   else
     echo "readme: Server sample served, drained on SIGTERM and exited 0"
