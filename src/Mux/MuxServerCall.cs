@@ -31,12 +31,18 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     private CancellationTokenSource? _cancellation;
     private int _cancelRequested;
 
-    // The server span and duration measurement; started here, ended once by Finish.
-    private readonly ServerCallTelemetry _telemetry;
+    // Whether the call's span and duration are being recorded (ServerCallTelemetry holds them, so
+    // that an unobserved call allocates nothing for them). Set by the constructor only.
+    private readonly bool _observed;
 
     internal MuxServerCall(ServerConnection connection, uint callId, ServerMethod method, in ReadOnlySequence<byte> arguments, in ReadOnlySequence<byte> traceContext = default)
     {
-        _telemetry = ServerCallTelemetry.Start(method.Id, traceContext);
+        if (ServerCallTelemetry.IsObserved)
+        {
+            _observed = true;
+            ServerCallTelemetry.Start(this, method.Id, traceContext);
+        }
+
         _connection = connection;
         _method = method;
         CallId = callId;
@@ -148,7 +154,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     void IThreadPoolWorkItem.Execute()
     {
         ValueTask pending;
-        Activity? previous = _telemetry.EnterHandler();
+        Activity? previous = _observed ? ServerCallTelemetry.EnterHandler(this) : null;
         try
         {
             pending = _method.InvokeAsync(this);
@@ -160,7 +166,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
         }
         finally
         {
-            if (previous != Activity.Current)
+            if (_observed)
             {
                 Activity.Current = previous;
             }
@@ -194,7 +200,11 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
 
     private void Finish(Exception? failure)
     {
-        _telemetry.Stop(failure, IsCancellationRequested);
+        if (_observed)
+        {
+            ServerCallTelemetry.Stop(this, failure, IsCancellationRequested);
+        }
+
         if (failure is not null)
         {
             _connection.SendFailure(this, failure);

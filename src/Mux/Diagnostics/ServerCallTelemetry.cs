@@ -1,4 +1,5 @@
 using System.Buffers;
+using System.Collections.Concurrent;
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
 using Mux.Connection;
@@ -6,38 +7,47 @@ using Mux.Connection;
 namespace Mux.Diagnostics;
 
 /// <summary>
-/// The server span and duration measurement of one call, carried by its <see cref="MuxServerCall"/>
-/// from reading the request to queueing the response. <c>default</c> when nobody listens.
+/// The server span and duration measurement of one call, from reading the request to the end of
+/// its handler. Kept in a side table keyed by the call, not in <see cref="MuxServerCall"/>: the call
+/// object is allocated per request, and a field there would make every call allocate more even when
+/// nobody listens. The call keeps only a flag (which fits in its padding) saying whether it has an
+/// entry here.
 /// </summary>
-internal struct ServerCallTelemetry
+internal sealed class ServerCallTelemetry
 {
+    // Calls started while someone listened, until they finish. Added on the reader loop, removed by
+    // the call's Finish on whatever thread the handler ended.
+    private static readonly ConcurrentDictionary<MuxServerCall, ServerCallTelemetry> s_running = new(ReferenceEqualityComparer.Instance);
+
     // The server span; null when nobody traces Mux or the sampler dropped this call.
-    private Activity? _activity;
+    private readonly Activity? _activity;
 
     // Stopwatch timestamp at the start; 0 when nobody listens to rpc.server.call.duration.
-    private long _startTimestamp;
+    private readonly long _startTimestamp;
 
-    // The method's names; set whenever either of the above is.
-    private MethodTelemetryName? _name;
+    private readonly MethodTelemetryName _name;
+
+    private ServerCallTelemetry(Activity? activity, long startTimestamp, MethodTelemetryName name)
+    {
+        _activity = activity;
+        _startTimestamp = startTimestamp;
+        _name = name;
+    }
+
+    /// <summary>Whether a call starting now should be observed: one read of each listener flag.</summary>
+    public static bool IsObserved
+    {
+        [MethodImpl(MethodImplOptions.AggressiveInlining)]
+        get => MuxTelemetry.Source.HasListeners() || MuxTelemetry.ServerCallDuration.Enabled;
+    }
 
     /// <summary>
     /// Starts the span as a child of the context the request carried (<paramref name="traceContext"/>,
     /// empty when it carried none). Runs on the reader loop, so that the span and the duration
-    /// include the time the call waited for a thread.
+    /// include the time the call waited for a thread. Call only when <see cref="IsObserved"/>.
     /// </summary>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public static ServerCallTelemetry Start(uint methodId, in ReadOnlySequence<byte> traceContext)
-    {
-        if (!MuxTelemetry.Source.HasListeners() && !MuxTelemetry.ServerCallDuration.Enabled)
-        {
-            return default;
-        }
-
-        return StartObserved(methodId, traceContext);
-    }
-
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private static ServerCallTelemetry StartObserved(uint methodId, in ReadOnlySequence<byte> traceContext)
+    public static void Start(MuxServerCall call, uint methodId, in ReadOnlySequence<byte> traceContext)
     {
         MethodTelemetryName name = MethodNames.Get(methodId);
         Activity? activity = null;
@@ -51,58 +61,48 @@ internal struct ServerCallTelemetry
             }
 
             activity = MuxTelemetry.Source.StartActivity(name.SpanName, ActivityKind.Server, parent);
+
             // The reader loop is no place for the span: the handler makes it current on its own thread.
             Activity.Current = previous;
-            if (activity is not null)
+            if (activity is not null && activity.IsAllDataRequested)
             {
-                if (activity.IsAllDataRequested)
-                {
-                    activity.SetTag(RpcTags.System, RpcTags.SystemValue);
-                    activity.SetTag(RpcTags.Service, name.Service);
-                    activity.SetTag(RpcTags.Method, name.Method);
-                }
+                activity.SetTag(RpcTags.System, RpcTags.SystemValue);
+                activity.SetTag(RpcTags.Service, name.Service);
+                activity.SetTag(RpcTags.Method, name.Method);
             }
         }
 
-        return new ServerCallTelemetry
-        {
-            _activity = activity,
-            _startTimestamp = MuxTelemetry.ServerCallDuration.Enabled ? Stopwatch.GetTimestamp() : 0,
-            _name = name,
-        };
+        long startTimestamp = MuxTelemetry.ServerCallDuration.Enabled ? Stopwatch.GetTimestamp() : 0;
+        s_running[call] = new ServerCallTelemetry(activity, startTimestamp, name);
     }
 
-    /// <summary>Makes the span current for the handler (so the handler's own spans are its
-    /// children) and returns what was current before, to restore when the handler returns.</summary>
-    public readonly Activity? EnterHandler()
+    /// <summary>Makes the call's span current for its handler (so that the handler's own spans are
+    /// its children). Returns what was current before, to restore when the handler returns.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static Activity? EnterHandler(MuxServerCall call)
     {
-        if (_activity is null)
+        Activity? previous = Activity.Current;
+        if (s_running.TryGetValue(call, out ServerCallTelemetry? telemetry) && telemetry._activity is not null)
         {
-            return null;
+            Activity.Current = telemetry._activity;
         }
 
-        Activity? previous = Activity.Current;
-        Activity.Current = _activity;
         return previous;
     }
 
     /// <summary>Ends the span and records the duration.</summary>
+    /// <param name="call">The call, which <see cref="Start"/> observed.</param>
     /// <param name="failure">What the handler threw; null when it succeeded.</param>
     /// <param name="cancellationRequested">Whether the call had been cancelled (so that an
     /// OperationCanceledException counts as Canceled, as the Error frame reports it).</param>
-    public readonly void Stop(Exception? failure, bool cancellationRequested)
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Stop(MuxServerCall call, Exception? failure, bool cancellationRequested)
     {
-        if (_name is null)
+        if (!s_running.TryRemove(call, out ServerCallTelemetry? telemetry))
         {
             return;
         }
 
-        StopObserved(failure, cancellationRequested);
-    }
-
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private readonly void StopObserved(Exception? failure, bool cancellationRequested)
-    {
         string status = failure switch
         {
             null => CallStatus.Ok,
@@ -113,25 +113,26 @@ internal struct ServerCallTelemetry
         };
         string? errorType = failure?.GetType().FullName;
 
-        if (_activity is not null)
+        Activity? activity = telemetry._activity;
+        if (activity is not null)
         {
-            _activity.SetTag(RpcTags.StatusCode, status);
+            activity.SetTag(RpcTags.StatusCode, status);
             if (errorType is not null)
             {
-                _activity.SetTag(RpcTags.ErrorType, errorType);
-                _activity.SetStatus(ActivityStatusCode.Error, failure!.Message);
+                activity.SetTag(RpcTags.ErrorType, errorType);
+                activity.SetStatus(ActivityStatusCode.Error, failure!.Message);
             }
 
-            _activity.Stop();
+            activity.Stop();
         }
 
-        if (_startTimestamp != 0)
+        if (telemetry._startTimestamp != 0)
         {
             var tags = new TagList
             {
                 { RpcTags.System, RpcTags.SystemValue },
-                { RpcTags.Service, _name!.Service },
-                { RpcTags.Method, _name.Method },
+                { RpcTags.Service, telemetry._name.Service },
+                { RpcTags.Method, telemetry._name.Method },
                 { RpcTags.StatusCode, status },
             };
             if (errorType is not null)
@@ -139,7 +140,7 @@ internal struct ServerCallTelemetry
                 tags.Add(RpcTags.ErrorType, errorType);
             }
 
-            MuxTelemetry.ServerCallDuration.Record(Stopwatch.GetElapsedTime(_startTimestamp).TotalSeconds, tags);
+            MuxTelemetry.ServerCallDuration.Record(Stopwatch.GetElapsedTime(telemetry._startTimestamp).TotalSeconds, tags);
         }
     }
 }
