@@ -2,7 +2,7 @@
 # Runs the README's commands the way a newcomer types them, from the repository root, each bounded
 # to a few seconds: the Hello sample, the hosted Server sample (started, loaded by the Load sample
 # over one connection, stopped with SIGTERM as a service manager would, and checked to drain and
-# exit 0), and `dotnet pack -c Release`. The test command, the Load sample alone, the packages and
+# exit 0), the Telemetry sample (one trace across client and server), and `dotnet pack -c Release`. The test command, the Load sample alone, the packages and
 # the load runner are run by .ci/run itself. The last check fails when the README gains a
 # `--project` that no CI script runs, so a new README command cannot go unexercised.
 set -uo pipefail
@@ -92,6 +92,19 @@ if dotnet build -c Release samples/Mux.Samples.Server >"$server_log" 2>&1; then
 else
   cat "$server_log"
   fail "the Server sample did not build"
+fi
+
+# dotnet run -c Release --project samples/Mux.Samples.Telemetry: OpenTelemetry's console exporter
+# prints the spans and metrics; the sample's own last line says whether every server span is the
+# child of a client span in the same trace.
+telemetry_log="$work/telemetry.log"
+if timeout 300 dotnet run -c Release --project samples/Mux.Samples.Telemetry >"$telemetry_log" 2>&1 \
+  && grep -qx 'one trace across client and server: ok' "$telemetry_log" \
+  && grep -q 'Activity.Kind: *Server' "$telemetry_log" && grep -q 'Metric Name: rpc.client.call.duration' "$telemetry_log"; then
+  echo "readme: Telemetry sample exported one trace across client and server, and the call metrics"
+else
+  cat "$telemetry_log"
+  fail "the Telemetry sample did not export one trace across client and server"
 fi
 
 # dotnet pack -c Release: both packages, each with the README at its root.

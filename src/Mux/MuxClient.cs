@@ -1,3 +1,4 @@
+using System.ComponentModel;
 using System.Net;
 using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
@@ -142,6 +143,7 @@ public sealed class MuxClient : IAsyncDisposable
     /// <param name="arguments">The arguments.</param>
     /// <param name="cancellationToken">Cancels the call.</param>
     /// <returns>The result.</returns>
+    [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken = default)
         where TArguments : struct
         => _connection.InvokeAsync<TArguments, TResult>(methodId, arguments, cancellationToken);
@@ -154,6 +156,7 @@ public sealed class MuxClient : IAsyncDisposable
     /// <param name="arguments">The arguments.</param>
     /// <param name="cancellationToken">Cancels the call.</param>
     /// <returns>A task that completes when the server has run the method.</returns>
+    [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken = default)
         where TArguments : struct
         => _connection.InvokeAsync(methodId, arguments, cancellationToken);

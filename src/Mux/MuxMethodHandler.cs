@@ -1,3 +1,5 @@
+using System.ComponentModel;
+
 namespace Mux;
 
 /// <summary>
@@ -10,5 +12,6 @@ namespace Mux;
 /// <param name="service">The implementation that serves the call.</param>
 /// <param name="call">The call: its arguments, cancellation token and response.</param>
 /// <returns>A task that completes when the response has been sent.</returns>
+[EditorBrowsable(EditorBrowsableState.Never)] // Generated dispatchers implement these.
 public delegate ValueTask MuxMethodHandler<in TService>(TService service, MuxServerCall call)
     where TService : class;

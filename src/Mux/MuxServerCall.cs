@@ -91,6 +91,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     /// <typeparam name="T">The result type.</typeparam>
     /// <param name="result">What the service method returned.</param>
     /// <returns>A task that completes when the response has been handed to the connection.</returns>
+    [EditorBrowsable(EditorBrowsableState.Never)] // Generated dispatchers call it.
     public ValueTask ReturnAsync<T>(ValueTask<T> result)
     {
         if (result.IsCompletedSuccessfully)
@@ -106,6 +107,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     /// <typeparam name="T">The result type.</typeparam>
     /// <param name="result">What the service method returned.</param>
     /// <returns>A task that completes when the response has been handed to the connection.</returns>
+    [EditorBrowsable(EditorBrowsableState.Never)] // Generated dispatchers call it.
     public ValueTask ReturnAsync<T>(Task<T> result)
     {
         return result is null ? throw NullTask() : ReturnAsync(new ValueTask<T>(result));
@@ -114,6 +116,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     /// <summary>Sends the (empty) result of a method returning <see cref="ValueTask"/> once it completes.</summary>
     /// <param name="result">What the service method returned.</param>
     /// <returns>A task that completes when the response has been handed to the connection.</returns>
+    [EditorBrowsable(EditorBrowsableState.Never)] // Generated dispatchers call it.
     public ValueTask ReturnAsync(ValueTask result)
     {
         if (result.IsCompletedSuccessfully)
@@ -129,6 +132,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     /// <summary>Sends the (empty) result of a method returning <see cref="Task"/> once it completes.</summary>
     /// <param name="result">What the service method returned.</param>
     /// <returns>A task that completes when the response has been handed to the connection.</returns>
+    [EditorBrowsable(EditorBrowsableState.Never)] // Generated dispatchers call it.
     public ValueTask ReturnAsync(Task result)
     {
         return result is null ? throw NullTask() : ReturnAsync(new ValueTask(result));

@@ -1,3 +1,4 @@
+using System.ComponentModel;
 using Mux.Diagnostics;
 
 namespace Mux;
@@ -8,6 +9,7 @@ namespace Mux;
 /// register it with <see cref="MuxServiceRegistry.RegisterService{TService}(MuxServiceDefinition{TService})"/>.
 /// </summary>
 /// <typeparam name="TService">The service contract.</typeparam>
+[EditorBrowsable(EditorBrowsableState.Never)] // Generated dispatchers build these; users never need to.
 public sealed class MuxServiceDefinition<TService>
     where TService : class
 {

@@ -1,3 +1,4 @@
+using System.ComponentModel;
 using Mux.Diagnostics;
 
 namespace Mux;
@@ -7,7 +8,9 @@ namespace Mux;
 /// <see cref="MuxServiceAttribute"/> interface (from a module initializer, so no reflection is
 /// needed at run time). <see cref="MuxClient.CreateProxy{TService}"/> and
 /// <see cref="MuxServer.AddService{TService}(TService)"/> look them up here.
+/// Generated code's plumbing: hidden from IntelliSense, since users never call it.
 /// </summary>
+[EditorBrowsable(EditorBrowsableState.Never)]
 public static class MuxServiceRegistry
 {
     /// <summary>Registers how to create a client proxy for <typeparamref name="TService"/>.</summary>
