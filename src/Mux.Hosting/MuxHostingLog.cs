@@ -3,30 +3,31 @@ using Microsoft.Extensions.Logging;
 namespace Mux.Hosting;
 
 /// <summary>Every log message Mux.Hosting writes, in the "Mux.Hosting" category, with fixed event
-/// ids from 100 (stable across versions; the core library uses ids below 100).</summary>
+/// ids from 100 and event names (stable across versions; the core library's ConnectionLog and
+/// ServerLog use ids below 100).</summary>
 internal static partial class MuxHostingLog
 {
     /// <summary>The logger category of Mux.Hosting.</summary>
     public const string Category = "Mux.Hosting";
 
-    [LoggerMessage(EventId = 100, Level = LogLevel.Information, Message = "Mux server started on {EndPoint}, serving {ServiceCount} service(s).")]
+    [LoggerMessage(EventId = 100, EventName = "ServerStarted", Level = LogLevel.Information, Message = "Mux server started on {EndPoint}, serving {ServiceCount} service(s).")]
     public static partial void ServerStarted(ILogger logger, string endPoint, int serviceCount);
 
-    [LoggerMessage(EventId = 101, Level = LogLevel.Information, Message = "Mux server on {EndPoint} is stopping: draining the calls in flight on {Connections} connection(s) until the host's shutdown timeout.")]
+    [LoggerMessage(EventId = 101, EventName = "ServerStopping", Level = LogLevel.Information, Message = "Mux server on {EndPoint} is stopping: draining the calls in flight on {Connections} connection(s) until the host's shutdown timeout.")]
     public static partial void ServerStopping(ILogger logger, string endPoint, int connections);
 
-    [LoggerMessage(EventId = 102, Level = LogLevel.Information, Message = "Mux server on {EndPoint} stopped.")]
+    [LoggerMessage(EventId = 102, EventName = "ServerStopped", Level = LogLevel.Information, Message = "Mux server on {EndPoint} stopped.")]
     public static partial void ServerStopped(ILogger logger, string endPoint);
 
-    [LoggerMessage(EventId = 103, Level = LogLevel.Information, Message = "Mux client connected to {EndPoint}.")]
+    [LoggerMessage(EventId = 103, EventName = "ClientConnected", Level = LogLevel.Information, Message = "Mux client connected to {EndPoint}.")]
     public static partial void ClientConnected(ILogger logger, string endPoint);
 
-    [LoggerMessage(EventId = 104, Level = LogLevel.Information, Message = "Mux client disconnected from {EndPoint}.")]
+    [LoggerMessage(EventId = 104, EventName = "ClientDisconnected", Level = LogLevel.Information, Message = "Mux client disconnected from {EndPoint}.")]
     public static partial void ClientDisconnected(ILogger logger, string endPoint);
 
-    [LoggerMessage(EventId = 105, Level = LogLevel.Warning, Message = "Mux client connection to {EndPoint} was lost; calls through its proxies fail with MuxConnectionException until the host is restarted.")]
+    [LoggerMessage(EventId = 105, EventName = "ClientConnectionLost", Level = LogLevel.Warning, Message = "Mux client connection to {EndPoint} was lost; calls through its proxies fail with MuxConnectionException until the host is restarted.")]
     public static partial void ClientConnectionLost(ILogger logger, string endPoint);
 
-    [LoggerMessage(EventId = 106, Level = LogLevel.Warning, Message = "Disposing the service scope of a call to {Method} failed.")]
+    [LoggerMessage(EventId = 106, EventName = "ScopeDisposeFailed", Level = LogLevel.Warning, Message = "Disposing the service scope of a call to {Method} failed.")]
     public static partial void ScopeDisposeFailed(ILogger logger, string method, Exception error);
 }

@@ -145,7 +145,7 @@ public sealed class MuxServer : IAsyncDisposable
 
         _listener = listener;
         LocalEndPoint = listener.LocalEndPoint;
-        MuxLog.ServerStarted(_logger, (LocalEndPoint ?? endPoint).ToString() ?? "?");
+        ServerLog.ServerStarted(_logger, (LocalEndPoint ?? endPoint).ToString() ?? "?");
         _acceptLoop = AcceptLoopAsync(listener);
         return Task.CompletedTask;
     }
@@ -191,7 +191,7 @@ public sealed class MuxServer : IAsyncDisposable
             {
                 if (Volatile.Read(ref _state) == 1)
                 {
-                    MuxLog.AcceptFailed(_logger, LocalEndPoint?.ToString() ?? "?", ex);
+                    ServerLog.AcceptFailed(_logger, LocalEndPoint?.ToString() ?? "?", ex);
                 }
 
                 return;
@@ -208,7 +208,7 @@ public sealed class MuxServer : IAsyncDisposable
     {
         var connection = new ServerConnection(transport, _methods!, _options, _logger, name);
         _connections.TryAdd(connection, 0);
-        MuxLog.ConnectionAccepted(_logger, name);
+        ServerLog.ConnectionAccepted(_logger, name);
         _ = ForgetWhenClosedAsync(connection);
         connection.Start();
         if (Volatile.Read(ref _state) != 1)
@@ -254,7 +254,7 @@ public sealed class MuxServer : IAsyncDisposable
 
         await Task.WhenAll(drains).ConfigureAwait(false);
         await WaitForConnectionsAsync().ConfigureAwait(false);
-        MuxLog.ServerStopped(_logger, open);
+        ServerLog.ServerStopped(_logger, open);
     }
 
     private async Task WaitForConnectionsAsync()

@@ -85,7 +85,7 @@ internal abstract partial class MuxConnection : IAsyncDisposable
             return;
         }
 
-        MuxLog.ConnectionClosed(Logger, Name, reason, error);
+        ConnectionLog.ConnectionClosed(Logger, Name, reason, error);
         ConnectionGauges.Closed(this);
         try
         {
@@ -119,7 +119,7 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         catch (Exception ex)
         {
             // The connection is already closed; a fault while tearing it down changes nothing for callers.
-            MuxLog.TeardownFailed(Logger, Name, ex);
+            ConnectionLog.TeardownFailed(Logger, Name, ex);
         }
         finally
         {

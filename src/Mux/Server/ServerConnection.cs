@@ -133,7 +133,7 @@ internal sealed class ServerConnection : MuxConnection
         if (!_methods.TryGetValue(frame.MethodId, out ServerMethod? method))
         {
             _callSlots.Release();
-            MuxLog.UnknownMethod(Logger, Name, frame.MethodId);
+            ServerLog.UnknownMethod(Logger, Name, MuxServiceRegistry.GetMethodDisplayName(frame.MethodId));
             SendError(frame.CallId, MuxStatusCode.UnknownMethod, $"The server has no method {DescribeUnknownMethod(frame.MethodId)}. The client and server contracts differ, or the service was not added to the server.", null);
             return ValueTask.CompletedTask;
         }
@@ -207,7 +207,7 @@ internal sealed class ServerConnection : MuxConnection
 
     private void RefuseHandshake(string reason)
     {
-        MuxLog.HandshakeRefused(Logger, Name, reason);
+        ServerLog.HandshakeRefused(Logger, Name, reason);
         SendError(0, MuxStatusCode.ProtocolError, reason, null);
         Close(MuxCloseReason.ProtocolError, new MuxProtocolException(reason));
     }
@@ -234,7 +234,7 @@ internal sealed class ServerConnection : MuxConnection
                 SendError(call.CallId, MuxStatusCode.Canceled, $"{call.MethodName} was canceled.", failure.GetType().FullName);
                 break;
             default:
-                MuxLog.HandlerFailed(Logger, call.MethodName, Name, failure);
+                ServerLog.HandlerFailed(Logger, call.MethodName, Name, failure);
                 SendError(call.CallId, MuxStatusCode.HandlerFailed, failure.Message, failure.GetType().FullName);
                 break;
         }
