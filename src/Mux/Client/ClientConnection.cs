@@ -215,7 +215,22 @@ internal sealed class ClientConnection : MuxConnection
 
     private long ComputeDeadline() => _callTimeoutMs < 0 ? long.MaxValue : Environment.TickCount64 + _callTimeoutMs;
 
-    public bool TryRemovePending(uint callId, PendingCall call) => _pending.TryRemove(callId, call);
+    public bool TryRemovePending(uint callId, PendingCall call)
+    {
+        bool removed = _pending.TryRemove(callId, call);
+        CloseIfDrainedAfterGoAway();
+        return removed;
+    }
+
+    /// <summary>After GoAway, the connection closes (gracefully) once the last call the server
+    /// promised to serve has completed.</summary>
+    private void CloseIfDrainedAfterGoAway()
+    {
+        if (_goingAway && _pending.Count == 0)
+        {
+            CloseGracefully(MuxCloseReason.GoAway, DefaultDrainTimeout);
+        }
+    }
 
     /// <summary>Tells the server the caller gave up; best effort (the connection may be gone).</summary>
     public void SendCancelQuietly(uint callId)
@@ -239,6 +254,7 @@ internal sealed class ClientConnection : MuxConnection
             return;
         }
 
+        CloseIfDrainedAfterGoAway();
         foreach (PendingCall call in expired)
         {
             SendCancelQuietly(call.CallId);
@@ -252,9 +268,11 @@ internal sealed class ClientConnection : MuxConnection
         {
             case FrameType.Response:
                 _pending.TryRemove(frame.CallId)?.CompleteWithPayload(CallOutcome.Response, frame.Payload);
+                CloseIfDrainedAfterGoAway();
                 break;
             case FrameType.Error when frame.CallId != 0:
                 _pending.TryRemove(frame.CallId)?.CompleteWithPayload(CallOutcome.Error, frame.Payload);
+                CloseIfDrainedAfterGoAway();
                 break;
             case FrameType.Error:
                 OnConnectionError(frame.Payload);
@@ -303,6 +321,8 @@ internal sealed class ClientConnection : MuxConnection
         {
             call.CompleteWithException(new MuxConnectionException($"The Mux server at {Name} is shutting down and did not run this call; it is safe to retry.", MuxCloseReason.GoAway, null));
         }
+
+        CloseIfDrainedAfterGoAway();
     }
 
     protected override void OnClosed(MuxConnectionException error)

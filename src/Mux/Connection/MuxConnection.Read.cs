@@ -15,18 +15,41 @@ internal abstract partial class MuxConnection
     private long _framesReceived;
     private long _reads;
 
+    /// <summary>Called on the reader loop when the peer has ended its stream cleanly. Returns true
+    /// to keep the connection open (a draining server still sends the responses it promised and
+    /// then closes itself); false closes it now as <see cref="MuxCloseReason.RemoteClosed"/>.</summary>
+    protected virtual bool OnPeerFinishedSending() => false;
+
     private async Task ReadLoopAsync()
     {
         MuxCloseReason reason = MuxCloseReason.RemoteClosed;
         Exception? error = null;
+        bool keepOpen = false;
         try
         {
             while (true)
             {
                 ReadResult result = await _input.ReadAsync().ConfigureAwait(false);
-                if (result.IsCanceled || IsClosed)
+                if (IsClosed)
                 {
-                    break; // Close() woke us up.
+                    if (result.IsCanceled || !_drainInput)
+                    {
+                        break; // Close() woke us up.
+                    }
+
+                    // A graceful close: discard what the peer still sends until it closes too.
+                    _input.AdvanceTo(result.Buffer.End);
+                    if (result.IsCompleted)
+                    {
+                        break;
+                    }
+
+                    continue;
+                }
+
+                if (result.IsCanceled)
+                {
+                    break;
                 }
 
                 ReadOnlySequence<byte> buffer = result.Buffer;
@@ -34,7 +57,7 @@ internal abstract partial class MuxConnection
                 long framesBefore = _framesReceived;
                 try
                 {
-                    while (FrameReader.TryRead(ref buffer, MaxFrameSize, out Frame frame))
+                    while (!IsClosed && FrameReader.TryRead(ref buffer, MaxFrameSize, out Frame frame))
                     {
                         _framesReceived++;
                         ValueTask handled = OnFrameAsync(frame);
@@ -62,6 +85,8 @@ internal abstract partial class MuxConnection
                         throw new MuxProtocolException($"The connection ended in the middle of a frame ({buffer.Length} bytes of it arrived).");
                     }
 
+                    // The subclass may keep the connection open to answer what it promised; it closes itself.
+                    keepOpen = OnPeerFinishedSending();
                     break;
                 }
             }
@@ -81,6 +106,9 @@ internal abstract partial class MuxConnection
             await _input.CompleteAsync().ConfigureAwait(false);
         }
 
-        Close(reason, error);
+        if (!keepOpen)
+        {
+            Close(reason, error);
+        }
     }
 }

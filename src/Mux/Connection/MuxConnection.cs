@@ -73,18 +73,55 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         _readLoop = ReadLoopAsync();
     }
 
+    /// <summary>How long a graceful close from this side keeps reading (and discarding) after it
+    /// has sent everything and shut down its send side, waiting for the peer to close too.</summary>
+    internal static readonly TimeSpan DefaultDrainTimeout = TimeSpan.FromSeconds(1);
+
+    // 1 while a graceful close keeps reading and discarding until the peer ends the stream (so the
+    // socket never closes with unread bytes, which would make the kernel reset the connection and
+    // drop what we sent last). Set by CloseCore before the close is published; cleared when the
+    // drain times out. Read by the reader loop.
+    private volatile bool _drainInput;
+
     /// <summary>
     /// Closes the connection once: records why, fails or cancels what is pending (in the subclass),
     /// and tears the transport down. Safe to call any number of times from any thread.
+    /// <see cref="MuxCloseReason.LocalShutdown"/> closes gracefully (see <see cref="CloseGracefully"/>);
+    /// every other reason drops the connection at once.
     /// </summary>
     public void Close(MuxCloseReason reason, Exception? error)
     {
+        if (reason == MuxCloseReason.LocalShutdown)
+        {
+            CloseCore(reason, error, DefaultDrainTimeout);
+        }
+        else
+        {
+            CloseCore(reason, error, drainTimeout: null);
+        }
+    }
+
+    /// <summary>
+    /// Closes without losing anything in flight: what is queued is written (by a server) or dropped
+    /// (by a client, whose calls the close fails), the send side is flushed and shut down, and the
+    /// reader keeps reading and discarding until the peer ends the stream or
+    /// <paramref name="drainTimeout"/> passes; only then is the socket closed.
+    /// </summary>
+    public void CloseGracefully(MuxCloseReason reason, TimeSpan drainTimeout) => CloseCore(reason, null, drainTimeout);
+
+    private void CloseCore(MuxCloseReason reason, Exception? error, TimeSpan? drainTimeout)
+    {
         Debug.Assert(reason != MuxCloseReason.None);
-        if (Interlocked.CompareExchange(ref _closeCause, new CloseCause(reason, error), null) is not null)
+        bool drain = drainTimeout is { } timeout && timeout > TimeSpan.Zero;
+        var cause = new CloseCause(reason, error);
+        if (Interlocked.CompareExchange(ref _closeCause, cause, null) is not null)
         {
             return;
         }
 
+        // Published after the cause: a reader that sees the close before this flag stops reading,
+        // which only costs the drain (never a frame we promised to send).
+        _drainInput = drain;
         ConnectionLog.ConnectionClosed(Logger, Name, reason, error);
         ConnectionGauges.Closed(this);
         try
@@ -93,28 +130,51 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         }
         finally
         {
-            // Wake the reader loop, stop writing, and drop the socket unless this is a graceful
-            // local shutdown, which first lets the send loop finish what is already flushed.
-            _input.CancelPendingRead();
+            // Stop writing (a graceful close first writes what is queued; completing the output
+            // makes the transport send it and shut down its send side). An abortive close also
+            // wakes the reader and drops the socket.
+            if (!drain)
+            {
+                _input.CancelPendingRead();
+            }
+
             CompleteOutputIfIdle();
-            if (reason != MuxCloseReason.LocalShutdown)
+            if (drainTimeout is null)
             {
                 _transport.Abort();
             }
 
-            _ = FinishCloseAsync();
+            _ = FinishCloseAsync(drain ? drainTimeout!.Value : TimeSpan.Zero);
         }
     }
 
-    private async Task FinishCloseAsync()
+    private async Task FinishCloseAsync(TimeSpan drainTimeout)
     {
         try
         {
-            await _transport.DisposeAsync().ConfigureAwait(false);
+            // First the read side: a graceful close waits (bounded) for the peer to end its stream,
+            // so the socket is never closed with unread bytes; then the transport finishes sending
+            // what was flushed and closes the socket.
             if (_readLoop is not null)
             {
+                if (drainTimeout > TimeSpan.Zero)
+                {
+                    try
+                    {
+                        await _readLoop.WaitAsync(drainTimeout).ConfigureAwait(false);
+                    }
+                    catch (TimeoutException)
+                    {
+                        // The peer never closed its side: stop waiting for it.
+                        _drainInput = false;
+                        _input.CancelPendingRead();
+                    }
+                }
+
                 await _readLoop.ConfigureAwait(false);
             }
+
+            await _transport.DisposeAsync().ConfigureAwait(false);
         }
         catch (Exception ex)
         {

@@ -31,12 +31,23 @@ internal sealed class ServerConnection : MuxConnection
     // Running calls by id, for Cancel frames and for cancelling everything on close. Guarded by _callsLock.
     private readonly Dictionary<uint, MuxServerCall> _calls = new();
 
-    // Highest call id dispatched, and whether GoAway was sent. Guarded by _callsLock, so that a
-    // GoAway's "last call served" can never miss a call being dispatched at the same moment.
-    private uint _lastDispatchedCallId;
-    private bool _goingAway;
+    // The highest call id of any Request read so far. Written only by the reader loop; read by
+    // DrainAndCloseAsync to choose the id GoAway carries.
+    private volatile uint _highestReceivedCallId;
 
-    // Completed when GoAway has been sent and no call is running.
+    // Whether GoAway was sent, and the id it carried: the server serves every call with an id up
+    // to it (including ones that arrive later: ids may reach the wire slightly out of order) and
+    // none above it. Guarded by _callsLock, so a call being dispatched at the same moment is on
+    // one side of the line or the other, never both.
+    private bool _goingAway;
+    private uint _goAwayCallId;
+
+    // Whether the client has ended its stream (it sends nothing more) while we were draining.
+    // Guarded by _callsLock.
+    private bool _peerFinished;
+
+    // Completed when GoAway has been sent, no call is running and the client has ended its stream
+    // (or the connection closed for another reason).
     private readonly TaskCompletionSource _drained = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     // Set by the reader loop when the handshake succeeds.
@@ -104,6 +115,11 @@ internal sealed class ServerConnection : MuxConnection
         switch (frame.Type)
         {
             case FrameType.Request:
+                if (frame.CallId > _highestReceivedCallId)
+                {
+                    _highestReceivedCallId = frame.CallId;
+                }
+
                 // Backpressure: with every slot taken, stop reading this connection until one frees.
                 return _callSlots.Wait(0) ? Dispatch(frame) : WaitForSlotThenDispatchAsync(frame);
             case FrameType.Cancel:
@@ -141,9 +157,10 @@ internal sealed class ServerConnection : MuxConnection
         var call = new MuxServerCall(this, frame.CallId, method, frame.Payload, frame.TraceContext);
         lock (_callsLock)
         {
-            if (_goingAway)
+            if (_goingAway && frame.CallId > _goAwayCallId)
             {
-                // After GoAway the client fails this call itself ("not run, safe to retry").
+                // Above the id GoAway carried: the client fails this call itself ("not run, safe
+                // to retry"), so it must not run.
                 _callSlots.Release();
                 return ValueTask.CompletedTask;
             }
@@ -153,7 +170,6 @@ internal sealed class ServerConnection : MuxConnection
                 throw new MuxProtocolException($"The client reused call id {frame.CallId} while that call was still running.");
             }
 
-            _lastDispatchedCallId = frame.CallId;
             _runningCalls = _calls.Count;
         }
 
@@ -266,7 +282,7 @@ internal sealed class ServerConnection : MuxConnection
         {
             _calls.Remove(call.CallId);
             _runningCalls = _calls.Count;
-            drained = _goingAway && _calls.Count == 0;
+            drained = _goingAway && _peerFinished && _calls.Count == 0;
         }
 
         _callSlots.Release();
@@ -276,55 +292,94 @@ internal sealed class ServerConnection : MuxConnection
         }
     }
 
-    /// <summary>
-    /// Sends GoAway naming the last call that will be served, then waits until those calls have
-    /// finished (or <paramref name="cancellationToken"/> fires), then closes.
-    /// </summary>
-    public async Task DrainAndCloseAsync(CancellationToken cancellationToken)
+    /// <summary>A client that ends its stream while we drain is done sending: finish its calls,
+    /// then close (DrainAndCloseAsync). Otherwise it left: close now.</summary>
+    protected override bool OnPeerFinishedSending()
     {
-        uint lastCallId;
-        bool idle;
+        bool drained;
         lock (_callsLock)
         {
-            _goingAway = true;
-            lastCallId = _lastDispatchedCallId;
-            idle = _calls.Count == 0;
+            if (!_goingAway)
+            {
+                return false;
+            }
+
+            _peerFinished = true;
+            drained = _calls.Count == 0;
         }
 
-        if (_handshakeDone && !IsClosed)
-        {
-            Span<byte> payload = stackalloc byte[ProtocolConstants.GoAwayPayloadSize];
-            BinaryPrimitives.WriteUInt32LittleEndian(payload, lastCallId);
-            try
-            {
-                SendRawFrame(FrameType.GoAway, 0, payload);
-            }
-            catch (MuxConnectionException)
-            {
-                // Already closed.
-            }
-        }
-
-        if (idle)
+        if (drained)
         {
             _drained.TrySetResult();
         }
 
+        return true;
+    }
+
+    /// <summary>
+    /// Closes without losing anything: sends GoAway with the highest call id received, serves every
+    /// call up to that id (also ones still on their way), waits until they have finished and the
+    /// client has ended its stream, then sends the last responses, shuts down the send side and
+    /// closes. When <paramref name="cancellationToken"/> fires first, the handlers still running are
+    /// cancelled and the connection closes at once.
+    /// </summary>
+    public async Task DrainAndCloseAsync(CancellationToken cancellationToken)
+    {
+        uint goAwayCallId;
+        lock (_callsLock)
+        {
+            if (!_goingAway)
+            {
+                _goingAway = true;
+                _goAwayCallId = _highestReceivedCallId;
+            }
+
+            goAwayCallId = _goAwayCallId;
+        }
+
+        if (!_handshakeDone || !TrySendGoAway(goAwayCallId))
+        {
+            // Nothing was promised on this connection (or it is already closed).
+            CloseGracefully(MuxCloseReason.LocalShutdown, TimeSpan.Zero);
+            await Completion.ConfigureAwait(false);
+            return;
+        }
+
+        bool finished;
         try
         {
             await _drained.Task.WaitAsync(cancellationToken).ConfigureAwait(false);
+            finished = true;
         }
         catch (OperationCanceledException)
         {
-            // Out of patience: close now; the handlers still running are cancelled.
+            finished = false; // Out of patience: close now; the handlers still running are cancelled.
         }
 
-        await DisposeAsync().ConfigureAwait(false);
+        // Finished: the client has already ended its stream, so nothing is left to read.
+        CloseGracefully(MuxCloseReason.LocalShutdown, finished ? DefaultDrainTimeout : TimeSpan.Zero);
+        await Completion.ConfigureAwait(false);
+    }
+
+    private bool TrySendGoAway(uint goAwayCallId)
+    {
+        Span<byte> payload = stackalloc byte[ProtocolConstants.GoAwayPayloadSize];
+        BinaryPrimitives.WriteUInt32LittleEndian(payload, goAwayCallId);
+        try
+        {
+            SendRawFrame(FrameType.GoAway, 0, payload);
+            return true;
+        }
+        catch (MuxConnectionException)
+        {
+            return false;
+        }
     }
 
     protected override void OnClosed(MuxConnectionException error)
     {
         _closing.Cancel();
+        _drained.TrySetResult();
         MuxServerCall[] running;
         lock (_callsLock)
         {

@@ -123,6 +123,7 @@ internal sealed class SocketConnection : IMuxTransport
     private async Task SendLoopAsync()
     {
         Exception? error = null;
+        bool finished = false;
         PipeReader reader = _output.Reader;
         try
         {
@@ -141,6 +142,7 @@ internal sealed class SocketConnection : IMuxTransport
                 reader.AdvanceTo(buffer.End);
                 if (result.IsCompleted || result.IsCanceled)
                 {
+                    finished = result.IsCompleted;
                     break;
                 }
             }
@@ -152,9 +154,36 @@ internal sealed class SocketConnection : IMuxTransport
         finally
         {
             await reader.CompleteAsync(error).ConfigureAwait(false);
-            // Stop receiving too: a connection that cannot send is of no use, and this wakes the
-            // reader loop so that pending calls fail now rather than at their deadlines.
-            ShutdownSocket();
+            if (finished)
+            {
+                // Everything the owner wrote has been sent: tell the peer (FIN) but keep receiving,
+                // because closing a socket with unread bytes makes the kernel send a reset, which
+                // can destroy our last bytes before the peer reads them.
+                ShutdownSend();
+            }
+            else
+            {
+                // Stop receiving too: a connection that cannot send is of no use, and this wakes the
+                // reader loop so that pending calls fail now rather than at their deadlines.
+                ShutdownSocket();
+            }
+        }
+    }
+
+    private void ShutdownSend()
+    {
+        if (Volatile.Read(ref _shutdown) != 0)
+        {
+            return;
+        }
+
+        try
+        {
+            _socket.Shutdown(SocketShutdown.Send);
+        }
+        catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
+        {
+            // Already closed or reset: nothing left to tell the peer.
         }
     }
 
@@ -182,8 +211,9 @@ internal sealed class SocketConnection : IMuxTransport
 
     /// <summary>
     /// Lets the send loop finish what was flushed, then closes the socket. The owner completes
-    /// <see cref="Output"/> first (only it knows when no writer is active); if the peer stops
-    /// reading, the send is abandoned after a grace period rather than hanging the close.
+    /// <see cref="Output"/> first (only it knows when no writer is active) and, for a graceful close,
+    /// has already read until the peer ended its stream; if the peer stops reading, the send is
+    /// abandoned after a grace period rather than hanging the close.
     /// </summary>
     public async ValueTask DisposeAsync()
     {
