@@ -13,46 +13,101 @@ namespace Mux;
 /// <summary>
 /// One call being served: its arguments, its cancellation token, and the way back to the caller.
 /// A <see cref="MuxMethodHandler{TService}"/> reads the arguments, invokes the service and hands
-/// the result to one of the <c>ReturnAsync</c> methods. Created per request and run on the thread
-/// pool, never on the connection's reader loop, so a slow handler delays only its own call.
+/// the result to one of the <c>ReturnAsync</c> methods. Run on the thread pool, never on the
+/// connection's reader loop, so a slow handler delays only its own call. Valid only until the
+/// handler's task completes: the object is then reused for a later request of the same connection.
 /// </summary>
 public sealed class MuxServerCall : IThreadPoolWorkItem
 {
+    // Arguments up to this size are copied into _ownedArguments, kept across the lives of this
+    // pooled object; larger ones into an array rented for the call. Small, because a connection
+    // keeps as many calls as it ever ran at once (up to its call cap).
+    private const int MaxOwnedArguments = 1024;
+
     private readonly ServerConnection _connection;
-    private readonly ServerMethod _method;
 
-    // The request's MessagePack arguments, copied out of the receive buffer into a pooled array.
-    // Returned to the pool when the call finishes; never touched after that.
+    // The method being called. Set by Start on the reader loop before the call is queued.
+    private ServerMethod _method = null!;
+
+    // The request's MessagePack arguments, copied out of the receive buffer (which the reader loop
+    // reuses) into _ownedArguments or a rented array. Set by Start; given back by Finish.
     private byte[]? _arguments;
-    private readonly int _argumentsLength;
+    private int _argumentsLength;
+    private bool _argumentsRented;
+    private byte[]? _ownedArguments;
 
-    // Created on first use of CancellationToken (most handlers never ask). Replaced only via
+    // Created on first use of CancellationToken (most handlers never ask), never reused: a Cancel
+    // relayed late may still cancel it after the call has finished. Replaced only via
     // CompareExchange; _cancelRequested records a cancel that arrived before it existed.
     private CancellationTokenSource? _cancellation;
     private int _cancelRequested;
 
     // Whether the call's span and duration are being recorded (ServerCallTelemetry holds them, so
-    // that an unobserved call allocates nothing for them). Set by the constructor only.
-    private readonly bool _observed;
+    // that an unobserved call carries nothing for them). Set by Start only.
+    private bool _observed;
 
-    internal MuxServerCall(ServerConnection connection, uint callId, ServerMethod method, in ReadOnlySequence<byte> arguments, in ReadOnlySequence<byte> traceContext = default)
+    internal MuxServerCall(ServerConnection connection)
+    {
+        _connection = connection;
+    }
+
+    /// <summary>The next call in the connection's pool of finished calls; only the pool touches it.</summary>
+    internal MuxServerCall? NextPooled;
+
+    /// <summary>Prepares this (new or reused) object for a request. Reader loop only, before the
+    /// call is published anywhere.</summary>
+    internal void Start(uint callId, ServerMethod method, in ReadOnlySequence<byte> arguments)
+    {
+        _method = method;
+        CallId = callId;
+        _cancellation = null;
+        _cancelRequested = 0;
+        int length = checked((int)arguments.Length);
+        if (length <= MaxOwnedArguments)
+        {
+            if (_ownedArguments is null || _ownedArguments.Length < length)
+            {
+                _ownedArguments = new byte[Math.Max(length, 64)];
+            }
+
+            _arguments = _ownedArguments;
+            _argumentsRented = false;
+        }
+        else
+        {
+            _arguments = ArrayPool<byte>.Shared.Rent(length);
+            _argumentsRented = true;
+        }
+
+        arguments.CopyTo(_arguments);
+        _argumentsLength = length;
+        _observed = false;
+    }
+
+    /// <summary>Starts the span and duration if anyone listens. Reader loop only, once the call
+    /// has been admitted, so that the span includes the time the call waits for a thread.</summary>
+    internal void StartTelemetry(in ReadOnlySequence<byte> traceContext)
     {
         if (ServerCallTelemetry.IsObserved)
         {
             _observed = true;
-            ServerCallTelemetry.Start(this, method.Id, traceContext);
+            ServerCallTelemetry.Start(this, _method.Id, traceContext);
         }
+    }
 
-        _connection = connection;
-        _method = method;
-        CallId = callId;
-        _argumentsLength = checked((int)arguments.Length);
-        _arguments = ArrayPool<byte>.Shared.Rent(Math.Max(_argumentsLength, 1));
-        arguments.CopyTo(_arguments);
+    /// <summary>Gives back the arguments of a call that will not run (refused after GoAway).</summary>
+    internal void Abandon()
+    {
+        byte[]? arguments = _arguments;
+        _arguments = null;
+        if (arguments is not null && _argumentsRented)
+        {
+            ArrayPool<byte>.Shared.Return(arguments);
+        }
     }
 
     /// <summary>The call's id on its connection.</summary>
-    public uint CallId { get; }
+    public uint CallId { get; private set; }
 
     /// <summary>The id of the method being called.</summary>
     public uint MethodId => _method.Id;
@@ -216,13 +271,15 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
 
         byte[]? arguments = Interlocked.Exchange(ref _arguments, null);
         Debug.Assert(arguments is not null, "A call finishes once.");
-        if (arguments is not null)
+        if (arguments is not null && _argumentsRented)
         {
             ArrayPool<byte>.Shared.Return(arguments);
         }
 
-        _connection.OnCallFinished(this);
         Volatile.Read(ref _cancellation)?.Dispose();
+
+        // Last: from here on the connection may reuse this object for another request.
+        _connection.OnCallFinished(this);
     }
 
     /// <summary>Whether the handler's token was cancelled (by the client or the connection).</summary>

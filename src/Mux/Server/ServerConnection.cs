@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.Buffers.Binary;
 using System.Collections.Frozen;
+using System.Diagnostics.CodeAnalysis;
 using MessagePack;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
@@ -21,15 +22,21 @@ internal sealed class ServerConnection : MuxConnection
     private readonly MuxServerOptions _options;
 
     // One slot per call allowed to run at once. Taken by the reader loop, released by calls.
-    private readonly SemaphoreSlim _callSlots;
+    private readonly CallSlots _callSlots;
 
     // Cancelled on close, to wake a reader loop that waits for a call slot.
     private readonly CancellationTokenSource _closing = new();
 
-    private readonly Lock _callsLock = new();
+    // Running calls by id, for Cancel frames and for cancelling everything on close. Lock-free in
+    // steady state; the reader loop is its only adder.
+    private readonly ServerCallTable _calls;
 
-    // Running calls by id, for Cancel frames and for cancelling everything on close. Guarded by _callsLock.
-    private readonly Dictionary<uint, MuxServerCall> _calls = new();
+    // Finished calls kept for the next requests (rented by the reader loop, returned by finishers).
+    private readonly ServerCallPool _callPool = new();
+
+    // Taken when GoAway begins, and by the reader loop only after GoAway has begun: requests in
+    // steady state never take it.
+    private readonly Lock _callsLock = new();
 
     // The highest call id of any Request read so far. Written only by the reader loop; read by
     // DrainAndCloseAsync to choose the id GoAway carries.
@@ -37,14 +44,16 @@ internal sealed class ServerConnection : MuxConnection
 
     // Whether GoAway was sent, and the id it carried: the server serves every call with an id up
     // to it (including ones that arrive later: ids may reach the wire slightly out of order) and
-    // none above it. Guarded by _callsLock, so a call being dispatched at the same moment is on
-    // one side of the line or the other, never both.
-    private bool _goingAway;
+    // none above it. Written under _callsLock (the id first). A call being dispatched at the same
+    // moment is on one side of the line or the other, never both: the reader loop writes
+    // _highestReceivedCallId, then (after a full fence) reads _goingAway; DrainAndCloseAsync writes
+    // _goingAway, then (after a full fence) reads _highestReceivedCallId, so one sees the other.
+    private volatile bool _goingAway;
     private uint _goAwayCallId;
 
     // Whether the client has ended its stream (it sends nothing more) while we were draining.
-    // Guarded by _callsLock.
-    private bool _peerFinished;
+    // Written under _callsLock once _goingAway is set; read by finishing calls without the lock.
+    private volatile bool _peerFinished;
 
     // Completed when GoAway has been sent, no call is running and the client has ended its stream
     // (or the connection closed for another reason).
@@ -63,16 +72,14 @@ internal sealed class ServerConnection : MuxConnection
         _methods = methods;
         _options = options;
         SerializerOptions = MuxSerializerOptions.ForServer(options.SerializerOptions);
-        _callSlots = new SemaphoreSlim(options.MaxConcurrentCallsPerConnection, options.MaxConcurrentCallsPerConnection);
+        _callSlots = new CallSlots(options.MaxConcurrentCallsPerConnection);
+        _calls = new ServerCallTable(options.MaxConcurrentCallsPerConnection);
     }
 
-    // _calls.Count, published for lock-free reads on the send path. Written under _callsLock.
-    private volatile int _runningCalls;
-
-    public int RunningCalls => _runningCalls;
+    public int RunningCalls => _calls.Count;
 
     // A lone call answering (or connection-level frames): write inline; otherwise batch.
-    protected override bool IsQuiet => _runningCalls <= 1;
+    protected override bool IsQuiet => _calls.Count <= 1;
 
     /// <summary>A drain ends when the last call has queued its response, not when the response
     /// has been written: the close must still send it.</summary>
@@ -121,7 +128,7 @@ internal sealed class ServerConnection : MuxConnection
                 }
 
                 // Backpressure: with every slot taken, stop reading this connection until one frees.
-                return _callSlots.Wait(0) ? Dispatch(frame) : WaitForSlotThenDispatchAsync(frame);
+                return _callSlots.TryTake() ? Dispatch(frame) : WaitForSlotThenDispatchAsync(frame);
             case FrameType.Cancel:
                 OnCancel(frame.CallId);
                 break;
@@ -154,28 +161,41 @@ internal sealed class ServerConnection : MuxConnection
             return ValueTask.CompletedTask;
         }
 
-        var call = new MuxServerCall(this, frame.CallId, method, frame.Payload, frame.TraceContext);
-        lock (_callsLock)
+        MuxServerCall call = _callPool.TryRent() ?? new MuxServerCall(this);
+        call.Start(frame.CallId, method, frame.Payload);
+
+        // Counted as running before _goingAway is read (TryAdd's increment is the full fence that
+        // pairs with DrainAndCloseAsync), so a drain cannot find the connection idle meanwhile.
+        if (!_calls.TryAdd(call))
         {
-            if (_goingAway && frame.CallId > _goAwayCallId)
-            {
-                // Above the id GoAway carried: the client fails this call itself ("not run, safe
-                // to retry"), so it must not run.
-                _callSlots.Release();
-                return ValueTask.CompletedTask;
-            }
-
-            if (!_calls.TryAdd(frame.CallId, call))
-            {
-                throw new MuxProtocolException($"The client reused call id {frame.CallId} while that call was still running.");
-            }
-
-            _runningCalls = _calls.Count;
+            ThrowCallIdReused(frame.CallId);
         }
 
+        if (_goingAway && IsAboveGoAway(frame.CallId))
+        {
+            // Above the id GoAway carried: the client fails this call itself ("not run, safe to
+            // retry"), so it must not run.
+            call.Abandon();
+            Retire(call);
+            return ValueTask.CompletedTask;
+        }
+
+        call.StartTelemetry(frame.TraceContext);
         ThreadPool.UnsafeQueueUserWorkItem(call, preferLocal: false);
         return ValueTask.CompletedTask;
     }
+
+    private bool IsAboveGoAway(uint callId)
+    {
+        lock (_callsLock)
+        {
+            return callId > _goAwayCallId;
+        }
+    }
+
+    [DoesNotReturn]
+    private static void ThrowCallIdReused(uint callId) =>
+        throw new MuxProtocolException($"The client reused call id {callId} while that call was still running.");
 
     /// <summary>"IService.Method (id 0x…)" when the contract is loaded here, else "with id 0x…".</summary>
     private static string DescribeUnknownMethod(uint methodId)
@@ -186,13 +206,9 @@ internal sealed class ServerConnection : MuxConnection
 
     private void OnCancel(uint callId)
     {
-        MuxServerCall? call;
-        lock (_callsLock)
-        {
-            _calls.TryGetValue(callId, out call);
-        }
-
-        call?.RequestCancel(); // Unknown ids are calls that already finished.
+        // Unknown ids are calls that already finished. A call found may finish meanwhile, but it
+        // cannot be reused for another request before this (reader loop) thread dispatches again.
+        _calls.Find(callId)?.RequestCancel();
     }
 
     private void OnHandshake(Frame frame)
@@ -275,18 +291,18 @@ internal sealed class ServerConnection : MuxConnection
         }
     }
 
-    internal void OnCallFinished(MuxServerCall call)
-    {
-        bool drained;
-        lock (_callsLock)
-        {
-            _calls.Remove(call.CallId);
-            _runningCalls = _calls.Count;
-            drained = _goingAway && _peerFinished && _calls.Count == 0;
-        }
+    internal void OnCallFinished(MuxServerCall call) => Retire(call);
 
+    /// <summary>Takes a finished (or refused) call out of the table, keeps its object for reuse and
+    /// frees its slot.</summary>
+    private void Retire(MuxServerCall call)
+    {
+        // The decrement is a full fence before _peerFinished is read; OnPeerFinishedSending writes
+        // _peerFinished before it counts, so one of the two completes the drain.
+        int running = _calls.Remove(call);
+        _callPool.Return(call); // Before the slot: the request the slot admits then reuses this object.
         _callSlots.Release();
-        if (drained)
+        if (running == 0 && _peerFinished)
         {
             _drained.TrySetResult();
         }
@@ -296,7 +312,6 @@ internal sealed class ServerConnection : MuxConnection
     /// then close (DrainAndCloseAsync). Otherwise it left: close now.</summary>
     protected override bool OnPeerFinishedSending()
     {
-        bool drained;
         lock (_callsLock)
         {
             if (!_goingAway)
@@ -305,10 +320,10 @@ internal sealed class ServerConnection : MuxConnection
             }
 
             _peerFinished = true;
-            drained = _calls.Count == 0;
         }
 
-        if (drained)
+        Interlocked.MemoryBarrier(); // Pairs with Retire's decrement: see there.
+        if (_calls.Count == 0)
         {
             _drained.TrySetResult();
         }
@@ -331,6 +346,7 @@ internal sealed class ServerConnection : MuxConnection
             if (!_goingAway)
             {
                 _goingAway = true;
+                Interlocked.MemoryBarrier(); // Pairs with Dispatch: see _goingAway.
                 _goAwayCallId = _highestReceivedCallId;
             }
 
@@ -380,13 +396,7 @@ internal sealed class ServerConnection : MuxConnection
     {
         _closing.Cancel();
         _drained.TrySetResult();
-        MuxServerCall[] running;
-        lock (_callsLock)
-        {
-            running = [.. _calls.Values];
-        }
-
-        foreach (MuxServerCall call in running)
+        foreach (MuxServerCall call in _calls.Snapshot())
         {
             call.RequestCancel();
         }
