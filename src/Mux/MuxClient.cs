@@ -1,5 +1,8 @@
 using System.ComponentModel;
+using System.Diagnostics.CodeAnalysis;
+using System.IO.Pipelines;
 using System.Net;
+using System.Net.Security;
 using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
@@ -43,13 +46,16 @@ public sealed class MuxClient : IAsyncDisposable
     /// <summary>Calls waiting for their response right now.</summary>
     public int PendingCalls => _connection.PendingCallCount;
 
-    /// <summary>Connects to a Mux server and completes the protocol handshake.</summary>
+    /// <summary>Connects to a Mux server and completes the protocol handshake: over TCP for an
+    /// <see cref="IPEndPoint"/> or <see cref="DnsEndPoint"/>, over a Unix domain socket for a
+    /// <see cref="UnixDomainSocketEndPoint"/>; with TLS first when <see cref="MuxClientOptions.Tls"/> is set.</summary>
     /// <param name="endPoint">The server's address.</param>
     /// <param name="options">Settings; defaults apply when null.</param>
     /// <param name="cancellationToken">Abandons the attempt.</param>
     /// <returns>A connected client.</returns>
     /// <exception cref="MuxConnectionException">The server refused or did not answer in time
-    /// (<see cref="MuxClientOptions.ConnectTimeout"/>), or is not a Mux server.</exception>
+    /// (<see cref="MuxClientOptions.ConnectTimeout"/>), failed the TLS handshake (its message says
+    /// why: an untrusted certificate, a name mismatch, no <c>mux/1</c> ALPN), or is not a Mux server.</exception>
     /// <exception cref="InvalidOperationException">The options are invalid.</exception>
     public static async Task<MuxClient> ConnectAsync(EndPoint endPoint, MuxClientOptions? options = null, CancellationToken cancellationToken = default)
     {
@@ -57,39 +63,11 @@ public sealed class MuxClient : IAsyncDisposable
         options ??= new MuxClientOptions();
         options.Validate();
 
-        Socket socket = endPoint is DnsEndPoint
-            ? new Socket(SocketType.Stream, ProtocolType.Tcp)
-            : new Socket(endPoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
-        try
-        {
-            using var timeout = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
-            if (options.ConnectTimeout != Timeout.InfiniteTimeSpan)
-            {
-                timeout.CancelAfter(options.ConnectTimeout);
-            }
-
-            await socket.ConnectAsync(endPoint, timeout.Token).ConfigureAwait(false);
-        }
-        catch (OperationCanceledException ex) when (!cancellationToken.IsCancellationRequested)
-        {
-            socket.Dispose();
-            throw new MuxConnectionException($"Connecting to {endPoint} timed out after {DurationText.Format(options.ConnectTimeout)} (MuxClientOptions.ConnectTimeout).", new TimeoutException(ex.Message, ex));
-        }
-        catch (SocketException ex)
-        {
-            socket.Dispose();
-            throw new MuxConnectionException($"Could not connect to the Mux server at {endPoint}: {ex.Message}", ex);
-        }
-        catch
-        {
-            socket.Dispose();
-            throw;
-        }
-
-        var transport = new SocketConnection(socket, options.MaxFrameSize);
-        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, CreateLogger(options), endPoint.ToString() ?? "server", cancellationToken).ConfigureAwait(false);
+        ILogger logger = CreateLogger(options);
+        (IMuxTransport transport, EndPoint? remoteEndPoint) = await ClientTransport.ConnectAsync(endPoint, options, logger, cancellationToken).ConfigureAwait(false);
+        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, logger, endPoint.ToString() ?? "server", cancellationToken).ConfigureAwait(false);
         connection.Peer = ServerPeer.From(endPoint);
-        return new MuxClient(connection, socket.RemoteEndPoint);
+        return new MuxClient(connection, remoteEndPoint);
     }
 
     /// <summary>Connects to <see cref="MuxClientOptions.EndPoint"/> and completes the handshake.</summary>
@@ -105,12 +83,81 @@ public sealed class MuxClient : IAsyncDisposable
         return ConnectAsync(endPoint, options, cancellationToken);
     }
 
+    /// <summary>
+    /// Runs a Mux connection over a stream you have opened yourself (a named pipe, a serial port, a
+    /// tunnel, any bidirectional <see cref="Stream"/>) and completes the handshake. With
+    /// <see cref="MuxClientOptions.Tls"/> set, TLS is authenticated over the stream first (set
+    /// <see cref="SslClientAuthenticationOptions.TargetHost"/>: a stream has no host name). The client
+    /// owns the stream from now on and disposes it when the connection closes.
+    /// </summary>
+    /// <param name="stream">A connected, readable and writable stream; the server end serves Mux
+    /// (for example through <see cref="MuxServer.AcceptAsync(Stream, CancellationToken)"/>).</param>
+    /// <param name="options">Settings (<see cref="MuxClientOptions.EndPoint"/> is not used); defaults apply when null.</param>
+    /// <param name="cancellationToken">Abandons the attempt.</param>
+    /// <returns>A connected client.</returns>
+    /// <exception cref="MuxConnectionException">The handshake failed or timed out (<see cref="MuxClientOptions.ConnectTimeout"/>).</exception>
+    /// <exception cref="InvalidOperationException">The options are invalid.</exception>
+    /// <exception cref="ArgumentException">The stream cannot both read and write.</exception>
+    [SuppressMessage("ApiDesign", "RS0026:Do not add multiple public overloads with optional parameters", Justification = "The overloads differ in the type of their first, required parameter (endpoint, stream, pipe), so no call is ambiguous.")]
+    public static async Task<MuxClient> ConnectAsync(Stream stream, MuxClientOptions? options = null, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(stream);
+        if (!stream.CanRead || !stream.CanWrite)
+        {
+            throw new ArgumentException("A Mux connection needs a stream that can both read and write.", nameof(stream));
+        }
+
+        options ??= new MuxClientOptions();
+        options.Validate();
+        ILogger logger = CreateLogger(options);
+        IMuxTransport transport;
+        try
+        {
+            transport = await ClientTransport.OverStreamAsync(stream, options, logger, cancellationToken).ConfigureAwait(false);
+        }
+        catch
+        {
+            await stream.DisposeAsync().ConfigureAwait(false);
+            throw;
+        }
+
+        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, logger, "stream", cancellationToken).ConfigureAwait(false);
+        return new MuxClient(connection, null);
+    }
+
+    /// <summary>
+    /// Runs a Mux connection over a duplex pipe you provide (any transport that offers
+    /// System.IO.Pipelines, such as a Kestrel connection or an in-memory pipe pair) and completes the
+    /// handshake. The pipe is used as it is, so <see cref="MuxClientOptions.Tls"/> must not be set
+    /// (connect with a <see cref="Stream"/> for TLS). The client completes both ends of the pipe when
+    /// the connection closes.
+    /// </summary>
+    /// <param name="pipe">The pipe: <see cref="IDuplexPipe.Input"/> carries the server's bytes,
+    /// <see cref="IDuplexPipe.Output"/> carries ours.</param>
+    /// <param name="options">Settings (<see cref="MuxClientOptions.EndPoint"/> is not used); defaults apply when null.</param>
+    /// <param name="cancellationToken">Abandons the attempt.</param>
+    /// <returns>A connected client.</returns>
+    /// <exception cref="MuxConnectionException">The handshake failed or timed out (<see cref="MuxClientOptions.ConnectTimeout"/>).</exception>
+    /// <exception cref="InvalidOperationException">The options are invalid, or set <see cref="MuxClientOptions.Tls"/>.</exception>
+    [SuppressMessage("ApiDesign", "RS0026:Do not add multiple public overloads with optional parameters", Justification = "The overloads differ in the type of their first, required parameter (endpoint, stream, pipe), so no call is ambiguous.")]
+    public static Task<MuxClient> ConnectAsync(IDuplexPipe pipe, MuxClientOptions? options = null, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(pipe);
+        options ??= new MuxClientOptions();
+        if (options.Tls is not null)
+        {
+            throw new InvalidOperationException("MuxClientOptions.Tls is set, but a pipe is used as it is and cannot carry TLS. Connect with a Stream (for example PipeReader.AsStream and PipeWriter.AsStream over your transport) or leave Tls null.");
+        }
+
+        return ConnectAsync(new DuplexPipeTransport(pipe), options, "pipe", cancellationToken);
+    }
+
     /// <summary>Connects over an existing transport (in-memory pipes in tests and benchmarks).</summary>
-    internal static async Task<MuxClient> ConnectAsync(IMuxTransport transport, MuxClientOptions? options = null, CancellationToken cancellationToken = default)
+    internal static async Task<MuxClient> ConnectAsync(IMuxTransport transport, MuxClientOptions? options = null, string name = "in-memory", CancellationToken cancellationToken = default)
     {
         options ??= new MuxClientOptions();
         options.Validate();
-        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, CreateLogger(options), "in-memory", cancellationToken).ConfigureAwait(false);
+        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, CreateLogger(options), name, cancellationToken).ConfigureAwait(false);
         return new MuxClient(connection, null);
     }
 

@@ -1,6 +1,8 @@
 using System.Net;
+using System.Net.Security;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
+using Mux.Transport;
 using MessagePack;
 
 namespace Mux;
@@ -47,6 +49,27 @@ public sealed class MuxClientOptions
     /// <summary>Where the client logs connection events. Defaults to <see langword="null"/> (no logging).</summary>
     public ILoggerFactory? LoggerFactory { get; set; }
 
+    /// <summary>
+    /// Encrypts the connection with TLS and authenticates the server, using the BCL's own options:
+    /// set <see cref="SslClientAuthenticationOptions.TargetHost"/> to the name on the server's
+    /// certificate (when it is not set, the endpoint's host name or IP address is used), add
+    /// <see cref="SslClientAuthenticationOptions.ClientCertificates"/> if the server asks for one, and
+    /// <see cref="SslClientAuthenticationOptions.RemoteCertificateValidationCallback"/> to decide trust
+    /// yourself. Mux offers the ALPN protocol <c>mux/1</c> when
+    /// <see cref="SslClientAuthenticationOptions.ApplicationProtocols"/> is null (a list you set must
+    /// include it) and fails the connection if the server does not choose it. The object is not
+    /// modified. Applies to endpoints and to streams given to
+    /// <see cref="MuxClient.ConnectAsync(Stream, MuxClientOptions?, CancellationToken)"/>; the server
+    /// must set <see cref="MuxServerOptions.Tls"/>. Defaults to <see langword="null"/> (plaintext).
+    /// </summary>
+    public SslClientAuthenticationOptions? Tls { get; set; }
+
+    // 0 until the warning that AuthToken travels in plaintext has been logged for these options;
+    // claimed with Interlocked by whichever connect logs it, so it is logged once.
+    private int _plaintextTokenWarned;
+
+    internal bool TryClaimPlaintextTokenWarning() => Interlocked.Exchange(ref _plaintextTokenWarned, 1) == 0;
+
     internal void Validate()
     {
         if (SerializerOptions is null)
@@ -57,5 +80,9 @@ public sealed class MuxClientOptions
         OptionsValidation.RequirePositive(CallTimeout, nameof(MuxClientOptions), nameof(CallTimeout), allowInfinite: true);
         OptionsValidation.RequirePositive(ConnectTimeout, nameof(MuxClientOptions), nameof(ConnectTimeout), allowInfinite: true);
         OptionsValidation.RequireFrameSize(MaxFrameSize, nameof(MuxClientOptions));
+        if (Tls is not null)
+        {
+            TlsHandshake.ValidateClient(Tls);
+        }
     }
 }

@@ -1,5 +1,6 @@
 using System.Collections.Concurrent;
 using System.Collections.Frozen;
+using System.IO.Pipelines;
 using System.Net;
 using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
@@ -11,7 +12,9 @@ using Mux.Transport;
 namespace Mux;
 
 /// <summary>
-/// Serves <see cref="MuxServiceAttribute"/> interfaces over TCP. Every accepted connection is
+/// Serves <see cref="MuxServiceAttribute"/> interfaces over TCP or a Unix domain socket (TLS
+/// optional), or over connections you hand it (<see cref="AcceptAsync(Stream, CancellationToken)"/>,
+/// <see cref="Accept(IDuplexPipe)"/>). Every accepted connection is
 /// multiplexed: its requests run concurrently on the thread pool, each with its own call id.
 /// Add services, then <see cref="StartAsync"/>; <see cref="StopAsync"/> (or disposal) drains the
 /// calls in flight and closes.
@@ -29,6 +32,13 @@ public sealed class MuxServer : IAsyncDisposable
     private readonly ConcurrentDictionary<ServerConnection, byte> _connections = new();
 
     private Socket? _listener;
+
+    // Cancelled by StopAsync: ends the TLS handshakes still running (they have no connection yet).
+    private readonly CancellationTokenSource _stopping = new();
+
+    // TLS handshakes in flight, each completed when its handshake ends (added by the accept loop or
+    // AcceptAsync, removed by the handshake itself); StopAsync waits for them.
+    private readonly ConcurrentDictionary<TaskCompletionSource, byte> _handshakes = new();
 
     // Set once by StartAsync (after _state became 1); read by StopAsync and IsListening.
     private Task? _acceptLoop;
@@ -115,7 +125,9 @@ public sealed class MuxServer : IAsyncDisposable
         _methodsBeingAdded.Add(method.Id, method);
     }
 
-    /// <summary>Binds the endpoint and starts accepting connections.</summary>
+    /// <summary>Binds the endpoint (TCP for an <see cref="IPEndPoint"/>, a Unix domain socket for a
+    /// <see cref="UnixDomainSocketEndPoint"/>, whose file is removed again when the server stops)
+    /// and starts accepting connections.</summary>
     /// <param name="cancellationToken">Not used for binding, which does not wait; kept for the hosting pattern.</param>
     /// <returns>A task that completes once the server is listening.</returns>
     /// <exception cref="InvalidOperationException">The options are invalid or the server was already started.</exception>
@@ -130,18 +142,18 @@ public sealed class MuxServer : IAsyncDisposable
 
         _methods = _methodsBeingAdded.ToFrozenDictionary();
         EndPoint endPoint = _options.EndPoint!;
-        var listener = new Socket(endPoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
+        Socket listener;
         try
         {
-            listener.Bind(endPoint);
-            listener.Listen(_options.ListenBacklog);
+            listener = ServerTransport.Listen(endPoint, _options.ListenBacklog);
         }
         catch
         {
-            listener.Dispose();
             Volatile.Write(ref _state, 0);
             throw;
         }
+
+        ServerTransport.WarnIfTokenInPlaintext(_options, endPoint, _logger);
 
         _listener = listener;
         LocalEndPoint = listener.LocalEndPoint;
@@ -151,11 +163,10 @@ public sealed class MuxServer : IAsyncDisposable
     }
 
     /// <summary>Starts without a listening socket, to serve in-memory transports through
-    /// <see cref="Accept"/> (tests and benchmarks).</summary>
+    /// <see cref="Accept(IMuxTransport, string)"/> (tests and benchmarks).</summary>
     internal void StartWithoutListener()
     {
-        _options.EndPoint ??= new IPEndPoint(IPAddress.Loopback, 0);
-        _options.Validate();
+        _options.Validate(requireEndPoint: false);
         if (Interlocked.CompareExchange(ref _state, 1, 0) != 0)
         {
             throw new InvalidOperationException("The Mux server has already been started.");
@@ -198,8 +209,132 @@ public sealed class MuxServer : IAsyncDisposable
             }
 
             Interlocked.Increment(ref _connectionsAccepted);
-            var transport = new SocketConnection(socket, _options.MaxFrameSize);
-            Accept(transport, socket.RemoteEndPoint?.ToString() ?? "unknown");
+            string name = socket.RemoteEndPoint?.ToString() is { Length: > 0 } remote ? remote : "unix socket peer";
+            if (_options.Tls is null)
+            {
+                Accept(new SocketConnection(socket, _options.MaxFrameSize), name);
+            }
+            else
+            {
+                // The handshake runs off the accept loop: a slow or silent client must not hold up the next.
+                _ = AcceptTlsAsync(socket, name);
+            }
+        }
+    }
+
+    /// <summary>Authenticates TLS over <paramref name="socket"/> (bounded by the handshake timeout),
+    /// then serves it; a failed handshake is logged and costs only this connection.</summary>
+    /// <returns>Whether the connection is being served.</returns>
+    private async Task<bool> AcceptTlsAsync(Socket socket, string name)
+    {
+        var handshake = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        _handshakes.TryAdd(handshake, 0);
+        try
+        {
+            StreamConnection? transport = await ServerTransport.AuthenticateAsync(new NetworkStream(socket, ownsSocket: true), socket, _options, _logger, name, _stopping.Token).ConfigureAwait(false);
+            if (transport is null)
+            {
+                return false;
+            }
+
+            Accept(transport, name);
+            return true;
+        }
+        finally
+        {
+            _handshakes.TryRemove(handshake, out _);
+            handshake.SetResult();
+        }
+    }
+
+    /// <summary>
+    /// Serves one connection over a stream you have accepted yourself (a named pipe, a tunnel, any
+    /// bidirectional <see cref="Stream"/>). With <see cref="MuxServerOptions.Tls"/> set, TLS is
+    /// authenticated over the stream first. A server that has not been started starts without a
+    /// listener (so <see cref="MuxServerOptions.EndPoint"/> may be null); add services before. The
+    /// server owns the stream from now on and disposes it when the connection closes.
+    /// </summary>
+    /// <param name="stream">A connected, readable and writable stream whose other end is a Mux client.</param>
+    /// <param name="cancellationToken">Abandons the TLS handshake (not used without TLS).</param>
+    /// <returns>A task that completes when the connection is being served (after the TLS handshake).</returns>
+    /// <exception cref="MuxConnectionException">The TLS handshake failed, timed out
+    /// (<see cref="MuxServerOptions.HandshakeTimeout"/>) or was cancelled; the stream is closed.</exception>
+    /// <exception cref="InvalidOperationException">The options are invalid, or the server is stopping or stopped.</exception>
+    /// <exception cref="ArgumentException">The stream cannot both read and write.</exception>
+    public async Task AcceptAsync(Stream stream, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(stream);
+        if (!stream.CanRead || !stream.CanWrite)
+        {
+            throw new ArgumentException("A Mux connection needs a stream that can both read and write.", nameof(stream));
+        }
+
+        EnsureServingUserConnections();
+        long number = Interlocked.Increment(ref _connectionsAccepted);
+        string name = $"stream #{number}";
+        if (_options.Tls is null)
+        {
+            Accept(new StreamConnection(stream, socket: null, _options.MaxFrameSize), name);
+            return;
+        }
+
+        using var linked = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, _stopping.Token);
+        var handshake = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        _handshakes.TryAdd(handshake, 0);
+        try
+        {
+            StreamConnection? transport = await ServerTransport.AuthenticateAsync(stream, socket: null, _options, _logger, name, linked.Token).ConfigureAwait(false)
+                ?? throw new MuxConnectionException($"The TLS handshake with {name} failed, timed out or was cancelled; the stream was closed (the server's log says why).", MuxCloseReason.ProtocolError, null);
+            Accept(transport, name);
+        }
+        finally
+        {
+            _handshakes.TryRemove(handshake, out _);
+            handshake.SetResult();
+        }
+    }
+
+    /// <summary>
+    /// Serves one connection over a duplex pipe you provide (any transport that offers
+    /// System.IO.Pipelines). The pipe is used as it is, so <see cref="MuxServerOptions.Tls"/> does not
+    /// apply (use <see cref="AcceptAsync(Stream, CancellationToken)"/> for TLS). A server that has not
+    /// been started starts without a listener; add services before. The server completes both ends of
+    /// the pipe when the connection closes.
+    /// </summary>
+    /// <param name="pipe">The pipe: <see cref="IDuplexPipe.Input"/> carries the client's bytes,
+    /// <see cref="IDuplexPipe.Output"/> carries ours.</param>
+    /// <exception cref="InvalidOperationException">The options are invalid, set
+    /// <see cref="MuxServerOptions.Tls"/>, or the server is stopping or stopped.</exception>
+    public void Accept(IDuplexPipe pipe)
+    {
+        ArgumentNullException.ThrowIfNull(pipe);
+        if (_options.Tls is not null)
+        {
+            throw new InvalidOperationException("MuxServerOptions.Tls is set, but a pipe is used as it is and cannot carry TLS. Accept a Stream with AcceptAsync instead (for example PipeReader.AsStream and PipeWriter.AsStream over your transport).");
+        }
+
+        EnsureServingUserConnections();
+        long number = Interlocked.Increment(ref _connectionsAccepted);
+        Accept(new DuplexPipeTransport(pipe), $"pipe #{number}");
+    }
+
+    private void EnsureServingUserConnections()
+    {
+        if (Volatile.Read(ref _state) == 0)
+        {
+            try
+            {
+                StartWithoutListener();
+            }
+            catch (InvalidOperationException) when (Volatile.Read(ref _state) == 1)
+            {
+                // Another thread started it first: serve.
+            }
+        }
+
+        if (Volatile.Read(ref _state) != 1)
+        {
+            throw new InvalidOperationException("The Mux server is stopping or stopped; it accepts no more connections.");
         }
     }
 
@@ -239,10 +374,21 @@ public sealed class MuxServer : IAsyncDisposable
             return;
         }
 
-        _listener?.Dispose();
+        if (_listener is not null)
+        {
+            ServerTransport.StopListening(_listener, LocalEndPoint);
+        }
+
         if (_acceptLoop is not null)
         {
             await _acceptLoop.ConfigureAwait(false);
+        }
+
+        // No connection may arrive after the drain below starts: end the TLS handshakes in flight.
+        await _stopping.CancelAsync().ConfigureAwait(false);
+        foreach (TaskCompletionSource handshake in _handshakes.Keys)
+        {
+            await handshake.Task.ConfigureAwait(false);
         }
 
         int open = _connections.Count;

@@ -1,6 +1,8 @@
 using System.Net;
+using System.Net.Security;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
+using Mux.Transport;
 using MessagePack;
 
 namespace Mux;
@@ -46,6 +48,33 @@ public sealed class MuxServerOptions
     /// <see langword="null"/> (no logging).</summary>
     public ILoggerFactory? LoggerFactory { get; set; }
 
+    /// <summary>
+    /// Serves every connection over TLS, using the BCL's own options: set
+    /// <see cref="SslServerAuthenticationOptions.ServerCertificate"/> (an <c>X509Certificate2</c> with
+    /// its private key) or <see cref="SslServerAuthenticationOptions.ServerCertificateContext"/>. Client
+    /// certificates are optional: set <see cref="SslServerAuthenticationOptions.ClientCertificateRequired"/>
+    /// and <see cref="SslServerAuthenticationOptions.RemoteCertificateValidationCallback"/> to ask for and
+    /// check them. Mux requires the ALPN protocol <c>mux/1</c> when
+    /// <see cref="SslServerAuthenticationOptions.ApplicationProtocols"/> is null (a list you set must
+    /// include it): a TLS client that does not ask for it is disconnected in the handshake. A client
+    /// has <see cref="HandshakeTimeout"/> for the TLS handshake and again for Mux's own. The object is
+    /// not modified. Applies to accepted sockets and to streams given to
+    /// <see cref="MuxServer.AcceptAsync(Stream, CancellationToken)"/>. Defaults to
+    /// <see langword="null"/> (plaintext; with <see cref="AuthToken"/> set on a network endpoint, the
+    /// server logs a warning once at start).
+    /// </summary>
+    public SslServerAuthenticationOptions? Tls { get; set; }
+
+    /// <summary>
+    /// Whether a failed call's client sees the handler's exception message and type name. When
+    /// <see langword="false"/>, a handler's unexpected exception reaches the client as
+    /// <see cref="MuxStatusCode.HandlerFailed"/> with a generic message (the server's log has the
+    /// exception), so internals such as SQL text, paths or stack details never leave the server. A
+    /// handler that throws <see cref="MuxRemoteException"/> chooses the status code and message sent,
+    /// whatever this is set to. Turn it on in development. Defaults to <see langword="false"/>.
+    /// </summary>
+    public bool EnableDetailedErrors { get; set; }
+
     /// <summary>Sets <see cref="EndPoint"/> to the given address and port.</summary>
     /// <param name="address">The address to bind, for example <see cref="IPAddress.Loopback"/>.</param>
     /// <param name="port">The port; 0 picks a free one.</param>
@@ -69,9 +98,11 @@ public sealed class MuxServerOptions
     /// </summary>
     public MessagePackSerializerOptions SerializerOptions { get; set; } = MessagePackSerializerOptions.Standard;
 
-    internal void Validate()
+    /// <summary>Checks every option; <paramref name="requireEndPoint"/> is false for a server that only
+    /// serves connections handed to it (<see cref="MuxServer.Accept(System.IO.Pipelines.IDuplexPipe)"/>).</summary>
+    internal void Validate(bool requireEndPoint = true)
     {
-        if (EndPoint is null)
+        if (requireEndPoint && EndPoint is null)
         {
             throw new InvalidOperationException("MuxServerOptions.EndPoint is not set. Set it, for example options.Listen(IPAddress.Loopback, 5000), or use port 0 for any free port.");
         }
@@ -94,5 +125,9 @@ public sealed class MuxServerOptions
 
         OptionsValidation.RequirePositive(HandshakeTimeout, nameof(MuxServerOptions), nameof(HandshakeTimeout), allowInfinite: true);
         OptionsValidation.RequirePositive(ShutdownTimeout, nameof(MuxServerOptions), nameof(ShutdownTimeout), allowInfinite: true);
+        if (Tls is not null)
+        {
+            TlsHandshake.ValidateServer(Tls);
+        }
     }
 }

@@ -13,9 +13,6 @@ namespace Mux.Transport;
 /// </summary>
 internal sealed class SocketConnection : IMuxTransport
 {
-    // One socket read takes up to this much: enough for hundreds of small frames under load.
-    private const int ReceiveBufferSize = 64 * 1024;
-
     private static readonly TimeSpan s_sendGracePeriod = TimeSpan.FromSeconds(5);
 
     private readonly Socket _socket;
@@ -37,30 +34,15 @@ internal sealed class SocketConnection : IMuxTransport
     public SocketConnection(Socket socket, int maxFrameSize)
     {
         _socket = socket;
-        _socket.NoDelay = true;
+        if (socket.ProtocolType == ProtocolType.Tcp)
+        {
+            _socket.NoDelay = true; // Not a Unix domain socket option.
+        }
+
         RemoteEndPoint = socket.RemoteEndPoint;
 
-        // The reader waits for whole frames, so the input pipe must be able to hold one of the
-        // largest allowed frames plus the start of the next before it pauses the receive loop;
-        // otherwise a large frame would deadlock (writer paused, reader waiting for more).
-        long inputPause = Math.Max(1024L * 1024, (long)maxFrameSize + ReceiveBufferSize * 2);
-        _input = new Pipe(new PipeOptions(
-            readerScheduler: PipeScheduler.Inline,
-            writerScheduler: PipeScheduler.Inline,
-            pauseWriterThreshold: inputPause,
-            resumeWriterThreshold: inputPause / 2,
-            minimumSegmentSize: ReceiveBufferSize,
-            useSynchronizationContext: false));
-
-        // Output pauses callers when the socket cannot keep up; a large frame is written whole
-        // before the flush, so the threshold only needs to bound what piles up behind it.
-        _output = new Pipe(new PipeOptions(
-            readerScheduler: PipeScheduler.Inline,
-            writerScheduler: PipeScheduler.ThreadPool,
-            pauseWriterThreshold: 1024 * 1024,
-            resumeWriterThreshold: 512 * 1024,
-            minimumSegmentSize: ReceiveBufferSize,
-            useSynchronizationContext: false));
+        _input = TransportPipes.CreateInput(maxFrameSize);
+        _output = TransportPipes.CreateOutput();
     }
 
     public PipeReader Input => _input.Reader;
@@ -91,7 +73,7 @@ internal sealed class SocketConnection : IMuxTransport
         {
             while (true)
             {
-                Memory<byte> memory = writer.GetMemory(ReceiveBufferSize);
+                Memory<byte> memory = writer.GetMemory(TransportPipes.ReceiveBufferSize);
                 int received = await _socket.ReceiveAsync(memory, SocketFlags.None).ConfigureAwait(false);
                 if (received == 0)
                 {

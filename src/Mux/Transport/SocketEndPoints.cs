@@ -1,0 +1,44 @@
+using System.Net;
+using System.Net.Sockets;
+
+namespace Mux.Transport;
+
+/// <summary>What the kind of an <see cref="EndPoint"/> means for its socket: TCP for IP and DNS
+/// endpoints, a stream socket without a protocol for a <see cref="UnixDomainSocketEndPoint"/>.</summary>
+internal static class SocketEndPoints
+{
+    public static Socket CreateSocket(EndPoint endPoint) => endPoint switch
+    {
+        // Unix domain sockets have no protocol number; asking for TCP fails with "Protocol not supported".
+        UnixDomainSocketEndPoint => new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified),
+
+        // A dual-mode socket, so the name may resolve to IPv4 or IPv6.
+        DnsEndPoint => new Socket(SocketType.Stream, ProtocolType.Tcp),
+        _ => new Socket(endPoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp),
+    };
+
+    /// <summary>Whether bytes sent to <paramref name="endPoint"/> cross a network (so a secret sent in
+    /// plaintext can be read on the way); a Unix domain socket never leaves the machine.</summary>
+    public static bool CrossesNetwork(EndPoint endPoint) => endPoint is IPEndPoint or DnsEndPoint;
+
+    /// <summary>The host name a server's TLS certificate is checked against when the options name none.</summary>
+    public static string? TlsTargetHost(EndPoint endPoint) => endPoint switch
+    {
+        DnsEndPoint dns => dns.Host,
+        IPEndPoint ip => ip.Address.ToString(),
+        _ => null,
+    };
+
+    /// <summary>The path of a Unix domain socket's file, or null for other endpoints and for
+    /// abstract sockets (which have no file).</summary>
+    public static string? UnixSocketFile(EndPoint? endPoint)
+    {
+        if (endPoint is not UnixDomainSocketEndPoint)
+        {
+            return null;
+        }
+
+        string path = endPoint.ToString() ?? string.Empty;
+        return path.Length == 0 || path[0] == '\0' || path[0] == '@' ? null : path;
+    }
+}

@@ -1,0 +1,178 @@
+using System.Net.Security;
+using System.Security.Authentication;
+using Mux.Connection;
+
+namespace Mux.Transport;
+
+/// <summary>
+/// TLS for Mux connections with the BCL's own option types: the ALPN protocol <c>mux/1</c> is
+/// offered and required on both sides, so a TLS peer that speaks another protocol fails in the
+/// handshake instead of receiving frames it cannot read. The user's options objects are never
+/// modified: each handshake uses a copy with Mux's defaults filled in.
+/// </summary>
+internal static class TlsHandshake
+{
+    /// <summary>The ALPN protocol name of Mux protocol version 1.</summary>
+    public const string ProtocolName = "mux/1";
+
+    public static readonly SslApplicationProtocol Protocol = new(ProtocolName);
+
+    /// <summary>Checks client TLS options at connect time, with messages that say how to fix them.</summary>
+    public static void ValidateClient(SslClientAuthenticationOptions tls)
+    {
+        if (tls.ApplicationProtocols is { } protocols && !protocols.Contains(Protocol))
+        {
+            throw new InvalidOperationException($"MuxClientOptions.Tls.ApplicationProtocols does not include \"{ProtocolName}\". Leave it null (Mux offers \"{ProtocolName}\") or add it to the list.");
+        }
+    }
+
+    /// <summary>Checks server TLS options at start, with messages that say how to fix them.</summary>
+    public static void ValidateServer(SslServerAuthenticationOptions tls)
+    {
+        if (tls.ServerCertificate is null && tls.ServerCertificateContext is null && tls.ServerCertificateSelectionCallback is null)
+        {
+            throw new InvalidOperationException("MuxServerOptions.Tls has no certificate. Set Tls.ServerCertificate (an X509Certificate2 with its private key), Tls.ServerCertificateContext or Tls.ServerCertificateSelectionCallback.");
+        }
+
+        if (tls.ServerCertificate is System.Security.Cryptography.X509Certificates.X509Certificate2 { HasPrivateKey: false } certificate)
+        {
+            throw new InvalidOperationException($"MuxServerOptions.Tls.ServerCertificate ('{certificate.Subject}') has no private key. Load it from a PFX/PKCS#12 file with its password, or from PEM with its key file.");
+        }
+
+        if (tls.ApplicationProtocols is { } protocols && !protocols.Contains(Protocol))
+        {
+            throw new InvalidOperationException($"MuxServerOptions.Tls.ApplicationProtocols does not include \"{ProtocolName}\". Leave it null (Mux requires \"{ProtocolName}\") or add it to the list.");
+        }
+    }
+
+    /// <summary>
+    /// Authenticates the client side of <paramref name="inner"/> (which the returned stream owns).
+    /// Throws <see cref="MuxConnectionException"/> with the reason when the handshake fails; the
+    /// caller's cancellation surfaces as <see cref="OperationCanceledException"/>.
+    /// </summary>
+    /// <param name="inner">The connected stream; disposed if the handshake fails.</param>
+    /// <param name="configured">The user's options (not modified).</param>
+    /// <param name="defaultTargetHost">The host name to check the certificate against when
+    /// <see cref="SslClientAuthenticationOptions.TargetHost"/> is not set.</param>
+    /// <param name="peerName">The server's name, for messages.</param>
+    /// <param name="cancellationToken">Abandons the handshake.</param>
+    public static async Task<SslStream> AuthenticateAsClientAsync(Stream inner, SslClientAuthenticationOptions configured, string? defaultTargetHost, string peerName, CancellationToken cancellationToken)
+    {
+        SslClientAuthenticationOptions options = CopyForMux(configured, defaultTargetHost);
+        var ssl = new SslStream(inner, leaveInnerStreamOpen: false);
+        try
+        {
+            await ssl.AuthenticateAsClientAsync(options, cancellationToken).ConfigureAwait(false);
+            if (ssl.NegotiatedApplicationProtocol != Protocol)
+            {
+                throw new MuxConnectionException($"The TLS server at {peerName} did not agree to the ALPN protocol \"{ProtocolName}\" (it chose \"{Describe(ssl.NegotiatedApplicationProtocol)}\"): it is not a Mux server, or not this protocol version.", MuxCloseReason.ProtocolError, null);
+            }
+
+            return ssl;
+        }
+        catch (AuthenticationException ex)
+        {
+            await ssl.DisposeAsync().ConfigureAwait(false);
+            throw new MuxConnectionException($"The TLS handshake with the Mux server at {peerName} failed: {ex.Message} Check that the server's certificate is trusted on this machine and issued for '{options.TargetHost}' (MuxClientOptions.Tls.TargetHost), or decide trust yourself with MuxClientOptions.Tls.RemoteCertificateValidationCallback.", MuxCloseReason.ProtocolError, ex);
+        }
+        catch (IOException ex)
+        {
+            await ssl.DisposeAsync().ConfigureAwait(false);
+            throw new MuxConnectionException($"The Mux server at {peerName} closed the connection during the TLS handshake ({ex.Message}). Check that it serves TLS (MuxServerOptions.Tls) and accepts this client's certificate and ALPN \"{ProtocolName}\".", MuxCloseReason.TransportError, ex);
+        }
+        catch
+        {
+            await ssl.DisposeAsync().ConfigureAwait(false);
+            throw;
+        }
+    }
+
+    /// <summary>
+    /// Authenticates the server side of <paramref name="inner"/> (which the returned stream owns).
+    /// Throws <see cref="AuthenticationException"/> (or the transport's exception) when the client
+    /// fails the handshake or did not ask for <c>mux/1</c>; the stream is disposed then.
+    /// </summary>
+    public static async Task<SslStream> AuthenticateAsServerAsync(Stream inner, SslServerAuthenticationOptions configured, CancellationToken cancellationToken)
+    {
+        SslServerAuthenticationOptions options = CopyForMux(configured);
+        var ssl = new SslStream(inner, leaveInnerStreamOpen: false);
+        try
+        {
+            await ssl.AuthenticateAsServerAsync(options, cancellationToken).ConfigureAwait(false);
+            if (ssl.NegotiatedApplicationProtocol != Protocol)
+            {
+                // A client without ALPN gets here (one that offered only other protocols fails
+                // inside the handshake already): it would not understand Mux frames.
+                throw new AuthenticationException($"The client did not ask for the ALPN protocol \"{ProtocolName}\" (it negotiated \"{Describe(ssl.NegotiatedApplicationProtocol)}\").");
+            }
+
+            return ssl;
+        }
+        catch
+        {
+            await ssl.DisposeAsync().ConfigureAwait(false);
+            throw;
+        }
+    }
+
+    private static string Describe(SslApplicationProtocol protocol) =>
+        protocol.Protocol.IsEmpty ? "none" : protocol.ToString();
+
+    // Every settable property is copied (a test compares them by reflection, so a property a
+    // future .NET adds fails that test rather than being dropped silently).
+#pragma warning disable SYSLIB0040 // EncryptionPolicy is obsolete, but a user who set it must get it.
+    internal static SslClientAuthenticationOptions CopyForMux(SslClientAuthenticationOptions source, string? defaultTargetHost)
+    {
+        var copy = new SslClientAuthenticationOptions
+        {
+            AllowRenegotiation = source.AllowRenegotiation,
+            AllowTlsResume = source.AllowTlsResume,
+            ApplicationProtocols = source.ApplicationProtocols ?? [Protocol],
+            CertificateChainPolicy = source.CertificateChainPolicy,
+            CertificateRevocationCheckMode = source.CertificateRevocationCheckMode,
+            CipherSuitesPolicy = source.CipherSuitesPolicy,
+            ClientCertificateContext = source.ClientCertificateContext,
+            ClientCertificates = source.ClientCertificates,
+            EnabledSslProtocols = source.EnabledSslProtocols,
+            EncryptionPolicy = source.EncryptionPolicy,
+            LocalCertificateSelectionCallback = source.LocalCertificateSelectionCallback,
+            RemoteCertificateValidationCallback = source.RemoteCertificateValidationCallback,
+            TargetHost = string.IsNullOrEmpty(source.TargetHost) ? defaultTargetHost : source.TargetHost,
+        };
+        if (OperatingSystem.IsLinux() || OperatingSystem.IsWindows())
+        {
+            copy.AllowRsaPkcs1Padding = source.AllowRsaPkcs1Padding;
+            copy.AllowRsaPssPadding = source.AllowRsaPssPadding;
+        }
+
+        return copy;
+    }
+
+    internal static SslServerAuthenticationOptions CopyForMux(SslServerAuthenticationOptions source)
+    {
+        var copy = new SslServerAuthenticationOptions
+        {
+            AllowRenegotiation = source.AllowRenegotiation,
+            AllowTlsResume = source.AllowTlsResume,
+            ApplicationProtocols = source.ApplicationProtocols ?? [Protocol],
+            CertificateChainPolicy = source.CertificateChainPolicy,
+            CertificateRevocationCheckMode = source.CertificateRevocationCheckMode,
+            CipherSuitesPolicy = source.CipherSuitesPolicy,
+            ClientCertificateRequired = source.ClientCertificateRequired,
+            EnabledSslProtocols = source.EnabledSslProtocols,
+            EncryptionPolicy = source.EncryptionPolicy,
+            RemoteCertificateValidationCallback = source.RemoteCertificateValidationCallback,
+            ServerCertificate = source.ServerCertificate,
+            ServerCertificateContext = source.ServerCertificateContext,
+            ServerCertificateSelectionCallback = source.ServerCertificateSelectionCallback,
+        };
+        if (OperatingSystem.IsLinux() || OperatingSystem.IsWindows())
+        {
+            copy.AllowRsaPkcs1Padding = source.AllowRsaPkcs1Padding;
+            copy.AllowRsaPssPadding = source.AllowRsaPssPadding;
+        }
+
+        return copy;
+    }
+#pragma warning restore SYSLIB0040
+}
