@@ -408,6 +408,10 @@ public sealed class MuxServer : IAsyncDisposable
         foreach (ServerConnection connection in _connections.Keys)
         {
             await connection.Completion.ConfigureAwait(false);
+
+            // ForgetWhenClosedAsync does the same, but its continuation may run after ours: a
+            // stopped server must report no active connections.
+            _connections.TryRemove(connection, out _);
         }
     }
 

@@ -42,6 +42,11 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     private CancellationTokenSource? _cancellation;
     private int _cancelRequested;
 
+    // 1 once this call has given back its connection's call slot: just before its answer is
+    // queued, or when it is retired without one. Exchanged by whichever of those comes first; reset
+    // by Start.
+    private int _slotReleased;
+
     // Whether the call's span and duration are being recorded (ServerCallTelemetry holds them, so
     // that an unobserved call carries nothing for them). Set by Start only.
     private bool _observed;
@@ -62,6 +67,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
         CallId = callId;
         _cancellation = null;
         _cancelRequested = 0;
+        _slotReleased = 0;
         int length = checked((int)arguments.Length);
         if (length <= MaxOwnedArguments)
         {
@@ -206,7 +212,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     private void SendResult<T>(T value)
     {
         var body = new ResultBody<T>(value, _connection.SerializerOptions);
-        _connection.SendResponse(CallId, ref body);
+        _connection.SendResponse(this, ref body);
     }
 
     /// <summary>Runs the handler on the thread pool.</summary>
@@ -280,6 +286,15 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
 
         // Last: from here on the connection may reuse this object for another request.
         _connection.OnCallFinished(this);
+    }
+
+    /// <summary>Gives the connection's call slot back, once per request.</summary>
+    internal void ReleaseSlot()
+    {
+        if (Interlocked.Exchange(ref _slotReleased, 1) == 0)
+        {
+            _connection.ReleaseCallSlot();
+        }
     }
 
     /// <summary>Whether the handler's token was cancelled (by the client or the connection).</summary>

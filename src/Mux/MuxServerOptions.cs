@@ -23,9 +23,11 @@ public sealed class MuxServerOptions
     public int MaxFrameSize { get; set; } = 4 * 1024 * 1024;
 
     /// <summary>
-    /// How many calls one connection may have running at once. When a connection reaches it, the
-    /// server stops reading from that connection until a call finishes (TCP pushes back on the
-    /// client); nothing is dropped. Defaults to 1000.
+    /// How many calls one connection may have running at once. The server advertises it in the
+    /// handshake and a Mux client holds later calls back (they wait on the client, within their
+    /// timeout) until an answer arrives; a request beyond it from a client that ignores it is
+    /// refused with <see cref="MuxStatusCode.TooManyCalls"/>, the connection staying up and read.
+    /// Defaults to 1000.
     /// </summary>
     public int MaxConcurrentCallsPerConnection { get; set; } = 1000;
 

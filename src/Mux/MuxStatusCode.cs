@@ -26,4 +26,10 @@ public enum MuxStatusCode
 
     /// <summary>The peer broke the protocol (for example a bad handshake).</summary>
     ProtocolError = 7,
+
+    /// <summary>The connection already ran as many calls as the server allows
+    /// (<see cref="MuxServerOptions.MaxConcurrentCallsPerConnection"/>, advertised in the handshake),
+    /// so the server did not run this one. A Mux client waits for a free slot instead of sending,
+    /// so only a client that ignores the advertised limit sees this.</summary>
+    TooManyCalls = 8,
 }

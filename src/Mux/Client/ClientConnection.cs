@@ -37,6 +37,16 @@ internal sealed class ClientConnection : MuxConnection
     // Set (once) when the server sent GoAway: new calls fail at once. Written by the reader loop.
     private volatile bool _goingAway;
 
+    // The server's maxConcurrentCalls, honoured here: a call holds a slot from before its Request
+    // is sent until the server's answer for it arrives. Created by the reader loop from HelloAck,
+    // before the handshake completes; used by callers after.
+    private volatile ClientCallSlots _slots = new(int.MaxValue);
+
+    // Calls the caller gave up on (cancelled or timed out) whose answer from the server has not
+    // arrived yet: their slots stay taken until it does, because the server still counts them.
+    // Guarded by itself; touched only on those rare paths.
+    private readonly HashSet<uint> _abandoned = new();
+
     // Whether the server's HelloAck said it reads trace context in Requests. Written once by the
     // reader loop before the handshake completes; read by callers after.
     private volatile bool _serverReadsTraceContext;
@@ -110,9 +120,30 @@ internal sealed class ClientConnection : MuxConnection
             return ValueTask.FromCanceled<TResult>(cancellationToken);
         }
 
-        PendingCall<TResult> call = PendingCall<TResult>.Rent(this, 0, methodId, ComputeDeadline());
+        long deadline = ComputeDeadline();
+        if (!_slots.TryTake())
+        {
+            return InvokeWhenASlotIsFreeAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken);
+        }
+
+        return InvokeHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, cancellationToken);
+    }
+
+    private ValueTask<TResult> InvokeHoldingSlot<TArguments, TResult>(uint methodId, in TArguments arguments, long deadline, CancellationToken cancellationToken)
+        where TArguments : struct
+    {
+        PendingCall<TResult> call = PendingCall<TResult>.Rent(this, 0, methodId, deadline);
         Exception? failure = Start(call, methodId, arguments, cancellationToken);
         return failure is null ? new ValueTask<TResult>(call, call.Version) : ValueTask.FromException<TResult>(failure);
+    }
+
+    /// <summary>The server runs as many calls as it allows: wait (asynchronously, cancellably,
+    /// within the call's deadline) for one of ours to be answered, then send.</summary>
+    private async ValueTask<TResult> InvokeWhenASlotIsFreeAsync<TArguments, TResult>(uint methodId, TArguments arguments, long deadline, CancellationToken cancellationToken)
+        where TArguments : struct
+    {
+        await WaitForSlotAsync(methodId, deadline, cancellationToken).ConfigureAwait(false);
+        return await InvokeHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, cancellationToken).ConfigureAwait(false);
     }
 
     public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
@@ -123,10 +154,47 @@ internal sealed class ClientConnection : MuxConnection
             return ValueTask.FromCanceled(cancellationToken);
         }
 
-        PendingCall<VoidResult> call = PendingCall<VoidResult>.Rent(this, 0, methodId, ComputeDeadline());
+        long deadline = ComputeDeadline();
+        if (!_slots.TryTake())
+        {
+            return InvokeWhenASlotIsFreeAsync(methodId, arguments, deadline, cancellationToken);
+        }
+
+        return InvokeHoldingSlot(methodId, arguments, deadline, cancellationToken);
+    }
+
+    private ValueTask InvokeHoldingSlot<TArguments>(uint methodId, in TArguments arguments, long deadline, CancellationToken cancellationToken)
+        where TArguments : struct
+    {
+        PendingCall<VoidResult> call = PendingCall<VoidResult>.Rent(this, 0, methodId, deadline);
         Exception? failure = Start(call, methodId, arguments, cancellationToken);
         return failure is null ? new ValueTask(call, call.Version) : ValueTask.FromException(failure);
     }
+
+    private async ValueTask InvokeWhenASlotIsFreeAsync<TArguments>(uint methodId, TArguments arguments, long deadline, CancellationToken cancellationToken)
+        where TArguments : struct
+    {
+        await WaitForSlotAsync(methodId, deadline, cancellationToken).ConfigureAwait(false);
+        await InvokeHoldingSlot(methodId, arguments, deadline, cancellationToken).ConfigureAwait(false);
+    }
+
+    private async ValueTask WaitForSlotAsync(uint methodId, long deadline, CancellationToken cancellationToken)
+    {
+        TimeSpan timeout = deadline == long.MaxValue
+            ? Timeout.InfiniteTimeSpan
+            : TimeSpan.FromMilliseconds(Math.Max(0, deadline - Environment.TickCount64));
+        try
+        {
+            await _slots.WaitAsync(timeout, cancellationToken).ConfigureAwait(false);
+        }
+        catch (TimeoutException)
+        {
+            throw CreateTimeoutException(methodId, " (it waited for one of the server's MaxConcurrentCallsPerConnection slots all that time)");
+        }
+    }
+
+    private TimeoutException CreateTimeoutException(uint methodId, string detail) =>
+        new($"The Mux call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} did not complete within {DurationText.Format(_options.CallTimeout)} (MuxClientOptions.CallTimeout){detail}.");
 
     /// <summary>Starts the call's telemetry, then the call (see <see cref="StartCall"/>); a call
     /// that fails before anything was sent ends its telemetry here.</summary>
@@ -137,6 +205,7 @@ internal sealed class ClientConnection : MuxConnection
         Exception? failure = StartCall(call, methodId, arguments, cancellationToken);
         if (failure is not null)
         {
+            _slots.Release(); // Nothing was sent: the server will not answer it.
             telemetry.Stop(failure);
         }
 
@@ -215,11 +284,45 @@ internal sealed class ClientConnection : MuxConnection
 
     private long ComputeDeadline() => _callTimeoutMs < 0 ? long.MaxValue : Environment.TickCount64 + _callTimeoutMs;
 
+    /// <summary>Removes a call its caller gave up on (cancellation). Its slot stays taken until
+    /// the server answers: the handler still runs there until it sees the Cancel.</summary>
     public bool TryRemovePending(uint callId, PendingCall call)
     {
         bool removed = _pending.TryRemove(callId, call);
+        if (removed)
+        {
+            Abandon(callId);
+        }
+
         CloseIfDrainedAfterGoAway();
         return removed;
+    }
+
+    private void Abandon(uint callId)
+    {
+        lock (_abandoned)
+        {
+            _abandoned.Add(callId);
+        }
+    }
+
+    /// <summary>The server answered a call: its slot is free again, whether the caller still waits
+    /// for the answer (<paramref name="call"/>) or gave up on it. An answer to an id we never sent
+    /// (or already counted) frees nothing.</summary>
+    private void OnAnswered(uint callId, PendingCall? call)
+    {
+        if (call is null)
+        {
+            lock (_abandoned)
+            {
+                if (!_abandoned.Remove(callId))
+                {
+                    return;
+                }
+            }
+        }
+
+        _slots.Release();
     }
 
     /// <summary>After GoAway, the connection closes (gracefully) once the last call the server
@@ -257,8 +360,9 @@ internal sealed class ClientConnection : MuxConnection
         CloseIfDrainedAfterGoAway();
         foreach (PendingCall call in expired)
         {
+            Abandon(call.CallId);
             SendCancelQuietly(call.CallId);
-            call.CompleteWithException(new TimeoutException($"The Mux call to {MuxServiceRegistry.GetMethodDisplayName(call.MethodId)} did not complete within {DurationText.Format(_options.CallTimeout)} (MuxClientOptions.CallTimeout)."));
+            call.CompleteWithException(CreateTimeoutException(call.MethodId, ""));
         }
     }
 
@@ -267,12 +371,10 @@ internal sealed class ClientConnection : MuxConnection
         switch (frame.Type)
         {
             case FrameType.Response:
-                _pending.TryRemove(frame.CallId)?.CompleteWithPayload(CallOutcome.Response, frame.Payload);
-                CloseIfDrainedAfterGoAway();
+                OnAnswer(frame, CallOutcome.Response);
                 break;
             case FrameType.Error when frame.CallId != 0:
-                _pending.TryRemove(frame.CallId)?.CompleteWithPayload(CallOutcome.Error, frame.Payload);
-                CloseIfDrainedAfterGoAway();
+                OnAnswer(frame, CallOutcome.Error);
                 break;
             case FrameType.Error:
                 OnConnectionError(frame.Payload);
@@ -285,6 +387,7 @@ internal sealed class ClientConnection : MuxConnection
                 }
 
                 PeerMaxFrameSize = settings.MaxFrameSize;
+                _slots = new ClientCallSlots(settings.MaxConcurrentCalls);
                 _serverReadsTraceContext = serverReadsTraceContext;
                 _handshake.TrySetResult();
                 break;
@@ -303,6 +406,14 @@ internal sealed class ClientConnection : MuxConnection
         return ValueTask.CompletedTask;
     }
 
+    private void OnAnswer(in Frame frame, CallOutcome outcome)
+    {
+        PendingCall? call = _pending.TryRemove(frame.CallId);
+        OnAnswered(frame.CallId, call);
+        call?.CompleteWithPayload(outcome, frame.Payload);
+        CloseIfDrainedAfterGoAway();
+    }
+
     private void OnConnectionError(in ReadOnlySequence<byte> payload)
     {
         // A connection-level error (call id 0): the server refused the handshake or is closing.
@@ -315,6 +426,7 @@ internal sealed class ClientConnection : MuxConnection
     private void OnGoAway(uint lastServedCallId)
     {
         _goingAway = true;
+        _slots.Fail(new MuxConnectionException($"The Mux server at {Name} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null));
         var notServed = new List<PendingCall>();
         _pending.RemoveAbove(lastServedCallId, notServed);
         foreach (PendingCall call in notServed)
@@ -329,6 +441,7 @@ internal sealed class ClientConnection : MuxConnection
     {
         _timeoutTimer?.Dispose();
         _handshake.TrySetException(error);
+        _slots.Fail(error);
         var calls = new List<PendingCall>();
         _pending.Close(calls);
         foreach (PendingCall call in calls)

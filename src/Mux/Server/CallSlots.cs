@@ -2,37 +2,34 @@ namespace Mux.Server;
 
 /// <summary>
 /// The calls a connection may run at once, counted without a lock: taking and returning a slot is
-/// one interlocked operation each. Only when every slot is taken does the reader loop wait on a
-/// semaphore, which a finishing call signals, handing its slot over directly.
+/// one interlocked operation each. With every slot taken the reader loop does not wait: it refuses
+/// the request (the client was told the limit in the handshake and should have waited), so it
+/// keeps reading Cancel, Ping, GoAway and the end of the stream.
 /// </summary>
 internal sealed class CallSlots
 {
-    // Free slots; below zero while the reader loop waits for one (it took a slot it did not
-    // have). Changed with Interlocked by the reader loop (TryTake) and by finishing calls (Release).
+    // Free slots, never negative. Decremented only by the reader loop (TryTake), incremented with
+    // Interlocked by calls giving theirs back (Release).
     private int _free;
-
-    // Counts slots handed to the waiting reader loop; used only when the connection is at its cap.
-    // Never disposed: without AvailableWaitHandle a SemaphoreSlim holds nothing to release.
-    private readonly SemaphoreSlim _handOff = new(0);
 
     public CallSlots(int slots)
     {
         _free = slots;
     }
 
-    /// <summary>Takes a slot. When this returns false the slot is promised, not free: the caller
-    /// must await <see cref="WaitAsync"/> before running the call.</summary>
-    public bool TryTake() => Interlocked.Decrement(ref _free) >= 0;
-
-    /// <summary>Waits until a finishing call hands over the slot <see cref="TryTake"/> promised.</summary>
-    public Task WaitAsync(CancellationToken cancellationToken) => _handOff.WaitAsync(cancellationToken);
-
-    /// <summary>Returns a slot, or hands it to the reader loop if it is waiting for one.</summary>
-    public void Release()
+    /// <summary>Takes a slot if one is free. Reader loop only: as the single taker it cannot lose
+    /// a slot it saw to another thread.</summary>
+    public bool TryTake()
     {
-        if (Interlocked.Increment(ref _free) <= 0)
+        if (Volatile.Read(ref _free) <= 0)
         {
-            _handOff.Release();
+            return false;
         }
+
+        Interlocked.Decrement(ref _free);
+        return true;
     }
+
+    /// <summary>Returns a slot.</summary>
+    public void Release() => Interlocked.Increment(ref _free);
 }

@@ -21,10 +21,12 @@ internal sealed class ServerConnection : MuxConnection
     private readonly FrozenDictionary<uint, ServerMethod> _methods;
     private readonly MuxServerOptions _options;
 
-    // One slot per call allowed to run at once. Taken by the reader loop, released by calls.
+    // One slot per call allowed to run at once. Taken by the reader loop; given back by a call just
+    // before its answer is queued, so a client that sends its next request on reading the answer
+    // always finds the slot free.
     private readonly CallSlots _callSlots;
 
-    // Cancelled on close, to wake a reader loop that waits for a call slot.
+    // Cancelled on close, to end the handshake timer.
     private readonly CancellationTokenSource _closing = new();
 
     // Running calls by id, for Cancel frames and for cancelling everything on close. Lock-free in
@@ -127,8 +129,14 @@ internal sealed class ServerConnection : MuxConnection
                     _highestReceivedCallId = frame.CallId;
                 }
 
-                // Backpressure: with every slot taken, stop reading this connection until one frees.
-                return _callSlots.TryTake() ? Dispatch(frame) : WaitForSlotThenDispatchAsync(frame);
+                if (!_callSlots.TryTake())
+                {
+                    RefuseOverLimit(frame);
+                    break;
+                }
+
+                Dispatch(frame);
+                break;
             case FrameType.Cancel:
                 OnCancel(frame.CallId);
                 break;
@@ -144,21 +152,25 @@ internal sealed class ServerConnection : MuxConnection
         return ValueTask.CompletedTask;
     }
 
-    private async ValueTask WaitForSlotThenDispatchAsync(Frame frame)
+    /// <summary>A request beyond the cap this server advertised in its HelloAck (a Mux client
+    /// waits for a slot instead of sending it): answered with an Error, the connection stays up.</summary>
+    private void RefuseOverLimit(in Frame frame)
     {
-        await _callSlots.WaitAsync(_closing.Token).ConfigureAwait(false);
-        await Dispatch(frame).ConfigureAwait(false);
+        SendError(frame.CallId, MuxStatusCode.TooManyCalls, $"The server did not run {MuxServiceRegistry.GetMethodDisplayName(frame.MethodId)}: this connection already runs {_options.MaxConcurrentCallsPerConnection} calls, the most it allows (MuxServerOptions.MaxConcurrentCallsPerConnection, advertised in the handshake). A client must wait for an answer before sending more.", null);
     }
 
+    /// <summary>Gives back the slot a call held (see <see cref="MuxServerCall.ReleaseSlot"/>).</summary>
+    internal void ReleaseCallSlot() => _callSlots.Release();
+
     /// <summary>Starts a call on the thread pool. Caller has taken a slot for it.</summary>
-    private ValueTask Dispatch(Frame frame)
+    private void Dispatch(Frame frame)
     {
         if (!_methods.TryGetValue(frame.MethodId, out ServerMethod? method))
         {
             _callSlots.Release();
             ServerLog.UnknownMethod(Logger, Name, MuxServiceRegistry.GetMethodDisplayName(frame.MethodId));
             SendError(frame.CallId, MuxStatusCode.UnknownMethod, $"The server has no method {DescribeUnknownMethod(frame.MethodId)}. The client and server contracts differ, or the service was not added to the server.", null);
-            return ValueTask.CompletedTask;
+            return;
         }
 
         MuxServerCall call = _callPool.TryRent() ?? new MuxServerCall(this);
@@ -177,12 +189,11 @@ internal sealed class ServerConnection : MuxConnection
             // retry"), so it must not run.
             call.Abandon();
             Retire(call);
-            return ValueTask.CompletedTask;
+            return;
         }
 
         call.StartTelemetry(frame.TraceContext);
         ThreadPool.UnsafeQueueUserWorkItem(call, preferLocal: false);
-        return ValueTask.CompletedTask;
     }
 
     private bool IsAboveGoAway(uint callId)
@@ -244,11 +255,16 @@ internal sealed class ServerConnection : MuxConnection
         Close(MuxCloseReason.ProtocolError, new MuxProtocolException(reason));
     }
 
-    internal void SendResponse<T>(uint callId, ref ResultBody<T> body) => SendFrame(FrameType.Response, callId, 0, ref body);
+    internal void SendResponse<T>(MuxServerCall call, ref ResultBody<T> body)
+    {
+        call.ReleaseSlot();
+        SendFrame(FrameType.Response, call.CallId, 0, ref body);
+    }
 
     /// <summary>Turns a failed call into an Error frame the caller can act on.</summary>
     internal void SendFailure(MuxServerCall call, Exception failure)
     {
+        call.ReleaseSlot();
         if (IsClosed)
         {
             return; // Nobody is listening.
@@ -293,15 +309,15 @@ internal sealed class ServerConnection : MuxConnection
 
     internal void OnCallFinished(MuxServerCall call) => Retire(call);
 
-    /// <summary>Takes a finished (or refused) call out of the table, keeps its object for reuse and
-    /// frees its slot.</summary>
+    /// <summary>Takes a finished (or refused) call out of the table and keeps its object for reuse;
+    /// frees its slot if its answer did not already.</summary>
     private void Retire(MuxServerCall call)
     {
         // The decrement is a full fence before _peerFinished is read; OnPeerFinishedSending writes
         // _peerFinished before it counts, so one of the two completes the drain.
         int running = _calls.Remove(call);
-        _callPool.Return(call); // Before the slot: the request the slot admits then reuses this object.
-        _callSlots.Release();
+        call.ReleaseSlot(); // Only if no answer was queued (refused after GoAway, or the connection closed).
+        _callPool.Return(call);
         if (running == 0 && _peerFinished)
         {
             _drained.TrySetResult();

@@ -7,6 +7,7 @@ public sealed class TestService : ITestService
     private readonly TaskCompletionSource _hangRelease = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private int _blockedNow;
     private int _hanging;
+    private int _waitingForCancellation;
 
     /// <summary>Completes when a WaitForCancellation handler saw its token cancelled.</summary>
     public TaskCompletionSource CancellationObserved { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
@@ -20,6 +21,9 @@ public sealed class TestService : ITestService
     public int HangingCalls => Volatile.Read(ref _hanging);
 
     public int BlockedNow => Volatile.Read(ref _blockedNow);
+
+    /// <summary>WaitForCancellation handlers running now.</summary>
+    public int WaitingForCancellationNow => Volatile.Read(ref _waitingForCancellation);
 
     public void OpenBlockGate() => _blockGate.Set();
 
@@ -49,6 +53,7 @@ public sealed class TestService : ITestService
     public async Task WaitForCancellation(CancellationToken cancellationToken = default)
     {
         WaitStarted.TrySetResult();
+        Interlocked.Increment(ref _waitingForCancellation);
         try
         {
             await Task.Delay(TimeSpan.FromSeconds(30), cancellationToken);
@@ -57,6 +62,10 @@ public sealed class TestService : ITestService
         {
             CancellationObserved.TrySetResult();
             throw;
+        }
+        finally
+        {
+            Interlocked.Decrement(ref _waitingForCancellation);
         }
     }
 

@@ -232,7 +232,7 @@ public sealed class CallTests
     }
 
     [Fact]
-    public async Task ConcurrencyCap_PausesReading_WithoutDroppingCalls()
+    public async Task ConcurrencyCap_HoldsLaterCallsBack_WithoutDroppingAny()
     {
         await using TestHost host = await TestHost.StartTcpAsync(new MuxServerOptions { MaxConcurrentCallsPerConnection = 4 });
 
@@ -240,7 +240,7 @@ public sealed class CallTests
         await Hosts.WaitUntilAsync(() => host.Service.BlockedNow == 4, "four handlers are blocked");
         Task<int> queued = host.Proxy.Add(20, 22).AsTask();
 
-        // The cap is reached: the server reads nothing more, so this call cannot have run yet.
+        // The cap is reached: the client holds later calls back, so this one cannot have run yet.
         Assert.False(await Task.WhenAny(queued, Task.Delay(300)) == queued, "A call ran beyond the concurrency cap.");
         Assert.Equal(4, host.Service.BlockedNow);
 

@@ -1,0 +1,147 @@
+namespace Mux.Client;
+
+/// <summary>
+/// The calls a client may have outstanding on one connection: the server's advertised
+/// <c>maxConcurrentCalls</c>, honoured on the client as HTTP/2 clients honour
+/// SETTINGS_MAX_CONCURRENT_STREAMS, so the server never has to stop reading. A slot is taken
+/// before a request is sent and given back when the server's answer for it arrives.
+/// Taking a free slot is one compare-and-swap; only callers that find none take the lock and wait
+/// (asynchronously, cancellably, within their deadline), oldest first.
+/// </summary>
+internal sealed class ClientCallSlots
+{
+    private readonly Lock _lock = new();
+
+    // Callers waiting for a slot, oldest first. Guarded by _lock.
+    private readonly LinkedList<Waiter> _waiters = new();
+
+    // Free slots, never negative. Taken with compare-and-swap by callers (and by Release on a
+    // waiter's behalf); given back by Release.
+    private int _free;
+
+    // _waiters.Count, published so that Release skips the lock when nobody waits. Changed with
+    // Interlocked under _lock: the full fence pairs with Release's increment of _free, so either a
+    // new waiter sees the freed slot or Release sees the waiter.
+    private int _waiterCount;
+
+    // Set once, under _lock, when the connection can send no more calls; waiters fail with it.
+    private Exception? _failure;
+
+    public ClientCallSlots(int count) => _free = count;
+
+    /// <summary>Takes a free slot if there is one, without waiting.</summary>
+    public bool TryTake()
+    {
+        int free = Volatile.Read(ref _free);
+        while (free > 0)
+        {
+            int seen = Interlocked.CompareExchange(ref _free, free - 1, free);
+            if (seen == free)
+            {
+                return true;
+            }
+
+            free = seen;
+        }
+
+        return false;
+    }
+
+    /// <summary>Waits for a slot, oldest waiter first.</summary>
+    /// <exception cref="TimeoutException"><paramref name="timeout"/> passed first.</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired first.</exception>
+    /// <exception cref="MuxConnectionException">The connection closed or is going away.</exception>
+    public async ValueTask WaitAsync(TimeSpan timeout, CancellationToken cancellationToken)
+    {
+        var waiter = new Waiter();
+        lock (_lock)
+        {
+            if (_failure is not null)
+            {
+                throw _failure;
+            }
+
+            Interlocked.Increment(ref _waiterCount);
+            if (TryTake())
+            {
+                Interlocked.Decrement(ref _waiterCount);
+                return;
+            }
+
+            waiter.Node = _waiters.AddLast(waiter);
+        }
+
+        try
+        {
+            await waiter.Task.WaitAsync(timeout, cancellationToken).ConfigureAwait(false);
+        }
+        catch when (!waiter.Task.IsFaulted)
+        {
+            bool stillWaiting;
+            lock (_lock)
+            {
+                stillWaiting = waiter.Node.List is not null;
+                if (stillWaiting)
+                {
+                    _waiters.Remove(waiter.Node);
+                    Interlocked.Decrement(ref _waiterCount);
+                }
+            }
+
+            if (!stillWaiting)
+            {
+                Release(); // A slot was granted just as we gave up: pass it on.
+            }
+
+            throw;
+        }
+    }
+
+    /// <summary>Gives a slot back; the oldest waiter, if any, gets it.</summary>
+    public void Release()
+    {
+        Interlocked.Increment(ref _free);
+        if (Volatile.Read(ref _waiterCount) == 0)
+        {
+            return;
+        }
+
+        Waiter? granted = null;
+        lock (_lock)
+        {
+            if (_waiters.First is { } oldest && TryTake())
+            {
+                _waiters.RemoveFirst();
+                Interlocked.Decrement(ref _waiterCount);
+                granted = oldest.Value;
+            }
+        }
+
+        granted?.TrySetResult();
+    }
+
+    /// <summary>Fails every waiter, and every later wait, with <paramref name="failure"/>.</summary>
+    public void Fail(Exception failure)
+    {
+        Waiter[] waiters;
+        lock (_lock)
+        {
+            _failure ??= failure;
+            waiters = [.. _waiters];
+            _waiters.Clear();
+            Interlocked.Exchange(ref _waiterCount, 0);
+        }
+
+        foreach (Waiter waiter in waiters)
+        {
+            waiter.TrySetException(failure);
+        }
+    }
+
+    /// <summary>One caller waiting for a slot. Its continuation never runs under the lock.</summary>
+    private sealed class Waiter() : TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously)
+    {
+        // Its place in _waiters; detached (List is null) once granted, failed or given up. Guarded by _lock.
+        public LinkedListNode<Waiter> Node = null!;
+    }
+}
