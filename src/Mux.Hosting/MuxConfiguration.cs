@@ -19,6 +19,11 @@ internal sealed class MuxServerConfiguration
     public int? ListenBacklog { get; set; }
 
     public string? AuthToken { get; set; }
+
+    /// <summary>TLS: the certificate (Path and Password, or Subject and Store, as Kestrel binds them).</summary>
+    public MuxServerTlsConfiguration? Tls { get; set; }
+
+    public bool? EnableDetailedErrors { get; set; }
 }
 
 /// <summary>The keys of the "Mux:Client" configuration section. Every key is optional; a missing
@@ -38,4 +43,7 @@ internal sealed class MuxClientConfiguration
     public int? MaxFrameSize { get; set; }
 
     public string? AuthToken { get; set; }
+
+    /// <summary>TLS: the server's expected name and an optional client certificate.</summary>
+    public MuxClientTlsConfiguration? Tls { get; set; }
 }

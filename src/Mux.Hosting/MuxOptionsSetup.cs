@@ -1,4 +1,6 @@
+using System.Net.Security;
 using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
 
@@ -9,7 +11,7 @@ namespace Mux.Hosting;
 /// dependency injection and applies the "Mux:Server" configuration section. Registered once, before
 /// the delegate given to AddMuxServer, so that values set in code win over configuration.
 /// </summary>
-internal sealed class MuxServerOptionsSetup(IConfiguration? configuration = null, ILoggerFactory? loggerFactory = null)
+internal sealed class MuxServerOptionsSetup(IConfiguration? configuration = null, ILoggerFactory? loggerFactory = null, IHostEnvironment? environment = null)
     : IConfigureOptions<MuxServerOptions>
 {
     public void Configure(MuxServerOptions options)
@@ -32,6 +34,24 @@ internal sealed class MuxServerOptionsSetup(IConfiguration? configuration = null
         options.HandshakeTimeout = bound.HandshakeTimeout ?? options.HandshakeTimeout;
         options.ListenBacklog = bound.ListenBacklog ?? options.ListenBacklog;
         options.AuthToken = bound.AuthToken ?? options.AuthToken;
+        options.EnableDetailedErrors = bound.EnableDetailedErrors ?? options.EnableDetailedErrors;
+        if (bound.Tls is { } tls)
+        {
+            ConfigureTls(options, tls);
+        }
+    }
+
+    private void ConfigureTls(MuxServerOptions options, MuxServerTlsConfiguration tls)
+    {
+        const string Key = MuxServerConfiguration.SectionName + ":Tls";
+        if (tls.Certificate is null)
+        {
+            throw new InvalidOperationException($"{Key} is present but {Key}:Certificate is not. Set {Key}:Certificate:Path (and Password) or {Key}:Certificate:Subject, or remove {Key}.");
+        }
+
+        options.Tls ??= new SslServerAuthenticationOptions();
+        options.Tls.ServerCertificate = CertificateLoader.Load(tls.Certificate, Key + ":Certificate", environment?.ContentRootPath);
+        options.Tls.ClientCertificateRequired = tls.ClientCertificateRequired ?? options.Tls.ClientCertificateRequired;
     }
 }
 
@@ -40,7 +60,7 @@ internal sealed class MuxServerOptionsSetup(IConfiguration? configuration = null
 /// dependency injection and applies the "Mux:Client" configuration section. Registered once, before
 /// the delegate given to AddMuxClient, so that values set in code win over configuration.
 /// </summary>
-internal sealed class MuxClientOptionsSetup(IConfiguration? configuration = null, ILoggerFactory? loggerFactory = null)
+internal sealed class MuxClientOptionsSetup(IConfiguration? configuration = null, ILoggerFactory? loggerFactory = null, IHostEnvironment? environment = null)
     : IConfigureOptions<MuxClientOptions>
 {
     public void Configure(MuxClientOptions options)
@@ -62,5 +82,15 @@ internal sealed class MuxClientOptionsSetup(IConfiguration? configuration = null
         options.ConnectTimeout = bound.ConnectTimeout ?? options.ConnectTimeout;
         options.MaxFrameSize = bound.MaxFrameSize ?? options.MaxFrameSize;
         options.AuthToken = bound.AuthToken ?? options.AuthToken;
+        if (bound.Tls is { } tls && tls.Enabled != false)
+        {
+            const string Key = MuxClientConfiguration.SectionName + ":Tls";
+            options.Tls ??= new SslClientAuthenticationOptions();
+            options.Tls.TargetHost = tls.TargetHost ?? options.Tls.TargetHost;
+            if (tls.Certificate is not null)
+            {
+                options.Tls.ClientCertificates = [CertificateLoader.Load(tls.Certificate, Key + ":Certificate", environment?.ContentRootPath)];
+            }
+        }
     }
 }
