@@ -2,7 +2,10 @@ namespace Mux;
 
 /// <summary>
 /// The remote side could not complete the call: usually the service method threw. The connection
-/// stays up; only this call failed.
+/// stays up; only this call failed. A service method may throw it too, to choose the status code and
+/// message its caller sees (for example
+/// <c>throw new MuxRemoteException(MuxStatusCode.NotFound, $"No user {id}.")</c>); they are sent
+/// whatever <see cref="MuxServerOptions.EnableDetailedErrors"/> says, so put nothing secret in them.
 /// </summary>
 public sealed class MuxRemoteException : Exception
 {
@@ -23,6 +26,14 @@ public sealed class MuxRemoteException : Exception
         : base(message, innerException)
     {
         StatusCode = MuxStatusCode.HandlerFailed;
+    }
+
+    /// <summary>Creates an exception with a status code and message, for a service method to throw.</summary>
+    /// <param name="statusCode">Why the call failed (<see cref="MuxStatusCode.Ok"/> is sent as <see cref="MuxStatusCode.HandlerFailed"/>).</param>
+    /// <param name="message">What the caller's exception says.</param>
+    public MuxRemoteException(MuxStatusCode statusCode, string message)
+        : this(statusCode, message, null)
+    {
     }
 
     /// <summary>Creates an exception describing a remote failure.</summary>

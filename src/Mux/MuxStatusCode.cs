@@ -6,7 +6,8 @@ public enum MuxStatusCode
     /// <summary>The call succeeded. Never carried by an exception.</summary>
     Ok = 0,
 
-    /// <summary>The service method threw; the message and type name are the exception's.</summary>
+    /// <summary>The service method threw. The message and type name are the exception's when the server
+    /// sets <see cref="MuxServerOptions.EnableDetailedErrors"/>; otherwise the message is generic.</summary>
     HandlerFailed = 1,
 
     /// <summary>The server has no method with the requested id (the client and server contracts differ).</summary>
@@ -32,4 +33,21 @@ public enum MuxStatusCode
     /// so the server did not run this one. A Mux client waits for a free slot instead of sending,
     /// so only a client that ignores the advertised limit sees this.</summary>
     TooManyCalls = 8,
+
+    /// <summary>The handler reports that what the call names does not exist (thrown as a
+    /// <see cref="MuxRemoteException"/> by the handler).</summary>
+    NotFound = 9,
+
+    /// <summary>The handler reports that the caller may not do this.</summary>
+    PermissionDenied = 10,
+
+    /// <summary>The handler reports that the caller is not authenticated.</summary>
+    Unauthenticated = 11,
+
+    /// <summary>The handler reports that the system is not in a state the call needs (retrying the same
+    /// call will not help until that changes).</summary>
+    FailedPrecondition = 12,
+
+    /// <summary>The handler reports a transient condition (a dependency is down); retrying later may succeed.</summary>
+    Unavailable = 13,
 }

@@ -155,9 +155,9 @@ public sealed class EndToEndTests
     }
 
     [Fact]
-    public async Task AHandlerFailureReachesTheCallerAsMuxRemoteException()
+    public async Task AHandlerFailureReachesTheCallerAsMuxRemoteException_WithItsMessageWhenDetailedErrorsAreConfigured()
     {
-        await using TestHost server = await TestHost.StartServerAsync();
+        await using TestHost server = await TestHost.StartServerAsync(configuration: new() { ["Mux:Server:EnableDetailedErrors"] = "true" });
         await using TestHost client = await TestHost.StartClientAsync(server.ServerEndPoint);
 
         var error = await Assert.ThrowsAsync<MuxRemoteException>(() => client.Services.GetRequiredService<IHostingTestService>().Fail("no such user"));

@@ -32,6 +32,12 @@ internal static class CallStatus
         MuxStatusCode.FrameTooLarge => nameof(MuxStatusCode.FrameTooLarge),
         MuxStatusCode.ServerShuttingDown => nameof(MuxStatusCode.ServerShuttingDown),
         MuxStatusCode.ProtocolError => nameof(MuxStatusCode.ProtocolError),
+        MuxStatusCode.TooManyCalls => nameof(MuxStatusCode.TooManyCalls),
+        MuxStatusCode.NotFound => nameof(MuxStatusCode.NotFound),
+        MuxStatusCode.PermissionDenied => nameof(MuxStatusCode.PermissionDenied),
+        MuxStatusCode.Unauthenticated => nameof(MuxStatusCode.Unauthenticated),
+        MuxStatusCode.FailedPrecondition => nameof(MuxStatusCode.FailedPrecondition),
+        MuxStatusCode.Unavailable => nameof(MuxStatusCode.Unavailable),
         _ => "Unknown",
     };
 

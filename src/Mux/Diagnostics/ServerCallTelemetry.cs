@@ -108,6 +108,7 @@ internal sealed class ServerCallTelemetry
             null => CallStatus.Ok,
             InvalidArgumentsException => CallStatus.Of(MuxStatusCode.InvalidArguments),
             FrameTooLargeException => CallStatus.Of(MuxStatusCode.FrameTooLarge),
+            MuxRemoteException chosen when chosen.StatusCode != MuxStatusCode.Ok => CallStatus.Of(chosen.StatusCode),
             OperationCanceledException when cancellationRequested => CallStatus.Canceled,
             _ => CallStatus.Of(MuxStatusCode.HandlerFailed),
         };

@@ -281,9 +281,22 @@ internal sealed class ServerConnection : MuxConnection
             case OperationCanceledException when call.IsCancellationRequested:
                 SendError(call.CallId, MuxStatusCode.Canceled, $"{call.MethodName} was canceled.", failure.GetType().FullName);
                 break;
+            case MuxRemoteException chosen:
+                // The handler chose the status and message its caller sees.
+                SendError(call.CallId, chosen.StatusCode == MuxStatusCode.Ok ? MuxStatusCode.HandlerFailed : chosen.StatusCode, chosen.Message, chosen.RemoteExceptionType);
+                break;
             default:
                 ServerLog.HandlerFailed(Logger, call.MethodName, Name, failure);
-                SendError(call.CallId, MuxStatusCode.HandlerFailed, failure.Message, failure.GetType().FullName);
+                if (_options.EnableDetailedErrors)
+                {
+                    SendError(call.CallId, MuxStatusCode.HandlerFailed, failure.Message, failure.GetType().FullName);
+                }
+                else
+                {
+                    // An exception's message may carry internals (SQL, paths, names); only the log gets it.
+                    SendError(call.CallId, MuxStatusCode.HandlerFailed, $"{call.MethodName} failed on the server. The server's log has the exception; MuxServerOptions.EnableDetailedErrors sends its message to callers.", null);
+                }
+
                 break;
         }
     }

@@ -62,9 +62,14 @@ public class TracingTests
         foreach (Activity span in spans)
         {
             Assert.Equal(ActivityStatusCode.Error, span.Status);
-            Assert.Equal("broken on purpose", span.StatusDescription);
             Assert.Equal("HandlerFailed", span.GetTagItem("rpc.response.status_code"));
         }
+
+        // The server's trace has the handler's own message; the client's has what the caller was told
+        // (a generic message: detailed errors are off by default).
+        Assert.Equal("broken on purpose", server.StatusDescription);
+        Assert.Equal(error.Message, client.StatusDescription);
+        Assert.DoesNotContain("broken on purpose", error.Message, StringComparison.Ordinal);
 
         Assert.Equal("HandlerFailed", client.GetTagItem("error.type"));
         Assert.Equal(typeof(InvalidOperationException).FullName, server.GetTagItem("error.type"));

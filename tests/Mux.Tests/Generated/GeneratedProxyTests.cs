@@ -24,10 +24,10 @@ public sealed class GeneratedProxyTests
 
         public IGeneratedService Proxy { get; }
 
-        public static async Task<Host> StartAsync(TransportKind kind)
+        public static async Task<Host> StartAsync(TransportKind kind, bool detailedErrors = false)
         {
             var service = new GeneratedService();
-            var server = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0) });
+            var server = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0), EnableDetailedErrors = detailedErrors });
             server.AddService<IGeneratedService>(service);
             server.AddService<Nesting.IInternalService>(service);
             MuxClient client;
@@ -197,9 +197,9 @@ public sealed class GeneratedProxyTests
     [Theory]
     [InlineData(TransportKind.InMemory)]
     [InlineData(TransportKind.Tcp)]
-    public async Task ServerException_BecomesMuxRemoteException(TransportKind kind)
+    public async Task ServerException_BecomesMuxRemoteException_WithItsMessageAndType_WhenDetailedErrorsAreOn(TransportKind kind)
     {
-        await using Host host = await Host.StartAsync(kind);
+        await using Host host = await Host.StartAsync(kind, detailedErrors: true);
 
         MuxRemoteException error = await Assert.ThrowsAsync<MuxRemoteException>(async () => await host.Proxy.Fail("bad input: 42"));
 

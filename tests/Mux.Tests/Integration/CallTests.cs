@@ -87,7 +87,7 @@ public sealed class CallTests
     [InlineData(TransportKind.Tcp)]
     public async Task Call_WhenHandlerThrows_FailsWithRemoteException_AndTheConnectionStaysUp(TransportKind kind)
     {
-        await using TestHost host = await Hosts.StartAsync(kind);
+        await using TestHost host = await Hosts.StartAsync(kind, new MuxServerOptions { EnableDetailedErrors = true });
 
         MuxRemoteException error = await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Throw("boom"));
 
