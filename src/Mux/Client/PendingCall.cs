@@ -24,8 +24,11 @@ internal abstract class PendingCall : IThreadPoolWorkItem
     private CancellationTokenRegistration _cancellation;
     private int _registrationState;
 
-    // Payloads up to this size are copied into _ownedBuffer; larger ones into a rented array.
-    private const int MaxOwnedPayload = 4096;
+    // Payloads up to this size are copied into _ownedBuffer; larger ones into a rented array. At
+    // 4 KiB, hundreds of 5.4 KB answers in flight missed the shared array pool and allocated an
+    // 8 KiB array each (19 % of the client's bytes in a list100 profile at 500 callers). A pooled
+    // call keeps at most this much, and only after a payload that size.
+    private const int MaxOwnedPayload = 16 * 1024;
 
     // The outcome, written by the single remover before queueing and read by Execute.
     private CallOutcome _outcome;

@@ -26,7 +26,9 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     private static PooledBufferWriter? t_staging;
 
     // A drained buffer that grew past this (a burst of large frames) is replaced by a small one.
-    private const int MaxRetainedOutboundSize = 1024 * 1024;
+    // 500 callers' 5.4 KB answers queue 2.7 MB at once: at 1 MiB every such burst regrew the
+    // buffer through new 1, 2 and 4 MiB arrays (93 % of the server's bytes in a list100 profile).
+    private const int MaxRetainedOutboundSize = 4 * 1024 * 1024;
 
     private readonly Lock _outboundLock = new();
 

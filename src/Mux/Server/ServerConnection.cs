@@ -46,7 +46,7 @@ internal sealed class ServerConnection : MuxConnection
 
     // Whether GoAway was sent, and the id it carried: the server serves every call with an id up
     // to it (including ones that arrive later: ids may reach the wire slightly out of order) and
-    // none above it. Written under _callsLock (the id first). A call being dispatched at the same
+    // none above it. Written under _callsLock, and the id read only under it. A call being dispatched at the same
     // moment is on one side of the line or the other, never both: the reader loop writes
     // _highestReceivedCallId, then (after a full fence) reads _goingAway; DrainAndCloseAsync writes
     // _goingAway, then (after a full fence) reads _highestReceivedCallId, so one sees the other.
