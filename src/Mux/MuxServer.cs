@@ -65,6 +65,9 @@ public sealed class MuxServer : IAsyncDisposable
     /// <summary>How many connections are open now.</summary>
     public int ActiveConnections => _connections.Count;
 
+    /// <summary>The open connections (for tests and diagnostics).</summary>
+    internal ICollection<ServerConnection> Connections => _connections.Keys;
+
     /// <summary>Whether the server is accepting connections: started with a listening socket, not
     /// stopping or stopped, and its accept loop still running (a failed accept ends it; that failure is
     /// logged).</summary>

@@ -31,6 +31,15 @@ public sealed class MuxServerOptions
     /// </summary>
     public int MaxConcurrentCallsPerConnection { get; set; } = 1000;
 
+    /// <summary>
+    /// How many bytes of answers may wait for one connection's socket. When a client stops reading,
+    /// its answers pile up here; past this the server runs no new request from that connection
+    /// until the socket takes them (calls already running still answer), so a peer that never
+    /// reads costs a bounded amount of memory. Defaults to 1 MiB: a thousand 1 KiB answers, or a
+    /// few large ones, which keeps a busy connection's batches whole while bounding a stuck one.
+    /// </summary>
+    public int MaxOutboundBytesPerConnection { get; set; } = 1024 * 1024;
+
     /// <summary>How long a new connection has to complete its handshake. Defaults to 10 seconds.</summary>
     public TimeSpan HandshakeTimeout { get; set; } = TimeSpan.FromSeconds(10);
 
@@ -118,6 +127,11 @@ public sealed class MuxServerOptions
         if (MaxConcurrentCallsPerConnection < 1)
         {
             throw new InvalidOperationException($"MuxServerOptions.MaxConcurrentCallsPerConnection is {MaxConcurrentCallsPerConnection}; it must be at least 1.");
+        }
+
+        if (MaxOutboundBytesPerConnection < 4096)
+        {
+            throw new InvalidOperationException($"MuxServerOptions.MaxOutboundBytesPerConnection is {MaxOutboundBytesPerConnection}; it must be at least 4096 bytes (the default is 1 MiB).");
         }
 
         if (ListenBacklog < 1)

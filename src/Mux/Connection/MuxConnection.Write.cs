@@ -39,6 +39,37 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     // Frames in _outbound. Written under _outboundLock; read without it as an emptiness hint.
     private volatile int _queuedFrames;
 
+    // Bytes in _outbound. Written under _outboundLock; read without it by IsOutboundFull.
+    private volatile int _queuedBytes;
+
+    // A reader loop waiting for _outbound to be taken by the writer (WaitForOutboundRoomAsync);
+    // completed and cleared by the writer when it takes the queue, or by the close.
+    private TaskCompletionSource? _outboundRoom;
+
+    /// <summary>How many bytes may wait in the outbound queue before <see cref="IsOutboundFull"/>
+    /// says so. Set by a subclass's constructor; unlimited by default.</summary>
+    protected int MaxQueuedOutboundBytes { get; init; } = int.MaxValue;
+
+    /// <summary>Whether the queue of frames waiting for the socket has reached
+    /// <see cref="MaxQueuedOutboundBytes"/>: the peer is not reading what we send.</summary>
+    protected bool IsOutboundFull => _queuedBytes >= MaxQueuedOutboundBytes;
+
+    /// <summary>Completes when the outbound queue has room again (the writer took it, which it
+    /// does only once the socket has accepted the previous batch) or the connection closed.</summary>
+    protected Task WaitForOutboundRoomAsync()
+    {
+        var room = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        Interlocked.Exchange(ref _outboundRoom, room); // A full fence before the checks below.
+        if (!IsOutboundFull || IsClosed)
+        {
+            room.TrySetResult();
+        }
+
+        return room.Task;
+    }
+
+    private void SignalOutboundRoom() => Interlocked.Exchange(ref _outboundRoom, null)?.TrySetResult();
+
     // The buffer the role holder copies into the pipe while callers fill _outbound. Only the
     // role holder touches it.
     private PooledBufferWriter _draining = new(4096);
@@ -117,6 +148,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         {
             _outbound.Write(staging.WrittenSpan);
             _queuedFrames++;
+            _queuedBytes = _outbound.WrittenCount;
         }
 
         ReleaseStagingIfOversized(staging);
@@ -168,7 +200,10 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
             _outbound = _draining;
             frames = _queuedFrames;
             _queuedFrames = 0;
+            _queuedBytes = 0;
         }
+
+        SignalOutboundRoom();
 
         if (DropsQueuedFrames)
         {

@@ -130,6 +130,7 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         }
         finally
         {
+            SignalOutboundRoom(); // A reader loop waiting for room stops waiting and sees the close.
             // Stop writing (a graceful close first writes what is queued; completing the output
             // makes the transport send it and shut down its send side). An abortive close also
             // wakes the reader and drops the socket.

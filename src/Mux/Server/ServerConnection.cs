@@ -75,6 +75,7 @@ internal sealed class ServerConnection : MuxConnection
         _options = options;
         SerializerOptions = MuxSerializerOptions.ForServer(options.SerializerOptions);
         _callSlots = new CallSlots(options.MaxConcurrentCallsPerConnection);
+        MaxQueuedOutboundBytes = options.MaxOutboundBytesPerConnection;
         _calls = new ServerCallTable(options.MaxConcurrentCallsPerConnection);
     }
 
@@ -124,6 +125,13 @@ internal sealed class ServerConnection : MuxConnection
         switch (frame.Type)
         {
             case FrameType.Request:
+                if (IsOutboundFull)
+                {
+                    // The client is not reading our answers: run nothing more for it (not even a
+                    // refusal) until the socket takes what is queued. TCP pushes back on it.
+                    return WaitForRoomThenReadRequestAsync(frame);
+                }
+
                 if (frame.CallId > _highestReceivedCallId)
                 {
                     _highestReceivedCallId = frame.CallId;
@@ -151,6 +159,35 @@ internal sealed class ServerConnection : MuxConnection
 
         return ValueTask.CompletedTask;
     }
+
+    private async ValueTask WaitForRoomThenReadRequestAsync(Frame frame)
+    {
+        IsWaitingForOutboundRoom = true;
+        try
+        {
+            while (IsOutboundFull && !IsClosed)
+            {
+                await WaitForOutboundRoomAsync().ConfigureAwait(false);
+            }
+        }
+        finally
+        {
+            IsWaitingForOutboundRoom = false;
+        }
+
+        if (!IsClosed)
+        {
+            // The frame is still valid: the reader loop has not advanced past it.
+            await OnFrameAsync(frame).ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>Whether the reader loop has stopped taking requests because the client does not
+    /// read the answers (for tests and diagnostics). Written by the reader loop only.</summary>
+    internal volatile bool IsWaitingForOutboundRoom;
+
+    /// <summary>The highest call id received so far (for tests and diagnostics).</summary>
+    internal uint HighestReceivedCallId => _highestReceivedCallId;
 
     /// <summary>A request beyond the cap this server advertised in its HelloAck (a Mux client
     /// waits for a slot instead of sending it): answered with an Error, the connection stays up.</summary>

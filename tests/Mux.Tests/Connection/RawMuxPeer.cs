@@ -55,6 +55,17 @@ internal sealed class RawMuxPeer : IAsyncDisposable
         }
     }
 
+    /// <summary>Sends everything, however long the peer takes to read it (a test that makes the
+    /// server stop reading ends this send by closing the socket).</summary>
+    public async Task SendWithoutDeadlineAsync(byte[] bytes)
+    {
+        int sent = 0;
+        while (sent < bytes.Length)
+        {
+            sent += await _socket.SendAsync(bytes.AsMemory(sent), SocketFlags.None);
+        }
+    }
+
     /// <summary>An Add(a, b) request frame.</summary>
     public static byte[] AddRequest(uint callId, int a, int b) =>
         WriteFrame(FrameType.Request, callId, TestServiceIds.Add, new Protocol.RawBody(MessagePack.MessagePackSerializer.Serialize((a, b))));

@@ -1,0 +1,64 @@
+using Mux.Server;
+using Mux.Tests.Infrastructure;
+
+namespace Mux.Tests.Connection;
+
+/// <summary>A client that sends requests but never reads the answers costs the server a bounded
+/// amount of memory (MuxServerOptions.MaxOutboundBytesPerConnection), and other clients are served.</summary>
+public class OutboundLimitTests
+{
+    private const int Requests = 200_000;
+
+    // The answers queued (1 MiB) and in the transport's pipe, the requests buffered on the input
+    // side, and up to MaxConcurrentCallsPerConnection answers of calls already running: a few MiB.
+    // Without the limit, the server held every one of the 200K answers (over 200 MB).
+    private const long MaxGrowthBytes = 32L * 1024 * 1024;
+
+    [Fact]
+    public async Task RawClientThatNeverReads_200KRequestsFor1KiBAnswers_GrowsTheServerByABoundedAmount_AndOthersAreServed()
+    {
+        await using TestHost host = await TestHost.StartTcpAsync();
+        Assert.Equal(3, await host.Proxy.Add(1, 2)); // Warm up: the other client's connection exists.
+        ServerConnection[] others = [.. host.Server.Connections];
+        long before = GC.GetTotalMemory(forceFullCollection: true);
+
+        await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!, receiveBufferSize: 4096);
+        await raw.HandshakeAsync();
+        ServerConnection stuck = host.Server.Connections.Except(others).Single();
+
+        // Sends in the background: once the server stops reading, TCP stops this sender too.
+        Task sending = Task.Run(async () =>
+        {
+            const int batch = 1000;
+            for (uint next = 1; next <= Requests; next += batch)
+            {
+                var frames = new List<byte>();
+                for (uint id = next; id < next + batch; id++)
+                {
+                    frames.AddRange(RawMuxPeer.Request(id, "Bytes", ValueTuple.Create(1024)));
+                }
+
+                await raw.SendWithoutDeadlineAsync([.. frames]);
+            }
+        });
+
+        // Either the server stopped taking requests from it, or (without a limit) it took them all.
+        await Hosts.WaitUntilAsync(
+            () => stuck.IsWaitingForOutboundRoom || (stuck.HighestReceivedCallId == Requests && stuck.RunningCalls == 0),
+            "the server to stop reading the client that does not read, or to have run every request");
+        long growth = GC.GetTotalMemory(forceFullCollection: true) - before;
+        Assert.True(growth < MaxGrowthBytes, $"The server grew by {growth / (1024 * 1024)} MiB for a client that never reads (bound {MaxGrowthBytes / (1024 * 1024)} MiB).");
+        Assert.True(stuck.HighestReceivedCallId < Requests, $"The server ran {stuck.HighestReceivedCallId} requests for a client that never reads.");
+
+        // Another client is served meanwhile.
+        for (int i = 0; i < 100; i++)
+        {
+            Assert.Equal(i + 1, await host.Proxy.Add(i, 1).AsTask().WaitAsync(TestHost.Patience));
+        }
+
+        // The stuck client leaving is noticed: the server's send fails and it closes the connection.
+        await raw.DisposeAsync();
+        await stuck.Completion.WaitAsync(TestHost.Patience);
+        await Assert.ThrowsAnyAsync<Exception>(() => sending.WaitAsync(TestHost.Patience));
+    }
+}
