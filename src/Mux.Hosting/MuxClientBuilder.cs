@@ -23,9 +23,9 @@ public sealed class MuxClientBuilder
     /// <summary>
     /// Registers <typeparamref name="TService"/> as a singleton: a proxy, created with
     /// <see cref="MuxClient.CreateProxy{TService}"/>, whose calls travel over the one shared
-    /// connection. Inject it anywhere after the host has started; resolving it before (for example
-    /// in the constructor of a hosted service, which runs while the host starts) throws
-    /// <see cref="InvalidOperationException"/>. Adding the same proxy twice registers it once.
+    /// connection. Inject it anywhere, also into services constructed before the host has started:
+    /// its calls wait for the connection (within <see cref="MuxClientOptions.CallTimeout"/>).
+    /// Adding the same proxy twice registers it once.
     /// </summary>
     /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface.</typeparam>
     /// <returns>This builder, for chaining.</returns>
@@ -39,9 +39,10 @@ public sealed class MuxClientBuilder
     /// <summary>
     /// Adds a health check (<c>Microsoft.Extensions.Diagnostics.HealthChecks</c>) that reports the
     /// shared connection: <see cref="HealthStatus.Healthy"/> while it is open, with its endpoint and
-    /// pending calls; <paramref name="failureStatus"/> before the host has connected it, or once it
-    /// has closed, with the reason it closed (<see cref="MuxClient.CloseReason"/>, also in the
-    /// result's data as <c>closeReason</c>).
+    /// pending calls; <paramref name="failureStatus"/> before the host has started the client, while
+    /// it connects or reconnects, and once it has closed, with its state (<see cref="MuxClient.State"/>,
+    /// in the result's data as <c>state</c>) and the reason its last connection closed
+    /// (<see cref="MuxClient.CloseReason"/>, as <c>closeReason</c>).
     /// </summary>
     /// <param name="name">The check's name. Defaults to <c>"mux-client"</c>.</param>
     /// <param name="failureStatus">The status reported when the connection is not open. Defaults to

@@ -5,26 +5,49 @@ using Microsoft.Extensions.Options;
 
 namespace Mux.Hosting;
 
-/// <summary>Holds the shared client once the host has connected it; backs the
-/// <see cref="MuxClient"/> singleton that AddMuxClient registers.</summary>
-internal sealed class MuxClientHolder
+/// <summary>Creates the one shared client of AddMuxClient on first use (the host's start, or a
+/// proxy resolved earlier) and backs the <see cref="MuxClient"/> singleton.</summary>
+internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options)
 {
+    private readonly Lock _lock = new();
+
+    // Created once, under _lock; read without it afterwards.
     private volatile MuxClient? _client;
 
-    public MuxClient? Client
-    {
-        get => _client;
-        set => _client = value;
-    }
+    /// <summary>The client if it has been created; null before.</summary>
+    public MuxClient? Client => _client;
 
-    public MuxClient GetConnectedClient() => _client ?? throw new InvalidOperationException(
-        "The Mux client is not connected yet: the host connects it when it starts. Resolve MuxClient and Mux proxies after the host has started (IHost.StartAsync or RunAsync), for example in BackgroundService.ExecuteAsync or a request handler, not in a constructor that runs while the host starts.");
+    /// <summary>The client, created and connecting in the background on the first call. Calls made
+    /// before its connection is up wait for it (within MuxClientOptions.CallTimeout).</summary>
+    public MuxClient GetClient()
+    {
+        if (_client is { } client)
+        {
+            return client;
+        }
+
+        lock (_lock)
+        {
+            if (_client is null)
+            {
+                MuxClientOptions clientOptions = options.Value; // Binding errors surface here.
+                if (clientOptions.EndPoint is null)
+                {
+                    throw new InvalidOperationException("MuxClientOptions.EndPoint is not set. Set it in AddMuxClient(o => o.EndPoint = new IPEndPoint(IPAddress.Loopback, 5000)) or with the configuration key Mux:Client:Connect, for example \"127.0.0.1:5000\".");
+                }
+
+                _client = MuxClient.Create(clientOptions);
+            }
+
+            return _client;
+        }
+    }
 }
 
 /// <summary>
-/// Connects the one shared <see cref="MuxClient"/> of AddMuxClient when the host starts (a server
-/// that cannot be reached fails the start with <see cref="MuxConnectionException"/>) and disposes
-/// it when the host stops.
+/// Starts the shared <see cref="MuxClient"/> of AddMuxClient when the host starts, without waiting
+/// for the server (the client connects and reconnects in the background, and logs each change
+/// itself), and disposes it when the host stops.
 /// </summary>
 internal sealed class MuxClientHostedService(
     IOptions<MuxClientOptions> options,
@@ -34,41 +57,18 @@ internal sealed class MuxClientHostedService(
 {
     private readonly ILogger _logger = (loggerFactory ?? NullLoggerFactory.Instance).CreateLogger(MuxHostingLog.Category);
 
-    // Set when the host stops the client, so that the close is not reported as a lost connection.
-    private volatile bool _stopping;
-
-    public async Task StartAsync(CancellationToken cancellationToken)
+    public Task StartAsync(CancellationToken cancellationToken)
     {
-        if (holder.Client is not null)
-        {
-            throw new InvalidOperationException("The Mux client has already been connected; a host starts once.");
-        }
-
-        MuxClientOptions clientOptions = options.Value; // Binding errors surface here, at host start.
-        if (clientOptions.EndPoint is null)
-        {
-            throw new InvalidOperationException("MuxClientOptions.EndPoint is not set. Set it in AddMuxClient(o => o.EndPoint = new IPEndPoint(IPAddress.Loopback, 5000)) or with the configuration key Mux:Client:Connect, for example \"127.0.0.1:5000\".");
-        }
-
-        MuxClient client = await MuxClient.ConnectAsync(clientOptions, cancellationToken).ConfigureAwait(false);
-        holder.Client = client;
-        string endPoint = Describe(client, clientOptions);
-        MuxHostingLog.ClientConnected(_logger, endPoint);
-        _ = client.Completion.ContinueWith(
-            static (_, state) => ((MuxClientHostedService)state!).OnClosed(),
-            this,
-            CancellationToken.None,
-            TaskContinuationOptions.ExecuteSynchronously,
-            TaskScheduler.Default);
+        holder.GetClient();
+        return Task.CompletedTask;
     }
 
     public async Task StopAsync(CancellationToken cancellationToken)
     {
-        _stopping = true;
         if (holder.Client is { } client)
         {
             await client.DisposeAsync().ConfigureAwait(false);
-            MuxHostingLog.ClientDisconnected(_logger, Describe(client, options.Value));
+            MuxHostingLog.ClientDisconnected(_logger, (client.RemoteEndPoint ?? options.Value.EndPoint)?.ToString() ?? "?");
         }
     }
 
@@ -76,21 +76,9 @@ internal sealed class MuxClientHostedService(
     /// later hosted service failed to start).</summary>
     public async ValueTask DisposeAsync()
     {
-        _stopping = true;
         if (holder.Client is { } client)
         {
             await client.DisposeAsync().ConfigureAwait(false);
         }
     }
-
-    private void OnClosed()
-    {
-        if (!_stopping && holder.Client is { } client)
-        {
-            MuxHostingLog.ClientConnectionLost(_logger, Describe(client, options.Value));
-        }
-    }
-
-    private static string Describe(MuxClient client, MuxClientOptions options) =>
-        (client.RemoteEndPoint ?? options.EndPoint)?.ToString() ?? "?";
 }

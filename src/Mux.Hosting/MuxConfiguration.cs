@@ -46,4 +46,10 @@ internal sealed class MuxClientConfiguration
 
     /// <summary>TLS: the server's expected name and an optional client certificate.</summary>
     public MuxClientTlsConfiguration? Tls { get; set; }
+
+    public bool? AutoReconnect { get; set; }
+
+    public TimeSpan? ReconnectInitialDelay { get; set; }
+
+    public TimeSpan? ReconnectMaxDelay { get; set; }
 }

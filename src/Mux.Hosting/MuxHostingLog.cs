@@ -19,14 +19,11 @@ internal static partial class MuxHostingLog
     [LoggerMessage(EventId = 102, EventName = "ServerStopped", Level = LogLevel.Information, Message = "Mux server on {EndPoint} stopped.")]
     public static partial void ServerStopped(ILogger logger, string endPoint);
 
-    [LoggerMessage(EventId = 103, EventName = "ClientConnected", Level = LogLevel.Information, Message = "Mux client connected to {EndPoint}.")]
-    public static partial void ClientConnected(ILogger logger, string endPoint);
+    // 103 and 105 (client connected, connection lost) moved to the core library's ClientLog
+    // (category "Mux.Client"), which logs every transition of a reconnecting client.
 
     [LoggerMessage(EventId = 104, EventName = "ClientDisconnected", Level = LogLevel.Information, Message = "Mux client disconnected from {EndPoint}.")]
     public static partial void ClientDisconnected(ILogger logger, string endPoint);
-
-    [LoggerMessage(EventId = 105, EventName = "ClientConnectionLost", Level = LogLevel.Warning, Message = "Mux client connection to {EndPoint} was lost; calls through its proxies fail with MuxConnectionException until the host is restarted.")]
-    public static partial void ClientConnectionLost(ILogger logger, string endPoint);
 
     [LoggerMessage(EventId = 106, EventName = "ScopeDisposeFailed", Level = LogLevel.Warning, Message = "Disposing the service scope of a call to {Method} failed.")]
     public static partial void ScopeDisposeFailed(ILogger logger, string method, Exception error);

@@ -92,5 +92,8 @@ internal sealed class MuxClientOptionsSetup(IConfiguration? configuration = null
                 options.Tls.ClientCertificates = [CertificateLoader.Load(tls.Certificate, Key + ":Certificate", environment?.ContentRootPath)];
             }
         }
+        options.AutoReconnect = bound.AutoReconnect ?? options.AutoReconnect;
+        options.ReconnectInitialDelay = bound.ReconnectInitialDelay ?? options.ReconnectInitialDelay;
+        options.ReconnectMaxDelay = bound.ReconnectMaxDelay ?? options.ReconnectMaxDelay;
     }
 }

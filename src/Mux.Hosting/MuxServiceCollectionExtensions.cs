@@ -59,8 +59,8 @@ public static class MuxServiceCollectionExtensions
     }
 
     /// <summary>
-    /// Adds one shared <see cref="MuxClient"/> that the host connects when it starts and closes
-    /// when it stops. Register the interfaces to inject with
+    /// Adds one shared <see cref="MuxClient"/> that connects when the host starts, reconnects when
+    /// its connection is lost, and closes when the host stops. Register the interfaces to inject with
     /// <see cref="MuxClientBuilder.AddProxy{TService}"/>.
     /// </summary>
     /// <remarks>
@@ -69,17 +69,19 @@ public static class MuxServiceCollectionExtensions
     /// section when the service provider has an <c>IConfiguration</c> (keys <c>Connect</c> as
     /// <c>host:port</c>, for example <c>127.0.0.1:5000</c>, <c>[::1]:5000</c> or
     /// <c>users.internal:5000</c>; <c>CallTimeout</c>, <c>ConnectTimeout</c>, <c>MaxFrameSize</c>,
-    /// <c>AuthToken</c>); then <paramref name="configure"/> runs, so values set in code win. Keys
+    /// <c>AuthToken</c>, <c>AutoReconnect</c>, <c>ReconnectInitialDelay</c>, <c>ReconnectMaxDelay</c>); then <paramref name="configure"/> runs, so values set in code win. Keys
     /// that are missing keep the defaults documented on <see cref="MuxClientOptions"/>;
     /// <see cref="MuxClientOptions.EndPoint"/> has no default and must be set one way or the other.
     /// <see cref="MuxClientOptions.LoggerFactory"/> defaults to the service provider's <c>ILoggerFactory</c>.
     /// </para>
     /// <para>
-    /// Lifetime: the client connects when the host starts, so a server that cannot be reached fails
-    /// the start with <see cref="MuxConnectionException"/>. The connected client, and every proxy,
-    /// can be resolved once the host has started; resolving them earlier throws
-    /// <see cref="InvalidOperationException"/>. A lost connection is not re-established: calls fail
-    /// with <see cref="MuxConnectionException"/> until the host is restarted.
+    /// Lifetime: the client starts connecting when the host starts (or when it or a proxy is first
+    /// resolved, if that is earlier) and does not wait for the server: a host whose server is not up
+    /// yet starts anyway, and calls wait for the connection within
+    /// <see cref="MuxClientOptions.CallTimeout"/>. A lost connection is re-established with backoff
+    /// (<see cref="MuxClientOptions.AutoReconnect"/>); the client logs each change in the
+    /// <c>Mux.Client</c> category and reports it through <see cref="MuxClient.StateChanged"/>.
+    /// The client is disposed when the host stops.
     /// </para>
     /// <para>Calling AddMuxClient more than once configures the same, single connection. In a host
     /// that also runs the server the client connects to, call AddMuxServer first: hosted services
@@ -100,7 +102,7 @@ public static class MuxServiceCollectionExtensions
         }
 
         services.TryAddSingleton<MuxClientHolder>();
-        services.TryAddSingleton(static provider => provider.GetRequiredService<MuxClientHolder>().GetConnectedClient());
+        services.TryAddSingleton(static provider => provider.GetRequiredService<MuxClientHolder>().GetClient());
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, MuxClientHostedService>());
         return new MuxClientBuilder(services);
     }

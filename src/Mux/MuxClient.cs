@@ -18,37 +18,56 @@ namespace Mux;
 /// hundreds of concurrent calls travel over its single TCP connection, each tagged with its own
 /// call id, and their frames are merged into few socket reads and writes.
 /// </summary>
-public sealed class MuxClient : IAsyncDisposable
+public sealed partial class MuxClient : IAsyncDisposable
 {
-    private readonly ClientConnection _connection;
+    private readonly ConnectionKeeper _keeper;
+    private readonly long _callTimeoutMs;
 
-    private MuxClient(ClientConnection connection, EndPoint? remoteEndPoint)
+    private MuxClient(Func<MuxClient, ConnectionKeeper> startKeeper, MuxClientOptions options, EndPoint? remoteEndPoint)
     {
-        _connection = connection;
         RemoteEndPoint = remoteEndPoint;
+        _callTimeoutMs = options.CallTimeout == Timeout.InfiniteTimeSpan ? -1 : (long)options.CallTimeout.TotalMilliseconds;
+        _keeper = startKeeper(this);
     }
 
-    /// <summary>The connection under this client, for tests that drive its edges directly.</summary>
-    internal ClientConnection Connection => _connection;
+    /// <summary>The newest connection under this client, for tests that drive its edges directly.</summary>
+    internal ClientConnection Connection => _keeper.Latest ?? throw new InvalidOperationException("The client has not connected yet.");
 
-    /// <summary>The server's address; null for in-memory connections.</summary>
-    public EndPoint? RemoteEndPoint { get; }
+    /// <summary>The server's address: the socket address of the connection, or the configured
+    /// endpoint while connecting; null for in-memory connections.</summary>
+    public EndPoint? RemoteEndPoint { get; private set; }
 
-    /// <summary>Whether the connection is still open.</summary>
-    public bool IsConnected => !_connection.IsClosed;
+    /// <summary>Whether a connection is open and takes new calls.</summary>
+    public bool IsConnected => _keeper.Latest is { IsUsable: true };
 
-    /// <summary>Why the connection closed; <see cref="MuxCloseReason.None"/> while it is open.</summary>
-    public MuxCloseReason CloseReason => _connection.CloseReason;
+    /// <summary>Why the newest connection closed; <see cref="MuxCloseReason.None"/> while it is open
+    /// or before the first one.</summary>
+    public MuxCloseReason CloseReason => _keeper.Latest?.CloseReason ?? MuxCloseReason.None;
 
-    /// <summary>Completes when the connection has closed, for whatever reason.</summary>
-    public Task Completion => _connection.Completion;
+    /// <summary>Where the client is in its connection's life. Changes are reported by
+    /// <see cref="StateChanged"/>.</summary>
+    public MuxClientState State => _keeper.State;
 
-    /// <summary>Calls waiting for their response right now.</summary>
-    public int PendingCalls => _connection.PendingCallCount;
+    /// <summary>
+    /// Raised on each change of <see cref="State"/>: connected, connection lost (with the reason
+    /// in <see cref="MuxClientStateChangedEventArgs.Error"/>), reconnecting, closed. Raised on a
+    /// background thread, one change at a time and in order; a handler that throws is logged and
+    /// ignored.
+    /// </summary>
+    public event EventHandler<MuxClientStateChangedEventArgs>? StateChanged;
+
+    /// <summary>Completes when the client has closed: disposed, or its connection lost (or never
+    /// made) with <see cref="MuxClientOptions.AutoReconnect"/> off. While the client reconnects it
+    /// does not complete.</summary>
+    public Task Completion => _keeper.Completion;
+
+    /// <summary>Calls waiting for their response on the current connection right now.</summary>
+    public int PendingCalls => _keeper.Latest?.PendingCallCount ?? 0;
 
     /// <summary>Connects to a Mux server and completes the protocol handshake: over TCP for an
     /// <see cref="IPEndPoint"/> or <see cref="DnsEndPoint"/>, over a Unix domain socket for a
-    /// <see cref="UnixDomainSocketEndPoint"/>; with TLS first when <see cref="MuxClientOptions.Tls"/> is set.</summary>
+    /// <see cref="UnixDomainSocketEndPoint"/>; with TLS first when <see cref="MuxClientOptions.Tls"/> is set. If the
+    /// connection is later lost, the client reconnects by itself (see <see cref="MuxClientOptions.AutoReconnect"/>).</summary>
     /// <param name="endPoint">The server's address.</param>
     /// <param name="options">Settings; defaults apply when null.</param>
     /// <param name="cancellationToken">Abandons the attempt.</param>
@@ -62,12 +81,12 @@ public sealed class MuxClient : IAsyncDisposable
         ArgumentNullException.ThrowIfNull(endPoint);
         options ??= new MuxClientOptions();
         options.Validate();
-
         ILogger logger = CreateLogger(options);
-        (IMuxTransport transport, EndPoint? remoteEndPoint) = await ClientTransport.ConnectAsync(endPoint, options, logger, cancellationToken).ConfigureAwait(false);
-        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, logger, endPoint.ToString() ?? "server", cancellationToken).ConfigureAwait(false);
-        connection.Peer = ServerPeer.From(endPoint);
-        return new MuxClient(connection, remoteEndPoint);
+        ClientConnection first = await ClientConnector.OpenAsync(endPoint, options, logger, cancellationToken).ConfigureAwait(false);
+        return new MuxClient(
+            client => ConnectionKeeper.StartConnected(first, client.OpenFunction(endPoint, options, logger), options, logger, endPoint.ToString() ?? "server", client.OnStateChanged),
+            options,
+            first.RemoteEndPoint);
     }
 
     /// <summary>Connects to <see cref="MuxClientOptions.EndPoint"/> and completes the handshake.</summary>
@@ -79,8 +98,30 @@ public sealed class MuxClient : IAsyncDisposable
     public static Task<MuxClient> ConnectAsync(MuxClientOptions options, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(options);
-        EndPoint endPoint = options.EndPoint ?? throw new InvalidOperationException("MuxClientOptions.EndPoint is not set. Set it to the server's address, for example new IPEndPoint(IPAddress.Loopback, 5000).");
-        return ConnectAsync(endPoint, options, cancellationToken);
+        return ConnectAsync(RequireEndPoint(options), options, cancellationToken);
+    }
+
+    /// <summary>
+    /// Creates a client that connects to <see cref="MuxClientOptions.EndPoint"/> in the background,
+    /// and returns at once: it does not fail when the server is not up yet. Calls made before the
+    /// connection is up wait for it, within <see cref="MuxClientOptions.CallTimeout"/> and their
+    /// cancellation token; failed attempts are retried with backoff (unless
+    /// <see cref="MuxClientOptions.AutoReconnect"/> is off, in which case one failed attempt closes
+    /// the client). Watch <see cref="State"/> or <see cref="StateChanged"/> to see it connect.
+    /// </summary>
+    /// <param name="options">Settings, including the endpoint.</param>
+    /// <returns>A client in the <see cref="MuxClientState.Connecting"/> state.</returns>
+    /// <exception cref="InvalidOperationException">The options are invalid or name no endpoint.</exception>
+    public static MuxClient Create(MuxClientOptions options)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        EndPoint endPoint = RequireEndPoint(options);
+        options.Validate();
+        ILogger logger = CreateLogger(options);
+        return new MuxClient(
+            client => ConnectionKeeper.StartConnecting(client.OpenFunction(endPoint, options, logger), options, logger, endPoint.ToString() ?? "server", client.OnStateChanged),
+            options,
+            endPoint);
     }
 
     /// <summary>
@@ -88,7 +129,8 @@ public sealed class MuxClient : IAsyncDisposable
     /// tunnel, any bidirectional <see cref="Stream"/>) and completes the handshake. With
     /// <see cref="MuxClientOptions.Tls"/> set, TLS is authenticated over the stream first (set
     /// <see cref="SslClientAuthenticationOptions.TargetHost"/>: a stream has no host name). The client
-    /// owns the stream from now on and disposes it when the connection closes.
+    /// owns the stream from now on and disposes it when the connection closes. Such a client cannot
+    /// reconnect: when the connection is lost, it closes.
     /// </summary>
     /// <param name="stream">A connected, readable and writable stream; the server end serves Mux
     /// (for example through <see cref="MuxServer.AcceptAsync(Stream, CancellationToken)"/>).</param>
@@ -130,7 +172,7 @@ public sealed class MuxClient : IAsyncDisposable
     /// System.IO.Pipelines, such as a Kestrel connection or an in-memory pipe pair) and completes the
     /// handshake. The pipe is used as it is, so <see cref="MuxClientOptions.Tls"/> must not be set
     /// (connect with a <see cref="Stream"/> for TLS). The client completes both ends of the pipe when
-    /// the connection closes.
+    /// the connection closes; it cannot reconnect.
     /// </summary>
     /// <param name="pipe">The pipe: <see cref="IDuplexPipe.Input"/> carries the server's bytes,
     /// <see cref="IDuplexPipe.Output"/> carries ours.</param>
@@ -152,17 +194,38 @@ public sealed class MuxClient : IAsyncDisposable
         return ConnectAsync(new DuplexPipeTransport(pipe), options, "pipe", cancellationToken);
     }
 
-    /// <summary>Connects over an existing transport (in-memory pipes in tests and benchmarks).</summary>
+    /// <summary>Connects over an existing transport (in-memory pipes in tests and benchmarks); such
+    /// a client cannot reconnect.</summary>
     internal static async Task<MuxClient> ConnectAsync(IMuxTransport transport, MuxClientOptions? options = null, string name = "in-memory", CancellationToken cancellationToken = default)
     {
         options ??= new MuxClientOptions();
         options.Validate();
-        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, CreateLogger(options), name, cancellationToken).ConfigureAwait(false);
-        return new MuxClient(connection, null);
+        ILogger logger = CreateLogger(options);
+        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, logger, name, cancellationToken).ConfigureAwait(false);
+        return new MuxClient(
+            client => ConnectionKeeper.StartConnected(connection, null, options, logger, name, client.OnStateChanged),
+            options,
+            null);
+    }
+
+    private static EndPoint RequireEndPoint(MuxClientOptions options) =>
+        options.EndPoint ?? throw new InvalidOperationException("MuxClientOptions.EndPoint is not set. Set it to the server's address, for example new IPEndPoint(IPAddress.Loopback, 5000).");
+
+    private Func<CancellationToken, Task<ClientConnection>> OpenFunction(EndPoint endPoint, MuxClientOptions options, ILogger logger)
+    {
+        return async cancellationToken =>
+        {
+            ClientConnection connection = await ClientConnector.OpenAsync(endPoint, options, logger, cancellationToken).ConfigureAwait(false);
+            RemoteEndPoint = connection.RemoteEndPoint;
+            return connection;
+        };
     }
 
     private static ILogger CreateLogger(MuxClientOptions options) =>
         (options.LoggerFactory ?? NullLoggerFactory.Instance).CreateLogger("Mux.Client");
+
+    private void OnStateChanged(MuxClientState previous, MuxClientState state, Exception? error) =>
+        StateChanged?.Invoke(this, new MuxClientStateChangedEventArgs(previous, state, error));
 
     /// <summary>Creates a proxy whose methods call the server through this client.</summary>
     /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface.</typeparam>
@@ -193,7 +256,18 @@ public sealed class MuxClient : IAsyncDisposable
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken = default)
         where TArguments : struct
-        => _connection.InvokeAsync<TArguments, TResult>(methodId, arguments, cancellationToken);
+    {
+        ClientConnection? connection = _keeper.Current;
+        if (connection is null)
+        {
+            return InvokeWhenConnectedAsync<TArguments, TResult>(methodId, arguments, cancellationToken);
+        }
+
+        ValueTask<TResult> call = connection.InvokeAsync<TArguments, TResult>(methodId, arguments, cancellationToken);
+        return call.IsCompletedSuccessfully || !_keeper.Reconnects
+            ? call
+            : RetryIfNotRunAsync(call, connection, methodId, arguments, cancellationToken);
+    }
 
     /// <summary>Calls a method that returns no value; completes like
     /// <see cref="InvokeAsync{TArguments, TResult}(uint, in TArguments, CancellationToken)"/>.</summary>
@@ -206,13 +280,25 @@ public sealed class MuxClient : IAsyncDisposable
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken = default)
         where TArguments : struct
-        => _connection.InvokeAsync(methodId, arguments, cancellationToken);
+    {
+        ClientConnection? connection = _keeper.Current;
+        if (connection is null)
+        {
+            return InvokeWhenConnectedAsync(methodId, arguments, cancellationToken);
+        }
 
-    /// <summary>Counters of the connection: frames, flushes, socket operations.</summary>
-    /// <returns>The counters so far.</returns>
-    public MuxConnectionStatistics GetStatistics() => _connection.GetStatistics();
+        ValueTask call = connection.InvokeAsync(methodId, arguments, cancellationToken);
+        return call.IsCompletedSuccessfully || !_keeper.Reconnects
+            ? call
+            : RetryIfNotRunAsync(call, connection, methodId, arguments, cancellationToken);
+    }
 
-    /// <summary>Closes the connection. Calls still pending fail with <see cref="MuxConnectionException"/>.</summary>
+    /// <summary>Counters of the newest connection: frames, flushes, socket operations.</summary>
+    /// <returns>The counters so far; zeros before the first connection.</returns>
+    public MuxConnectionStatistics GetStatistics() => _keeper.Latest?.GetStatistics() ?? default;
+
+    /// <summary>Closes the client and its connection, and stops reconnecting. Calls still pending
+    /// fail with <see cref="MuxConnectionException"/>.</summary>
     /// <returns>A task that completes when the connection is closed.</returns>
-    public ValueTask DisposeAsync() => _connection.DisposeAsync();
+    public ValueTask DisposeAsync() => _keeper.DisposeAsync();
 }

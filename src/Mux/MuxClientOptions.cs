@@ -70,6 +70,29 @@ public sealed class MuxClientOptions
 
     internal bool TryClaimPlaintextTokenWarning() => Interlocked.Exchange(ref _plaintextTokenWarned, 1) == 0;
 
+    /// <summary>
+    /// Whether the client reconnects by itself when its connection is lost or the server sends
+    /// GoAway. While it reconnects, new calls wait for the connection (within
+    /// <see cref="CallTimeout"/> and their cancellation token), calls the server provably never ran
+    /// are sent again on the new connection, and calls that were in flight on the lost connection
+    /// fail with <see cref="MuxConnectionException"/> (they may have run, so they are never retried
+    /// silently). When off, a lost connection closes the client. Defaults to <see langword="true"/>.
+    /// </summary>
+    public bool AutoReconnect { get; set; } = true;
+
+    /// <summary>
+    /// How long the client waits before its first reconnect attempt; each failed attempt doubles
+    /// the wait up to <see cref="ReconnectMaxDelay"/>, with up to 20% random jitter so that many
+    /// clients of one restarted server do not all return at once. Defaults to 100 milliseconds.
+    /// </summary>
+    public TimeSpan ReconnectInitialDelay { get; set; } = TimeSpan.FromMilliseconds(100);
+
+    /// <summary>
+    /// The longest wait between two reconnect attempts. A server that comes back is found within
+    /// about this long. Defaults to 5 seconds.
+    /// </summary>
+    public TimeSpan ReconnectMaxDelay { get; set; } = TimeSpan.FromSeconds(5);
+
     internal void Validate()
     {
         if (SerializerOptions is null)
@@ -83,6 +106,13 @@ public sealed class MuxClientOptions
         if (Tls is not null)
         {
             TlsHandshake.ValidateClient(Tls);
+        }
+
+        OptionsValidation.RequirePositive(ReconnectInitialDelay, nameof(MuxClientOptions), nameof(ReconnectInitialDelay), allowInfinite: false);
+        OptionsValidation.RequirePositive(ReconnectMaxDelay, nameof(MuxClientOptions), nameof(ReconnectMaxDelay), allowInfinite: false);
+        if (ReconnectMaxDelay < ReconnectInitialDelay)
+        {
+            throw new InvalidOperationException($"MuxClientOptions.ReconnectMaxDelay ({ReconnectMaxDelay}) is shorter than ReconnectInitialDelay ({ReconnectInitialDelay}); raise ReconnectMaxDelay or lower ReconnectInitialDelay.");
         }
     }
 }

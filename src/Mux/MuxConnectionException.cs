@@ -34,4 +34,16 @@ public sealed class MuxConnectionException : Exception
 
     /// <summary>Why the connection closed; <see cref="MuxCloseReason.None"/> when it never opened.</summary>
     public MuxCloseReason Reason { get; }
+
+    /// <summary>
+    /// Whether the server provably never ran the call: its request was never sent, or the server's
+    /// GoAway said it had not received it. Retrying such a call cannot run it twice, and
+    /// <see cref="MuxClient"/> does so by itself when <see cref="MuxClientOptions.AutoReconnect"/> is on;
+    /// a call that fails with <see langword="false"/> here may or may not have run.
+    /// </summary>
+    public bool IsSafeToRetry { get; private init; }
+
+    /// <summary>The same failure, marked as one the server never ran.</summary>
+    internal static MuxConnectionException NotRun(string message, MuxCloseReason reason, Exception? innerException) =>
+        new(message, reason, innerException) { IsSafeToRetry = true };
 }

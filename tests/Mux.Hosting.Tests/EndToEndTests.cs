@@ -45,7 +45,8 @@ public sealed class EndToEndTests
         await server.DisposeAsync();
 
         Assert.Equal([100, 101, 102], server.Logs.EventIds("Mux.Hosting"));
-        Assert.Equal([103, 104], client.Logs.EventIds("Mux.Hosting"));
+        Assert.Equal([104], client.Logs.EventIds("Mux.Hosting"));
+        Assert.Contains(client.Logs.Entries, e => e.Category == "Mux.Client" && e.EventId.Id == 20 && e.Message.Contains(endPoint.ToString(), StringComparison.Ordinal));
         Assert.Contains(server.Logs.Entries, e => e.EventId.Id == 100 && e.Message.Contains(endPoint.ToString(), StringComparison.Ordinal));
 
         // The core library logs through the logger factory from DI, too.
@@ -82,23 +83,18 @@ public sealed class EndToEndTests
     }
 
     [Fact]
-    public void ResolvingTheClientOrServerBeforeTheHostStartedThrows()
+    public void ResolvingTheServerBeforeTheHostStartedThrows()
     {
-        (HostApplicationBuilder builder, _) = TestHost.CreateBuilder(new Dictionary<string, string?> { ["Mux:Client:Connect"] = "127.0.0.1:5000" });
+        (HostApplicationBuilder builder, _) = TestHost.CreateBuilder();
         builder.Services.AddMuxServer(o => o.Listen(IPAddress.Loopback, 0));
-        builder.Services.AddMuxClient().AddProxy<IHostingTestService>();
         using IHost host = builder.Build();
 
-        var client = Assert.Throws<InvalidOperationException>(() => host.Services.GetRequiredService<MuxClient>());
-        Assert.Contains("host has started", client.Message, StringComparison.Ordinal);
-        var proxy = Assert.Throws<InvalidOperationException>(() => host.Services.GetRequiredService<IHostingTestService>());
-        Assert.Contains("host has started", proxy.Message, StringComparison.Ordinal);
         var server = Assert.Throws<InvalidOperationException>(() => host.Services.GetRequiredService<MuxServer>());
         Assert.Contains("host has started", server.Message, StringComparison.Ordinal);
     }
 
     [Fact]
-    public async Task TheClientResolvesOnceTheHostHasStartedEvenAfterAnEarlyAttempt()
+    public async Task AProxyResolvedBeforeTheHostStarts_WorksOnceItHasStarted()
     {
         await using TestHost server = await TestHost.StartServerAsync();
         (HostApplicationBuilder builder, LogSink logs) = TestHost.CreateBuilder(new Dictionary<string, string?> { ["Mux:Client:Connect"] = server.ServerEndPoint.ToString() });
@@ -106,11 +102,14 @@ public sealed class EndToEndTests
         IHost host = builder.Build();
         try
         {
-            Assert.Throws<InvalidOperationException>(() => host.Services.GetRequiredService<IHostingTestService>());
+            // As a constructor that runs while the host starts would: the call waits for the connection.
+            IHostingTestService early = host.Services.GetRequiredService<IHostingTestService>();
+            Task<int> call = early.Add(2, 2).AsTask();
 
             await host.StartAsync().WaitAsync(TestHost.Patience);
 
-            Assert.Equal(4, await host.Services.GetRequiredService<IHostingTestService>().Add(2, 2));
+            Assert.Equal(4, await call.WaitAsync(TestHost.Patience));
+            Assert.Same(early, host.Services.GetRequiredService<IHostingTestService>());
             await host.StopAsync().WaitAsync(TestHost.Patience);
         }
         finally
@@ -131,9 +130,9 @@ public sealed class EndToEndTests
     }
 
     [Fact]
-    public async Task AnUnreachableServerFailsTheClientHostStart()
+    public async Task AClientHostStartedBeforeItsServer_CallsSuccessfullyOnceTheServerIsUp()
     {
-        // A port that was free a moment ago: nothing listens there.
+        // A port that was free a moment ago: nothing listens there yet.
         int port;
         using (var probe = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp))
         {
@@ -141,17 +140,31 @@ public sealed class EndToEndTests
             port = ((IPEndPoint)probe.LocalEndPoint!).Port;
         }
 
-        await Assert.ThrowsAsync<MuxConnectionException>(() => TestHost.StartClientAsync(new IPEndPoint(IPAddress.Loopback, port)));
+        var endPoint = new IPEndPoint(IPAddress.Loopback, port);
+        await using TestHost client = await TestHost.StartClientAsync(endPoint, waitForConnection: false);
+        MuxClient muxClient = client.Services.GetRequiredService<MuxClient>();
+        await TestHost.WaitUntilAsync(() => client.Logs.Entries.Any(e => e.Category == "Mux.Client" && e.EventId.Id == 23), "the client reports that it cannot connect yet");
+        Assert.NotEqual(MuxClientState.Connected, muxClient.State);
+        Task<int> first = client.Services.GetRequiredService<IHostingTestService>().Add(20, 22).AsTask();
+
+        await using TestHost server = await TestHost.StartServerAsync(configuration: new() { ["Mux:Server:Listen"] = endPoint.ToString() });
+
+        Assert.Equal(42, await first.WaitAsync(TestHost.Patience));
+        Assert.Equal(MuxClientState.Connected, muxClient.State);
     }
 
     [Fact]
-    public async Task MatchingAuthTokensConnectAndAWrongOneFailsTheStart()
+    public async Task MatchingAuthTokensConnectAndAWrongOneFailsEveryCallWithTheRefusal()
     {
         await using TestHost server = await TestHost.StartServerAsync(configuration: new() { ["Mux:Server:AuthToken"] = "s3cret" });
         await using TestHost client = await TestHost.StartClientAsync(server.ServerEndPoint, new() { ["Mux:Client:AuthToken"] = "s3cret" });
         Assert.Equal(2, await client.Services.GetRequiredService<IHostingTestService>().Add(1, 1));
 
-        await Assert.ThrowsAsync<MuxConnectionException>(() => TestHost.StartClientAsync(server.ServerEndPoint, new() { ["Mux:Client:AuthToken"] = "wrong" }));
+        await using TestHost wrong = await TestHost.StartClientAsync(server.ServerEndPoint, new() { ["Mux:Client:AuthToken"] = "wrong", ["Mux:Client:CallTimeout"] = "00:00:01" }, waitForConnection: false);
+        var failed = await Assert.ThrowsAsync<MuxConnectionException>(() => wrong.Services.GetRequiredService<IHostingTestService>().Add(1, 1).AsTask().WaitAsync(TestHost.Patience));
+        Assert.Contains("refused the connection", failed.Message, StringComparison.Ordinal);
+        Assert.True(failed.IsSafeToRetry);
+        Assert.Equal(MuxClientState.Connecting, wrong.Services.GetRequiredService<MuxClient>().State);
     }
 
     [Fact]

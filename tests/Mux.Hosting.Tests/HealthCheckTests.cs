@@ -71,14 +71,15 @@ public sealed class HealthCheckTests
         MuxClient muxClient = client.Services.GetRequiredService<MuxClient>();
 
         await server.DisposeAsync();
-        await muxClient.Completion.WaitAsync(TestHost.Patience);
+        await TestHost.WaitUntilAsync(() => muxClient.State == MuxClientState.Reconnecting, "the client notices and reconnects");
         HealthReportEntry entry = await CheckAsync(client.Services, "mux-client");
 
         MuxCloseReason reason = muxClient.CloseReason;
         Assert.NotEqual(MuxCloseReason.None, reason);
         Assert.Equal(HealthStatus.Unhealthy, entry.Status);
         Assert.Equal(reason.ToString(), entry.Data["closeReason"]);
-        Assert.Equal($"The Mux client's connection to {endPoint} is closed: {reason}.", entry.Description);
+        Assert.Equal(nameof(MuxClientState.Reconnecting), entry.Data["state"]);
+        Assert.Equal($"The Mux client is not connected to {endPoint} (Reconnecting); its last connection closed: {reason}.", entry.Description);
     }
 
     [Fact]

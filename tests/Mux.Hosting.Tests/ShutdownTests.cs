@@ -13,7 +13,8 @@ public sealed class ShutdownTests
         TestHost server = await TestHost.StartServerAsync();
         await using (server)
         {
-            await using TestHost client = await TestHost.StartClientAsync(server.ServerEndPoint);
+            // Without reconnecting, new calls fail rather than wait for a server that is going away.
+            await using TestHost client = await TestHost.StartClientAsync(server.ServerEndPoint, new() { ["Mux:Client:AutoReconnect"] = "false" });
             IHostingTestService proxy = client.Services.GetRequiredService<IHostingTestService>();
 
             Task<int>[] inFlight = Enumerable.Range(1, 5).Select(proxy.WaitForGate).ToArray();
@@ -64,6 +65,7 @@ public sealed class ShutdownTests
         await using TestHost server = await TestHost.StartServerAsync();
         TestHost client = await TestHost.StartClientAsync(server.ServerEndPoint);
         IHostingTestService proxy = client.Services.GetRequiredService<IHostingTestService>();
+        MuxClient muxClient = client.Services.GetRequiredService<MuxClient>();
         Task<int> pending = proxy.WaitForGate(1);
         await TestHost.WaitUntilAsync(() => server.Tracker.Waiting == 1, "the call is in its handler");
 
@@ -71,19 +73,25 @@ public sealed class ShutdownTests
 
         await Assert.ThrowsAsync<MuxConnectionException>(() => pending.WaitAsync(TestHost.Patience));
         await Assert.ThrowsAsync<MuxConnectionException>(() => proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
-        Assert.DoesNotContain(client.Logs.Entries, e => e.EventId.Id == 105);
+        Assert.DoesNotContain(client.Logs.Entries, e => e.Category == "Mux.Client" && e.Level >= LogLevel.Warning);
+        Assert.Equal(MuxClientState.Closed, muxClient.State);
     }
 
     [Fact]
     public async Task TheClientReportsALostConnection()
     {
         TestHost server = await TestHost.StartServerAsync();
-        await using TestHost client = await TestHost.StartClientAsync(server.ServerEndPoint);
+        await using TestHost client = await TestHost.StartClientAsync(server.ServerEndPoint, new() { ["Mux:Client:CallTimeout"] = "00:00:01" });
 
         await server.DisposeAsync();
 
-        await TestHost.WaitUntilAsync(() => client.Logs.Entries.Any(e => e.EventId.Id == 105 && e.Level == LogLevel.Warning), "the client logs the lost connection");
-        await Assert.ThrowsAsync<MuxConnectionException>(() => client.Services.GetRequiredService<IHostingTestService>().Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+        await TestHost.WaitUntilAsync(() => client.Logs.Entries.Any(e => e.Category == "Mux.Client" && e.EventId.Id == 21 && e.Level == LogLevel.Warning), "the client logs the lost connection");
+        Assert.Single(client.Logs.Entries, e => e.Category == "Mux.Client" && e.EventId.Id == 21);
+
+        // The server stays away: a new call waits for a connection within its timeout, then fails.
+        var failed = await Assert.ThrowsAsync<MuxConnectionException>(() => client.Services.GetRequiredService<IHostingTestService>().Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+        Assert.True(failed.IsSafeToRetry);
+        Assert.Contains("MuxClientOptions.CallTimeout", failed.Message, StringComparison.Ordinal);
     }
 
     /// <summary>Calls until the call fails with <see cref="MuxConnectionException"/> (a call sent

@@ -57,15 +57,24 @@ public sealed class TestHost : IAsyncDisposable
         return StartAsync(builder, logs);
     }
 
-    /// <summary>Starts a host whose <see cref="IHostingTestService"/> is a proxy to <paramref name="server"/>.</summary>
-    public static Task<TestHost> StartClientAsync(IPEndPoint server, Dictionary<string, string?>? configuration = null, Action<HostApplicationBuilder>? configure = null)
+    /// <summary>Starts a host whose <see cref="IHostingTestService"/> is a proxy to <paramref name="server"/>,
+    /// and waits until its client has connected unless <paramref name="waitForConnection"/> is false
+    /// (the host itself starts without waiting for the server).</summary>
+    public static async Task<TestHost> StartClientAsync(IPEndPoint server, Dictionary<string, string?>? configuration = null, Action<HostApplicationBuilder>? configure = null, bool waitForConnection = true)
     {
         configuration ??= [];
         configuration.TryAdd("Mux:Client:Connect", server.ToString());
         (HostApplicationBuilder builder, LogSink logs) = CreateBuilder(configuration);
         builder.Services.AddMuxClient().AddProxy<IHostingTestService>();
         configure?.Invoke(builder);
-        return StartAsync(builder, logs);
+        TestHost host = await StartAsync(builder, logs);
+        if (waitForConnection)
+        {
+            MuxClient client = host.Services.GetRequiredService<MuxClient>();
+            await WaitUntilAsync(() => client.State == MuxClientState.Connected, "the client connects");
+        }
+
+        return host;
     }
 
     public static async Task<TestHost> StartAsync(HostApplicationBuilder builder, LogSink logs)

@@ -4,9 +4,9 @@ using Microsoft.Extensions.Options;
 namespace Mux.Hosting.HealthChecks;
 
 /// <summary>
-/// Reports the hosted <see cref="MuxClient"/>: healthy while its connection is open; the
-/// registration's failure status before the host has connected it, or once the connection has
-/// closed, with the reason it closed (<see cref="MuxCloseReason"/>).
+/// Reports the hosted <see cref="MuxClient"/>: healthy while it is connected; the registration's
+/// failure status before the host has started it, while it (re)connects, and once it has closed,
+/// with its state and the reason its last connection closed (<see cref="MuxCloseReason"/>).
 /// </summary>
 internal sealed class MuxClientHealthCheck(MuxClientHolder holder, IOptions<MuxClientOptions> options) : IHealthCheck
 {
@@ -19,16 +19,18 @@ internal sealed class MuxClientHealthCheck(MuxClientHolder holder, IOptions<MuxC
         }
 
         string endPoint = (client.RemoteEndPoint ?? options.Value.EndPoint)?.ToString() ?? "?";
+        MuxClientState state = client.State;
         MuxCloseReason reason = client.CloseReason;
         var data = new Dictionary<string, object>
         {
             ["endPoint"] = endPoint,
+            ["state"] = state.ToString(),
             ["pendingCalls"] = client.PendingCalls,
             ["closeReason"] = reason.ToString(),
         };
         HealthCheckResult result = client.IsConnected
             ? HealthCheckResult.Healthy($"The Mux client is connected to {endPoint} with {client.PendingCalls} call(s) pending.", data)
-            : new HealthCheckResult(context.Registration.FailureStatus, $"The Mux client's connection to {endPoint} is closed: {reason}.", data: data);
+            : new HealthCheckResult(context.Registration.FailureStatus, $"The Mux client is not connected to {endPoint} ({state}); its last connection closed: {reason}.", data: data);
         return Task.FromResult(result);
     }
 }

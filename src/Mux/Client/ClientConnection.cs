@@ -70,6 +70,18 @@ internal sealed class ClientConnection : MuxConnection
 
     public int PendingCallCount => _pending.Count;
 
+    /// <summary>Whether the server sent GoAway: the connection takes no new calls.</summary>
+    public bool IsGoingAway => _goingAway;
+
+    /// <summary>Whether new calls can be sent: open, and no GoAway received.</summary>
+    public bool IsUsable => !_goingAway && !IsClosed;
+
+    /// <summary>The server's socket address; null in memory. Set once, before any call.</summary>
+    public System.Net.EndPoint? RemoteEndPoint { get; set; }
+
+    /// <summary>What a call on this connection fails with once it has closed.</summary>
+    public MuxConnectionException CloseError => CreateClosedException();
+
     /// <summary>The server's address and port for span tags; null in memory. Set once, by
     /// MuxClient, before any call.</summary>
     public ServerPeer? Peer { get; set; }
@@ -222,7 +234,7 @@ internal sealed class ClientConnection : MuxConnection
         if (_goingAway)
         {
             call.ReturnUnused();
-            return new MuxConnectionException($"The Mux server at {Name} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null);
+            return MuxConnectionException.NotRun($"The Mux server at {Name} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null);
         }
 
         while (true)
@@ -236,7 +248,8 @@ internal sealed class ClientConnection : MuxConnection
             if (closed)
             {
                 call.ReturnUnused();
-                return CreateClosedException();
+                MuxConnectionException error = CreateClosedException();
+                return MuxConnectionException.NotRun($"The call was not sent: {error.Message}", error.Reason, error.InnerException);
             }
 
             // The id is still in use after wrapping around 2^32 calls: take the next one.
@@ -261,7 +274,11 @@ internal sealed class ClientConnection : MuxConnection
             if (_pending.TryRemove(call.CallId, call))
             {
                 call.ReturnUnused();
-                return ex;
+
+                // SendFrame throws MuxConnectionException only before it queues anything.
+                return ex is MuxConnectionException { IsSafeToRetry: false } closed
+                    ? MuxConnectionException.NotRun($"The call was not sent: {closed.Message}", closed.Reason, closed.InnerException)
+                    : ex;
             }
 
             // A close removed the call first and is already failing it: let that outcome stand.
@@ -431,7 +448,7 @@ internal sealed class ClientConnection : MuxConnection
         _pending.RemoveAbove(lastServedCallId, notServed);
         foreach (PendingCall call in notServed)
         {
-            call.CompleteWithException(new MuxConnectionException($"The Mux server at {Name} is shutting down and did not run this call; it is safe to retry.", MuxCloseReason.GoAway, null));
+            call.CompleteWithException(MuxConnectionException.NotRun($"The Mux server at {Name} is shutting down and did not run this call; it is safe to retry.", MuxCloseReason.GoAway, null));
         }
 
         CloseIfDrainedAfterGoAway();

@@ -147,7 +147,8 @@ public sealed class CallTests
     [Fact]
     public async Task KillingTheConnection_With500CallsInFlight_FailsEachExactlyOnce_Promptly()
     {
-        await using TestHost host = await TestHost.StartTcpAsync();
+        // Without reconnecting, so that the client closes with its connection (reconnect has its own tests).
+        await using TestHost host = await TestHost.StartTcpAsync(clientOptions: new MuxClientOptions { AutoReconnect = false });
         int completions = 0;
         int connectionFailures = 0;
 
@@ -200,7 +201,8 @@ public sealed class CallTests
     [Fact]
     public async Task StoppingTheServer_LetsCallsInFlightFinish()
     {
-        await using TestHost host = await TestHost.StartTcpAsync();
+        // Without reconnecting, so that the client closes with its connection (reconnect has its own tests).
+        await using TestHost host = await TestHost.StartTcpAsync(clientOptions: new MuxClientOptions { AutoReconnect = false });
         Task<int> inFlight = host.Proxy.Hang(7);
         await Hosts.WaitUntilAsync(() => host.Service.HangingCalls == 1, "the call is running on the server");
 

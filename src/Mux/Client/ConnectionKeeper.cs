@@ -1,0 +1,400 @@
+using Microsoft.Extensions.Logging;
+using Mux.Connection;
+
+namespace Mux.Client;
+
+/// <summary>
+/// Keeps a <see cref="MuxClient"/> connected. One background loop owns the connection's life:
+/// it connects (with backoff), publishes the connection to callers, waits until the connection
+/// closes or the server sends GoAway, and starts over. Callers read <see cref="Current"/> without
+/// a lock on every call; only a caller that finds no usable connection waits, on
+/// <see cref="WaitForConnectionAsync"/>.
+/// </summary>
+/// <remarks>
+/// Without a way to open a new connection (a client over a given transport), or with
+/// <see cref="MuxClientOptions.AutoReconnect"/> off, the keeper never replaces its connection: a
+/// lost connection closes the client, and calls fail on it exactly as they would without a keeper.
+/// </remarks>
+internal sealed class ConnectionKeeper
+{
+    private readonly Func<CancellationToken, Task<ClientConnection>>? _open;
+    private readonly MuxClientOptions _options;
+    private readonly ILogger _logger;
+    private readonly string _server;
+    private readonly Action<MuxClientState, MuxClientState, Exception?> _onStateChanged;
+
+    // Cancelled by DisposeAsync: stops the loop, a connect attempt and its backoff.
+    private readonly CancellationTokenSource _disposing = new();
+
+    // Completed when the client is closed for good (Completion).
+    private readonly TaskCompletionSource _closed = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    // Guards _current, _ready, _replaceNow, _retired and _disposed together. Taken on the slow
+    // paths only (connection published or retired, a caller that must wait, dispose).
+    private readonly Lock _lock = new();
+
+    // The connection new calls go to; null while (re)connecting. Written under _lock by the loop
+    // (publish), by Retire (any thread) and by DisposeAsync; read without a lock by every call.
+    private volatile ClientConnection? _current;
+
+    // Completed with the next published connection; a fresh one replaces it whenever the current
+    // connection is retired, and it is failed when the client closes. Guarded by _lock.
+    private TaskCompletionSource<ClientConnection> _ready = NewReady();
+
+    // Wakes the loop when the current connection is retired before it has closed (GoAway).
+    // Guarded by _lock; replaced for each published connection.
+    private TaskCompletionSource _replaceNow = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    // Connections retired while still open (draining after GoAway): disposed with the client.
+    private readonly List<ClientConnection> _retired = [];
+
+    private bool _disposed;
+
+    // Why the newest connect attempt failed; null after a success. Written by the loop, read by
+    // callers that give up waiting (for their message).
+    private volatile Exception? _lastConnectError;
+
+    // The newest connection ever published; kept after it closes for CloseReason and statistics.
+    private volatile ClientConnection? _latest;
+
+    // Written by the loop only.
+    private volatile int _state = (int)MuxClientState.Connecting;
+    private Task _loop = Task.CompletedTask;
+
+    private ConnectionKeeper(Func<CancellationToken, Task<ClientConnection>>? open, MuxClientOptions options, ILogger logger, string server, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
+    {
+        _open = open;
+        _options = options;
+        _logger = logger;
+        _server = server;
+        _onStateChanged = onStateChanged;
+        Reconnects = open is not null && options.AutoReconnect;
+    }
+
+    /// <summary>Whether lost connections are replaced (and calls that never ran are retried).</summary>
+    public bool Reconnects { get; }
+
+    public MuxClientState State => (MuxClientState)_state;
+
+    /// <summary>Completes when the client is closed for good.</summary>
+    public Task Completion => _closed.Task;
+
+    /// <summary>The newest connection, open or not; null before the first one.</summary>
+    public ClientConnection? Latest => _latest;
+
+    /// <summary>
+    /// The connection for a new call, or null when the caller must wait. When the keeper
+    /// reconnects, a connection that closed or received GoAway is retired here by the first caller
+    /// that notices, so the next callers wait for its replacement instead of failing on it.
+    /// </summary>
+    public ClientConnection? Current
+    {
+        get
+        {
+            ClientConnection? connection = _current;
+            if (connection is null || connection.IsUsable || !Reconnects)
+            {
+                return connection;
+            }
+
+            Retire(connection);
+            return null;
+        }
+    }
+
+    /// <summary>A keeper that starts from an open connection (ConnectAsync already connected).</summary>
+    public static ConnectionKeeper StartConnected(ClientConnection first, Func<CancellationToken, Task<ClientConnection>>? open, MuxClientOptions options, ILogger logger, string server, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
+    {
+        var keeper = new ConnectionKeeper(open, options, logger, server, onStateChanged);
+        keeper._loop = keeper.RunAsync(first);
+        return keeper;
+    }
+
+    /// <summary>A keeper that connects in the background; calls wait for its first connection.</summary>
+    public static ConnectionKeeper StartConnecting(Func<CancellationToken, Task<ClientConnection>> open, MuxClientOptions options, ILogger logger, string server, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
+    {
+        var keeper = new ConnectionKeeper(open, options, logger, server, onStateChanged);
+        keeper._loop = keeper.RunAsync(null);
+        return keeper;
+    }
+
+    /// <summary>
+    /// Waits for a usable connection other than <paramref name="failed"/> (the one a call just
+    /// failed on, without running), until <paramref name="deadline"/> (<see cref="Environment.TickCount64"/>
+    /// milliseconds, or <see cref="long.MaxValue"/>).
+    /// </summary>
+    /// <exception cref="MuxConnectionException">No connection came in time (safe to retry), or the client is closed.</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired.</exception>
+    public async ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, CancellationToken cancellationToken)
+    {
+        while (true)
+        {
+            Task<ClientConnection> ready;
+            lock (_lock)
+            {
+                ClientConnection? connection = _current;
+                if (connection is not null)
+                {
+                    if (connection != failed && (connection.IsUsable || !Reconnects))
+                    {
+                        return connection;
+                    }
+
+                    RetireLocked(connection);
+                }
+
+                ready = _ready.Task;
+            }
+
+            TimeSpan wait = Timeout.InfiniteTimeSpan;
+            if (deadline != long.MaxValue)
+            {
+                long remaining = deadline - Environment.TickCount64;
+                if (remaining <= 0)
+                {
+                    throw NoConnectionInTime();
+                }
+
+                wait = TimeSpan.FromMilliseconds(remaining);
+            }
+
+            try
+            {
+                failed = await ready.WaitAsync(wait, cancellationToken).ConfigureAwait(false) is { IsUsable: false } dead ? dead : failed;
+            }
+            catch (TimeoutException)
+            {
+                throw NoConnectionInTime();
+            }
+        }
+    }
+
+    private MuxConnectionException NoConnectionInTime()
+    {
+        Exception? attempt = _lastConnectError;
+        string why = attempt is not null ? $" The last attempt to connect failed: {attempt.Message}"
+            : _latest is { IsClosed: true } latest ? $" The last connection: {latest.CloseError.Message}"
+            : string.Empty;
+        return MuxConnectionException.NotRun(
+            $"No connection to the Mux server at {_server} was available within {DurationText.Format(_options.CallTimeout)} (MuxClientOptions.CallTimeout); the call was not sent.{why}",
+            _latest?.CloseReason ?? MuxCloseReason.None,
+            attempt);
+    }
+
+    /// <summary>Stops using <paramref name="connection"/> for new calls and wakes the loop to
+    /// replace it. Safe to call from any thread, any number of times.</summary>
+    public void Retire(ClientConnection connection)
+    {
+        lock (_lock)
+        {
+            RetireLocked(connection);
+        }
+    }
+
+    private void RetireLocked(ClientConnection connection)
+    {
+        if (_current != connection || !Reconnects || _disposed)
+        {
+            return;
+        }
+
+        _current = null;
+        if (_ready.Task.IsCompleted)
+        {
+            _ready = NewReady();
+        }
+
+        _retired.RemoveAll(static retired => retired.IsClosed);
+        if (!connection.IsClosed)
+        {
+            _retired.Add(connection);
+        }
+
+        _replaceNow.TrySetResult();
+    }
+
+    private async Task RunAsync(ClientConnection? connection)
+    {
+        CancellationToken stopping = _disposing.Token;
+        var backoff = new ReconnectBackoff(_options.ReconnectInitialDelay, _options.ReconnectMaxDelay);
+        int failedAttempts = 0;
+        long lostAt = 0;
+        Exception? error = null;
+        try
+        {
+            while (true)
+            {
+                if (connection is null)
+                {
+                    try
+                    {
+                        connection = await _open!(stopping).ConfigureAwait(false);
+                    }
+                    catch (Exception ex) when (!stopping.IsCancellationRequested)
+                    {
+                        error = ex;
+                        _lastConnectError = ex;
+                        failedAttempts++;
+                        if (!Reconnects)
+                        {
+                            ClientLog.ClientClosed(_logger, _server, $"connecting failed and MuxClientOptions.AutoReconnect is off: {ex.Message}");
+                            return;
+                        }
+
+                        TimeSpan delay = backoff.NextDelay();
+                        if (failedAttempts == 1)
+                        {
+                            ClientLog.ConnectFailed(_logger, _server, DurationText.Format(delay), ex);
+                        }
+                        else
+                        {
+                            ClientLog.ConnectRetryFailed(_logger, _server, failedAttempts, DurationText.Format(delay), ex);
+                        }
+
+                        await Task.Delay(delay, stopping).ConfigureAwait(false);
+                        continue;
+                    }
+
+                    backoff.Reset();
+                    _lastConnectError = null;
+                }
+
+                Task replaceNow = Publish(connection);
+                if (lostAt != 0)
+                {
+                    ClientLog.Reconnected(_logger, _server, failedAttempts + 1, DurationText.Format(TimeSpan.FromMilliseconds(Environment.TickCount64 - lostAt)));
+                }
+                else
+                {
+                    ClientLog.Connected(_logger, _server);
+                }
+
+                SetState(MuxClientState.Connected, null);
+                failedAttempts = 0;
+                error = null;
+
+                await Task.WhenAny(connection.Completion, replaceNow).WaitAsync(stopping).ConfigureAwait(false);
+                if (!Reconnects)
+                {
+                    error = connection.CloseError;
+                    ClientLog.ClientClosed(_logger, _server, $"its connection closed ({connection.CloseReason}) and MuxClientOptions.AutoReconnect is off.");
+                    return;
+                }
+
+                Retire(connection);
+                lostAt = Environment.TickCount64;
+                if (connection.IsClosed)
+                {
+                    error = connection.CloseError;
+                    ClientLog.ConnectionLost(_logger, _server, connection.CloseReason, error.InnerException);
+                }
+                else
+                {
+                    error = null;
+                    ClientLog.ServerGoingAway(_logger, _server);
+                }
+
+                SetState(MuxClientState.Reconnecting, error);
+                connection = null;
+            }
+        }
+        catch (Exception ex)
+        {
+            // Disposed (whatever the interrupted connect or wait threw): DisposeAsync closes what
+            // is open. Anything else is a fault of the loop itself, and closes the client with it.
+            error = stopping.IsCancellationRequested ? null : ex;
+        }
+        finally
+        {
+            Close(error);
+        }
+    }
+
+    /// <summary>Makes <paramref name="connection"/> the one new calls use and wakes the callers
+    /// waiting for it; returns the task that asks the loop to replace it early.</summary>
+    private Task Publish(ClientConnection connection)
+    {
+        lock (_lock)
+        {
+            if (_disposed)
+            {
+                // DisposeAsync ran while this connection was being opened: it is nobody's now.
+                _ = connection.DisposeAsync().AsTask();
+                throw new OperationCanceledException(_disposing.Token);
+            }
+
+            _current = connection;
+            _latest = connection;
+            _replaceNow = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            _ready.TrySetResult(connection);
+            return _replaceNow.Task;
+        }
+    }
+
+    /// <summary>Ends the client: waiting callers fail, later calls fail on the last connection or
+    /// with "closed". Runs once, on the loop's way out.</summary>
+    private void Close(Exception? error)
+    {
+        MuxConnectionException closed = error as MuxConnectionException
+            ?? new MuxConnectionException($"The Mux client for {_server} is closed.", MuxCloseReason.LocalShutdown, error);
+        lock (_lock)
+        {
+            _disposed = true;
+            if (!_ready.Task.IsCompleted)
+            {
+                _ready.TrySetException(closed);
+            }
+            else
+            {
+                var failed = new TaskCompletionSource<ClientConnection>();
+                failed.SetException(closed);
+                _ready = failed;
+            }
+        }
+
+        SetState(MuxClientState.Closed, error);
+        _closed.TrySetResult();
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        // Cancel first: a connection the loop publishes after this is still collected below,
+        // and one it opens after the lock is refused by Publish.
+        _disposing.Cancel();
+        ClientConnection[] open;
+        lock (_lock)
+        {
+            _disposed = true;
+            open = [.. _retired, .. _current is { } current ? [current] : Array.Empty<ClientConnection>()];
+            _retired.Clear();
+        }
+
+        foreach (ClientConnection connection in open)
+        {
+            await connection.DisposeAsync().ConfigureAwait(false);
+        }
+
+        await _loop.ConfigureAwait(false);
+    }
+
+    private void SetState(MuxClientState state, Exception? error)
+    {
+        var previous = (MuxClientState)Interlocked.Exchange(ref _state, (int)state);
+        if (previous == state)
+        {
+            return;
+        }
+
+        try
+        {
+            _onStateChanged(previous, state, error);
+        }
+        catch (Exception ex)
+        {
+            ClientLog.StateChangedHandlerFailed(_logger, ex);
+        }
+    }
+
+    private static TaskCompletionSource<ClientConnection> NewReady() =>
+        new(TaskCreationOptions.RunContinuationsAsynchronously);
+}
