@@ -37,8 +37,9 @@ public sealed partial class MuxClient : IAsyncDisposable
     /// endpoint while connecting; null for in-memory connections.</summary>
     public EndPoint? RemoteEndPoint { get; private set; }
 
-    /// <summary>Whether a connection is open and takes new calls.</summary>
-    public bool IsConnected => _keeper.Latest is { IsUsable: true };
+    /// <summary>Whether the newest connection is open. It may be finishing its calls after the
+    /// server's GoAway while new calls wait for the next one: <see cref="State"/> says which.</summary>
+    public bool IsConnected => _keeper.Latest is { IsClosed: false };
 
     /// <summary>Why the newest connection closed; <see cref="MuxCloseReason.None"/> while it is open
     /// or before the first one.</summary>
@@ -163,8 +164,7 @@ public sealed partial class MuxClient : IAsyncDisposable
             throw;
         }
 
-        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, logger, "stream", cancellationToken).ConfigureAwait(false);
-        return new MuxClient(connection, null);
+        return await ConnectAsync(transport, options, "stream", cancellationToken).ConfigureAwait(false);
     }
 
     /// <summary>
