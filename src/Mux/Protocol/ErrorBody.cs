@@ -45,7 +45,7 @@ internal readonly struct ErrorBody : IFrameBody
             string? remoteType = count > 2 ? reader.ReadString() : null;
             return new ErrorBody(code, message, remoteType);
         }
-        catch (Exception ex) when (ex is MessagePackSerializationException or EndOfStreamException)
+        catch (Exception ex) when (MalformedMessagePack.IsReadFailure(ex))
         {
             return new ErrorBody(MuxStatusCode.ProtocolError, "The server sent an Error frame that could not be read: " + ex.Message, null);
         }

@@ -43,6 +43,11 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
     public static HandshakeSettings Parse(in ReadOnlySequence<byte> payload, out bool readsTraceContext)
     {
         byte[] bytes = payload.ToArray(); // Once per connection: simplicity beats pooling here.
+        if (bytes.Length < ProtocolConstants.HelloHeaderSize)
+        {
+            throw new MuxProtocolException($"The handshake is {bytes.Length} bytes, shorter than its {ProtocolConstants.HelloHeaderSize}-byte header (magic and version).");
+        }
+
         if (BinaryPrimitives.ReadUInt32LittleEndian(bytes) != ProtocolConstants.Magic)
         {
             throw new MuxProtocolException("The peer did not send the MUX1 magic: it is not a Mux endpoint.");
@@ -79,7 +84,7 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
                 }
             }
         }
-        catch (Exception ex) when (ex is MessagePackSerializationException or EndOfStreamException)
+        catch (Exception ex) when (MalformedMessagePack.IsReadFailure(ex))
         {
             throw new MuxProtocolException("The handshake settings are not a valid MessagePack map: " + ex.Message, ex);
         }
