@@ -443,7 +443,7 @@ internal sealed class ClientConnection : MuxConnection
     private void OnGoAway(uint lastServedCallId)
     {
         _goingAway = true;
-        _slots.Fail(new MuxConnectionException($"The Mux server at {Name} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null));
+        _slots.Fail(MuxConnectionException.NotRun($"The Mux server at {Name} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null));
         var notServed = new List<PendingCall>();
         _pending.RemoveAbove(lastServedCallId, notServed);
         foreach (PendingCall call in notServed)
@@ -458,7 +458,8 @@ internal sealed class ClientConnection : MuxConnection
     {
         _timeoutTimer?.Dispose();
         _handshake.TrySetException(error);
-        _slots.Fail(error);
+        // Calls still waiting for a slot were never sent: safe to send again elsewhere.
+        _slots.Fail(MuxConnectionException.NotRun($"The call was not sent: {error.Message}", error.Reason, error.InnerException));
         var calls = new List<PendingCall>();
         _pending.Close(calls);
         foreach (PendingCall call in calls)
