@@ -1,4 +1,5 @@
 using System.Net;
+using System.Net.Security;
 using System.Net.Sockets;
 using System.Runtime.CompilerServices;
 using System.Threading.Tasks.Sources;
@@ -37,19 +38,30 @@ internal sealed class MuxBenchClient : IBenchClient
     private readonly EndPoint _endPoint;
     private readonly string _method;
 
-    private MuxBenchClient(MuxClient client, EndPoint endPoint, string method)
+    private readonly bool _tls;
+
+    private MuxBenchClient(MuxClient client, EndPoint endPoint, string method, bool tls)
     {
         _client = client;
+        _tls = tls;
         _service = client.CreateProxy<IBenchService>();
         _endPoint = endPoint;
         _method = method;
     }
 
-    public static async Task<IBenchClient> ConnectAsync(EndPoint endPoint, string method, CancellationToken cancellationToken)
+    public static async Task<IBenchClient> ConnectAsync(EndPoint endPoint, string method, CancellationToken cancellationToken, bool tls = false)
     {
-        MuxClient client = await MuxClient.ConnectAsync(endPoint, new MuxClientOptions { ConnectTimeout = TimeSpan.FromSeconds(10) }, cancellationToken);
-        return new MuxBenchClient(client, endPoint, method);
+        MuxClient client = await MuxClient.ConnectAsync(endPoint, Options(tls), cancellationToken);
+        return new MuxBenchClient(client, endPoint, method, tls);
     }
+
+    // The benchmark measures TLS's cost, not trust: the server's throwaway self-signed certificate is
+    // accepted without checks. Never do this outside a benchmark.
+    private static MuxClientOptions Options(bool tls) => new()
+    {
+        ConnectTimeout = TimeSpan.FromSeconds(10),
+        Tls = tls ? new SslClientAuthenticationOptions { TargetHost = "localhost", RemoteCertificateValidationCallback = static (_, _, _, _) => true } : null,
+    };
 
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
     public async ValueTask CallAsync(int caller)
@@ -84,7 +96,7 @@ internal sealed class MuxBenchClient : IBenchClient
 
     public async Task<ServerStats> GetServerStatsAsync(CancellationToken cancellationToken)
     {
-        await using MuxClient control = await MuxClient.ConnectAsync(_endPoint, new MuxClientOptions { ConnectTimeout = TimeSpan.FromSeconds(10) }, cancellationToken);
+        await using MuxClient control = await MuxClient.ConnectAsync(_endPoint, Options(_tls), cancellationToken);
         return await control.CreateProxy<IBenchControl>().GetStats().WaitAsync(cancellationToken);
     }
 

@@ -4,6 +4,10 @@ namespace Mux.LoadRunner;
 internal static class BenchSystems
 {
     public const string Mux = "mux";
+
+    /// <summary>Mux over TLS (self-signed certificate made by the server process; the benchmark's client
+    /// skips trust checks). Only on request (--systems mux,mux-tls), not in the default sweep.</summary>
+    public const string MuxTls = "mux-tls";
     public const string RawSingle = "raw-single";
     public const string RawBatched = "raw-batched";
 
@@ -20,7 +24,7 @@ internal static class BenchSystems
     public const string SignalR = "signalr";
 
     /// <summary>Implemented, in the order the default sweep runs them.</summary>
-    public static readonly string[] Runnable = [Mux, RawSingle, RawBatched, Grpc, GrpcDefault, StreamJsonRpc, SignalR];
+    public static readonly string[] Runnable = [Mux, RawSingle, RawBatched, Grpc, GrpcDefault, StreamJsonRpc, SignalR, MuxTls];
 
     /// <summary>
     /// Accepted by --systems but not built: their NuGet packages are missing from the package source
@@ -34,7 +38,7 @@ internal static class BenchSystems
             "dotnet add package BeetleX.XRPC: \"error: There are no versions available for the package 'BeetleX.XRPC'.\"",
     };
 
-    public static IEnumerable<string> All => Runnable.Concat(Unavailable.Keys);
+    public static IEnumerable<string> All => Runnable.Where(s => s != MuxTls).Concat(Unavailable.Keys);
 
     public static bool IsKnown(string system) => Runnable.Contains(system) || Unavailable.ContainsKey(system);
 

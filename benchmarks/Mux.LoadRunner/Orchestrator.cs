@@ -160,6 +160,7 @@ internal static class Orchestrator
                 Task<IBenchClient> connecting = system switch
                 {
                     BenchSystems.Mux => MuxBenchClient.ConnectAsync(endPoint, method.Name, connect.Token),
+                    BenchSystems.MuxTls => MuxBenchClient.ConnectAsync(endPoint, method.Name, connect.Token, tls: true),
                     BenchSystems.RawSingle or BenchSystems.RawBatched => RawBenchClient.ConnectAsync(endPoint, system == BenchSystems.RawBatched, callers, method, connect.Token),
                     _ => PeerSystems.ConnectAsync(system, endPoint, method.Name, connect.Token),
                 };

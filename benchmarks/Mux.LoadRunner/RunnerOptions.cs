@@ -15,7 +15,8 @@ internal sealed class RunnerOptions
           reports calls/s, latency percentiles, CPU and allocations per call, GCs, connections and
           frames per socket operation. Writes a table to the console, JSON + CSV files, the
           side-by-side Markdown tables (with Mux/peer ratios) and an SVG chart.
-          --systems LIST   mux,raw-single,raw-batched,grpc,grpc-default,streamjsonrpc,signalr,xrpc
+          --systems LIST   mux,raw-single,raw-batched,grpc,grpc-default,streamjsonrpc,signalr,xrpc,
+                           mux-tls (Mux over TLS 1.3, only when asked for)
                            (default: all; grpc = grpc-dotnet on one HTTP/2 connection, grpc-default
                            = grpc-dotnet's defaults (more connections past 100 streams),
                            streamjsonrpc = MessagePack over one socket, signalr = MessagePack

@@ -1,4 +1,5 @@
 using System.Net;
+using System.Net.Security;
 using Mux.LoadRunner.Peers;
 
 namespace Mux.LoadRunner;
@@ -16,13 +17,14 @@ internal static class ServerRole
         IPeerServer? peer = null;
         WindowMarks marks;
         int boundPort;
-        if (system == BenchSystems.Mux)
+        if (system is BenchSystems.Mux or BenchSystems.MuxTls)
         {
             marks = new WindowMarks(static () => (0, 0));
             mux = new MuxServer(new MuxServerOptions
             {
                 EndPoint = new IPEndPoint(IPAddress.Loopback, port),
                 ShutdownTimeout = TimeSpan.FromSeconds(2),
+                Tls = system == BenchSystems.MuxTls ? new SslServerAuthenticationOptions { ServerCertificate = BenchCertificate.Create() } : null,
             });
             MuxServer server = mux;
             mux.AddService<IBenchService>(new BenchService());
