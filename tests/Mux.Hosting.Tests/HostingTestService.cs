@@ -14,6 +14,9 @@ public sealed class InstanceTracker
 
     public ConcurrentQueue<int> Disposed { get; } = new();
 
+    /// <summary>Values of the WaitForCancellation handlers whose token fired.</summary>
+    public ConcurrentQueue<int> Canceled { get; } = new();
+
     public TaskCompletionSource Gate { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     /// <summary>How many WaitForGate handlers are waiting now.</summary>
@@ -58,6 +61,24 @@ public sealed class HostingTestService : IHostingTestService, IAsyncDisposable
         {
             await _tracker.Gate.Task.WaitAsync(TimeSpan.FromSeconds(30));
             return value;
+        }
+        finally
+        {
+            _tracker.LeaveGate();
+        }
+    }
+
+    public async Task WaitForCancellation(int value, CancellationToken cancellationToken = default)
+    {
+        _tracker.EnterGate();
+        try
+        {
+            await Task.Delay(TimeSpan.FromSeconds(30), cancellationToken);
+        }
+        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+        {
+            _tracker.Canceled.Enqueue(value);
+            throw;
         }
         finally
         {

@@ -12,6 +12,10 @@ public interface IHostingTestService
     /// <summary>Waits until the test opens <see cref="InstanceTracker.Gate"/> (or 30 s pass), then returns <paramref name="value"/>.</summary>
     Task<int> WaitForGate(int value);
 
+    /// <summary>Waits until its token is cancelled (or 30 s pass), then records <paramref name="value"/>
+    /// in <see cref="InstanceTracker.Canceled"/> and throws.</summary>
+    Task WaitForCancellation(int value, CancellationToken cancellationToken = default);
+
     /// <summary>Throws InvalidOperationException with the given message.</summary>
     Task Fail(string message);
 }

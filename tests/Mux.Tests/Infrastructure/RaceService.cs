@@ -90,10 +90,16 @@ public sealed class RaceService : IRaceService
     public async Task<int> Hold(int id, CancellationToken cancellationToken = default)
     {
         TaskCompletionSource release = _holdReleases.GetOrAdd(id, NewSource);
-        using CancellationTokenRegistration registration = cancellationToken.Register(
-            static state => ((TaskCompletionSource)state!).TrySetResult(), _holdCanceled.GetOrAdd(id, NewSource));
-        await release.Task.WaitAsync(cancellationToken);
-        return id;
+        try
+        {
+            await release.Task.WaitAsync(cancellationToken);
+            return id;
+        }
+        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+        {
+            _holdCanceled.GetOrAdd(id, NewSource).TrySetResult();
+            throw;
+        }
     }
 
     public async Task<int> Occupy(int id)

@@ -1,0 +1,85 @@
+using System.Buffers.Binary;
+using System.Net;
+using System.Net.Sockets;
+using MessagePack;
+using Mux.Protocol;
+using Mux.Tests.Infrastructure;
+using Mux.Tests.Protocol;
+using static Mux.Tests.Protocol.ProtocolTestHelpers;
+
+namespace Mux.Tests.Races;
+
+/// <summary>
+/// A server's GoAway(N) promises to serve calls up to N and no others. Against a hand-written
+/// server (so the test decides exactly when GoAway, each response and the close arrive), the
+/// client must fail the calls above N at once with the "never ran, safe to retry" signal, still
+/// complete the calls up to N with their results, and refuse new calls with the GoAway reason.
+/// </summary>
+public sealed class GoAwayRaceTests
+{
+    private const int Calls = 10;
+    private const int Served = 6;
+
+    [Fact]
+    public async Task GoAway_FailsTheCallsAboveItAtOnce_CompletesTheCallsUpToIt_AndRefusesNewOnes()
+    {
+        using var listener = new TcpListener(IPAddress.Loopback, 0);
+        listener.Start();
+        var log = new CapturedLog();
+        Task<MuxClient> connecting = MuxClient.ConnectAsync(listener.LocalEndpoint, new MuxClientOptions { LoggerFactory = log });
+        using var peer = new RawPeer(await listener.AcceptSocketAsync().WaitAsync(TestHost.Patience));
+        Assert.Equal(FrameType.Hello, (await peer.ReceiveFrameAsync()).Type);
+        await peer.SendAsync(WriteHelloFrame(FrameType.HelloAck, new HandshakeSettings(ProtocolConstants.Version, 4 * 1024 * 1024, 1000, null)));
+        await using MuxClient client = await connecting.WaitAsync(TestHost.Patience);
+        IRaceService proxy = client.CreateProxy<IRaceService>();
+
+        Task<int>[] calls = Enumerable.Range(0, Calls).Select(i => proxy.Respond(i, 0)).ToArray();
+        var requests = new List<(uint CallId, int Id)>();
+        for (int i = 0; i < Calls; i++)
+        {
+            ReceivedFrame request = await peer.ReceiveFrameAsync();
+            Assert.Equal(FrameType.Request, request.Type);
+            requests.Add((request.CallId, MessagePackSerializer.Deserialize<int[]>(request.Payload)[0]));
+        }
+
+        requests.Sort();
+        uint lastServed = requests[Served - 1].CallId;
+        byte[] goAway = new byte[ProtocolConstants.GoAwayPayloadSize];
+        BinaryPrimitives.WriteUInt32LittleEndian(goAway, lastServed);
+        await peer.SendAsync(WriteRawFrame(FrameType.GoAway, 0, goAway));
+
+        // Above N: failed by the GoAway itself, while the server has answered nothing and is still connected.
+        foreach ((uint callId, int id) in requests.Skip(Served))
+        {
+            MuxConnectionException error = await Assert.ThrowsAsync<MuxConnectionException>(() => calls[id]).WaitAsync(TestHost.Patience);
+            Assert.Equal(MuxCloseReason.GoAway, error.Reason);
+            Assert.Contains("safe to retry", error.Message, StringComparison.Ordinal);
+        }
+
+        foreach ((uint callId, int id) in requests.Take(Served))
+        {
+            Assert.False(calls[id].IsCompleted, $"Call {id} (call id {callId}, at or below GoAway's {lastServed}) ended before its response.");
+        }
+
+        // A new call is refused without being sent: the server said it will take no more.
+        MuxConnectionException refused = await Assert.ThrowsAsync<MuxConnectionException>(() => proxy.Respond(Calls, 0)).WaitAsync(TestHost.Patience);
+        Assert.Equal(MuxCloseReason.GoAway, refused.Reason);
+
+        // Up to N: the responses still arrive and complete their calls.
+        foreach ((uint callId, int id) in requests.Take(Served))
+        {
+            await peer.SendAsync(WriteRawFrame(FrameType.Response, callId, MessagePackSerializer.Serialize(id)));
+        }
+
+        foreach ((uint callId, int id) in requests.Take(Served))
+        {
+            Assert.Equal(id, await calls[id].WaitAsync(TestHost.Patience));
+        }
+
+        Assert.Equal(0, client.PendingCalls);
+        peer.Close();
+        await client.Completion.WaitAsync(TestHost.Patience);
+        Assert.False(client.IsConnected);
+        Assert.Single(log.Entries, e => e.EventId.Id == 1); // The close is recorded (and logged) once.
+    }
+}
