@@ -259,10 +259,12 @@ public sealed class GeneratedCodeTests
         GeneratorDriver driver = run.Driver.RunGenerators(edited);
         GeneratorRunResult result = Assert.Single(driver.GetRunResult().Results);
 
-        IEnumerable<IncrementalStepRunReason> reasons = result.TrackedOutputSteps
+        List<IncrementalStepRunReason> reasons = result.TrackedOutputSteps
             .SelectMany(step => step.Value)
             .SelectMany(run => run.Outputs)
-            .Select(output => output.Reason);
+            .Select(output => output.Reason)
+            .ToList();
+        Assert.NotEmpty(reasons); // Otherwise the check below would pass without looking at anything.
         Assert.All(reasons, reason => Assert.True(reason is IncrementalStepRunReason.Cached or IncrementalStepRunReason.Unchanged, $"An output step ran again: {reason}."));
     }
 

@@ -25,7 +25,6 @@ public sealed class EndToEndTests
         Assert.Equal(5, await calculator.Sum(2, 3).AsTask().WaitAsync(TestHost.Patience));
 
         IHostingTestService proxy = client.Services.GetRequiredService<IHostingTestService>();
-        Assert.Same(proxy, client.Services.GetRequiredService<IHostingTestService>());
         Assert.Equal(-1, await proxy.Add(2, -3).AsTask().WaitAsync(TestHost.Patience));
 
         MuxClient muxClient = client.Services.GetRequiredService<MuxClient>();
@@ -183,12 +182,16 @@ public sealed class EndToEndTests
     {
         TestHost server = await TestHost.StartServerAsync();
         TestHost client = await TestHost.StartClientAsync(server.ServerEndPoint);
-        Assert.NotNull(client.Services.GetRequiredService<MuxClient>());
-        Assert.NotNull(server.Services.GetRequiredService<MuxServer>());
+        MuxClient muxClient = client.Services.GetRequiredService<MuxClient>();
+        MuxServer muxServer = server.Services.GetRequiredService<MuxServer>();
+        Assert.Equal(3, await client.Services.GetRequiredService<IHostingTestService>().Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
 
         await client.StopAsync();
         await server.StopAsync();
         client.Host.Dispose();
         server.Host.Dispose();
+
+        Assert.False(muxClient.IsConnected);
+        Assert.Equal(0, muxServer.ActiveConnections);
     }
 }

@@ -109,7 +109,7 @@ public sealed class TestHost : IAsyncDisposable
     {
         if (host is IAsyncDisposable asyncDisposable)
         {
-            await asyncDisposable.DisposeAsync();
+            await asyncDisposable.DisposeAsync().AsTask().WaitAsync(Patience);
         }
         else
         {

@@ -46,8 +46,9 @@ public sealed class GeneratedProxyTests
 
         public async ValueTask DisposeAsync()
         {
-            await Client.DisposeAsync();
-            await Server.StopAsync(new CancellationTokenSource(TestHost.Patience).Token);
+            await Client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
+            using var deadline = new CancellationTokenSource(TestHost.Patience);
+            await Server.StopAsync(deadline.Token).WaitAsync(TestHost.Patience + TestHost.Patience);
         }
     }
 
