@@ -1,8 +1,5 @@
-using System.Buffers;
 using System.Buffers.Binary;
-using System.Diagnostics;
 using System.Net;
-using System.Net.Sockets;
 using Mux.Connection;
 using Mux.Protocol;
 using Mux.Serialization;
@@ -22,13 +19,13 @@ public class BadInputIntegrationTests
         Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
         Assert.Equal(1, host.Server.ActiveConnections);
 
-        await using RawConnection raw = await RawConnection.ConnectAsync(host.Server);
-        await WaitUntilAsync(() => host.Server.ActiveConnections == 2, "the server to register the raw connection");
+        await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!);
+        await Hosts.WaitUntilAsync(() => host.Server.ActiveConnections == 2, "the server to register the raw connection");
 
         await raw.SendAsync([0xff, 0xff, 0xff, 0xff]);
 
-        await raw.AssertClosedByServerAsync();
-        await WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
+        await raw.AssertClosedByOtherSideAsync();
+        await Hosts.WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
         Assert.True(host.Client.IsConnected);
         Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
         Assert.Equal(1, host.Server.ActiveConnections);
@@ -38,14 +35,14 @@ public class BadInputIntegrationTests
     public async Task RawSocketSendingRandomGarbage_IsDisconnected_WhileAMuxClientKeepsWorking()
     {
         await using TestHost host = await TestHost.StartTcpAsync();
-        await using RawConnection raw = await RawConnection.ConnectAsync(host.Server);
-        await WaitUntilAsync(() => host.Server.ActiveConnections == 2, "the server to register the raw connection");
+        await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!);
+        await Hosts.WaitUntilAsync(() => host.Server.ActiveConnections == 2, "the server to register the raw connection");
 
         // A plausible length, then a type byte that does not exist.
         await raw.SendAsync([0x0a, 0x00, 0x00, 0x00, 0xee, 0x00, 0x01, 0x00, 0x00, 0x00, 1, 2, 3, 4]);
 
-        await raw.AssertClosedByServerAsync();
-        await WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
+        await raw.AssertClosedByOtherSideAsync();
+        await Hosts.WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
         Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
     }
 
@@ -53,11 +50,11 @@ public class BadInputIntegrationTests
     public async Task RawSocketSendingAHelloWithVersion2_GetsAProtocolErrorAndIsClosed()
     {
         await using TestHost host = await TestHost.StartTcpAsync();
-        await using RawConnection raw = await RawConnection.ConnectAsync(host.Server);
+        await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!);
 
         await raw.SendAsync(WriteHelloFrame(FrameType.Hello, new HandshakeSettings(2, 4096, 10, null)));
 
-        ReceivedFrame reply = await raw.ReceiveFrameAsync();
+        ReceivedFrame reply = await raw.ExpectFrameAsync();
         Assert.Equal(FrameType.Error, reply.Type);
         Assert.Equal(0u, reply.CallId);
         ErrorBody error = ErrorBody.Read(reply.Payload);
@@ -65,21 +62,21 @@ public class BadInputIntegrationTests
         Assert.Equal(7, (int)error.Code);
         Assert.Contains("version 2", error.Message, StringComparison.Ordinal);
         Assert.Contains("protocol version 1", error.Message, StringComparison.Ordinal);
-        await raw.AssertClosedByServerAsync();
-        await WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
+        await raw.AssertClosedByOtherSideAsync();
+        await Hosts.WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
     }
 
     [Fact]
     public async Task RawSocketWhoseFirstFrameIsARequest_IsClosedWithoutAnAnswer()
     {
         await using TestHost host = await TestHost.StartTcpAsync();
-        await using RawConnection raw = await RawConnection.ConnectAsync(host.Server);
+        await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!);
 
         await raw.SendAsync(WriteFrame(FrameType.Request, 1, TestServiceIds.Add, new RawBody([0x92, 0x02, 0x03])));
 
-        await raw.AssertClosedByServerAsync();
+        await raw.AssertClosedByOtherSideAsync();
         Assert.Empty(raw.Unread);
-        await WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
+        await Hosts.WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
         Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
     }
 
@@ -87,14 +84,14 @@ public class BadInputIntegrationTests
     public async Task RawSocketWithTheWrongMagic_IsClosed()
     {
         await using TestHost host = await TestHost.StartTcpAsync();
-        await using RawConnection raw = await RawConnection.ConnectAsync(host.Server);
+        await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!);
         byte[] hello = WriteHelloFrame(FrameType.Hello, new HandshakeSettings(1, 4096, 10, null));
         "HTTP"u8.CopyTo(hello.AsSpan(ProtocolConstants.FrameHeaderSize));
 
         await raw.SendAsync(hello);
 
-        await raw.AssertClosedByServerAsync();
-        await WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
+        await raw.AssertClosedByOtherSideAsync();
+        await Hosts.WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
     }
 
     [Fact]
@@ -117,7 +114,7 @@ public class BadInputIntegrationTests
         Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
         await using MuxClient second = await MuxClient.ConnectAsync(host.Server.LocalEndPoint!, new MuxClientOptions { AuthToken = "secret" }).WaitAsync(TestHost.Patience);
         Assert.Equal(9, await second.CreateProxy<ITestService>().Add(4, 5).AsTask().WaitAsync(TestHost.Patience));
-        await WaitUntilAsync(() => host.Server.ActiveConnections == 2, "the refused connections to be dropped");
+        await Hosts.WaitUntilAsync(() => host.Server.ActiveConnections == 2, "the refused connections to be dropped");
     }
 
     [Fact]
@@ -134,13 +131,13 @@ public class BadInputIntegrationTests
     public async Task RawHandshakenConnection_SendingAnUnknownMethodId_GetsUnknownMethodForThatCall_AndStaysOpen()
     {
         await using TestHost host = await TestHost.StartTcpAsync();
-        await using RawConnection raw = await RawConnection.ConnectAsync(host.Server);
+        await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!);
         HandshakeSettings serverSettings = await raw.HandshakeAsync();
         Assert.Equal(new HandshakeSettings(1, 4 * 1024 * 1024, 1000, null), serverSettings);
 
         await raw.SendAsync(WriteFrame(FrameType.Request, 17, 0xdeadbeef, new RawBody([0x90])));
 
-        ReceivedFrame reply = await raw.ReceiveFrameAsync();
+        ReceivedFrame reply = await raw.ExpectFrameAsync();
         Assert.Equal(FrameType.Error, reply.Type);
         Assert.Equal(17u, reply.CallId);
         ErrorBody error = ErrorBody.Read(reply.Payload);
@@ -150,14 +147,14 @@ public class BadInputIntegrationTests
         Assert.Null(error.RemoteType);
 
         await raw.SendAsync(WriteRawFrame(FrameType.Ping, 0, s_pingPayload));
-        ReceivedFrame pong = await raw.ReceiveFrameAsync();
+        ReceivedFrame pong = await raw.ExpectFrameAsync();
         Assert.Equal(FrameType.Pong, pong.Type);
         Assert.Equal(0u, pong.CallId);
         Assert.Equal(s_pingPayload, pong.Payload);
 
         // And a real call on the same raw connection is still served.
         await raw.SendAsync(WriteFrame(FrameType.Request, 18, TestServiceIds.Add, new RawBody([0x92, 0x02, 0x03])));
-        ReceivedFrame response = await raw.ReceiveFrameAsync();
+        ReceivedFrame response = await raw.ExpectFrameAsync();
         Assert.Equal(FrameType.Response, response.Type);
         Assert.Equal(18u, response.CallId);
         Assert.Equal(new byte[] { 0x05 }, response.Payload);
@@ -188,7 +185,7 @@ public class BadInputIntegrationTests
     {
         var serverOptions = new MuxServerOptions { MaxFrameSize = 4096 };
         await using TestHost host = await TestHost.StartTcpAsync(serverOptions);
-        await using RawConnection raw = await RawConnection.ConnectAsync(host.Server);
+        await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!);
         HandshakeSettings serverSettings = await raw.HandshakeAsync();
         Assert.Equal(4096, serverSettings.MaxFrameSize);
 
@@ -200,8 +197,8 @@ public class BadInputIntegrationTests
         BinaryPrimitives.WriteUInt32LittleEndian(header.AsSpan(10), TestServiceIds.Echo);
         await raw.SendAsync(header);
 
-        await raw.AssertClosedByServerAsync();
-        await WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
+        await raw.AssertClosedByOtherSideAsync();
+        await Hosts.WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
         Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
     }
 
@@ -236,133 +233,5 @@ public class BadInputIntegrationTests
         Assert.Equal(text, await host.Proxy.Echo(text).WaitAsync(TestHost.Patience));
         Assert.Equal(length, (await host.Proxy.Bytes(length).WaitAsync(TestHost.Patience)).Length);
         Assert.True(host.Client.IsConnected);
-    }
-
-    private static async Task WaitUntilAsync(Func<bool> condition, string what)
-    {
-        var deadline = Stopwatch.StartNew();
-        while (!condition())
-        {
-            if (deadline.Elapsed > TestHost.Patience)
-            {
-                Assert.Fail($"Timed out after {TestHost.Patience} waiting for {what}.");
-            }
-
-            await Task.Delay(10);
-        }
-    }
-
-    /// <summary>A TCP connection to the server that speaks the wire protocol by hand.</summary>
-    private sealed class RawConnection : IAsyncDisposable
-    {
-        private readonly Socket _socket;
-        private readonly List<byte> _received = new();
-
-        private RawConnection(Socket socket) => _socket = socket;
-
-        /// <summary>Bytes received but not yet parsed into a frame.</summary>
-        public byte[] Unread => [.. _received];
-
-        public static async Task<RawConnection> ConnectAsync(MuxServer server)
-        {
-            var endPoint = (IPEndPoint)server.LocalEndPoint!;
-            var socket = new Socket(endPoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp) { NoDelay = true };
-            await socket.ConnectAsync(endPoint).WaitAsync(TestHost.Patience);
-            return new RawConnection(socket);
-        }
-
-        public async Task SendAsync(byte[] bytes)
-        {
-            int sent = 0;
-            while (sent < bytes.Length)
-            {
-                sent += await _socket.SendAsync(bytes.AsMemory(sent), SocketFlags.None).AsTask().WaitAsync(TestHost.Patience);
-            }
-        }
-
-        /// <summary>Sends Hello (version 1) and returns the settings of the server's HelloAck.</summary>
-        public async Task<HandshakeSettings> HandshakeAsync()
-        {
-            await SendAsync(WriteHelloFrame(FrameType.Hello, new HandshakeSettings(ProtocolConstants.Version, 4 * 1024 * 1024, int.MaxValue, null)));
-            ReceivedFrame ack = await ReceiveFrameAsync();
-            Assert.Equal(FrameType.HelloAck, ack.Type);
-            Assert.Equal(0u, ack.CallId);
-            return HandshakeSettings.Parse(new ReadOnlySequence<byte>(ack.Payload));
-        }
-
-        /// <summary>Receives until one whole frame has arrived, and returns it.</summary>
-        public async Task<ReceivedFrame> ReceiveFrameAsync()
-        {
-            var deadline = Stopwatch.StartNew();
-            byte[] chunk = new byte[64 * 1024];
-            while (true)
-            {
-                var buffer = new ReadOnlySequence<byte>(_received.ToArray());
-                if (FrameReader.TryRead(ref buffer, 16 * 1024 * 1024, out Frame frame))
-                {
-                    ReceivedFrame copy = ReceivedFrame.From(frame);
-                    _received.RemoveRange(0, _received.Count - (int)buffer.Length);
-                    return copy;
-                }
-
-                TimeSpan left = TestHost.Patience - deadline.Elapsed;
-                if (left <= TimeSpan.Zero)
-                {
-                    Assert.Fail($"No complete frame arrived within {TestHost.Patience}; {_received.Count} bytes are buffered.");
-                }
-
-                int received = await _socket.ReceiveAsync(chunk.AsMemory(), SocketFlags.None).AsTask().WaitAsync(left);
-                if (received == 0)
-                {
-                    Assert.Fail($"The server closed the connection before a whole frame arrived ({_received.Count} bytes are buffered).");
-                }
-
-                _received.AddRange(chunk.AsSpan(0, received));
-            }
-        }
-
-        /// <summary>Reads until the server closes the connection (end of stream or reset); any
-        /// bytes that arrive first stay in <see cref="Unread"/>.</summary>
-        public async Task AssertClosedByServerAsync()
-        {
-            var deadline = Stopwatch.StartNew();
-            byte[] chunk = new byte[64 * 1024];
-            while (true)
-            {
-                TimeSpan left = TestHost.Patience - deadline.Elapsed;
-                if (left <= TimeSpan.Zero)
-                {
-                    Assert.Fail($"The server did not close the connection within {TestHost.Patience}.");
-                }
-
-                int received;
-                try
-                {
-                    received = await _socket.ReceiveAsync(chunk.AsMemory(), SocketFlags.None).AsTask().WaitAsync(left);
-                }
-                catch (SocketException ex) when (ex.SocketErrorCode is SocketError.ConnectionReset or SocketError.ConnectionAborted)
-                {
-                    return;
-                }
-                catch (TimeoutException)
-                {
-                    Assert.Fail($"The server did not close the connection within {TestHost.Patience}.");
-                    return;
-                }
-
-                if (received == 0)
-                {
-                    return;
-                }
-
-                _received.AddRange(chunk.AsSpan(0, received));
-            }
-        }
-
-        public ValueTask DisposeAsync()
-        {
-            _socket.Dispose();
-            return ValueTask.CompletedTask;
-        }
     }
 }

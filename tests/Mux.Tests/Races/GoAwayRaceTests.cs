@@ -27,9 +27,8 @@ public sealed class GoAwayRaceTests
         listener.Start();
         var log = new CapturedLog();
         Task<MuxClient> connecting = MuxClient.ConnectAsync(listener.LocalEndpoint, new MuxClientOptions { LoggerFactory = log });
-        using var peer = new RawPeer(await listener.AcceptSocketAsync().WaitAsync(TestHost.Patience));
-        Assert.Equal(FrameType.Hello, (await peer.ReceiveFrameAsync()).Type);
-        await peer.SendAsync(WriteHelloFrame(FrameType.HelloAck, new HandshakeSettings(ProtocolConstants.Version, 4 * 1024 * 1024, 1000, null)));
+        await using RawMuxPeer peer = await RawMuxPeer.AcceptAsync(listener);
+        await peer.AnswerHelloAsync(maxConcurrentCalls: 1000);
         await using MuxClient client = await connecting.WaitAsync(TestHost.Patience);
         IRaceService proxy = client.CreateProxy<IRaceService>();
 
@@ -37,7 +36,7 @@ public sealed class GoAwayRaceTests
         var requests = new List<(uint CallId, int Id)>();
         for (int i = 0; i < Calls; i++)
         {
-            ReceivedFrame request = await peer.ReceiveFrameAsync();
+            ReceivedFrame request = await peer.ExpectFrameAsync();
             Assert.Equal(FrameType.Request, request.Type);
             requests.Add((request.CallId, MessagePackSerializer.Deserialize<int[]>(request.Payload)[0]));
         }

@@ -1,4 +1,3 @@
-using System.Buffers;
 using System.Net;
 using System.Net.Sockets;
 using MessagePack;
@@ -30,16 +29,14 @@ public sealed class MessagePackInteropTests
         using var listener = new TcpListener(IPAddress.Loopback, 0);
         listener.Start();
         Task<MuxClient> connecting = MuxClient.ConnectAsync(listener.LocalEndpoint, new MuxClientOptions { SerializerOptions = options });
-        using Socket socket = await listener.AcceptSocketAsync().WaitAsync(TestHost.Patience);
-        var peer = new RawPeer(socket);
-        Assert.Equal(FrameType.Hello, (await peer.ReceiveFrameAsync()).Type);
-        await peer.SendAsync(WriteHelloFrame(FrameType.HelloAck, new HandshakeSettings(ProtocolConstants.Version, 4 * 1024 * 1024, int.MaxValue, null)));
+        await using RawMuxPeer peer = await RawMuxPeer.AcceptAsync(listener);
+        await peer.AnswerHelloAsync();
         await using MuxClient client = await connecting.WaitAsync(TestHost.Patience);
         var when = new DateTime(2024, 2, 3, 4, 5, 6, DateTimeKind.Utc);
         var id = Guid.Parse("6f9619ff-8b86-d011-b42d-00c04fc964ff");
 
         Task<string> call = client.CreateProxy<IGeneratedService>().Describe(new string('x', 300), 42, 2.5, true, id, when);
-        ReceivedFrame request = await peer.ReceiveFrameAsync();
+        ReceivedFrame request = await peer.ExpectFrameAsync();
 
         Assert.Equal(FrameType.Request, request.Type);
         Assert.Equal(MuxMethodId.Compute(Service + ".Describe"), request.MethodId);
@@ -62,16 +59,13 @@ public sealed class MessagePackInteropTests
         await server.StartAsync();
         try
         {
-            using var socket = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
-            await socket.ConnectAsync(server.LocalEndPoint!).WaitAsync(TestHost.Patience);
-            var peer = new RawPeer(socket);
-            await peer.SendAsync(WriteHelloFrame(FrameType.Hello, new HandshakeSettings(ProtocolConstants.Version, 4 * 1024 * 1024, int.MaxValue, null)));
-            Assert.Equal(FrameType.HelloAck, (await peer.ReceiveFrameAsync()).Type);
+            await using RawMuxPeer peer = await RawMuxPeer.ConnectAsync(server.LocalEndPoint!);
+            await peer.HandshakeAsync();
             Order order = GeneratedFormatterTests.SampleOrder();
 
             byte[] body = MessagePackSerializer.Serialize(new object[] { order });
             await peer.SendAsync(Concat(RequestHeader(7, MuxMethodId.Compute(Service + ".Roundtrip"), body.Length), body));
-            ReceivedFrame response = await peer.ReceiveFrameAsync();
+            ReceivedFrame response = await peer.ExpectFrameAsync();
 
             Assert.Equal((FrameType.Response, 7u), (response.Type, response.CallId));
             order.Customer += " (seen)";
@@ -93,40 +87,5 @@ public sealed class MessagePackInteropTests
         System.Buffers.Binary.BinaryPrimitives.WriteUInt32LittleEndian(header.AsSpan(6), callId);
         System.Buffers.Binary.BinaryPrimitives.WriteUInt32LittleEndian(header.AsSpan(ProtocolConstants.FrameHeaderSize), methodId);
         return header;
-    }
-
-    /// <summary>The other end of a connection, speaking frames by hand.</summary>
-    private sealed class RawPeer(Socket socket)
-    {
-        private readonly List<byte> _received = new();
-
-        public async Task SendAsync(byte[] bytes)
-        {
-            int sent = 0;
-            while (sent < bytes.Length)
-            {
-                sent += await socket.SendAsync(bytes.AsMemory(sent), SocketFlags.None).AsTask().WaitAsync(TestHost.Patience);
-            }
-        }
-
-        public async Task<ReceivedFrame> ReceiveFrameAsync()
-        {
-            byte[] chunk = new byte[64 * 1024];
-            using var deadline = new CancellationTokenSource(TestHost.Patience);
-            while (true)
-            {
-                var buffer = new ReadOnlySequence<byte>(_received.ToArray());
-                if (FrameReader.TryRead(ref buffer, 16 * 1024 * 1024, out Frame frame))
-                {
-                    ReceivedFrame copy = ReceivedFrame.From(frame);
-                    _received.RemoveRange(0, _received.Count - (int)buffer.Length);
-                    return copy;
-                }
-
-                int received = await socket.ReceiveAsync(chunk.AsMemory(), SocketFlags.None, deadline.Token);
-                Assert.True(received > 0, "The peer closed the connection before a whole frame arrived.");
-                _received.AddRange(chunk.AsSpan(0, received));
-            }
-        }
     }
 }
