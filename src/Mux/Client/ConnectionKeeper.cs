@@ -340,16 +340,16 @@ internal sealed class ConnectionKeeper
         lock (_lock)
         {
             _disposed = true;
-            if (!_ready.Task.IsCompleted)
+            if (_ready.Task.IsCompleted)
             {
-                _ready.TrySetException(closed);
+                _ready = NewReady();
             }
-            else
-            {
-                var failed = new TaskCompletionSource<ClientConnection>();
-                failed.SetException(closed);
-                _ready = failed;
-            }
+
+            _ready.TrySetException(closed);
+
+            // Nobody may be waiting: mark the failure observed, or it would surface as an
+            // UnobservedTaskException when the task is collected.
+            _ = _ready.Task.Exception;
         }
 
         SetState(MuxClientState.Closed, error);
