@@ -26,7 +26,9 @@ public sealed class GoAwayRaceTests
         using var listener = new TcpListener(IPAddress.Loopback, 0);
         listener.Start();
         var log = new CapturedLog();
-        Task<MuxClient> connecting = MuxClient.ConnectAsync(listener.LocalEndpoint, new MuxClientOptions { LoggerFactory = log });
+        // The connection's own GoAway handling, so no reconnect: with it, the calls above N would be
+        // sent again on a new connection (ReconnectTests cover that).
+        Task<MuxClient> connecting = MuxClient.ConnectAsync(listener.LocalEndpoint, new MuxClientOptions { LoggerFactory = log, AutoReconnect = false });
         await using RawMuxPeer peer = await RawMuxPeer.AcceptAsync(listener);
         await peer.AnswerHelloAsync(maxConcurrentCalls: 1000);
         await using MuxClient client = await connecting.WaitAsync(TestHost.Patience);
