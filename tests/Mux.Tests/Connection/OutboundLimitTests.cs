@@ -59,6 +59,9 @@ public class OutboundLimitTests
         // The stuck client leaving is noticed: the server's send fails and it closes the connection.
         await raw.DisposeAsync();
         await stuck.Completion.WaitAsync(TestHost.Patience);
-        await Assert.ThrowsAnyAsync<Exception>(() => sending.WaitAsync(TestHost.Patience));
+
+        // The sender ends too: it fails on the closed socket, or it had already handed everything
+        // to the kernel's buffers (how much fits there depends on TCP autotuning, not on Mux).
+        await sending.ContinueWith(static _ => { }, TaskScheduler.Default).WaitAsync(TestHost.Patience);
     }
 }
