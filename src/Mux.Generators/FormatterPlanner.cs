@@ -91,8 +91,9 @@ internal sealed class FormatterPlanner
             if (_known.HasAttribute(named.OriginalDefinition, _known.MessagePackObjectAttribute)
                 || (_known.HasAttribute(named, _known.UnionAttribute) && named.IsAbstract))
             {
-                // A generic type is left to MessagePack's own resolvers at run time.
-                if (!named.IsGenericType && _visitedObjects.Add(named))
+                // A generic type, or one with a member that names its own formatter, is left to
+                // MessagePack's own resolvers at run time.
+                if (!named.IsGenericType && !ObjectMembers.HasMemberFormatter(named, _known) && _visitedObjects.Add(named))
                 {
                     _objects.Add(named);
                     bool local = SymbolEqualityComparer.Default.Equals(named.ContainingAssembly, _known.Compilation.Assembly);

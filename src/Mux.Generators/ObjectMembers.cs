@@ -76,6 +76,24 @@ internal static class ObjectMembers
         _ => false,
     };
 
+    /// <summary>
+    /// Whether a member names its own formatter (<c>[MessagePackFormatter]</c> on a field or
+    /// property). Such a type is left to MessagePack's DynamicObjectResolver, which honours the
+    /// attribute, so its bytes stay exactly MessagePack's (at the price of Native AOT for that type).
+    /// </summary>
+    public static bool HasMemberFormatter(INamedTypeSymbol type, KnownTypes known)
+    {
+        foreach (ISymbol member in GetCandidates(type))
+        {
+            if (known.HasAttribute(member, known.MessagePackFormatterAttribute))
+            {
+                return true;
+            }
+        }
+
+        return false;
+    }
+
     public static ITypeSymbol TypeOf(ISymbol member) => member is IFieldSymbol field ? field.Type : ((IPropertySymbol)member).Type;
 
     /// <summary>

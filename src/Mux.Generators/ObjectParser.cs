@@ -90,6 +90,11 @@ internal static class ObjectParser
             return null; // Left to MessagePack's DynamicObjectResolver at run time (not available under Native AOT).
         }
 
+        if (ObjectMembers.HasMemberFormatter(type, known))
+        {
+            return null; // Likewise: only MessagePack's own resolver honours a member's [MessagePackFormatter].
+        }
+
         if (!TypeNames.IsAccessible(type, compilation))
         {
             diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, location, typeName,

@@ -388,6 +388,41 @@ public sealed class DiagnosticTests
     }
 
     [Fact]
+    public void ObjectWithAMemberFormatter_IsLeftToMessagePackAtRunTime()
+    {
+        // Only MessagePack's DynamicObjectResolver honours [MessagePackFormatter] on a member; a
+        // generated formatter would write the member with the resolver's formatter instead.
+        const string source = """
+            using MessagePack;
+            using MessagePack.Formatters;
+
+            public sealed class UpperFormatter : IMessagePackFormatter<string?>
+            {
+                public void Serialize(ref MessagePackWriter writer, string? value, MessagePackSerializerOptions options) => writer.Write(value?.ToUpperInvariant());
+
+                public string? Deserialize(ref MessagePackReader reader, MessagePackSerializerOptions options) => reader.ReadString();
+            }
+
+            [MessagePackObject]
+            public sealed class Label
+            {
+                [Key(0)]
+                [MessagePackFormatter(typeof(UpperFormatter))]
+                public string? Text { get; set; }
+
+                [Key(1)]
+                public int Size { get; set; }
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.GeneratedTrees);
+        Assert.Empty(run.OutputProblems);
+    }
+
+    [Fact]
     public void MUX011_PublicMemberWithoutAKey()
     {
         const string source = """
