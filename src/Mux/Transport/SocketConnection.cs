@@ -13,8 +13,6 @@ namespace Mux.Transport;
 /// </summary>
 internal sealed class SocketConnection : IMuxTransport
 {
-    private static readonly TimeSpan s_sendGracePeriod = TimeSpan.FromSeconds(5);
-
     private readonly Socket _socket;
     private readonly Pipe _input;
     private readonly Pipe _output;
@@ -199,24 +197,7 @@ internal sealed class SocketConnection : IMuxTransport
     /// </summary>
     public async ValueTask DisposeAsync()
     {
-        if (_sendLoop is not null)
-        {
-            try
-            {
-                await _sendLoop.WaitAsync(s_sendGracePeriod).ConfigureAwait(false);
-            }
-            catch (TimeoutException)
-            {
-                ShutdownSocket();
-                await _sendLoop.ConfigureAwait(false);
-            }
-        }
-
-        ShutdownSocket();
-        if (_receiveLoop is not null)
-        {
-            await _receiveLoop.ConfigureAwait(false);
-        }
+        await TransportClose.DrainAndShutdownAsync(_sendLoop, _receiveLoop, ShutdownSocket).ConfigureAwait(false);
 
         _sender.Dispose();
     }

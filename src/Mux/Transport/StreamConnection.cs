@@ -14,8 +14,6 @@ namespace Mux.Transport;
 /// </summary>
 internal sealed class StreamConnection : IMuxTransport
 {
-    private static readonly TimeSpan s_sendGracePeriod = TimeSpan.FromSeconds(5);
-
     // A gathered write is at most this large; bigger flushes go out in several writes of this size
     // (TLS cuts records at 16 KiB anyway, so larger blocks would gain nothing).
     private const int MaxGatheredWrite = 64 * 1024;
@@ -250,23 +248,6 @@ internal sealed class StreamConnection : IMuxTransport
     /// </summary>
     public async ValueTask DisposeAsync()
     {
-        if (_sendLoop is not null)
-        {
-            try
-            {
-                await _sendLoop.WaitAsync(s_sendGracePeriod).ConfigureAwait(false);
-            }
-            catch (TimeoutException)
-            {
-                Shutdown();
-                await _sendLoop.ConfigureAwait(false);
-            }
-        }
-
-        Shutdown();
-        if (_receiveLoop is not null)
-        {
-            await _receiveLoop.ConfigureAwait(false);
-        }
+        await TransportClose.DrainAndShutdownAsync(_sendLoop, _receiveLoop, Shutdown).ConfigureAwait(false);
     }
 }
