@@ -53,6 +53,8 @@ public sealed class ShutdownTests
             await server.StopAsync();
 
             // The handler was told (its token fired) and its scope disposed; the caller got a connection error.
+            // The handler records the cancellation on its own thread, which may run after StopAsync returns.
+            await TestHost.WaitUntilAsync(() => !server.Tracker.Canceled.IsEmpty, "the handler sees its token fire");
             Assert.Equal([1], server.Tracker.Canceled);
             await TestHost.WaitUntilAsync(() => server.Tracker.Disposed.Count == 1, "the call's scope is disposed");
             await Assert.ThrowsAsync<MuxConnectionException>(() => call.WaitAsync(TestHost.Patience));
