@@ -8,6 +8,7 @@ namespace Mux.Samples.Load;
 [JsonSerializable(typeof(int))]
 [JsonSerializable(typeof(long))]
 [JsonSerializable(typeof(double))]
+[JsonSerializable(typeof(bool))]
 internal sealed partial class LoadJsonContext : JsonSerializerContext
 {
 }

@@ -7,6 +7,7 @@ internal sealed class LoadOptions
 {
     public int Callers { get; private set; } = 500;
 
+    /// <summary>How long to run; 0 runs until Ctrl+C.</summary>
     public int Seconds { get; private set; } = 10;
 
     public string Method { get; private set; } = "list1";
@@ -24,10 +25,14 @@ internal sealed class LoadOptions
           With no arguments: starts a server on 127.0.0.1 in this process, opens ONE client
           connection, and runs 500 concurrent callers of IUserService.List(1) for 10 seconds.
           --callers N        concurrent callers sharing the one connection (default 500)
-          --seconds S        how long to run (default 10)
+          --seconds S        how long to run (default 10); 0 runs until Ctrl+C
           --method M         add = Add(int,int), list1 = List(1), list100 = List(100) (default list1)
           --connect h:p      load a server started elsewhere (e.g. with --serve)
           --serve h:p        run only the server, until Ctrl+C
+        Ctrl+C (or SIGTERM) stops the callers early; the summary is printed all the same and
+        the exit code is 0. Otherwise the exit code is 1 when any call failed.
+        A server restart does not end the load: calls in flight fail (counted as connection
+        errors), the next calls wait until the client has reconnected, then go on.
         The last line printed is a JSON summary.
         """;
 
@@ -46,7 +51,7 @@ internal sealed class LoadOptions
                     options.Callers = ParsePositive(name, Value());
                     break;
                 case "--seconds":
-                    options.Seconds = ParsePositive(name, Value());
+                    options.Seconds = ParseNonNegative(name, Value());
                     break;
                 case "--method":
                     options.Method = Value() switch
@@ -73,6 +78,9 @@ internal sealed class LoadOptions
 
     private static int ParsePositive(string name, string value) =>
         int.TryParse(value, out int n) && n > 0 ? n : throw new ArgumentException($"{name} must be a positive integer, not '{value}'.");
+
+    private static int ParseNonNegative(string name, string value) =>
+        int.TryParse(value, out int n) && n >= 0 ? n : throw new ArgumentException($"{name} must be 0 or a positive integer, not '{value}'.");
 
     private static EndPoint ParseEndPoint(string name, string value)
     {
