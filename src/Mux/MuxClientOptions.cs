@@ -93,6 +93,47 @@ public sealed class MuxClientOptions
     /// </summary>
     public TimeSpan ReconnectMaxDelay { get; set; } = TimeSpan.FromSeconds(5);
 
+    /// <summary>
+    /// How long nothing may arrive on a connection before this side sends a Ping (the peer answers
+    /// with a Pong). A connection that carries calls or answers never pings; an idle one pings about
+    /// once per interval, a 17-byte frame each way. 30 seconds stays under the idle limits of common
+    /// NATs, firewalls and load balancers (often 60 seconds or more), so keepalive also keeps an idle
+    /// connection's path open. <see cref="Timeout.InfiniteTimeSpan"/> turns keepalive off (then a
+    /// peer that vanished without a FIN or reset is noticed only when a call times out). Defaults to
+    /// 30 seconds.
+    /// </summary>
+    public TimeSpan KeepAliveInterval { get; set; } = TimeSpan.FromSeconds(30);
+
+    /// <summary>
+    /// How long after a keepalive Ping the peer has to answer (any frame counts) before the
+    /// connection is closed as dead with <see cref="MuxCloseReason.KeepAliveTimeout"/>; calls on it
+    /// fail with <see cref="MuxConnectionException"/> saying so. A peer that stopped reading for this
+    /// long counts as dead too. A dead peer is noticed within KeepAliveInterval + KeepAliveTimeout.
+    /// 20 seconds is Kestrel's HTTP/2 keepalive-ping timeout: long enough for a busy or paused (GC)
+    /// process on a slow network, short enough to fail calls well within their own timeout.
+    /// <see cref="Timeout.InfiniteTimeSpan"/> never closes (Pings are still sent). Defaults to 20 seconds.
+    /// </summary>
+    public TimeSpan KeepAliveTimeout { get; set; } = TimeSpan.FromSeconds(20);
+
+    /// <summary>
+    /// The clock of the keepalive timers. Tests set a fake one (for example
+    /// <c>FakeTimeProvider</c> from Microsoft.Extensions.TimeProvider.Testing) to move time by hand.
+    /// Defaults to <see cref="TimeProvider.System"/>.
+    /// </summary>
+    public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
+
+    /// <summary>
+    /// How many bytes of requests may wait for the connection's socket. When the server stops
+    /// reading (it is stuck, or its machine is overloaded), requests pile up here; past this, a new
+    /// call waits on the client, asynchronously and within <see cref="CallTimeout"/> and its
+    /// cancellation token, until the socket takes what is queued, instead of growing the buffer
+    /// without end. A caller that finds room adds its whole request, so the queue may pass the limit
+    /// by one request per caller arriving at that moment. Must be at least 4096. Defaults to 1 MiB,
+    /// like <see cref="MuxServerOptions.MaxOutboundBytesPerConnection"/>: hundreds of callers' small
+    /// requests never come near it, and a stuck connection holds at most about that much.
+    /// </summary>
+    public int MaxOutboundBytesPerConnection { get; set; } = 1024 * 1024;
+
     internal void Validate()
     {
         if (SerializerOptions is null)
@@ -113,6 +154,17 @@ public sealed class MuxClientOptions
         if (ReconnectMaxDelay < ReconnectInitialDelay)
         {
             throw new InvalidOperationException($"MuxClientOptions.ReconnectMaxDelay ({ReconnectMaxDelay}) is shorter than ReconnectInitialDelay ({ReconnectInitialDelay}); raise ReconnectMaxDelay or lower ReconnectInitialDelay.");
+        }
+
+        OptionsValidation.RequirePositive(KeepAliveInterval, nameof(MuxClientOptions), nameof(KeepAliveInterval), allowInfinite: true);
+        OptionsValidation.RequirePositive(KeepAliveTimeout, nameof(MuxClientOptions), nameof(KeepAliveTimeout), allowInfinite: true);
+        if (TimeProvider is null)
+        {
+            throw new InvalidOperationException("MuxClientOptions.TimeProvider is null. Leave it at its default (TimeProvider.System) or set the clock you want its timers to use.");
+        }
+        if (MaxOutboundBytesPerConnection < 4096)
+        {
+            throw new InvalidOperationException($"MuxClientOptions.MaxOutboundBytesPerConnection is {MaxOutboundBytesPerConnection}; it must be at least 4096 bytes (the default is 1 MiB).");
         }
     }
 }

@@ -23,4 +23,12 @@ public enum MuxCloseReason
 
     /// <summary>The handshake did not complete in time.</summary>
     HandshakeTimeout,
+
+    /// <summary>Nothing arrived from the peer, not even an answer to a keepalive Ping, within
+    /// KeepAliveTimeout after KeepAliveInterval of silence: the peer or the path to it is dead.</summary>
+    KeepAliveTimeout,
+
+    /// <summary>The server closed (gracefully, with GoAway) a connection that held no calls for
+    /// <see cref="MuxServerOptions.IdleTimeout"/>.</summary>
+    IdleTimeout,
 }

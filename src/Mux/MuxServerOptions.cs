@@ -109,6 +109,47 @@ public sealed class MuxServerOptions
     /// </summary>
     public MessagePackSerializerOptions SerializerOptions { get; set; } = MessagePackSerializerOptions.Standard;
 
+    /// <summary>
+    /// How long nothing may arrive on a connection before this side sends a Ping (the peer answers
+    /// with a Pong). A connection that carries calls or answers never pings; an idle one pings about
+    /// once per interval, a 17-byte frame each way. 30 seconds stays under the idle limits of common
+    /// NATs, firewalls and load balancers (often 60 seconds or more), so keepalive also keeps an idle
+    /// connection's path open. <see cref="Timeout.InfiniteTimeSpan"/> turns keepalive off (then a
+    /// peer that vanished without a FIN or reset is noticed only when a call times out). Defaults to
+    /// 30 seconds.
+    /// </summary>
+    public TimeSpan KeepAliveInterval { get; set; } = TimeSpan.FromSeconds(30);
+
+    /// <summary>
+    /// How long after a keepalive Ping the peer has to answer (any frame counts) before the
+    /// connection is closed as dead with <see cref="MuxCloseReason.KeepAliveTimeout"/>; calls on it
+    /// fail with <see cref="MuxConnectionException"/> saying so. A peer that stopped reading for this
+    /// long counts as dead too. A dead peer is noticed within KeepAliveInterval + KeepAliveTimeout.
+    /// 20 seconds is Kestrel's HTTP/2 keepalive-ping timeout: long enough for a busy or paused (GC)
+    /// process on a slow network, short enough to fail calls well within their own timeout.
+    /// <see cref="Timeout.InfiniteTimeSpan"/> never closes (Pings are still sent). Defaults to 20 seconds.
+    /// </summary>
+    public TimeSpan KeepAliveTimeout { get; set; } = TimeSpan.FromSeconds(20);
+
+    /// <summary>
+    /// The clock of the keepalive and idle timers. Tests set a fake one (for example
+    /// <c>FakeTimeProvider</c> from Microsoft.Extensions.TimeProvider.Testing) to move time by hand.
+    /// Defaults to <see cref="TimeProvider.System"/>.
+    /// </summary>
+    public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
+
+    /// <summary>
+    /// How long a connection may hold no calls before the server closes it gracefully: it sends
+    /// GoAway (the client opens a new connection for its next call) and closes once the client has
+    /// finished, as <see cref="MuxCloseReason.IdleTimeout"/>; a client that does not finish within
+    /// <see cref="ShutdownTimeout"/> is closed then. A connection with a call running is never idle.
+    /// Off by default: a Mux client reconnects at once when its connection closes, so closing idle
+    /// ones would only churn connections; keepalive already removes dead ones. Turn it on to shed
+    /// clients that connect and then hold connections they do not use. Defaults to
+    /// <see cref="Timeout.InfiniteTimeSpan"/> (never).
+    /// </summary>
+    public TimeSpan IdleTimeout { get; set; } = Timeout.InfiniteTimeSpan;
+
     /// <summary>Checks every option; <paramref name="requireEndPoint"/> is false for a server that only
     /// serves connections handed to it (<see cref="MuxServer.Accept(System.IO.Pipelines.IDuplexPipe)"/>).</summary>
     internal void Validate(bool requireEndPoint = true)
@@ -145,5 +186,13 @@ public sealed class MuxServerOptions
         {
             TlsHandshake.ValidateServer(Tls);
         }
+
+        OptionsValidation.RequirePositive(KeepAliveInterval, nameof(MuxServerOptions), nameof(KeepAliveInterval), allowInfinite: true);
+        OptionsValidation.RequirePositive(KeepAliveTimeout, nameof(MuxServerOptions), nameof(KeepAliveTimeout), allowInfinite: true);
+        if (TimeProvider is null)
+        {
+            throw new InvalidOperationException("MuxServerOptions.TimeProvider is null. Leave it at its default (TimeProvider.System) or set the clock you want its timers to use.");
+        }
+        OptionsValidation.RequirePositive(IdleTimeout, nameof(MuxServerOptions), nameof(IdleTimeout), allowInfinite: true);
     }
 }

@@ -51,10 +51,19 @@ internal sealed class ClientConnection : MuxConnection
     // reader loop before the handshake completes; read by callers after.
     private volatile bool _serverReadsTraceContext;
 
+    // Lets callers that wait for room in the outbound queue (MaxOutboundBytesPerConnection) queue
+    // their requests one at a time. Taken only on that slow path; never on the way of a call that
+    // finds room.
+    private readonly SemaphoreSlim _roomGate = new(1, 1);
+
     private ClientConnection(IMuxTransport transport, MuxClientOptions options, ILogger logger, string name)
         : base(transport, options.MaxFrameSize, logger, name)
     {
         _options = options;
+        TimeProvider = options.TimeProvider;
+        KeepAliveInterval = options.KeepAliveInterval;
+        KeepAliveTimeout = options.KeepAliveTimeout;
+        MaxQueuedOutboundBytes = options.MaxOutboundBytesPerConnection;
         SerializerOptions = MuxSerializerOptions.ForClient(options.SerializerOptions);
         _callTimeoutMs = options.CallTimeout == Timeout.InfiniteTimeSpan ? -1 : (long)options.CallTimeout.TotalMilliseconds;
         if (_callTimeoutMs > 0)
@@ -133,7 +142,7 @@ internal sealed class ClientConnection : MuxConnection
         }
 
         long deadline = ComputeDeadline();
-        if (!_slots.TryTake())
+        if (IsOutboundFull || !_slots.TryTake())
         {
             return InvokeWhenASlotIsFreeAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken);
         }
@@ -149,13 +158,30 @@ internal sealed class ClientConnection : MuxConnection
         return failure is null ? new ValueTask<TResult>(call, call.Version) : ValueTask.FromException<TResult>(failure);
     }
 
-    /// <summary>The server runs as many calls as it allows: wait (asynchronously, cancellably,
-    /// within the call's deadline) for one of ours to be answered, then send.</summary>
+    /// <summary>The socket is behind (the server is not reading) or the server runs as many calls
+    /// as it allows: wait (asynchronously, cancellably, within the call's deadline) for room in
+    /// the outbound queue, then for one of ours to be answered, then send.</summary>
     private async ValueTask<TResult> InvokeWhenASlotIsFreeAsync<TArguments, TResult>(uint methodId, TArguments arguments, long deadline, CancellationToken cancellationToken)
         where TArguments : struct
     {
         await WaitForSlotAsync(methodId, deadline, cancellationToken).ConfigureAwait(false);
-        return await InvokeHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, cancellationToken).ConfigureAwait(false);
+        if (!IsOutboundFull)
+        {
+            return await InvokeHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, cancellationToken).ConfigureAwait(false);
+        }
+
+        ValueTask<TResult> call;
+        await EnterRoomGateAsync(methodId, deadline, cancellationToken).ConfigureAwait(false);
+        try
+        {
+            call = InvokeHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, cancellationToken);
+        }
+        finally
+        {
+            _roomGate.Release();
+        }
+
+        return await call.ConfigureAwait(false);
     }
 
     public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
@@ -167,7 +193,7 @@ internal sealed class ClientConnection : MuxConnection
         }
 
         long deadline = ComputeDeadline();
-        if (!_slots.TryTake())
+        if (IsOutboundFull || !_slots.TryTake())
         {
             return InvokeWhenASlotIsFreeAsync(methodId, arguments, deadline, cancellationToken);
         }
@@ -187,7 +213,24 @@ internal sealed class ClientConnection : MuxConnection
         where TArguments : struct
     {
         await WaitForSlotAsync(methodId, deadline, cancellationToken).ConfigureAwait(false);
-        await InvokeHoldingSlot(methodId, arguments, deadline, cancellationToken).ConfigureAwait(false);
+        if (!IsOutboundFull)
+        {
+            await InvokeHoldingSlot(methodId, arguments, deadline, cancellationToken).ConfigureAwait(false);
+            return;
+        }
+
+        ValueTask call;
+        await EnterRoomGateAsync(methodId, deadline, cancellationToken).ConfigureAwait(false);
+        try
+        {
+            call = InvokeHoldingSlot(methodId, arguments, deadline, cancellationToken);
+        }
+        finally
+        {
+            _roomGate.Release();
+        }
+
+        await call.ConfigureAwait(false);
     }
 
     private async ValueTask WaitForSlotAsync(uint methodId, long deadline, CancellationToken cancellationToken)
@@ -204,6 +247,66 @@ internal sealed class ClientConnection : MuxConnection
             throw CreateTimeoutException(methodId, " (it waited for one of the server's MaxConcurrentCallsPerConnection slots all that time)");
         }
     }
+
+    /// <summary>
+    /// Holding a slot, waits until the outbound queue is under MaxOutboundBytesPerConnection (the
+    /// writer took it, which it does once the socket accepted the previous batch) or the connection
+    /// closed (the send then fails as "not run"), then holds <see cref="_roomGate"/>: the caller
+    /// releases it once its request is queued, so waiters go one at a time and the queue passes the
+    /// limit by at most one request each time it drains, instead of by every waiter's at once. A
+    /// caller that gives up queues nothing and gives its slot back.
+    /// </summary>
+    private async ValueTask EnterRoomGateAsync(uint methodId, long deadline, CancellationToken cancellationToken)
+    {
+        bool entered = false;
+        try
+        {
+            entered = deadline == long.MaxValue
+                ? await _roomGate.WaitAsync(Timeout.Infinite, cancellationToken).ConfigureAwait(false)
+                : await _roomGate.WaitAsync(TimeLeft(deadline), cancellationToken).ConfigureAwait(false);
+            if (!entered)
+            {
+                throw CreateOutboundTimeoutException(methodId);
+            }
+
+            while (IsOutboundFull && !IsClosed)
+            {
+                Task room = WaitForOutboundRoomAsync();
+                if (deadline == long.MaxValue)
+                {
+                    await room.WaitAsync(cancellationToken).ConfigureAwait(false);
+                    continue;
+                }
+
+                try
+                {
+                    await room.WaitAsync(TimeLeft(deadline), cancellationToken).ConfigureAwait(false);
+                }
+                catch (TimeoutException)
+                {
+                    throw CreateOutboundTimeoutException(methodId);
+                }
+            }
+        }
+        catch
+        {
+            if (entered)
+            {
+                _roomGate.Release();
+            }
+
+            _slots.Release(); // Nothing was sent.
+            throw;
+        }
+    }
+
+    private static TimeSpan TimeLeft(long deadline) => TimeSpan.FromMilliseconds(Math.Max(0, deadline - Environment.TickCount64));
+
+    private TimeoutException CreateOutboundTimeoutException(uint methodId) =>
+        CreateTimeoutException(methodId, $" (it waited all that time to be sent: the connection already had {DescribeBytes(MaxQueuedOutboundBytes)} of requests queued for a server that is not reading them, MuxClientOptions.MaxOutboundBytesPerConnection)");
+
+    private static string DescribeBytes(int bytes) =>
+        bytes % (1024 * 1024) == 0 ? $"{bytes / (1024 * 1024)} MiB" : bytes % 1024 == 0 ? $"{bytes / 1024} KiB" : $"{bytes} bytes";
 
     private TimeoutException CreateTimeoutException(uint methodId, string detail) =>
         new($"The Mux call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} did not complete within {DurationText.Format(_options.CallTimeout)} (MuxClientOptions.CallTimeout){detail}.");

@@ -11,7 +11,7 @@ internal static partial class ConnectionLog
 {
     public static void ConnectionClosed(ILogger logger, string connection, MuxCloseReason reason, Exception? error)
     {
-        LogLevel level = reason is MuxCloseReason.LocalShutdown or MuxCloseReason.RemoteClosed or MuxCloseReason.GoAway
+        LogLevel level = reason is MuxCloseReason.LocalShutdown or MuxCloseReason.RemoteClosed or MuxCloseReason.GoAway or MuxCloseReason.IdleTimeout
             ? LogLevel.Debug
             : LogLevel.Warning;
         ConnectionClosed(logger, level, connection, reason, error);

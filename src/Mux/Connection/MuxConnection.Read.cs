@@ -54,6 +54,7 @@ internal abstract partial class MuxConnection
 
                 ReadOnlySequence<byte> buffer = result.Buffer;
                 _reads++;
+                NoteRead();
                 long framesBefore = _framesReceived;
                 try
                 {

@@ -42,8 +42,9 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     // Bytes in _outbound. Written under _outboundLock; read without it by IsOutboundFull.
     private volatile int _queuedBytes;
 
-    // A reader loop waiting for _outbound to be taken by the writer (WaitForOutboundRoomAsync);
-    // completed and cleared by the writer when it takes the queue, or by the close.
+    // Completed when the writer takes _outbound (or the connection closes), waking everyone waiting
+    // for room: the server's reader loop, or a client's callers. Installed by the first waiter
+    // (CompareExchange); completed and cleared by the writer, the close, or a waiter that finds room.
     private TaskCompletionSource? _outboundRoom;
 
     /// <summary>How many bytes may wait in the outbound queue before <see cref="IsOutboundFull"/>
@@ -58,11 +59,17 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     /// does only once the socket has accepted the previous batch) or the connection closed.</summary>
     protected Task WaitForOutboundRoomAsync()
     {
-        var room = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-        Interlocked.Exchange(ref _outboundRoom, room); // A full fence before the checks below.
+        TaskCompletionSource? room = Volatile.Read(ref _outboundRoom);
+        if (room is null)
+        {
+            var created = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            room = Interlocked.CompareExchange(ref _outboundRoom, created, null) ?? created;
+        }
+
+        Interlocked.MemoryBarrier(); // Publishing the waiter before the checks below: see SignalOutboundRoom.
         if (!IsOutboundFull || IsClosed)
         {
-            room.TrySetResult();
+            SignalOutboundRoom(); // Completes ours (or a newer one, ours having been completed already).
         }
 
         return room.Task;
@@ -323,14 +330,14 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
 
     /// <summary>
     /// Whether frames still queued when the connection closes with
-    /// <see cref="MuxCloseReason.LocalShutdown"/> are sent rather than dropped. The server's are the
+    /// <see cref="MuxCloseReason.LocalShutdown"/> (or the server's graceful idle close) are sent rather than dropped. The server's are the
     /// responses of the calls it drained, which the client waits for; a client's are requests of
     /// calls that the close has already failed.
     /// </summary>
     protected virtual bool SendsQueuedFramesOnGracefulClose => false;
 
     private bool DropsQueuedFrames =>
-        IsClosed && !(SendsQueuedFramesOnGracefulClose && CloseReason == MuxCloseReason.LocalShutdown);
+        IsClosed && !(SendsQueuedFramesOnGracefulClose && CloseReason is MuxCloseReason.LocalShutdown or MuxCloseReason.IdleTimeout);
 
     /// <summary>Bytes of frames queued for the writer role right now, for the queued-bytes gauge.</summary>
     internal int QueuedOutboundBytes

@@ -69,6 +69,7 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     protected void StartLoops()
     {
         ConnectionGauges.Opened(this);
+        StartTimer();
         _transport.Start();
         _readLoop = ReadLoopAsync();
     }
@@ -124,6 +125,7 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         _drainInput = drain;
         ConnectionLog.ConnectionClosed(Logger, Name, reason, error);
         ConnectionGauges.Closed(this);
+        StopTimer();
         try
         {
             OnClosed(CreateClosedException());
@@ -202,6 +204,8 @@ internal abstract partial class MuxConnection : IAsyncDisposable
             MuxCloseReason.ProtocolError => $"The Mux connection to {Name} was closed because of a protocol error: {error?.Message}",
             MuxCloseReason.TransportError => $"The Mux connection to {Name} failed: {error?.Message}",
             MuxCloseReason.HandshakeTimeout => $"The Mux connection to {Name} did not complete its handshake in time.",
+            MuxCloseReason.KeepAliveTimeout => $"The Mux connection to {Name} was closed because the peer looks dead: {error?.Message}.",
+            MuxCloseReason.IdleTimeout => $"The Mux connection to {Name} was closed because it held no calls for the server's IdleTimeout.",
             _ => $"The Mux connection to {Name} is closed.",
         };
         return new MuxConnectionException(message, reason, error);

@@ -77,6 +77,52 @@ internal sealed class ServerConnection : MuxConnection
         _callSlots = new CallSlots(options.MaxConcurrentCallsPerConnection);
         MaxQueuedOutboundBytes = options.MaxOutboundBytesPerConnection;
         _calls = new ServerCallTable(options.MaxConcurrentCallsPerConnection);
+        TimeProvider = options.TimeProvider;
+        KeepAliveInterval = options.KeepAliveInterval;
+        KeepAliveTimeout = options.KeepAliveTimeout;
+        _closesWhenIdle = options.IdleTimeout != Timeout.InfiniteTimeSpan;
+        _idleSince = TimeProvider.GetTimestamp();
+    }
+
+    // Whether MuxServerOptions.IdleTimeout is on. Immutable.
+    private readonly bool _closesWhenIdle;
+
+    // TimeProvider timestamp of when the connection last became free of calls (or opened); kept
+    // only when _closesWhenIdle. Written by Retire when the last running call finishes; read by
+    // the connection's timer (CheckDeadlines).
+    private long _idleSince;
+
+    /// <summary>The idle close (<see cref="MuxServerOptions.IdleTimeout"/>), on the connection's
+    /// timer: a connection that has held no call for that long is told GoAway and drained.</summary>
+    protected override TimeSpan CheckDeadlines(long now)
+    {
+        if (!_closesWhenIdle || _goingAway)
+        {
+            return Timeout.InfiniteTimeSpan;
+        }
+
+        if (_calls.Count > 0)
+        {
+            return _options.IdleTimeout; // Busy: Retire stamps the moment it becomes idle.
+        }
+
+        TimeSpan idle = TimeProvider.GetElapsedTime(Volatile.Read(ref _idleSince), now);
+        if (idle < _options.IdleTimeout)
+        {
+            return _options.IdleTimeout - idle;
+        }
+
+        // A request racing with this is on one side of GoAway's id or the other, as on shutdown.
+        _ = CloseIdleAsync();
+        return Timeout.InfiniteTimeSpan;
+    }
+
+    private async Task CloseIdleAsync()
+    {
+        using CancellationTokenSource patience = _options.ShutdownTimeout == Timeout.InfiniteTimeSpan
+            ? new CancellationTokenSource()
+            : new CancellationTokenSource(_options.ShutdownTimeout, TimeProvider);
+        await DrainAndCloseAsync(patience.Token, MuxCloseReason.IdleTimeout).ConfigureAwait(false);
     }
 
     public int RunningCalls => _calls.Count;
@@ -185,6 +231,9 @@ internal sealed class ServerConnection : MuxConnection
     /// <summary>Whether the reader loop has stopped taking requests because the client does not
     /// read the answers (for tests and diagnostics). Written by the reader loop only.</summary>
     internal volatile bool IsWaitingForOutboundRoom;
+
+    /// <summary>Whether GoAway was sent: the connection is draining (for tests and diagnostics).</summary>
+    internal bool IsGoingAway => _goingAway;
 
     /// <summary>The highest call id received so far (for tests and diagnostics).</summary>
     internal uint HighestReceivedCallId => _highestReceivedCallId;
@@ -368,6 +417,11 @@ internal sealed class ServerConnection : MuxConnection
         int running = _calls.Remove(call);
         call.ReleaseSlot(); // Only if no answer was queued (refused after GoAway, or the connection closed).
         _callPool.Return(call);
+        if (running == 0 && _closesWhenIdle)
+        {
+            Volatile.Write(ref _idleSince, TimeProvider.GetTimestamp());
+        }
+
         if (running == 0 && _peerFinished)
         {
             _drained.TrySetResult();
@@ -402,9 +456,10 @@ internal sealed class ServerConnection : MuxConnection
     /// call up to that id (also ones still on their way), waits until they have finished and the
     /// client has ended its stream, then sends the last responses, shuts down the send side and
     /// closes. When <paramref name="cancellationToken"/> fires first, the handlers still running are
-    /// cancelled and the connection closes at once.
+    /// cancelled and the connection closes at once. <paramref name="reason"/> is the close's
+    /// (LocalShutdown, or IdleTimeout for the idle close).
     /// </summary>
-    public async Task DrainAndCloseAsync(CancellationToken cancellationToken)
+    public async Task DrainAndCloseAsync(CancellationToken cancellationToken, MuxCloseReason reason = MuxCloseReason.LocalShutdown)
     {
         uint goAwayCallId;
         lock (_callsLock)
@@ -422,7 +477,7 @@ internal sealed class ServerConnection : MuxConnection
         if (!_handshakeDone || !TrySendGoAway(goAwayCallId))
         {
             // Nothing was promised on this connection (or it is already closed).
-            CloseGracefully(MuxCloseReason.LocalShutdown, TimeSpan.Zero);
+            CloseGracefully(reason, TimeSpan.Zero);
             await Completion.ConfigureAwait(false);
             return;
         }
@@ -439,7 +494,7 @@ internal sealed class ServerConnection : MuxConnection
         }
 
         // Finished: the client has already ended its stream, so nothing is left to read.
-        CloseGracefully(MuxCloseReason.LocalShutdown, finished ? DefaultDrainTimeout : TimeSpan.Zero);
+        CloseGracefully(reason, finished ? DefaultDrainTimeout : TimeSpan.Zero);
         await Completion.ConfigureAwait(false);
     }
 

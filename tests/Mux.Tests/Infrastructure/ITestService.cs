@@ -6,7 +6,7 @@ public interface ITestService
 {
     ValueTask<int> Add(int a, int b);
 
-    Task<string> Echo(string text);
+    Task<string> Echo(string text, CancellationToken cancellationToken = default);
 
     /// <summary>Waits <paramref name="milliseconds"/> (asynchronously), then returns <paramref name="value"/>.</summary>
     Task<int> Delay(int milliseconds, int value);

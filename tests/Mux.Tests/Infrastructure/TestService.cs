@@ -31,7 +31,7 @@ public sealed class TestService : ITestService
 
     public ValueTask<int> Add(int a, int b) => new(a + b);
 
-    public Task<string> Echo(string text) => Task.FromResult(text);
+    public Task<string> Echo(string text, CancellationToken cancellationToken = default) => Task.FromResult(text);
 
     public async Task<int> Delay(int milliseconds, int value)
     {

@@ -1,0 +1,167 @@
+using System.Buffers.Binary;
+using Mux.Protocol;
+
+namespace Mux.Connection;
+
+// Dead-peer detection, on either end, with one timer per connection and no work per frame: the
+// reader loop stamps the time of each socket read (not each frame); the timer, re-armed for the
+// next moment anything can be due, sends a Ping once nothing has arrived for KeepAliveInterval
+// and closes the connection when nothing (Pong or any other byte) follows within
+// KeepAliveTimeout. A subclass adds its own deadline to the same timer (the server's idle close).
+internal abstract partial class MuxConnection
+{
+    /// <summary>Drives the keepalive and idle timers (tests pass a fake one). Set by a subclass's
+    /// constructor; immutable after.</summary>
+    protected TimeProvider TimeProvider { get; init; } = TimeProvider.System;
+
+    /// <summary>How long nothing may arrive before a Ping is sent; infinite turns keepalive off.
+    /// Set by a subclass's constructor.</summary>
+    protected TimeSpan KeepAliveInterval { get; init; } = Timeout.InfiniteTimeSpan;
+
+    /// <summary>How long after a Ping something must arrive. Set by a subclass's constructor.</summary>
+    protected TimeSpan KeepAliveTimeout { get; init; } = Timeout.InfiniteTimeSpan;
+
+    // The one timer of this connection; null when neither keepalive nor a subclass deadline is on.
+    // Created by StartTimer before the reader loop runs; re-armed only by its own callback (it is
+    // one-shot, so callbacks never overlap); disposed by the close.
+    private ITimer? _timer;
+
+    // Whether the reader loop stamps _lastReadAt: keepalive is on. Immutable after StartTimer.
+    private bool _stampReads;
+
+    // TimeProvider timestamp of the latest socket read. Written by the reader loop once per read;
+    // read by the timer callback.
+    private long _lastReadAt;
+
+    // TimeProvider timestamp at which the unanswered Ping was sent; 0 when none is outstanding.
+    // Only the timer callback writes it; IsAwaitingPong reads it.
+    private long _pingSentAt;
+
+    /// <summary>Whether a keepalive Ping was sent and nothing has arrived since (for tests and
+    /// diagnostics).</summary>
+    internal bool IsAwaitingPong
+    {
+        get
+        {
+            long pingSentAt = Volatile.Read(ref _pingSentAt);
+            return pingSentAt != 0 && Volatile.Read(ref _lastReadAt) < pingSentAt;
+        }
+    }
+
+    /// <summary>Called by the reader loop after each socket read: the peer is alive.</summary>
+    private void NoteRead()
+    {
+        if (_stampReads)
+        {
+            Volatile.Write(ref _lastReadAt, TimeProvider.GetTimestamp());
+        }
+    }
+
+    /// <summary>Starts the connection's timer if keepalive or a subclass deadline needs it.
+    /// Called once, by StartLoops, before the reader loop starts.</summary>
+    private void StartTimer()
+    {
+        long now = TimeProvider.GetTimestamp();
+        _lastReadAt = now;
+        _stampReads = KeepAliveInterval != Timeout.InfiniteTimeSpan;
+        TimeSpan due = Earlier(_stampReads ? KeepAliveInterval : Timeout.InfiniteTimeSpan, CheckDeadlines(now));
+        if (due == Timeout.InfiniteTimeSpan)
+        {
+            return;
+        }
+
+        // The callback is the connection's own business: it must not carry the caller's context.
+        // Armed only once the field is set, so that the first callback can re-arm it.
+        using (ExecutionContext.SuppressFlow())
+        {
+            _timer = TimeProvider.CreateTimer(static state => ((MuxConnection)state!).OnTimer(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+        }
+
+        _timer.Change(due, Timeout.InfiniteTimeSpan);
+    }
+
+    /// <summary>A subclass's own deadlines, checked on the connection's timer: returns how long
+    /// until it wants to be asked again (infinite: never). May close the connection.</summary>
+    protected virtual TimeSpan CheckDeadlines(long now) => Timeout.InfiniteTimeSpan;
+
+    private void OnTimer()
+    {
+        if (IsClosed)
+        {
+            return;
+        }
+
+        long now = TimeProvider.GetTimestamp();
+        TimeSpan due = Earlier(CheckKeepAlive(now), CheckDeadlines(now));
+        if (IsClosed || due == Timeout.InfiniteTimeSpan)
+        {
+            return;
+        }
+
+        try
+        {
+            _timer?.Change(due, Timeout.InfiniteTimeSpan);
+        }
+        catch (ObjectDisposedException)
+        {
+            // Closed meanwhile.
+        }
+    }
+
+    /// <summary>Sends a Ping after KeepAliveInterval of silence and closes the connection when
+    /// nothing answers it within KeepAliveTimeout. Returns the time until the next check.</summary>
+    private TimeSpan CheckKeepAlive(long now)
+    {
+        if (!_stampReads)
+        {
+            return Timeout.InfiniteTimeSpan;
+        }
+
+        long lastRead = Volatile.Read(ref _lastReadAt);
+        if (_pingSentAt != 0)
+        {
+            // Anything read at or after the Ping's moment answers it (a fake clock may not have
+            // moved between the two; a real one only moves forward).
+            if (lastRead < _pingSentAt)
+            {
+                TimeSpan waited = TimeProvider.GetElapsedTime(_pingSentAt, now);
+                if (waited >= KeepAliveTimeout)
+                {
+                    Close(MuxCloseReason.KeepAliveTimeout, new TimeoutException(
+                        $"no answer to a keepalive Ping within {DurationText.Format(KeepAliveTimeout)} (KeepAliveTimeout), after {DurationText.Format(KeepAliveInterval)} in which nothing arrived (KeepAliveInterval)"));
+                    return Timeout.InfiniteTimeSpan;
+                }
+
+                return KeepAliveTimeout - waited;
+            }
+
+            Volatile.Write(ref _pingSentAt, 0);
+        }
+
+        TimeSpan silent = TimeProvider.GetElapsedTime(lastRead, now);
+        if (silent < KeepAliveInterval)
+        {
+            return KeepAliveInterval - silent;
+        }
+
+        // A Ping's 8 bytes are opaque to the peer, which echoes them in its Pong: the send time.
+        Span<byte> payload = stackalloc byte[ProtocolConstants.PingPayloadSize];
+        BinaryPrimitives.WriteInt64LittleEndian(payload, now);
+        try
+        {
+            SendRawFrame(FrameType.Ping, 0, payload);
+        }
+        catch (MuxConnectionException)
+        {
+            return Timeout.InfiniteTimeSpan; // Closed meanwhile.
+        }
+
+        Volatile.Write(ref _pingSentAt, now == 0 ? 1 : now); // 0 means "none outstanding".
+        return KeepAliveTimeout;
+    }
+
+    private void StopTimer() => _timer?.Dispose();
+
+    private static TimeSpan Earlier(TimeSpan a, TimeSpan b) =>
+        a == Timeout.InfiniteTimeSpan ? b : b == Timeout.InfiniteTimeSpan ? a : (a < b ? a : b);
+}

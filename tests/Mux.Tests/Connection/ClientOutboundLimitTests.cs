@@ -1,0 +1,156 @@
+using System.Net;
+using System.Net.Sockets;
+using Mux.Protocol;
+using Mux.Tests.Infrastructure;
+using Mux.Tests.Protocol;
+using static Mux.Tests.Protocol.ProtocolTestHelpers;
+
+namespace Mux.Tests.Connection;
+
+/// <summary>MuxClientOptions.MaxOutboundBytesPerConnection: callers of a server that does not read
+/// wait for room on the client instead of growing its outbound buffer without end; a waiting caller
+/// can give up (cancellation, CallTimeout) and sends nothing; once the server reads, every call
+/// completes exactly once.</summary>
+public class ClientOutboundLimitTests
+{
+    private const int Cap = 64 * 1024;
+    private const int TextSize = 16 * 1024;
+
+    // Sends ~9.6 MB: more than the client's socket send buffer (at most 4 MiB here), the
+    // transport's pipe (1 MiB) and the cap together, so the queue fills and callers must wait.
+    private const int Calls = 600;
+
+    // A request frame carrying TextSize characters, with room for its header and MessagePack framing.
+    private const int MaxFrameBytes = TextSize + 64;
+
+    [Fact]
+    public async Task CallersOfAServerThatDoesNotRead_WaitOnTheClient_WithTheQueueBounded_AndAllCompleteOnceWhenItReads()
+    {
+        await using Stuck stuck = await Stuck.StartAsync(Timeout.InfiniteTimeSpan);
+        string text = new('x', TextSize);
+        List<Task<string>> calls = [.. Enumerable.Range(0, Calls).Select(_ => stuck.Proxy.Echo(text))];
+        await stuck.WaitUntilFullAsync();
+        Assert.True(stuck.Connection.QueuedOutboundBytes <= Cap + MaxFrameBytes, $"{stuck.Connection.QueuedOutboundBytes} bytes queued, over the cap of {Cap} plus one request.");
+        Assert.True(stuck.Connection.PendingCallCount < Calls, "Every call was queued or sent: none waited for room.");
+
+        // Callers that arrive now wait; the ones that give up fail at once and send nothing.
+        using var giveUp = new CancellationTokenSource();
+        List<Task<string>> abandoned = [.. Enumerable.Range(0, 5).Select(_ => stuck.Proxy.Echo(text, giveUp.Token))];
+        Assert.All(abandoned, a => Assert.False(a.IsCompleted));
+        await giveUp.CancelAsync();
+        foreach (Task<string> call in abandoned)
+        {
+            await Assert.ThrowsAnyAsync<OperationCanceledException>(() => call.WaitAsync(TestHost.Patience));
+        }
+
+        Assert.True(stuck.Connection.QueuedOutboundBytes <= Cap + MaxFrameBytes);
+        Assert.All(calls, c => Assert.False(c.IsCompleted));
+
+        // The server reads and answers everything: each of the calls completes once, the
+        // abandoned ones never reach it.
+        var seen = new HashSet<uint>();
+        while (seen.Count < Calls)
+        {
+            ReceivedFrame request = await stuck.Server.ExpectFrameAsync();
+            Assert.Equal(FrameType.Request, request.Type);
+            Assert.True(seen.Add(request.CallId), $"Call id {request.CallId} arrived twice.");
+            await stuck.Server.SendAsync(WriteFrame(FrameType.Response, request.CallId, 0, new RawBody(MessagePack.MessagePackSerializer.Serialize("ok"))));
+        }
+
+        string[] results = await Task.WhenAll(calls).WaitAsync(TestHost.Patience);
+        Assert.All(results, r => Assert.Equal("ok", r));
+        Assert.Equal(0, stuck.Connection.PendingCallCount);
+        Assert.Equal(1 + Calls, stuck.Client.GetStatistics().FramesSent); // Hello and the requests: nothing of the abandoned calls.
+        Assert.Equal("ok", await SendOneMoreAsync(stuck, text));
+    }
+
+    [Fact]
+    public async Task ACallerWaitingForRoom_TimesOutWithinItsCallTimeout_SayingWhy()
+    {
+        await using Stuck stuck = await Stuck.StartAsync(TimeSpan.FromSeconds(2));
+        string text = new('x', TextSize);
+        List<Task<string>> calls = [.. Enumerable.Range(0, Calls).Select(_ => stuck.Proxy.Echo(text))];
+        await stuck.WaitUntilFullAsync();
+
+        Task<string> waiting = stuck.Proxy.Echo(text);
+        TimeoutException timedOut = await Assert.ThrowsAsync<TimeoutException>(() => waiting.WaitAsync(TestHost.Patience));
+        Assert.Contains("ITestService.Echo", timedOut.Message, StringComparison.Ordinal);
+        Assert.Contains("MaxOutboundBytesPerConnection", timedOut.Message, StringComparison.Ordinal);
+        Assert.True(stuck.Connection.QueuedOutboundBytes <= Cap + MaxFrameBytes);
+
+        // Everything else ends too (sent calls time out waiting for answers): nothing hangs.
+        foreach (Task<string> call in calls)
+        {
+            await Assert.ThrowsAsync<TimeoutException>(() => call.WaitAsync(TestHost.Patience));
+        }
+    }
+
+    [Fact]
+    public async Task MaxOutboundBytesPerConnection_BelowOnePage_IsRefusedWithHowToFixIt()
+    {
+        InvalidOperationException error = await Assert.ThrowsAsync<InvalidOperationException>(() =>
+            MuxClient.ConnectAsync(new IPEndPoint(IPAddress.Loopback, 1), new MuxClientOptions { MaxOutboundBytesPerConnection = 100 }));
+        Assert.Contains("MuxClientOptions.MaxOutboundBytesPerConnection is 100", error.Message, StringComparison.Ordinal);
+        Assert.Contains("at least 4096", error.Message, StringComparison.Ordinal);
+    }
+
+    private static async Task<string> SendOneMoreAsync(Stuck stuck, string text)
+    {
+        Task<string> call = stuck.Proxy.Echo(text);
+        ReceivedFrame request = await stuck.Server.ExpectFrameAsync();
+        await stuck.Server.SendAsync(WriteFrame(FrameType.Response, request.CallId, 0, new RawBody(MessagePack.MessagePackSerializer.Serialize("ok"))));
+        return await call.WaitAsync(TestHost.Patience);
+    }
+
+    /// <summary>A Mux client connected to a raw server that answers the handshake and then does
+    /// not read its socket until the test reads frames from it.</summary>
+    private sealed class Stuck : IAsyncDisposable
+    {
+        private readonly TcpListener _listener;
+
+        private Stuck(TcpListener listener, RawMuxPeer server, MuxClient client)
+        {
+            _listener = listener;
+            Server = server;
+            Client = client;
+            Proxy = client.CreateProxy<ITestService>();
+        }
+
+        public RawMuxPeer Server { get; }
+
+        public MuxClient Client { get; }
+
+        public ITestService Proxy { get; }
+
+        public Mux.Client.ClientConnection Connection => Client.Connection;
+
+        public static async Task<Stuck> StartAsync(TimeSpan callTimeout)
+        {
+            var listener = new TcpListener(IPAddress.Loopback, 0);
+            listener.Server.ReceiveBufferSize = 4096; // Inherited by the accepted socket: the kernel holds little.
+            listener.Start();
+            Task<MuxClient> connecting = MuxClient.ConnectAsync(listener.LocalEndpoint, new MuxClientOptions
+            {
+                AutoReconnect = false,
+                CallTimeout = callTimeout,
+                KeepAliveInterval = Timeout.InfiniteTimeSpan,
+                MaxOutboundBytesPerConnection = Cap,
+            });
+            RawMuxPeer server = await RawMuxPeer.AcceptAsync(listener);
+            await server.AnswerHelloAsync();
+            return new Stuck(listener, server, await connecting.WaitAsync(TestHost.Patience));
+        }
+
+        /// <summary>Waits until the client's queue has reached the cap: the socket and the pipe
+        /// behind it are full.</summary>
+        public Task WaitUntilFullAsync() =>
+            Hosts.WaitUntilAsync(() => Connection.QueuedOutboundBytes >= Cap, "the client's outbound queue to reach its cap");
+
+        public async ValueTask DisposeAsync()
+        {
+            await Client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
+            await Server.DisposeAsync();
+            _listener.Dispose();
+        }
+    }
+}
