@@ -24,6 +24,17 @@ internal sealed class MuxServerConfiguration
     public MuxServerTlsConfiguration? Tls { get; set; }
 
     public bool? EnableDetailedErrors { get; set; }
+
+    // Issue 8: limits on what one connection may cost, and dead-peer detection.
+    public int? MaxOutboundBytesPerConnection { get; set; }
+
+    public TimeSpan? ShutdownTimeout { get; set; }
+
+    public TimeSpan? KeepAliveInterval { get; set; }
+
+    public TimeSpan? KeepAliveTimeout { get; set; }
+
+    public TimeSpan? IdleTimeout { get; set; }
 }
 
 /// <summary>The keys of the "Mux:Client" configuration section. Every key is optional; a missing
@@ -52,4 +63,11 @@ internal sealed class MuxClientConfiguration
     public TimeSpan? ReconnectInitialDelay { get; set; }
 
     public TimeSpan? ReconnectMaxDelay { get; set; }
+
+    // Issue 8: a bound on requests queued for a server that does not read, and dead-peer detection.
+    public int? MaxOutboundBytesPerConnection { get; set; }
+
+    public TimeSpan? KeepAliveInterval { get; set; }
+
+    public TimeSpan? KeepAliveTimeout { get; set; }
 }

@@ -35,6 +35,11 @@ internal sealed class MuxServerOptionsSetup(IConfiguration? configuration = null
         options.ListenBacklog = bound.ListenBacklog ?? options.ListenBacklog;
         options.AuthToken = bound.AuthToken ?? options.AuthToken;
         options.EnableDetailedErrors = bound.EnableDetailedErrors ?? options.EnableDetailedErrors;
+        options.MaxOutboundBytesPerConnection = bound.MaxOutboundBytesPerConnection ?? options.MaxOutboundBytesPerConnection;
+        options.ShutdownTimeout = bound.ShutdownTimeout ?? options.ShutdownTimeout;
+        options.KeepAliveInterval = bound.KeepAliveInterval ?? options.KeepAliveInterval;
+        options.KeepAliveTimeout = bound.KeepAliveTimeout ?? options.KeepAliveTimeout;
+        options.IdleTimeout = bound.IdleTimeout ?? options.IdleTimeout;
         if (bound.Tls is { } tls)
         {
             ConfigureTls(options, tls);
@@ -95,5 +100,8 @@ internal sealed class MuxClientOptionsSetup(IConfiguration? configuration = null
         options.AutoReconnect = bound.AutoReconnect ?? options.AutoReconnect;
         options.ReconnectInitialDelay = bound.ReconnectInitialDelay ?? options.ReconnectInitialDelay;
         options.ReconnectMaxDelay = bound.ReconnectMaxDelay ?? options.ReconnectMaxDelay;
+        options.MaxOutboundBytesPerConnection = bound.MaxOutboundBytesPerConnection ?? options.MaxOutboundBytesPerConnection;
+        options.KeepAliveInterval = bound.KeepAliveInterval ?? options.KeepAliveInterval;
+        options.KeepAliveTimeout = bound.KeepAliveTimeout ?? options.KeepAliveTimeout;
     }
 }

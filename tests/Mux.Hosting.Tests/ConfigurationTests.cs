@@ -61,6 +61,34 @@ public sealed class ConfigurationTests
     }
 
     [Fact]
+    public void ConnectionLimitsAndKeepaliveAreBoundFromBothSections()
+    {
+        using IHost host = Build(new()
+        {
+            ["Mux:Server:MaxOutboundBytesPerConnection"] = "65536",
+            ["Mux:Server:ShutdownTimeout"] = "00:00:05",
+            ["Mux:Server:KeepAliveInterval"] = "00:01:00",
+            ["Mux:Server:KeepAliveTimeout"] = "00:00:10",
+            ["Mux:Server:IdleTimeout"] = "00:05:00",
+            ["Mux:Client:MaxOutboundBytesPerConnection"] = "131072",
+            ["Mux:Client:KeepAliveInterval"] = "00:00:15",
+            ["Mux:Client:KeepAliveTimeout"] = "-00:00:00.001", // Timeout.InfiniteTimeSpan
+        });
+
+        MuxServerOptions server = host.Services.GetRequiredService<IOptions<MuxServerOptions>>().Value;
+        Assert.Equal(65536, server.MaxOutboundBytesPerConnection);
+        Assert.Equal(TimeSpan.FromSeconds(5), server.ShutdownTimeout);
+        Assert.Equal(TimeSpan.FromMinutes(1), server.KeepAliveInterval);
+        Assert.Equal(TimeSpan.FromSeconds(10), server.KeepAliveTimeout);
+        Assert.Equal(TimeSpan.FromMinutes(5), server.IdleTimeout);
+
+        MuxClientOptions client = host.Services.GetRequiredService<IOptions<MuxClientOptions>>().Value;
+        Assert.Equal(131072, client.MaxOutboundBytesPerConnection);
+        Assert.Equal(TimeSpan.FromSeconds(15), client.KeepAliveInterval);
+        Assert.Equal(Timeout.InfiniteTimeSpan, client.KeepAliveTimeout);
+    }
+
+    [Fact]
     public void MissingKeysKeepTheDefaults()
     {
         using IHost host = Build([]);
@@ -73,6 +101,10 @@ public sealed class ConfigurationTests
         Assert.Equal(serverDefaults.HandshakeTimeout, server.HandshakeTimeout);
         Assert.Equal(serverDefaults.ListenBacklog, server.ListenBacklog);
         Assert.Null(server.AuthToken);
+        Assert.Equal(serverDefaults.MaxOutboundBytesPerConnection, server.MaxOutboundBytesPerConnection);
+        Assert.Equal(serverDefaults.KeepAliveInterval, server.KeepAliveInterval);
+        Assert.Equal(serverDefaults.KeepAliveTimeout, server.KeepAliveTimeout);
+        Assert.Equal(Timeout.InfiniteTimeSpan, server.IdleTimeout);
 
         MuxClientOptions client = host.Services.GetRequiredService<IOptions<MuxClientOptions>>().Value;
         var clientDefaults = new MuxClientOptions();
@@ -80,6 +112,9 @@ public sealed class ConfigurationTests
         Assert.Equal(clientDefaults.CallTimeout, client.CallTimeout);
         Assert.Equal(clientDefaults.ConnectTimeout, client.ConnectTimeout);
         Assert.Equal(clientDefaults.MaxFrameSize, client.MaxFrameSize);
+        Assert.Equal(clientDefaults.MaxOutboundBytesPerConnection, client.MaxOutboundBytesPerConnection);
+        Assert.Equal(clientDefaults.KeepAliveInterval, client.KeepAliveInterval);
+        Assert.Equal(clientDefaults.KeepAliveTimeout, client.KeepAliveTimeout);
     }
 
     [Fact]
