@@ -7,6 +7,7 @@ using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Mux.Client;
+using Mux.Client.Balancing;
 using Mux.Connection;
 using Mux.Diagnostics;
 using Mux.Transport;
@@ -20,10 +21,11 @@ namespace Mux;
 /// </summary>
 public sealed partial class MuxClient : IAsyncDisposable
 {
-    private readonly ConnectionKeeper _keeper;
+    // One endpoint's ConnectionKeeper, or an EndPointBalancer over several instances.
+    private readonly IConnectionSource _keeper;
     private readonly long _callTimeoutMs;
 
-    private MuxClient(Func<MuxClient, ConnectionKeeper> startKeeper, MuxClientOptions options, EndPoint? remoteEndPoint)
+    private MuxClient(Func<MuxClient, IConnectionSource> startKeeper, MuxClientOptions options, EndPoint? remoteEndPoint)
     {
         RemoteEndPoint = remoteEndPoint;
         _callTimeoutMs = options.CallTimeout == Timeout.InfiniteTimeSpan ? -1 : (long)options.CallTimeout.TotalMilliseconds;
@@ -34,7 +36,8 @@ public sealed partial class MuxClient : IAsyncDisposable
     internal ClientConnection Connection => _keeper.Latest ?? throw new InvalidOperationException("The client has not connected yet.");
 
     /// <summary>The server's address: the socket address of the connection, or the configured
-    /// endpoint while connecting; null for in-memory connections.</summary>
+    /// endpoint while connecting; null for in-memory connections and for a client over several
+    /// instances (see <see cref="GetEndPointStatistics"/>).</summary>
     public EndPoint? RemoteEndPoint { get; private set; }
 
     /// <summary>Whether the newest connection is open. It may be finishing its calls after the
@@ -62,8 +65,9 @@ public sealed partial class MuxClient : IAsyncDisposable
     /// does not complete.</summary>
     public Task Completion => _keeper.Completion;
 
-    /// <summary>Calls waiting for their response on the current connection right now.</summary>
-    public int PendingCalls => _keeper.Latest?.PendingCallCount ?? 0;
+    /// <summary>Calls waiting for their response on the current connection right now (on all
+    /// instances' connections for a client over several).</summary>
+    public int PendingCalls => _keeper is EndPointBalancer balancer ? balancer.PendingCalls : _keeper.Latest?.PendingCallCount ?? 0;
 
     /// <summary>Connects to a Mux server and completes the protocol handshake: over TCP for an
     /// <see cref="IPEndPoint"/> or <see cref="DnsEndPoint"/>, over a Unix domain socket for a
@@ -90,7 +94,10 @@ public sealed partial class MuxClient : IAsyncDisposable
             first.RemoteEndPoint);
     }
 
-    /// <summary>Connects to <see cref="MuxClientOptions.EndPoint"/> and completes the handshake.</summary>
+    /// <summary>Connects to <see cref="MuxClientOptions.EndPoint"/> and completes the handshake; with
+    /// <see cref="MuxClientOptions.EndPoints"/> or <see cref="MuxClientOptions.EndPointResolver"/> set,
+    /// connects to every instance and returns once one is connected (the others keep connecting in
+    /// the background).</summary>
     /// <param name="options">Settings, including the endpoint.</param>
     /// <param name="cancellationToken">Abandons the attempt.</param>
     /// <returns>A connected client.</returns>
@@ -99,11 +106,12 @@ public sealed partial class MuxClient : IAsyncDisposable
     public static Task<MuxClient> ConnectAsync(MuxClientOptions options, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(options);
-        return ConnectAsync(RequireEndPoint(options), options, cancellationToken);
+        return options.IsBalanced ? ConnectBalancedAsync(options, cancellationToken) : ConnectAsync(RequireEndPoint(options), options, cancellationToken);
     }
 
     /// <summary>
-    /// Creates a client that connects to <see cref="MuxClientOptions.EndPoint"/> in the background,
+    /// Creates a client that connects to <see cref="MuxClientOptions.EndPoint"/> (or to every instance of
+    /// <see cref="MuxClientOptions.EndPoints"/> or <see cref="MuxClientOptions.EndPointResolver"/>) in the background,
     /// and returns at once: it does not fail when the server is not up yet. Calls made before the
     /// connection is up wait for it, within <see cref="MuxClientOptions.CallTimeout"/> and their
     /// cancellation token; failed attempts are retried with backoff (unless
@@ -116,6 +124,11 @@ public sealed partial class MuxClient : IAsyncDisposable
     public static MuxClient Create(MuxClientOptions options)
     {
         ArgumentNullException.ThrowIfNull(options);
+        if (options.IsBalanced)
+        {
+            return CreateBalanced(options);
+        }
+
         EndPoint endPoint = RequireEndPoint(options);
         options.Validate();
         ILogger logger = CreateLogger(options);
@@ -209,7 +222,7 @@ public sealed partial class MuxClient : IAsyncDisposable
     }
 
     private static EndPoint RequireEndPoint(MuxClientOptions options) =>
-        options.EndPoint ?? throw new InvalidOperationException("MuxClientOptions.EndPoint is not set. Set it to the server's address, for example new IPEndPoint(IPAddress.Loopback, 5000).");
+        options.EndPoint ?? throw new InvalidOperationException("MuxClientOptions.EndPoint is not set. Set it to the server's address, for example new IPEndPoint(IPAddress.Loopback, 5000), or list several instances in EndPoints.");
 
     private Func<CancellationToken, Task<ClientConnection>> OpenFunction(EndPoint endPoint, MuxClientOptions options, ILogger logger)
     {
@@ -293,7 +306,8 @@ public sealed partial class MuxClient : IAsyncDisposable
             : RetryIfNotRunAsync(call, connection, methodId, arguments, cancellationToken);
     }
 
-    /// <summary>Counters of the newest connection: frames, flushes, socket operations.</summary>
+    /// <summary>Counters of the newest connection: frames, flushes, socket operations (of one open
+    /// connection for a client over several instances: see <see cref="GetEndPointStatistics"/>).</summary>
     /// <returns>The counters so far; zeros before the first connection.</returns>
     public MuxConnectionStatistics GetStatistics() => _keeper.Latest?.GetStatistics() ?? default;
 

@@ -1,6 +1,7 @@
 using System.Net;
 using System.Net.Security;
 using Microsoft.Extensions.Logging;
+using Mux.Client.Balancing;
 using Mux.Connection;
 using Mux.Transport;
 using MessagePack;
@@ -134,6 +135,34 @@ public sealed class MuxClientOptions
     /// </summary>
     public int MaxOutboundBytesPerConnection { get; set; } = 1024 * 1024;
 
+    /// <summary>
+    /// Several instances of the same server: the client keeps one multiplexed connection to each
+    /// (each reconnecting on its own) and sends every call to the less busy (fewer calls pending) of
+    /// two instances picked at random, so a slow instance receives less. A call an instance provably never ran is sent to
+    /// another; an instance that sends GoAway gets no new calls. Leave <see cref="EndPoint"/> null when
+    /// you set this. Defaults to an empty list (one server, <see cref="EndPoint"/>).
+    /// </summary>
+    public IList<EndPoint> EndPoints { get; } = new List<EndPoint>();
+
+    /// <summary>
+    /// Finds the server instances at run time (for example through Microsoft.Extensions.ServiceDiscovery,
+    /// see Mux.Hosting); the client balances over them like over <see cref="EndPoints"/>, which must
+    /// then be empty, and re-resolves every <see cref="ResolveInterval"/> and when a connection is
+    /// lost. Defaults to <see langword="null"/> (none).
+    /// </summary>
+    public IMuxEndPointResolver? EndPointResolver { get; set; }
+
+    /// <summary>How often <see cref="EndPointResolver"/> is asked for the current instances.
+    /// Defaults to 30 seconds.</summary>
+    public TimeSpan ResolveInterval { get; set; } = TimeSpan.FromSeconds(30);
+
+    /// <summary>How a call picks its instance among several; the default, power of two choices, was
+    /// measured to spread more evenly (see Balancing/EndPointBalancer).</summary>
+    internal BalancingPolicy Balancing { get; set; } = BalancingPolicy.PowerOfTwoChoices;
+
+    /// <summary>Whether the client spreads calls over several instances.</summary>
+    internal bool IsBalanced => EndPoints.Count > 0 || EndPointResolver is not null;
+
     internal void Validate()
     {
         if (SerializerOptions is null)
@@ -147,6 +176,29 @@ public sealed class MuxClientOptions
         if (Tls is not null)
         {
             TlsHandshake.ValidateClient(Tls);
+        }
+
+        if (IsBalanced)
+        {
+            if (EndPoint is not null)
+            {
+                throw new InvalidOperationException("MuxClientOptions.EndPoint is set together with EndPoints or EndPointResolver. Set EndPoint for one server, or EndPoints (or EndPointResolver) for several instances, not both.");
+            }
+
+            if (EndPoints.Count > 0 && EndPointResolver is not null)
+            {
+                throw new InvalidOperationException("MuxClientOptions.EndPoints and EndPointResolver are both set. Set EndPoints for a fixed list of instances, or EndPointResolver to find them at run time, not both.");
+            }
+
+            for (int i = 0; i < EndPoints.Count; i++)
+            {
+                if (EndPoints[i] is null)
+                {
+                    throw new InvalidOperationException($"MuxClientOptions.EndPoints[{i}] is null. Remove it, or set it to a server's address.");
+                }
+            }
+
+            OptionsValidation.RequirePositive(ResolveInterval, nameof(MuxClientOptions), nameof(ResolveInterval), allowInfinite: false);
         }
 
         OptionsValidation.RequirePositive(ReconnectInitialDelay, nameof(MuxClientOptions), nameof(ReconnectInitialDelay), allowInfinite: false);

@@ -15,7 +15,7 @@ namespace Mux.Client;
 /// <see cref="MuxClientOptions.AutoReconnect"/> off, the keeper never replaces its connection: a
 /// lost connection closes the client, and calls fail on it exactly as they would without a keeper.
 /// </remarks>
-internal sealed class ConnectionKeeper
+internal sealed class ConnectionKeeper : IConnectionSource
 {
     private readonly Func<CancellationToken, Task<ClientConnection>>? _open;
     private readonly MuxClientOptions _options;

@@ -1,0 +1,20 @@
+using System.Net;
+
+namespace Mux;
+
+/// <summary>
+/// Finds the server instances behind one logical service name, for a <see cref="MuxClient"/> that
+/// spreads its calls over them (<see cref="MuxClientOptions.EndPointResolver"/>). The client asks
+/// every <see cref="MuxClientOptions.ResolveInterval"/> and soon after one of its connections is
+/// lost; it connects to instances that appear and, once their calls have finished, closes the
+/// connections to instances that disappear. Mux.Hosting implements it over
+/// Microsoft.Extensions.ServiceDiscovery.
+/// </summary>
+public interface IMuxEndPointResolver
+{
+    /// <summary>Returns the current instances. An empty result is ignored (the client keeps the
+    /// instances it has); an exception is logged and the client keeps them too.</summary>
+    /// <param name="cancellationToken">Fires when the client is disposed.</param>
+    /// <returns>One endpoint per server instance.</returns>
+    ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken);
+}
