@@ -1,0 +1,65 @@
+using System.Net;
+using Mux.Tests.Infrastructure;
+
+namespace Mux.Tests.Client.Balancing;
+
+public sealed class ResolverTests
+{
+    /// <summary>A resolver whose answer the test sets.</summary>
+    private sealed class ListResolver : IMuxEndPointResolver
+    {
+        private volatile EndPoint[] _endPoints = [];
+
+        public void Set(params EndPoint[] endPoints) => _endPoints = endPoints;
+
+        public ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken) => new(_endPoints);
+    }
+
+    [Fact]
+    public async Task InstancesTheResolverAddsAndRemoves_TakeAndStopTakingCalls_WithoutFailingAny()
+    {
+        await using BalanceCluster cluster = await BalanceCluster.StartAsync(3);
+        var resolver = new ListResolver();
+        resolver.Set(cluster.EndPoints[0], cluster.EndPoints[1]);
+        MuxClientOptions options = cluster.ClientOptions();
+        options.EndPoints.Clear();
+        options.EndPointResolver = resolver;
+        options.ResolveInterval = TimeSpan.FromMilliseconds(50);
+        await using MuxClient client = await MuxClient.ConnectAsync(options).WaitAsync(TestHost.Patience);
+
+        var load = new CallerLoad(client.CreateProxy<IBalanceProbe>(), callers: 100);
+        await Hosts.WaitUntilAsync(() => cluster.Probes[0].Served >= 1_000 && cluster.Probes[1].Served >= 1_000, "the first two instances run calls");
+        Assert.Equal(0, cluster.Probes[2].Served);
+
+        resolver.Set(cluster.EndPoints[1], cluster.EndPoints[2]);
+        await Hosts.WaitUntilAsync(() => client.GetEndPointStatistics().Select(e => e.EndPoint).Order().SequenceEqual(new EndPoint[] { cluster.EndPoints[1], cluster.EndPoints[2] }.Order()), "the client uses the new set");
+        int removedServed = cluster.Probes[0].Served;
+        await Hosts.WaitUntilAsync(() => cluster.Probes[2].Served >= 1_000, "the added instance runs calls");
+        await load.StopAsync();
+
+        Assert.Empty(load.Failures);
+        Assert.Equal(load.Started, load.Succeeded);
+        Assert.Equal(load.Succeeded, cluster.TotalServed);
+        Assert.Equal(removedServed, cluster.Probes[0].Served);
+    }
+
+    [Fact]
+    public async Task AResolverThatFindsNothingYet_MakesCallsWait_UntilItDoes()
+    {
+        await using BalanceCluster cluster = await BalanceCluster.StartAsync(1);
+        var resolver = new ListResolver();
+        MuxClientOptions options = cluster.ClientOptions();
+        options.EndPoints.Clear();
+        options.EndPointResolver = resolver;
+        options.ResolveInterval = TimeSpan.FromMilliseconds(50);
+        await using MuxClient client = MuxClient.Create(options);
+        IBalanceProbe proxy = client.CreateProxy<IBalanceProbe>();
+
+        Task<int> call = proxy.Serve(42).AsTask();
+        Assert.False(call.IsCompleted);
+        resolver.Set(cluster.EndPoints[0]);
+
+        Assert.Equal(42, await call.WaitAsync(TestHost.Patience));
+        Assert.Equal(MuxClientState.Connected, client.State);
+    }
+}
