@@ -5,7 +5,7 @@ namespace Mux.Tests.Client.Balancing;
 
 /// <summary>Callers that each call <see cref="IBalanceProbe.Serve"/> in a loop until stopped, and
 /// count how every call ended: each call ends exactly once, as a success or as a failure.</summary>
-public sealed class CallerLoad
+public sealed class CallerLoad : IAsyncDisposable
 {
     private readonly CancellationTokenSource _stop = new();
     private readonly Task[] _callers;
@@ -37,6 +37,14 @@ public sealed class CallerLoad
     {
         _stop.Cancel();
         await Task.WhenAll(_callers).WaitAsync(TestHost.Patience);
+    }
+
+    /// <summary>Stops the callers even when the test failed before it stopped them.</summary>
+    public async ValueTask DisposeAsync()
+    {
+        _stop.Cancel();
+        await Task.WhenAll(_callers).WaitAsync(TestHost.Patience).ConfigureAwait(false);
+        _stop.Dispose();
     }
 
     private async Task CallAsync(IBalanceProbe proxy, int caller)
