@@ -18,6 +18,11 @@ if (options.Help)
     return 0;
 }
 
-return options.Role == "server"
-    ? await ServerRole.RunAsync(options.ServerSystem!, options.Port)
-    : await Orchestrator.RunAsync(options);
+if (options.Role == "server")
+{
+    return await ServerRole.RunAsync(options.ServerSystem!, options.Port);
+}
+
+return options.RestartServerAfter is null
+    ? await Orchestrator.RunAsync(options)
+    : await RestartMeasurement.RunAsync(options);

@@ -29,6 +29,13 @@ internal sealed class RunnerOptions
           --out DIR        where the files go (default artifacts/loadrunner under the
                            repository root, else under the current directory)
 
+          Restart measurement (instead of the sweep): --restart-server-after S [--server-down S2]
+          [--restarts N] with one Mux system (--systems mux or mux-tls), the first method and the
+          first caller count: kills the server child process after S seconds of load, starts a
+          new one on the same port S2 seconds later (default 3), N times (default 5), and reports
+          the time from the new server listening to the client's first successful call (median,
+          min, max) and the calls failed during each outage.
+
           Server role: listens on 127.0.0.1:P (0 = any free port), prints "LISTENING <port>", and
           serves until stdin closes. Lines "begin"/"end" on stdin mark the measured window.
         """;
@@ -52,6 +59,15 @@ internal sealed class RunnerOptions
     public string? OutDirectory { get; private set; }
 
     public bool Help { get; private set; }
+
+    /// <summary>Seconds of load before each server kill; set, it selects the restart measurement.</summary>
+    public double? RestartServerAfter { get; private set; }
+
+    /// <summary>Seconds between a server kill and the start of its replacement.</summary>
+    public double ServerDown { get; private set; } = 3;
+
+    /// <summary>How many kill-and-restart cycles the restart measurement runs.</summary>
+    public int Restarts { get; private set; } = 5;
 
     public static RunnerOptions Parse(string[] args)
     {
@@ -101,6 +117,17 @@ internal sealed class RunnerOptions
                     break;
                 case "--warmup":
                     options.Warmup = ParseSeconds(name, Value(), allowZero: true);
+                    break;
+                case "--restart-server-after":
+                    options.RestartServerAfter = ParseSeconds(name, Value(), allowZero: false);
+                    break;
+                case "--server-down":
+                    options.ServerDown = ParseSeconds(name, Value(), allowZero: true);
+                    break;
+                case "--restarts":
+                    options.Restarts = int.TryParse(Value(), NumberStyles.None, CultureInfo.InvariantCulture, out int restarts) && restarts is > 0 and <= 100
+                        ? restarts
+                        : throw new ArgumentException("--restarts needs a number from 1 to 100.");
                     break;
                 case "--out":
                     options.OutDirectory = Value();

@@ -50,7 +50,9 @@ internal sealed class ServerProcess : IAsyncDisposable
         }
     }
 
-    public static async Task<ServerProcess> StartAsync(string system, TimeSpan timeout)
+    /// <param name="port">The port to listen on; 0 for any free port (a restarted server asks for
+    /// the port its predecessor had).</param>
+    public static async Task<ServerProcess> StartAsync(string system, TimeSpan timeout, int port = 0)
     {
         (string host, string assembly) = ResolveSelf();
         var start = new ProcessStartInfo(host)
@@ -61,7 +63,7 @@ internal sealed class ServerProcess : IAsyncDisposable
             UseShellExecute = false,
         };
         start.ArgumentList.Add(assembly);
-        foreach (string argument in new[] { "--role", "server", "--system", system, "--port", "0" })
+        foreach (string argument in new[] { "--role", "server", "--system", system, "--port", port.ToString(CultureInfo.InvariantCulture) })
         {
             start.ArgumentList.Add(argument);
         }
@@ -92,9 +94,9 @@ internal sealed class ServerProcess : IAsyncDisposable
                 }
 
                 if (line.StartsWith("LISTENING ", StringComparison.Ordinal) &&
-                    int.TryParse(line.AsSpan("LISTENING ".Length), NumberStyles.None, CultureInfo.InvariantCulture, out int port))
+                    int.TryParse(line.AsSpan("LISTENING ".Length), NumberStyles.None, CultureInfo.InvariantCulture, out int bound))
                 {
-                    server.Port = port;
+                    server.Port = bound;
                     server._stdoutPump = PumpAsync(process.StandardOutput, null);
                     return server;
                 }
@@ -122,6 +124,10 @@ internal sealed class ServerProcess : IAsyncDisposable
             throw new InvalidOperationException($"The server process exited{exit} (writing \"{mark}\" to its stdin: {ex.Message}). {Stderr}".Trim(), ex);
         }
     }
+
+    /// <summary>Kills the server process now, as a crash would: its connections are reset, with
+    /// no GoAway. <see cref="DisposeAsync"/> still cleans up.</summary>
+    public void Kill() => TryKill(_process);
 
     public async ValueTask DisposeAsync()
     {
