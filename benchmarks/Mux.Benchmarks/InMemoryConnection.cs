@@ -21,12 +21,12 @@ internal sealed class InMemoryConnection : IAsyncDisposable
 
     public IUserService Proxy { get; }
 
-    public static async Task<InMemoryConnection> StartAsync()
+    public static async Task<InMemoryConnection> StartAsync(MuxClientOptions? clientOptions = null)
     {
         UserServiceContracts.EnsureRegistered();
         var server = new MuxServer(new MuxServerOptions());
         server.AddService<IUserService>(new UserService());
-        MuxClient client = await server.ConnectInMemoryAsync();
+        MuxClient client = await server.ConnectInMemoryAsync(clientOptions);
         return new InMemoryConnection(server, client);
     }
 

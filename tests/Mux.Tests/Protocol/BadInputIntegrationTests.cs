@@ -87,7 +87,7 @@ public class BadInputIntegrationTests
     {
         await using TestHost host = await TestHost.StartTcpAsync();
         await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!);
-        byte[] hello = WriteHelloFrame(FrameType.Hello, new HandshakeSettings(1, 4096, 10, null));
+        byte[] hello = WriteHelloFrame(FrameType.Hello, new HandshakeSettings(ProtocolConstants.Version, 4096, 10, null));
         "HTTP"u8.CopyTo(hello.AsSpan(ProtocolConstants.FrameHeaderSize));
 
         await raw.SendAsync(hello);
