@@ -334,6 +334,11 @@ internal sealed class ClientConnection : MuxConnection
     private TimeoutException CreateTimeoutException(uint methodId, string detail) =>
         new($"The Mux call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} did not complete within {DurationText.Format(_options.CallTimeout)} (MuxClientOptions.CallTimeout){detail}.");
 
+    private TimeoutException CreateExpiredException(PendingCall call) =>
+        call.InheritedFrom is not null
+            ? CreateInheritedDeadlineException(call.MethodId, call.InheritedFrom)
+            : CreateTimeoutException(call.MethodId, "");
+
     private static TimeoutException CreateInheritedDeadlineException(uint methodId, string? servedMethod) =>
         new($"The Mux call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} did not complete by the deadline it inherited from the call this server handler serves ({servedMethod ?? "a Mux call"}, MuxCallContext.Current), which came sooner than MuxClientOptions.CallTimeout.");
 
@@ -561,9 +566,7 @@ internal sealed class ClientConnection : MuxConnection
         {
             Abandon(call.CallId);
             SendCancelQuietly(call.CallId);
-            call.CompleteWithException(call.InheritedFrom is not null
-                ? CreateInheritedDeadlineException(call.MethodId, call.InheritedFrom)
-                : CreateTimeoutException(call.MethodId, ""));
+            call.CompleteWithException(CreateExpiredException(call));
         }
     }
 
@@ -611,8 +614,30 @@ internal sealed class ClientConnection : MuxConnection
     {
         PendingCall? call = _pending.TryRemove(frame.CallId);
         OnAnswered(frame.CallId, call);
-        call?.CompleteWithPayload(outcome, frame.Payload);
+        if (call is not null)
+        {
+            if (outcome == CallOutcome.Error && call.Deadline != long.MaxValue && IsCanceledError(frame.Payload) && Environment.TickCount64 >= call.Deadline)
+            {
+                // The server's handler stopped at the deadline this call sent it, before our own
+                // expiry scan (which runs every tenth of the timeout) noticed: the caller sees
+                // the same timeout either way, never the server's side of it.
+                call.CompleteWithException(CreateExpiredException(call));
+            }
+            else
+            {
+                call.CompleteWithPayload(outcome, frame.Payload);
+            }
+        }
+
         CloseIfDrainedAfterGoAway();
+    }
+
+    /// <summary>Whether an Error body (MessagePack <c>[code, message, type]</c>) carries
+    /// <see cref="MuxStatusCode.Canceled"/>: its first two bytes are 0x93 and the code's fixint.</summary>
+    private static bool IsCanceledError(in ReadOnlySequence<byte> payload)
+    {
+        ReadOnlySpan<byte> start = payload.FirstSpan;
+        return start.Length >= 2 && start[0] == 0x93 && start[1] == (byte)MuxStatusCode.Canceled;
     }
 
     private void OnConnectionError(in ReadOnlySequence<byte> payload)
