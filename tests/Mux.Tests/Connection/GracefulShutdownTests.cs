@@ -64,6 +64,72 @@ public class GracefulShutdownTests
     }
 
     [Fact]
+    public async Task RawClientStillSendingWhenTheServerFinishes_GetsEveryAcceptedResponseThenAnOrderlyEnd_NotAReset()
+    {
+        // Unlike the test above, this client does not stop sending at GoAway (a real client's
+        // requests may already be on their way): it sends until it has every answer the GoAway
+        // promised, and only then ends its side. So when the server has written its last response,
+        // requests it has not read are still arriving. A server that closed its socket then would
+        // reset the connection (Linux sends RST for bytes arriving at a closed socket) and drop the
+        // responses still in its send buffer; it must keep reading, discarding, until the FIN.
+        await using TestHost host = await TestHost.StartTcpAsync(new MuxServerOptions { MaxConcurrentCallsPerConnection = int.MaxValue });
+        await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!, receiveBufferSize: 8 * 1024, chunkSize: 512);
+        await raw.HandshakeAsync();
+
+        // 1.2 MB of answers for a client that reads through an 8 KB buffer: most of them are still
+        // in the server's send buffer when its last call has finished.
+        uint next = 1;
+        for (; next <= 300; next++)
+        {
+            await raw.SendAsync(RawMuxPeer.Request(next, "Bytes", ValueTuple.Create(4096)));
+        }
+
+        ReceivedFrame first = (await raw.ReceiveFrameAsync())!;
+        Assert.Equal(FrameType.Response, first.Type);
+        Task stopping = host.Server.StopAsync(new CancellationTokenSource(TestHost.Patience).Token);
+
+        var answered = new HashSet<uint> { first.CallId };
+        uint? goAway = null;
+        bool finSent = false;
+        while (true)
+        {
+            if (goAway is { } promised && answered.Count >= promised)
+            {
+                if (!finSent)
+                {
+                    raw.ShutdownSend(); // Every promised answer is in: end our side.
+                    finSent = true;
+                }
+            }
+            else
+            {
+                await raw.SendAsync(Batch(ref next, 10)); // Fails the test on a reset.
+            }
+
+            ReceivedFrame? frame = await raw.ReceiveFrameAsync(); // Fails the test on a reset.
+            if (frame is null)
+            {
+                break;
+            }
+
+            if (frame.Type == FrameType.GoAway)
+            {
+                goAway = BinaryPrimitives.ReadUInt32LittleEndian(frame.Payload);
+            }
+            else
+            {
+                Assert.Equal(FrameType.Response, frame.Type);
+                Assert.True(answered.Add(frame.CallId), $"Call {frame.CallId} was answered twice.");
+            }
+        }
+
+        Assert.True(finSent, "The server ended the stream before sending every answer its GoAway promised.");
+        Assert.Equal(Enumerable.Range(1, (int)goAway!.Value).Select(i => (uint)i), answered.Order());
+        await stopping.WaitAsync(TestHost.Patience);
+        Assert.Equal(0, host.Server.ActiveConnections);
+    }
+
+    [Fact]
     public async Task IdsArrivingOutOfOrder_GoAwayCarriesTheHighestReceived_AndNoCallAboveItRuns()
     {
         await using TestHost host = await TestHost.StartTcpAsync();
