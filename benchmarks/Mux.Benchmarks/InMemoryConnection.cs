@@ -21,12 +21,12 @@ internal sealed class InMemoryConnection : IAsyncDisposable
 
     public IUserService Proxy { get; }
 
-    public static async Task<InMemoryConnection> StartAsync(MuxClientOptions? clientOptions = null)
+    public static async Task<InMemoryConnection> StartAsync()
     {
         UserServiceContracts.EnsureRegistered();
         var server = new MuxServer(new MuxServerOptions());
         server.AddService<IUserService>(new UserService());
-        MuxClient client = await server.ConnectInMemoryAsync(clientOptions);
+        MuxClient client = await server.ConnectInMemoryAsync();
         return new InMemoryConnection(server, client);
     }
 

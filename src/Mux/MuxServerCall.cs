@@ -42,11 +42,6 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     private CancellationTokenSource? _cancellation;
     private int _cancelRequested;
 
-    // When the caller gives up on the call (Environment.TickCount64 milliseconds), from the
-    // Request's deadline header; long.MaxValue when it sent none. Set by Start, read by the handler
-    // side (token creation, context, failure reporting).
-    private long _deadline;
-
     // 1 once this call has given back its connection's call slot: just before its answer is
     // queued, or when it is retired without one. Exchanged by whichever of those comes first; reset
     // by Start.
@@ -66,11 +61,10 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
 
     /// <summary>Prepares this (new or reused) object for a request. Reader loop only, before the
     /// call is published anywhere.</summary>
-    internal void Start(uint callId, ServerMethod method, in ReadOnlySequence<byte> arguments, bool hasDeadline, uint remainingMilliseconds)
+    internal void Start(uint callId, ServerMethod method, in ReadOnlySequence<byte> arguments)
     {
         _method = method;
         CallId = callId;
-        _deadline = hasDeadline ? Environment.TickCount64 + remainingMilliseconds : long.MaxValue;
         _cancellation = null;
         _cancelRequested = 0;
         _slotReleased = 0;
@@ -128,9 +122,8 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     public string MethodName => _method.Name;
 
     /// <summary>
-    /// Cancelled when the caller gives up (cancellation or timeout on the client), at the deadline
-    /// the caller sent (see <see cref="MuxCallContext"/>), when the connection is lost, or when the
-    /// server stops without waiting for the call.
+    /// Cancelled when the caller gives up (cancellation or timeout on the client), when the
+    /// connection is lost, or when the server stops without waiting for the call.
     /// </summary>
     public CancellationToken CancellationToken => (Volatile.Read(ref _cancellation) ?? CreateCancellation()).Token;
 
@@ -227,11 +220,6 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     {
         ValueTask pending;
         Activity? previous = _observed ? ServerCallTelemetry.EnterHandler(this) : null;
-
-        // Only a call with a deadline gets a context: setting the ambient one allocates, and a call
-        // without a deadline has nothing to pass on.
-        bool hasDeadline = _deadline != long.MaxValue;
-        MuxCallContext? outerContext = hasDeadline ? MuxCallContext.Enter(new MuxCallContext(_method.Name, _deadline)) : null;
         try
         {
             pending = _method.InvokeAsync(this);
@@ -246,11 +234,6 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
             if (_observed)
             {
                 Activity.Current = previous;
-            }
-
-            if (hasDeadline)
-            {
-                MuxCallContext.Restore(outerContext);
             }
         }
 
@@ -314,12 +297,8 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
         }
     }
 
-    /// <summary>Whether the handler's token was cancelled (by the client or the connection), or the
-    /// caller's deadline has passed (which cancels the token too).</summary>
-    internal bool IsCancellationRequested => Volatile.Read(ref _cancelRequested) != 0 || DeadlinePassed;
-
-    /// <summary>Whether the call carries a deadline and it has passed.</summary>
-    internal bool DeadlinePassed => _deadline != long.MaxValue && Environment.TickCount64 >= _deadline;
+    /// <summary>Whether the handler's token was cancelled (by the client or the connection).</summary>
+    internal bool IsCancellationRequested => Volatile.Read(ref _cancelRequested) != 0;
 
     /// <summary>Cancels the handler's token. Runs the token's callbacks on the thread pool, so a
     /// Cancel frame never runs user code on the reader loop.</summary>
@@ -351,20 +330,6 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
         if (Volatile.Read(ref _cancelRequested) != 0)
         {
             created.Cancel();
-        }
-        else if (_deadline != long.MaxValue)
-        {
-            // The timer exists only for handlers that ask for the token: the deadline cancels
-            // nothing else. Its callback runs on a timer thread, never on the reader loop.
-            long remaining = _deadline - Environment.TickCount64;
-            if (remaining <= 0)
-            {
-                created.Cancel();
-            }
-            else
-            {
-                created.CancelAfter(TimeSpan.FromMilliseconds(remaining));
-            }
         }
 
         return created;

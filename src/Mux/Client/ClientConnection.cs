@@ -28,10 +28,8 @@ internal sealed class ClientConnection : MuxConnection
     // Milliseconds a call may wait, or -1 for no deadline. Immutable.
     private readonly long _callTimeoutMs;
 
-    // Scans the table for expired calls. Created by the constructor when CallTimeout is finite,
-    // else by the first call that inherits a deadline (MuxCallContext), through CompareExchange;
-    // null while no call has a deadline. Disposed on close.
-    private Timer? _timeoutTimer;
+    // Scans the table for expired calls; null when calls have no deadline. Disposed on close.
+    private readonly Timer? _timeoutTimer;
 
     // The last call id handed out; incremented atomically by callers.
     private uint _lastCallId;
@@ -70,29 +68,12 @@ internal sealed class ClientConnection : MuxConnection
         _callTimeoutMs = options.CallTimeout == Timeout.InfiniteTimeSpan ? -1 : (long)options.CallTimeout.TotalMilliseconds;
         if (_callTimeoutMs > 0)
         {
-            _timeoutTimer = CreateTimeoutTimer(_callTimeoutMs);
-        }
-    }
-
-    private Timer CreateTimeoutTimer(long timeoutMs)
-    {
-        // A tenth of the timeout keeps deadlines within ~10% without waking often.
-        var period = TimeSpan.FromMilliseconds(Math.Clamp(timeoutMs / 10, 10, 1000));
-        using (ExecutionContext.SuppressFlow())
-        {
-            return new Timer(static state => ((ClientConnection)state!).FailExpiredCalls(), this, period, period);
-        }
-    }
-
-    /// <summary>Starts the expiry scan for a call whose only deadline is the one it inherited, on a
-    /// client whose own calls have none. Rare: once per connection.</summary>
-    private void EnsureTimeoutTimer(long deadline)
-    {
-        Timer created = CreateTimeoutTimer(Math.Max(0, deadline - Environment.TickCount64));
-        if (Interlocked.CompareExchange(ref _timeoutTimer, created, null) is not null || IsClosed)
-        {
-            // Another call started one first, or OnClosed may already have disposed the field's.
-            created.Dispose();
+            // A tenth of the timeout keeps deadlines within ~10% without waking often.
+            var period = TimeSpan.FromMilliseconds(Math.Clamp(_callTimeoutMs / 10, 10, 1000));
+            using (ExecutionContext.SuppressFlow())
+            {
+                _timeoutTimer = new Timer(static state => ((ClientConnection)state!).FailExpiredCalls(), this, period, period);
+            }
         }
     }
 
@@ -173,7 +154,6 @@ internal sealed class ClientConnection : MuxConnection
         where TArguments : struct
     {
         PendingCall<TResult> call = PendingCall<TResult>.Rent(this, 0, methodId, deadline);
-        call.InheritedFrom = deadline != long.MaxValue && IsInherited(deadline, out string? served) ? served : null;
         Exception? failure = Start(call, methodId, arguments, cancellationToken);
         return failure is null ? new ValueTask<TResult>(call, call.Version) : ValueTask.FromException<TResult>(failure);
     }
@@ -225,7 +205,6 @@ internal sealed class ClientConnection : MuxConnection
         where TArguments : struct
     {
         PendingCall<VoidResult> call = PendingCall<VoidResult>.Rent(this, 0, methodId, deadline);
-        call.InheritedFrom = deadline != long.MaxValue && IsInherited(deadline, out string? served) ? served : null;
         Exception? failure = Start(call, methodId, arguments, cancellationToken);
         return failure is null ? new ValueTask(call, call.Version) : ValueTask.FromException(failure);
     }
@@ -265,9 +244,7 @@ internal sealed class ClientConnection : MuxConnection
         }
         catch (TimeoutException)
         {
-            throw IsInherited(deadline, out string? servedMethod)
-                ? CreateInheritedDeadlineException(methodId, servedMethod)
-                : CreateTimeoutException(methodId, " (it waited for one of the server's MaxConcurrentCallsPerConnection slots all that time)");
+            throw CreateTimeoutException(methodId, " (it waited for one of the server's MaxConcurrentCallsPerConnection slots all that time)");
         }
     }
 
@@ -334,14 +311,6 @@ internal sealed class ClientConnection : MuxConnection
     private TimeoutException CreateTimeoutException(uint methodId, string detail) =>
         new($"The Mux call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} did not complete within {DurationText.Format(_options.CallTimeout)} (MuxClientOptions.CallTimeout){detail}.");
 
-    private TimeoutException CreateExpiredException(PendingCall call) =>
-        call.InheritedFrom is not null
-            ? CreateInheritedDeadlineException(call.MethodId, call.InheritedFrom)
-            : CreateTimeoutException(call.MethodId, "");
-
-    private static TimeoutException CreateInheritedDeadlineException(uint methodId, string? servedMethod) =>
-        new($"The Mux call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} did not complete by the deadline it inherited from the call this server handler serves ({servedMethod ?? "a Mux call"}, MuxCallContext.Current), which came sooner than MuxClientOptions.CallTimeout.");
-
     /// <summary>Starts the call's telemetry, then the call (see <see cref="StartCall"/>); a call
     /// that fails before anything was sent ends its telemetry here.</summary>
     private Exception? Start<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, CancellationToken cancellationToken)
@@ -391,7 +360,17 @@ internal sealed class ClientConnection : MuxConnection
 
         try
         {
-            SendRequest(call, methodId, arguments);
+            var body = new ArgumentsBody<TArguments>(arguments, SerializerOptions);
+            Activity? trace = _serverReadsTraceContext ? call.Telemetry.Activity ?? Activity.Current : null;
+            if (trace is null || !TraceContextHeader.CanPropagate(trace))
+            {
+                SendFrame(FrameType.Request, call.CallId, methodId, ref body);
+            }
+            else
+            {
+                var traced = new TracedBody<ArgumentsBody<TArguments>>(body, trace);
+                SendFrame(FrameType.Request, call.CallId, methodId, ref traced, FrameFlags.TraceContext);
+            }
         }
         catch (Exception ex)
         {
@@ -417,76 +396,13 @@ internal sealed class ClientConnection : MuxConnection
         return null;
     }
 
-    /// <summary>Sends the call's Request with the optional headers it needs: its deadline (when it
-    /// has one) and the caller's trace context (when the server reads it).</summary>
-    private void SendRequest<TArguments>(PendingCall call, uint methodId, in TArguments arguments)
-        where TArguments : struct
-    {
-        var body = new ArgumentsBody<TArguments>(arguments, SerializerOptions);
-        Activity? trace = _serverReadsTraceContext ? call.Telemetry.Activity ?? Activity.Current : null;
-        bool traced = trace is not null && TraceContextHeader.CanPropagate(trace);
-        if (call.Deadline == long.MaxValue)
-        {
-            if (!traced)
-            {
-                SendFrame(FrameType.Request, call.CallId, methodId, ref body);
-            }
-            else
-            {
-                var tracedBody = new TracedBody<ArgumentsBody<TArguments>>(body, trace!);
-                SendFrame(FrameType.Request, call.CallId, methodId, ref tracedBody, FrameFlags.TraceContext);
-            }
-
-            return;
-        }
-
-        // Measured as late as possible, so the server's clock starts from what is really left.
-        uint remaining = DeadlineHeader.RemainingMilliseconds(call.Deadline, Environment.TickCount64);
-        if (!traced)
-        {
-            var timed = new DeadlineBody<ArgumentsBody<TArguments>>(body, remaining);
-            SendFrame(FrameType.Request, call.CallId, methodId, ref timed, FrameFlags.Deadline);
-        }
-        else
-        {
-            var timed = new DeadlineBody<TracedBody<ArgumentsBody<TArguments>>>(new TracedBody<ArgumentsBody<TArguments>>(body, trace!), remaining);
-            SendFrame(FrameType.Request, call.CallId, methodId, ref timed, FrameFlags.Deadline | FrameFlags.TraceContext);
-        }
-    }
-
-    /// <summary>Whether <paramref name="deadline"/> is the one the current handler's call carries
-    /// (ComputeDeadline took it over CallTimeout), and that call's method.</summary>
-    private static bool IsInherited(long deadline, out string? servedMethod)
-    {
-        MuxCallContext? served = MuxCallContext.Current;
-        servedMethod = served?.MethodName;
-        return served is not null && served.DeadlineTimestamp == deadline;
-    }
-
     private uint NextCallId()
     {
         uint id = Interlocked.Increment(ref _lastCallId);
         return id != 0 ? id : Interlocked.Increment(ref _lastCallId); // 0 is reserved for the connection.
     }
 
-    /// <summary>When a call started now must end: after CallTimeout, or at the deadline of the call
-    /// the current server handler serves (MuxCallContext.Current), whichever comes first.</summary>
-    private long ComputeDeadline()
-    {
-        long deadline = _callTimeoutMs < 0 ? long.MaxValue : Environment.TickCount64 + _callTimeoutMs;
-        MuxCallContext? served = MuxCallContext.Current;
-        if (served is null || served.DeadlineTimestamp >= deadline)
-        {
-            return deadline;
-        }
-
-        if (_timeoutTimer is null)
-        {
-            EnsureTimeoutTimer(served.DeadlineTimestamp);
-        }
-
-        return served.DeadlineTimestamp;
-    }
+    private long ComputeDeadline() => _callTimeoutMs < 0 ? long.MaxValue : Environment.TickCount64 + _callTimeoutMs;
 
     /// <summary>Removes a call its caller gave up on (cancellation). Its slot stays taken until
     /// the server answers: the handler still runs there until it sees the Cancel.</summary>
@@ -566,7 +482,7 @@ internal sealed class ClientConnection : MuxConnection
         {
             Abandon(call.CallId);
             SendCancelQuietly(call.CallId);
-            call.CompleteWithException(CreateExpiredException(call));
+            call.CompleteWithException(CreateTimeoutException(call.MethodId, ""));
         }
     }
 
@@ -614,30 +530,8 @@ internal sealed class ClientConnection : MuxConnection
     {
         PendingCall? call = _pending.TryRemove(frame.CallId);
         OnAnswered(frame.CallId, call);
-        if (call is not null)
-        {
-            if (outcome == CallOutcome.Error && call.Deadline != long.MaxValue && IsCanceledError(frame.Payload) && Environment.TickCount64 >= call.Deadline)
-            {
-                // The server's handler stopped at the deadline this call sent it, before our own
-                // expiry scan (which runs every tenth of the timeout) noticed: the caller sees
-                // the same timeout either way, never the server's side of it.
-                call.CompleteWithException(CreateExpiredException(call));
-            }
-            else
-            {
-                call.CompleteWithPayload(outcome, frame.Payload);
-            }
-        }
-
+        call?.CompleteWithPayload(outcome, frame.Payload);
         CloseIfDrainedAfterGoAway();
-    }
-
-    /// <summary>Whether an Error body (MessagePack <c>[code, message, type]</c>) carries
-    /// <see cref="MuxStatusCode.Canceled"/>: its first two bytes are 0x93 and the code's fixint.</summary>
-    private static bool IsCanceledError(in ReadOnlySequence<byte> payload)
-    {
-        ReadOnlySpan<byte> start = payload.FirstSpan;
-        return start.Length >= 2 && start[0] == 0x93 && start[1] == (byte)MuxStatusCode.Canceled;
     }
 
     private void OnConnectionError(in ReadOnlySequence<byte> payload)

@@ -260,7 +260,7 @@ internal sealed class ServerConnection : MuxConnection
         }
 
         MuxServerCall call = _callPool.TryRent() ?? new MuxServerCall(this);
-        call.Start(frame.CallId, method, frame.Payload, frame.HasDeadline, frame.RemainingMilliseconds);
+        call.Start(frame.CallId, method, frame.Payload);
 
         // Counted as running before _goingAway is read (TryAdd's increment is the full fence that
         // pairs with DrainAndCloseAsync), so a drain cannot find the connection idle meanwhile.
@@ -318,7 +318,7 @@ internal sealed class ServerConnection : MuxConnection
         HandshakeSettings client = HandshakeSettings.Parse(frame.Payload);
         if (client.Version != ProtocolConstants.Version)
         {
-            RefuseHandshake($"This server speaks Mux protocol version {ProtocolConstants.Version}; the client asked for version {client.Version}. Use client and server builds of the same protocol version (update the older one's Mux package).");
+            RefuseHandshake($"This server speaks Mux protocol version {ProtocolConstants.Version}; the client asked for version {client.Version}.");
             return;
         }
 
@@ -365,7 +365,7 @@ internal sealed class ServerConnection : MuxConnection
                 SendError(call.CallId, MuxStatusCode.FrameTooLarge, failure.Message, null);
                 break;
             case OperationCanceledException when call.IsCancellationRequested:
-                SendError(call.CallId, MuxStatusCode.Canceled, call.DeadlinePassed ? $"{call.MethodName} was canceled: the caller's deadline passed." : $"{call.MethodName} was canceled.", failure.GetType().FullName);
+                SendError(call.CallId, MuxStatusCode.Canceled, $"{call.MethodName} was canceled.", failure.GetType().FullName);
                 break;
             case MuxRemoteException chosen:
                 // The handler chose the status and message its caller sees.
