@@ -88,6 +88,9 @@ public class IdleTimeoutTests
         ITestService proxy = client.CreateProxy<ITestService>();
         Assert.Equal(3, await proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
         ServerConnection first = server.Connections.Single();
+        // The client has its answer a moment before the server counts the call out; until then the
+        // connection is busy and a timer tick would only re-arm for another IdleTimeout of fake time.
+        await Hosts.WaitUntilAsync(() => first.RunningCalls == 0, "the server to count the call out");
 
         time.Advance(Idle);
         await first.Completion.WaitAsync(TestHost.Patience);
