@@ -38,6 +38,29 @@ public class ConcurrencyLimitTests
     }
 
     [Fact]
+    public async Task AClientThatLeavesWhileFourHandlersHangAtACapOfFour_IsNoticedByTheServer()
+    {
+        // The connection's own close, so no reconnect.
+        await using TestHost host = await TestHost.StartTcpAsync(CapOfFour, new MuxClientOptions { AutoReconnect = false });
+        Task[] neverReturning = [.. Enumerable.Range(0, 4).Select(_ => host.Proxy.WaitForCancellation())];
+        await Hosts.WaitUntilAsync(() => host.Service.WaitingForCancellationNow == 4, "four handlers to run");
+        Task<int> fifth = host.Proxy.Add(20, 22).AsTask(); // Waits on the client for a slot.
+
+        await host.Client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
+
+        // A server at its cap keeps reading, so it sees the client's FIN: it cancels the four
+        // handlers and lets the connection go, instead of holding them while IsConnected stays true.
+        await Hosts.WaitUntilAsync(() => host.Service.WaitingForCancellationNow == 0, "the server to cancel the four handlers");
+        await Hosts.WaitUntilAsync(() => host.Server.ActiveConnections == 0, "the server to drop the connection");
+        MuxConnectionException never = await Assert.ThrowsAsync<MuxConnectionException>(() => fifth).WaitAsync(TestHost.Patience);
+        Assert.True(never.IsSafeToRetry, "The fifth call was never sent.");
+        foreach (Task call in neverReturning)
+        {
+            await Assert.ThrowsAsync<MuxConnectionException>(() => call).WaitAsync(TestHost.Patience);
+        }
+    }
+
+    [Fact]
     public async Task ACallWaitingForASlot_FailsAtOnceWhenCancelled_AndLeaksNoSlot()
     {
         await using TestHost host = await TestHost.StartTcpAsync(new MuxServerOptions { MaxConcurrentCallsPerConnection = 1 });
