@@ -125,7 +125,7 @@ internal static class Emitter
         {
             MethodModel method = service.Methods[i];
             string arguments = "Arguments" + i;
-            List<ParameterModel> values = method.Parameters.Where(p => !p.IsCancellationToken).ToList();
+            List<ParameterModel> values = method.Parameters.Where(p => p.IsArgument).ToList();
             string token = method.Parameters.FirstOrDefault(p => p.IsCancellationToken)?.Name ?? "default";
             string parameterList = string.Join(", ", method.Parameters.Select(p => (p.IsParams ? "params " : "") + p.Type + " " + p.Name));
             string newArguments = $"new {arguments}({string.Join(", ", values.Select(p => p.Name))})";
@@ -162,7 +162,7 @@ internal static class Emitter
             w.Line("{");
             var arguments = new List<string>();
             int next = 0;
-            if (method.Parameters.Any(p => !p.IsCancellationToken))
+            if (method.Parameters.Any(p => p.IsArgument))
             {
                 w.Line($"    Arguments{i} arguments = call.ReadArguments<Arguments{i}>();");
             }
@@ -173,7 +173,7 @@ internal static class Emitter
 
             foreach (ParameterModel parameter in method.Parameters)
             {
-                arguments.Add(parameter.IsCancellationToken ? "call.CancellationToken" : "arguments.Arg" + next++);
+                arguments.Add(parameter.IsCancellationToken ? "call.CancellationToken" : parameter.IsCallContext ? "call.Context" : "arguments.Arg" + next++);
             }
 
             string invocation = $"(({method.DeclaringInterface})service).{method.Name}({string.Join(", ", arguments)})";
@@ -194,7 +194,7 @@ internal static class Emitter
     /// </summary>
     private static void EmitArguments(CodeWriter w, MethodModel method, int index)
     {
-        List<ParameterModel> values = method.Parameters.Where(p => !p.IsCancellationToken).ToList();
+        List<ParameterModel> values = method.Parameters.Where(p => p.IsArgument).ToList();
         string name = "Arguments" + index;
         w.Line($"/// <summary>The arguments of <c>{method.DisplayName}</c>.</summary>");
         w.Line(s_generatedCode);

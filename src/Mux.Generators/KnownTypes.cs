@@ -14,6 +14,7 @@ internal sealed class KnownTypes
         ValueTask = compilation.GetTypeByMetadataName("System.Threading.Tasks.ValueTask");
         ValueTaskOfT = compilation.GetTypeByMetadataName("System.Threading.Tasks.ValueTask`1");
         CancellationToken = compilation.GetTypeByMetadataName("System.Threading.CancellationToken");
+        MuxCallContext = compilation.GetTypeByMetadataName("Mux.MuxCallContext");
         List = compilation.GetTypeByMetadataName("System.Collections.Generic.List`1");
         Dictionary = compilation.GetTypeByMetadataName("System.Collections.Generic.Dictionary`2");
         MuxServiceAttribute = compilation.GetTypeByMetadataName("Mux.MuxServiceAttribute");
@@ -68,6 +69,8 @@ internal sealed class KnownTypes
 
     public INamedTypeSymbol? CancellationToken { get; }
 
+    public INamedTypeSymbol? MuxCallContext { get; }
+
     public INamedTypeSymbol? List { get; }
 
     public INamedTypeSymbol? Dictionary { get; }
@@ -98,6 +101,8 @@ internal sealed class KnownTypes
         type is not null && known is not null && SymbolEqualityComparer.Default.Equals(type.OriginalDefinition, known);
 
     public bool IsCancellationToken(ITypeSymbol type) => Is(type, CancellationToken);
+
+    public bool IsCallContext(ITypeSymbol type) => Is(type, MuxCallContext);
 
     public bool HasAttribute(ISymbol symbol, INamedTypeSymbol? attribute) => GetAttribute(symbol, attribute) is not null;
 

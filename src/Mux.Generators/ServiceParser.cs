@@ -105,8 +105,9 @@ internal static class ServiceParser
             foreach (IParameterSymbol parameter in method.Parameters)
             {
                 bool isToken = known.IsCancellationToken(parameter.Type);
-                parameters.Add(new ParameterModel(TypeNames.Identifier(parameter.Name), TypeNames.Annotated(parameter.Type), isToken, parameter.IsParams));
-                if (isToken)
+                bool isContext = known.IsCallContext(parameter.Type);
+                parameters.Add(new ParameterModel(TypeNames.Identifier(parameter.Name), TypeNames.Annotated(parameter.Type), isToken, parameter.IsParams, isContext));
+                if (isToken || isContext)
                 {
                     continue;
                 }

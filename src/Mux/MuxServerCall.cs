@@ -47,6 +47,14 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     // by Start.
     private int _slotReleased;
 
+    // Bumped by Start and by Finish, so a MuxCallContext made during one call can tell that its
+    // call is over (this object is then reused). Written by the call's own owner of the moment
+    // (reader loop in Start, handler side in Finish); read by any thread holding a context.
+    private uint _generation;
+
+    // The context a handler asked for (Context), made once per call; reset by Start.
+    private MuxCallContext? _context;
+
     // Whether the call's span and duration are being recorded (ServerCallTelemetry holds them, so
     // that an unobserved call carries nothing for them). Set by Start only.
     private bool _observed;
@@ -65,6 +73,9 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     {
         _method = method;
         CallId = callId;
+        DeadlineTimestamp = long.MaxValue;
+        _context = null;
+        Volatile.Write(ref _generation, _generation + 1);
         _cancellation = null;
         _cancelRequested = 0;
         _slotReleased = 0;
@@ -120,6 +131,23 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
 
     /// <summary>"Service.Method" of the method being called.</summary>
     public string MethodName => _method.Name;
+
+    /// <summary>
+    /// The call's <see cref="MuxCallContext"/> (its method, token and deadline), made on first use:
+    /// a generated dispatcher asks for it only for a method that declares a
+    /// <see cref="MuxCallContext"/> parameter. Valid until the handler's task completes.
+    /// </summary>
+    public MuxCallContext Context => _context ??= new MuxCallContext(this);
+
+    /// <summary>The caller's deadline as a timestamp of <see cref="TimeProvider"/>;
+    /// <see cref="long.MaxValue"/> when the caller sent none. Set by Start.</summary>
+    internal long DeadlineTimestamp { get; private set; }
+
+    /// <summary>The server's clock (<see cref="MuxServerOptions.TimeProvider"/>).</summary>
+    internal TimeProvider TimeProvider => _connection.TimeProvider;
+
+    /// <summary>Changes when the call finishes and when this object starts another call.</summary>
+    internal uint Generation => Volatile.Read(ref _generation);
 
     /// <summary>
     /// Cancelled when the caller gives up (cancellation or timeout on the client), when the
@@ -283,6 +311,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
         }
 
         Volatile.Read(ref _cancellation)?.Dispose();
+        Volatile.Write(ref _generation, _generation + 1);
 
         // Last: from here on the connection may reuse this object for another request.
         _connection.OnCallFinished(this);

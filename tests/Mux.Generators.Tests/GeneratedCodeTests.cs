@@ -311,4 +311,46 @@ public sealed class GeneratedCodeTests
         Assert.Contains("MuxFormatters.Register<global::System.Collections.Generic.List<global::Shared.Account>?>(new global::MessagePack.Formatters.ListFormatter<global::Shared.Account>())", generated, StringComparison.Ordinal);
         Assert.DoesNotContain("Hidden", generated, StringComparison.Ordinal);
     }
+
+    [Fact]
+    public void CallContextParameter_IsFilledByTheDispatcher_AndIsNeitherSentNorPartOfTheMethodId()
+    {
+        const string source = """
+            using System.Threading;
+            using System.Threading.Tasks;
+            using Mux;
+
+            namespace Ctx;
+
+            [MuxService]
+            public interface IWithContext
+            {
+                Task<int> Get(int id, MuxCallContext? context = null, CancellationToken cancellationToken = default);
+                Task<int> Get(MuxCallContext context, string key);
+                Task Only(MuxCallContext context);
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+
+        // The overloads hash only what travels: Get(int) and Get(string), as if the context were absent.
+        List<(uint Id, string Name)> methods = GeneratorHarness.AddedMethods(run);
+        Assert.Contains((MuxMethodId.Compute("Ctx.IWithContext.Get(System.Int32)"), "Get(System.Int32)"), methods);
+        Assert.Contains((MuxMethodId.Compute("Ctx.IWithContext.Get(System.String)"), "Get(System.String)"), methods);
+        Assert.Contains((MuxMethodId.Compute("Ctx.IWithContext.Only"), "Only"), methods);
+
+        string generated = run.GeneratedText;
+        Assert.Contains(".Get(arguments.Arg0, call.Context, call.CancellationToken)", generated, StringComparison.Ordinal);
+        Assert.Contains(".Get(call.Context, arguments.Arg0)", generated, StringComparison.Ordinal);
+        Assert.Contains(".Only(call.Context)", generated, StringComparison.Ordinal);
+
+        // The argument lists the proxy sends hold the values only: one int, one string, nothing.
+        Assert.Contains("writer.WriteArrayHeader(1);", generated, StringComparison.Ordinal);
+        Assert.Contains("writer.WriteArrayHeader(0);", generated, StringComparison.Ordinal);
+        Assert.DoesNotContain("MuxCallContext Arg", generated, StringComparison.Ordinal);
+        Assert.DoesNotContain("MuxCallContext? Arg", generated, StringComparison.Ordinal);
+    }
 }

@@ -36,7 +36,13 @@ internal sealed record FormatterRegistration(string TypeArgument, string Formatt
 /// <param name="Type">The fully qualified type, with nullable annotations.</param>
 /// <param name="IsCancellationToken">Whether this is the call's token (not serialized).</param>
 /// <param name="IsParams">Whether the parameter is declared <c>params</c>.</param>
-internal sealed record ParameterModel(string Name, string Type, bool IsCancellationToken, bool IsParams);
+/// <param name="IsCallContext">Whether this is the call's MuxCallContext (filled by the dispatcher, not serialized).</param>
+internal sealed record ParameterModel(string Name, string Type, bool IsCancellationToken, bool IsParams, bool IsCallContext = false)
+{
+    /// <summary>Whether the value travels in the Request: neither the call's token nor its
+    /// MuxCallContext, which the server's dispatcher fills and a proxy ignores.</summary>
+    public bool IsArgument => !IsCancellationToken && !IsCallContext;
+}
 
 /// <summary>A method of a service (declared on the service or on one of its base interfaces).</summary>
 /// <param name="DeclaringInterface">The fully qualified interface that declares the method.</param>

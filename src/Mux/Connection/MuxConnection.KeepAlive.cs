@@ -12,7 +12,7 @@ internal abstract partial class MuxConnection
 {
     /// <summary>Drives the keepalive and idle timers (tests pass a fake one). Set by a subclass's
     /// constructor; immutable after.</summary>
-    protected TimeProvider TimeProvider { get; init; } = TimeProvider.System;
+    protected internal TimeProvider TimeProvider { get; init; } = TimeProvider.System;
 
     /// <summary>How long nothing may arrive before a Ping is sent; infinite turns keepalive off.
     /// Set by a subclass's constructor.</summary>

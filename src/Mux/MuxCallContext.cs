@@ -1,0 +1,78 @@
+using Mux.Server;
+
+namespace Mux;
+
+/// <summary>
+/// The Mux call a server handler is serving: its method, its cancellation token and the caller's
+/// deadline. A <see cref="MuxServiceAttribute">[MuxService]</see> method gets it by declaring a
+/// parameter of this type, which the generated dispatcher fills (like a
+/// <see cref="System.Threading.CancellationToken"/>, it never travels on the wire and is not part
+/// of the method id); code without such a parameter reads <see cref="MuxServerCall.Context"/>.
+/// </summary>
+/// <remarks>
+/// <para>One object per call, created only when a handler asks for it, so handlers that never do
+/// pay nothing. It describes its call until the handler's task completes; read after that (for
+/// instance by work the handler left running), <see cref="CancellationToken"/> is cancelled and
+/// <see cref="IsCallRunning"/> is false.</para>
+/// <para>On the client side the parameter is ignored: a generated proxy sends nothing for it, so
+/// callers pass <see langword="null"/> (or their own handler's context, which changes nothing).</para>
+/// </remarks>
+public sealed partial class MuxCallContext
+{
+    // The pooled call this context describes while its generation is the call's current one.
+    private readonly MuxServerCall _call;
+
+    // MuxServerCall.Generation when this context was made; the call object is reused afterwards.
+    private readonly uint _generation;
+
+    internal MuxCallContext(MuxServerCall call)
+    {
+        _call = call;
+        _generation = call.Generation;
+        MethodName = call.MethodName;
+        DeadlineTimestamp = call.DeadlineTimestamp;
+    }
+
+    /// <summary>"IService.Method" of the call being served.</summary>
+    public string MethodName { get; }
+
+    /// <summary>
+    /// Cancelled when the caller gives up (cancellation, timeout, or its <see cref="Deadline"/>),
+    /// when the connection is lost, or when the server stops without waiting for the call. Already
+    /// cancelled once the call has finished.
+    /// </summary>
+    public CancellationToken CancellationToken => IsCallRunning ? _call.CancellationToken : new CancellationToken(canceled: true);
+
+    /// <summary>
+    /// When the caller gives up on the call, by the server's clock
+    /// (<see cref="MuxServerOptions.TimeProvider"/>), or <see langword="null"/> when the caller sent
+    /// no deadline. The caller sends its remaining time rather than a point in time, so the two
+    /// machines' clocks never need to agree. <see cref="CancellationToken"/> fires then.
+    /// </summary>
+    public DateTimeOffset? Deadline => DeadlineTimestamp == long.MaxValue ? null : Clock.GetUtcNow() + RemainingTimeCore(Clock);
+
+    /// <summary>The time left until <see cref="Deadline"/> (<see cref="TimeSpan.Zero"/> once it has
+    /// passed), or <see langword="null"/> when the caller sent no deadline.</summary>
+    public TimeSpan? RemainingTime => DeadlineTimestamp == long.MaxValue ? null : RemainingTimeCore(Clock);
+
+    /// <summary>Whether the call is still being served (its handler's task has not completed).</summary>
+    public bool IsCallRunning => _call.Generation == _generation;
+
+    /// <summary>The pooled call behind this context, for the partial class's other parts; check
+    /// <see cref="IsCallRunning"/> before trusting what it says about this call.</summary>
+    internal MuxServerCall Call => _call;
+
+    /// <summary>
+    /// The deadline as a <see cref="TimeProvider"/> timestamp of the server's
+    /// <see cref="MuxServerOptions.TimeProvider"/>; <see cref="long.MaxValue"/> when the caller sent none.
+    /// </summary>
+    internal long DeadlineTimestamp { get; }
+
+    private TimeProvider Clock => _call.TimeProvider;
+
+    private TimeSpan RemainingTimeCore(TimeProvider clock)
+    {
+        long now = clock.GetTimestamp();
+        return now >= DeadlineTimestamp ? TimeSpan.Zero : clock.GetElapsedTime(now, DeadlineTimestamp);
+    }
+}
