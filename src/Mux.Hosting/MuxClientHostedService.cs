@@ -31,9 +31,9 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options)
             if (_client is null)
             {
                 MuxClientOptions clientOptions = options.Value; // Binding errors surface here.
-                if (clientOptions.EndPoint is null)
+                if (clientOptions.EndPoint is null && clientOptions.EndPoints.Count == 0 && clientOptions.EndPointResolver is null)
                 {
-                    throw new InvalidOperationException("MuxClientOptions.EndPoint is not set. Set it in AddMuxClient(o => o.EndPoint = new IPEndPoint(IPAddress.Loopback, 5000)) or with the configuration key Mux:Client:Connect, for example \"127.0.0.1:5000\".");
+                    throw new InvalidOperationException("MuxClientOptions.EndPoint is not set. Set it in AddMuxClient(o => o.EndPoint = new IPEndPoint(IPAddress.Loopback, 5000)) or with the configuration key Mux:Client:Connect, for example \"127.0.0.1:5000\"; for several instances, set Service (Mux:Client:Service, for example \"mux://users\") or EndPoints.");
                 }
 
                 _client = MuxClient.Create(clientOptions);
@@ -68,7 +68,7 @@ internal sealed class MuxClientHostedService(
         if (holder.Client is { } client)
         {
             await client.DisposeAsync().ConfigureAwait(false);
-            MuxHostingLog.ClientDisconnected(_logger, (client.RemoteEndPoint ?? options.Value.EndPoint)?.ToString() ?? "?");
+            MuxHostingLog.ClientDisconnected(_logger, (client.RemoteEndPoint ?? options.Value.EndPoint)?.ToString() ?? options.Value.Service ?? "?");
         }
     }
 

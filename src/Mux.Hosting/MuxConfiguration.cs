@@ -70,4 +70,11 @@ internal sealed class MuxClientConfiguration
     public TimeSpan? KeepAliveInterval { get; set; }
 
     public TimeSpan? KeepAliveTimeout { get; set; }
+
+    // Issue 12: several instances found by name through service discovery.
+
+    /// <summary>"mux://NAME" or "muxs://NAME", into <see cref="MuxClientOptions.Service"/>.</summary>
+    public string? Service { get; set; }
+
+    public TimeSpan? ResolveInterval { get; set; }
 }

@@ -103,5 +103,7 @@ internal sealed class MuxClientOptionsSetup(IConfiguration? configuration = null
         options.MaxOutboundBytesPerConnection = bound.MaxOutboundBytesPerConnection ?? options.MaxOutboundBytesPerConnection;
         options.KeepAliveInterval = bound.KeepAliveInterval ?? options.KeepAliveInterval;
         options.KeepAliveTimeout = bound.KeepAliveTimeout ?? options.KeepAliveTimeout;
+        options.Service = bound.Service ?? options.Service;
+        options.ResolveInterval = bound.ResolveInterval ?? options.ResolveInterval;
     }
 }

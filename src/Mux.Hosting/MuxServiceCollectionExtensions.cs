@@ -1,8 +1,10 @@
 using Microsoft.Extensions.DependencyInjection.Extensions;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Options;
+using Microsoft.Extensions.ServiceDiscovery;
 using Mux;
 using Mux.Hosting;
+using Mux.Hosting.ServiceDiscovery;
 
 namespace Microsoft.Extensions.DependencyInjection;
 
@@ -69,10 +71,23 @@ public static class MuxServiceCollectionExtensions
     /// section when the service provider has an <c>IConfiguration</c> (keys <c>Connect</c> as
     /// <c>host:port</c>, for example <c>127.0.0.1:5000</c>, <c>[::1]:5000</c> or
     /// <c>users.internal:5000</c>; <c>CallTimeout</c>, <c>ConnectTimeout</c>, <c>MaxFrameSize</c>,
-    /// <c>AuthToken</c>, <c>AutoReconnect</c>, <c>ReconnectInitialDelay</c>, <c>ReconnectMaxDelay</c>); then <paramref name="configure"/> runs, so values set in code win. Keys
+    /// <c>AuthToken</c>, <c>AutoReconnect</c>, <c>ReconnectInitialDelay</c>, <c>ReconnectMaxDelay</c>,
+    /// <c>Service</c>, <c>ResolveInterval</c>); then <paramref name="configure"/> runs, so values set in code win. Keys
     /// that are missing keep the defaults documented on <see cref="MuxClientOptions"/>;
-    /// <see cref="MuxClientOptions.EndPoint"/> has no default and must be set one way or the other.
+    /// <see cref="MuxClientOptions.EndPoint"/> has no default and must be set one way or the other,
+    /// unless the client spreads its calls over several instances.
     /// <see cref="MuxClientOptions.LoggerFactory"/> defaults to the service provider's <c>ILoggerFactory</c>.
+    /// </para>
+    /// <para>
+    /// Several instances: set <see cref="MuxClientOptions.Service"/> (or the key <c>Service</c>) to
+    /// <c>mux://NAME</c> for plaintext instances or <c>muxs://NAME</c> for TLS ones (the target host
+    /// defaults to NAME). The client finds the instances through Microsoft.Extensions.ServiceDiscovery
+    /// (registered here with its configuration and pass-through providers, unless the application
+    /// registered it already): with the configuration provider, list them as
+    /// <c>Services:NAME:mux:0 = 10.0.0.5:5000</c>, <c>Services:NAME:mux:1 = ...</c> (<c>muxs</c> for
+    /// TLS). It asks again every <see cref="MuxClientOptions.ResolveInterval"/> (key
+    /// <c>ResolveInterval</c>, 30 seconds by default) and when a connection is lost, connects to new
+    /// instances and drains removed ones; see <see cref="MuxServiceEndPointResolver"/>.
     /// </para>
     /// <para>
     /// Lifetime: the client starts connecting when the host starts (or when it or a proxy is first
@@ -101,9 +116,26 @@ public static class MuxServiceCollectionExtensions
             services.Configure(configure);
         }
 
+        AddServiceDiscoveryOnce(services);
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IPostConfigureOptions<MuxClientOptions>, MuxClientServiceSetup>());
         services.TryAddSingleton<MuxClientHolder>();
         services.TryAddSingleton(static provider => provider.GetRequiredService<MuxClientHolder>().GetClient());
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, MuxClientHostedService>());
         return new MuxClientBuilder(services);
+    }
+
+    // MuxClientOptions.Service resolves through the host's service discovery: the one the application
+    // registered (with its DNS or other providers), else the default one (configuration, pass-through).
+    private static void AddServiceDiscoveryOnce(IServiceCollection services)
+    {
+        foreach (ServiceDescriptor descriptor in services)
+        {
+            if (descriptor.ServiceType == typeof(ServiceEndpointResolver))
+            {
+                return;
+            }
+        }
+
+        services.AddServiceDiscovery();
     }
 }

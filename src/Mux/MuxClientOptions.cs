@@ -152,6 +152,17 @@ public sealed class MuxClientOptions
     /// </summary>
     public IMuxEndPointResolver? EndPointResolver { get; set; }
 
+    /// <summary>
+    /// The logical name of a service with several instances, for example <c>mux://users</c>
+    /// (plaintext) or <c>muxs://users</c> (TLS). Mux.Hosting's AddMuxClient resolves it through
+    /// Microsoft.Extensions.ServiceDiscovery (the configuration section <c>Services:users:mux</c>,
+    /// or <c>Services:users:muxs</c>) and sets <see cref="EndPointResolver"/>; a client created
+    /// without Mux.Hosting needs <see cref="EndPointResolver"/> set too, and then uses the name in its
+    /// logs and errors only. Leave <see cref="EndPoint"/> and <see cref="EndPoints"/> empty when you set
+    /// this. Defaults to <see langword="null"/> (none).
+    /// </summary>
+    public string? Service { get; set; }
+
     /// <summary>How often <see cref="EndPointResolver"/> is asked for the current instances.
     /// Defaults to 30 seconds.</summary>
     public TimeSpan ResolveInterval { get; set; } = TimeSpan.FromSeconds(30);
@@ -161,7 +172,7 @@ public sealed class MuxClientOptions
     internal BalancingPolicy Balancing { get; set; } = BalancingPolicy.PowerOfTwoChoices;
 
     /// <summary>Whether the client spreads calls over several instances.</summary>
-    internal bool IsBalanced => EndPoints.Count > 0 || EndPointResolver is not null;
+    internal bool IsBalanced => EndPoints.Count > 0 || EndPointResolver is not null || Service is not null;
 
     internal void Validate()
     {
@@ -188,6 +199,13 @@ public sealed class MuxClientOptions
             if (EndPoints.Count > 0 && EndPointResolver is not null)
             {
                 throw new InvalidOperationException("MuxClientOptions.EndPoints and EndPointResolver are both set. Set EndPoints for a fixed list of instances, or EndPointResolver to find them at run time, not both.");
+            }
+
+            if (Service is not null && EndPointResolver is null)
+            {
+                throw new InvalidOperationException(EndPoints.Count > 0
+                    ? $"MuxClientOptions.Service ('{Service}') is set together with EndPoints. Set Service to find the instances by name, or EndPoints for a fixed list, not both."
+                    : $"MuxClientOptions.Service ('{Service}') is set but nothing resolves it: use Mux.Hosting's AddMuxClient, which resolves it through Microsoft.Extensions.ServiceDiscovery, or set EndPointResolver (for example to a Mux.Hosting.MuxServiceEndPointResolver), or set EndPoints instead.");
             }
 
             for (int i = 0; i < EndPoints.Count; i++)

@@ -69,7 +69,7 @@ internal sealed partial class EndPointBalancer : IConnectionSource
         _options = options;
         _logger = logger;
         _onStateChanged = onStateChanged;
-        _name = options.EndPointResolver is { } resolver ? resolver.ToString() ?? "resolver" : string.Join(", ", options.EndPoints);
+        _name = options.Service ?? (options.EndPointResolver is { } resolver ? resolver.ToString() ?? "resolver" : string.Join(", ", options.EndPoints));
         Reconnects = options.AutoReconnect;
     }
 

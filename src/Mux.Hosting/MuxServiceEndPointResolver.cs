@@ -1,0 +1,98 @@
+using System.Net;
+using Microsoft.Extensions.ServiceDiscovery;
+using Mux.Hosting.ServiceDiscovery;
+
+namespace Mux.Hosting;
+
+/// <summary>
+/// Finds the instances of a Mux service through Microsoft.Extensions.ServiceDiscovery's
+/// <see cref="ServiceEndpointResolver"/>, for <see cref="MuxClientOptions.EndPointResolver"/>.
+/// AddMuxClient creates one for <see cref="MuxClientOptions.Service"/>; create your own when you
+/// build a <see cref="MuxClient"/> yourself.
+/// </summary>
+/// <remarks>
+/// <para>With AddServiceDiscovery's providers: the configuration provider reads
+/// <c>Services:users:mux</c> for <c>mux://users</c> (<c>Services:users:muxs</c> for <c>muxs://users</c>),
+/// one <c>host:port</c> per instance (<c>Services:users:mux:0 = 10.0.0.5:5000</c>, <c>:1</c>, ...),
+/// and follows reloads of the configuration; without such a section the pass-through provider
+/// returns the name itself (one instance, <c>users</c> at the name's port).</para>
+/// <para>DNS (A/AAAA or SRV records) needs the package Microsoft.Extensions.ServiceDiscovery.Dns,
+/// which Mux does not reference: add it and register its provider
+/// (<c>services.AddServiceDiscovery().AddDnsSrvServiceEndpointProvider()</c>, or
+/// <c>AddDnsServiceEndpointProvider()</c>) before AddMuxClient; this resolver uses every provider
+/// registered.</para>
+/// <para>Service discovery caches what it found and refreshes it when its source changes; the
+/// client asks again every <see cref="MuxClientOptions.ResolveInterval"/> and soon after a
+/// connection to an instance is lost.</para>
+/// </remarks>
+public sealed class MuxServiceEndPointResolver : IMuxEndPointResolver
+{
+    private readonly ServiceEndpointResolver _resolver;
+    private readonly MuxServiceName _service;
+
+    /// <summary>Creates a resolver of <paramref name="service"/>.</summary>
+    /// <param name="resolver">Service discovery's resolver (registered by <c>AddServiceDiscovery()</c>).</param>
+    /// <param name="service">The service's name: <c>mux://users</c> (plaintext) or <c>muxs://users</c>
+    /// (TLS), optionally with the port of instances found without one (<c>mux://users:5000</c>).</param>
+    /// <exception cref="InvalidOperationException"><paramref name="service"/> is not such a name.</exception>
+    public MuxServiceEndPointResolver(ServiceEndpointResolver resolver, string service)
+    {
+        ArgumentNullException.ThrowIfNull(resolver);
+        ArgumentNullException.ThrowIfNull(service);
+        _resolver = resolver;
+        _service = MuxServiceName.Parse(service, "The Mux service name");
+    }
+
+    /// <inheritdoc/>
+    /// <exception cref="InvalidOperationException">An instance was found without a port and the
+    /// service's name gives none.</exception>
+    public async ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken)
+    {
+        ServiceEndpointSource source = await _resolver.GetEndpointsAsync(_service.Text, cancellationToken).ConfigureAwait(false);
+        var endPoints = new List<EndPoint>(source.Endpoints.Count);
+        foreach (ServiceEndpoint endpoint in source.Endpoints)
+        {
+            if (ToMuxEndPoint(endpoint.EndPoint) is { } endPoint && !endPoints.Contains(endPoint))
+            {
+                endPoints.Add(endPoint);
+            }
+        }
+
+        return endPoints;
+    }
+
+    /// <summary>The service's name, as given.</summary>
+    public override string ToString() => _service.Text;
+
+    // Service discovery returns what its providers found: IP and DNS endpoints from host:port values,
+    // UriEndPoint from values with a scheme (mux://10.0.0.5:5000). A Mux connection needs a port.
+    private EndPoint? ToMuxEndPoint(EndPoint found)
+    {
+        switch (found)
+        {
+            case IPEndPoint ip:
+                return ip.Port != 0 ? ip : new IPEndPoint(ip.Address, RequirePort(found));
+            case DnsEndPoint dns:
+                return dns.Port != 0 ? dns : new DnsEndPoint(dns.Host, RequirePort(found), dns.AddressFamily);
+            case UriEndPoint { Uri: var uri }:
+                if (!string.Equals(uri.Scheme, _service.Scheme, StringComparison.OrdinalIgnoreCase))
+                {
+                    // An instance of another scheme (http://...) under the same service is not ours.
+                    return null;
+                }
+
+                int port = uri.IsDefaultPort ? RequirePort(found) : uri.Port;
+                return uri.HostNameType is UriHostNameType.IPv4 or UriHostNameType.IPv6
+                    ? new IPEndPoint(IPAddress.Parse(uri.DnsSafeHost), port)
+                    : new DnsEndPoint(uri.DnsSafeHost, port);
+            default:
+                // Another transport's endpoint (a Unix domain socket): Mux connects to it as it is.
+                return found;
+        }
+    }
+
+    private int RequirePort(EndPoint found) =>
+        _service.Port != 0
+            ? _service.Port
+            : throw new InvalidOperationException($"Service discovery found the instance '{found}' of {_service.Text} without a port. Give each instance's port in configuration (Services:{_service.Host}:{_service.Scheme}:0 = \"10.0.0.5:5000\") or a default one in the name ({_service.Scheme}://{_service.Host}:5000).");
+}
