@@ -20,7 +20,7 @@ public sealed partial class MuxClient
         MuxClient client = CreateBalanced(options);
         try
         {
-            long deadline = options.ConnectTimeout == Timeout.InfiniteTimeSpan ? long.MaxValue : Environment.TickCount64 + (long)options.ConnectTimeout.TotalMilliseconds;
+            long deadline = TickDeadline.After(options.ConnectTimeout);
             await ((EndPointBalancer)client._keeper).WaitUntilConnectedAsync(deadline, cancellationToken).ConfigureAwait(false);
             return client;
         }

@@ -146,16 +146,9 @@ internal sealed class ConnectionKeeper : IConnectionSource
                 ready = _ready.Task;
             }
 
-            TimeSpan wait = Timeout.InfiniteTimeSpan;
-            if (deadline != long.MaxValue)
+            if (!TickDeadline.TryGetRemaining(deadline, out TimeSpan wait))
             {
-                long remaining = deadline - Environment.TickCount64;
-                if (remaining <= 0)
-                {
-                    throw NoConnectionInTime();
-                }
-
-                wait = TimeSpan.FromMilliseconds(remaining);
+                throw NoConnectionInTime();
             }
 
             try

@@ -239,16 +239,9 @@ internal sealed partial class EndPointBalancer : IConnectionSource
                 return connection;
             }
 
-            TimeSpan wait = Timeout.InfiniteTimeSpan;
-            if (deadline != long.MaxValue)
+            if (!TickDeadline.TryGetRemaining(deadline, out TimeSpan wait))
             {
-                long remaining = deadline - Environment.TickCount64;
-                if (remaining <= 0)
-                {
-                    throw NoInstanceInTime();
-                }
-
-                wait = TimeSpan.FromMilliseconds(remaining);
+                throw NoInstanceInTime();
             }
 
             try
@@ -363,7 +356,7 @@ internal sealed partial class EndPointBalancer : IConnectionSource
     {
         try
         {
-            long deadline = _options.CallTimeout == Timeout.InfiniteTimeSpan ? long.MaxValue : Environment.TickCount64 + (long)_options.CallTimeout.TotalMilliseconds;
+            long deadline = TickDeadline.After(_options.CallTimeout);
             using var poll = new PeriodicTimer(TimeSpan.FromMilliseconds(20));
             while ((endPoint.Keeper.Latest?.PendingCallCount ?? 0) > 0 && Environment.TickCount64 < deadline)
             {
