@@ -19,6 +19,10 @@ internal struct ClientCallTelemetry
     // The method's names; set whenever either of the above is.
     private MethodTelemetryName? _name;
 
+    // The instance the call went to, for the duration's server.address/server.port (a client over
+    // several instances reports each one's calls apart); null when nobody listens.
+    private ServerPeer? _peer;
+
     /// <summary>The client span, whose context the request carries to the server.</summary>
     public readonly Activity? Activity => _activity;
 
@@ -67,6 +71,7 @@ internal struct ClientCallTelemetry
             _activity = activity,
             _startTimestamp = MuxTelemetry.ClientCallDuration.Enabled ? Stopwatch.GetTimestamp() : 0,
             _name = name,
+            _peer = peer,
         };
     }
 
@@ -116,6 +121,13 @@ internal struct ClientCallTelemetry
             if (errorType is not null)
             {
                 tags.Add(RpcTags.ErrorType, errorType);
+            }
+
+            // At most seven tags: TagList keeps up to eight inline, so this allocates nothing.
+            if (_peer is not null)
+            {
+                tags.Add(RpcTags.ServerAddress, _peer.Address);
+                tags.Add(RpcTags.ServerPort, _peer.Port);
             }
 
             MuxTelemetry.ClientCallDuration.Record(Stopwatch.GetElapsedTime(_startTimestamp).TotalSeconds, tags);

@@ -25,10 +25,10 @@ internal static class ConnectionGauges
 
     static ConnectionGauges()
     {
-        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.client.active_connections", () => Count(server: false), "{connection}", "Open client connections.");
+        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.client.active_connections", () => ByServer(calls: false), "{connection}", "Open client connections, by server.address and server.port.");
         MuxMetrics.Meter.CreateObservableUpDownCounter("mux.server.active_connections", () => Count(server: true), "{connection}", "Open server connections.");
-        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.client.active_calls", () => ActiveCalls(server: false), "{call}", "Calls sent and waiting for their response.");
-        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.server.active_calls", () => ActiveCalls(server: true), "{call}", "Calls being served.");
+        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.client.active_calls", () => ByServer(calls: true), "{call}", "Calls sent and waiting for their response, by server.address and server.port.");
+        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.server.active_calls", ServerCalls, "{call}", "Calls being served.");
         MuxMetrics.Meter.CreateObservableUpDownCounter("mux.outbound.queued_bytes", QueuedBytes, "By", "Bytes of frames waiting for the connection's writer, by side.");
     }
 
@@ -52,20 +52,46 @@ internal static class ConnectionGauges
         return count;
     }
 
-    private static int ActiveCalls(bool server)
+    private static int ServerCalls()
     {
         int calls = 0;
         foreach (MuxConnection connection in s_open.Keys)
         {
-            calls += connection switch
+            if (connection is ServerConnection server)
             {
-                ServerConnection s when server => s.RunningCalls,
-                ClientConnection c when !server => c.PendingCallCount,
-                _ => 0,
-            };
+                calls += server.RunningCalls;
+            }
         }
 
         return calls;
+    }
+
+    /// <summary>
+    /// The client's open connections (or their pending calls) per server instance, tagged
+    /// server.address and server.port as the OpenTelemetry conventions name the peer: a client over
+    /// several instances shows each one's load. Computed only when a listener collects.
+    /// </summary>
+    private static IEnumerable<Measurement<int>> ByServer(bool calls)
+    {
+        var byServer = new Dictionary<(string? Address, object? Port), int>();
+        foreach (MuxConnection connection in s_open.Keys)
+        {
+            if (connection is ClientConnection client)
+            {
+                (string? Address, object? Port) key = (client.Peer?.Address, client.Peer?.Port);
+                byServer[key] = byServer.GetValueOrDefault(key) + (calls ? client.PendingCallCount : 1);
+            }
+        }
+
+        var measurements = new List<Measurement<int>>(byServer.Count);
+        foreach (((string? address, object? port), int value) in byServer)
+        {
+            measurements.Add(address is null
+                ? new Measurement<int>(value)
+                : new Measurement<int>(value, new KeyValuePair<string, object?>(RpcTags.ServerAddress, address), new KeyValuePair<string, object?>(RpcTags.ServerPort, port)));
+        }
+
+        return measurements;
     }
 
     private static IEnumerable<Measurement<long>> QueuedBytes()

@@ -72,6 +72,17 @@ public class MetricsTests
                 Assert.Equal("Ok", m.Tags["rpc.response.status_code"]);
                 Assert.False(m.ContainsTags("error.type"));
             });
+
+            // The client says which server instance ran each call; the server has no such tag.
+            if (collector == client)
+            {
+                Assert.All(ours, m => Assert.Equal(host.EndPoint.Port, m.Tags["server.port"]));
+                Assert.All(ours, m => Assert.Equal("127.0.0.1", m.Tags["server.address"]));
+            }
+            else
+            {
+                Assert.All(ours, m => Assert.False(m.ContainsTags("server.port")));
+            }
             CollectedMeasurement<double> failed = Assert.Single(ours, m => (string?)m.Tags["rpc.method"] == "Fail");
             Assert.Equal("HandlerFailed", failed.Tags["rpc.response.status_code"]);
             Assert.True(failed.ContainsTags("error.type"));
@@ -89,10 +100,21 @@ public class MetricsTests
 
         Task<int> held = host.Proxy.Hold(7);
         await host.Service.HoldStarted.Task.WaitAsync(TelemetryHost.Patience);
-        foreach (var collector in new[] { clientCalls, serverCalls, clientConnections, serverConnections })
+        foreach (var collector in new[] { serverCalls, serverConnections })
         {
             collector.RecordObservableInstruments();
             Assert.True(collector.LastMeasurement?.Value >= 1, $"{collector.Instrument?.Name} read {collector.LastMeasurement?.Value}");
+        }
+
+        // The client's instruments count per server instance (server.address, server.port): this
+        // host's client has one connection to its server and the one held call on it.
+        foreach ((MetricCollector<int> collector, int expected) in new[] { (clientCalls, 1), (clientConnections, 1) })
+        {
+            collector.RecordObservableInstruments();
+            CollectedMeasurement<int> ours = Assert.Single(collector.GetMeasurementSnapshot(), m => m.ContainsTags("server.port")
+                && (int?)m.Tags["server.port"] == host.EndPoint.Port);
+            Assert.Equal(expected, ours.Value);
+            Assert.Equal("127.0.0.1", ours.Tags["server.address"]);
         }
 
         int callsWhileHeld = serverCalls.LastMeasurement!.Value;
@@ -143,6 +165,42 @@ public class MetricsTests
         IReadOnlyList<CollectedMeasurement<long>> sides = queued.GetMeasurementSnapshot();
         Assert.Equal(["client", "server"], sides.Select(m => (string)m.Tags["mux.side"]!).Order());
         Assert.All(sides, m => Assert.True(m.Value >= 0));
+    }
+
+    [Fact]
+    public async Task AClientOverSeveralInstances_ReportsConnectionsAndCallDurationsPerInstance()
+    {
+        using var durations = new MetricCollector<double>(null, "Mux", "rpc.client.call.duration");
+        using var connections = new MetricCollector<int>(null, "Mux", "mux.client.active_connections");
+        await using Mux.Tests.Client.Balancing.BalanceCluster cluster = await Mux.Tests.Client.Balancing.BalanceCluster.StartAsync(3);
+        await using MuxClient client = await MuxClient.ConnectAsync(cluster.ClientOptions()).WaitAsync(TelemetryHost.Patience);
+        await Mux.Tests.Infrastructure.Hosts.WaitUntilAsync(
+            () => client.GetEndPointStatistics().All(e => e.State == MuxClientState.Connected),
+            "every instance is connected");
+        var probe = client.CreateProxy<Mux.Tests.Client.Balancing.IBalanceProbe>();
+        for (int i = 0; i < 300; i++)
+        {
+            Assert.Equal(i, await probe.Serve(i));
+        }
+
+        connections.RecordObservableInstruments();
+        int[] ports = [.. cluster.EndPoints.Select(e => e.Port).Order()];
+        IReadOnlyList<CollectedMeasurement<int>> open = connections.GetMeasurementSnapshot();
+        Assert.Equal(ports, open.Where(m => m.ContainsTags("server.port") && ports.Contains((int)m.Tags["server.port"]!)).Select(m => (int)m.Tags["server.port"]!).Order());
+        Assert.All(open.Where(m => m.ContainsTags("server.port") && ports.Contains((int)m.Tags["server.port"]!)), m => Assert.Equal(1, m.Value));
+
+        // Every call is counted under the instance that ran it, and the counts add up to the calls
+        // each instance served. (The meter is process-wide: balancing tests running at the same
+        // time call Serve on instances of their own, on other ports.)
+        CollectedMeasurement<double>[] serves = durations.GetMeasurementSnapshot()
+            .Where(m => (string?)m.Tags["rpc.method"] == "Serve" && m.ContainsTags("server.port") && ports.Contains((int)m.Tags["server.port"]!))
+            .ToArray();
+        Assert.Equal(300, serves.Length);
+        for (int i = 0; i < ports.Length; i++)
+        {
+            int port = cluster.EndPoints[i].Port;
+            Assert.Equal(cluster.Probes[i].Served, serves.Count(m => (int?)m.Tags["server.port"] == port));
+        }
     }
 
     private static long Sum(MetricCollector<long> collector) => collector.GetMeasurementSnapshot().Sum(m => m.Value);
