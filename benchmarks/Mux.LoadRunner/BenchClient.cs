@@ -55,6 +55,35 @@ internal sealed class MuxBenchClient : IBenchClient
         return new MuxBenchClient(client, endPoint, method, tls);
     }
 
+    /// <summary>One client over several server instances (MuxClientOptions.EndPoints), returned once
+    /// every instance is connected so that the measured window starts with all of them.</summary>
+    public static async Task<MuxBenchClient> ConnectToAllAsync(IReadOnlyList<EndPoint> endPoints, string method, CancellationToken cancellationToken)
+    {
+        MuxClientOptions options = Options(tls: false);
+        foreach (EndPoint endPoint in endPoints)
+        {
+            options.EndPoints.Add(endPoint);
+        }
+
+        MuxClient client = await MuxClient.ConnectAsync(options, cancellationToken);
+        while (client.GetEndPointStatistics().Count(e => e.State == MuxClientState.Connected) < endPoints.Count)
+        {
+            await Task.Delay(10, cancellationToken);
+        }
+
+        return new MuxBenchClient(client, endPoints[0], method, tls: false);
+    }
+
+    /// <summary>The client, for its per-instance statistics.</summary>
+    public MuxClient Client => _client;
+
+    /// <summary>Asks the server at <paramref name="endPoint"/> for its counters over a separate connection.</summary>
+    public static async Task<ServerStats> GetServerStatsAsync(EndPoint endPoint, CancellationToken cancellationToken)
+    {
+        await using MuxClient control = await MuxClient.ConnectAsync(endPoint, Options(tls: false), cancellationToken);
+        return await control.CreateProxy<IBenchControl>().GetStats().WaitAsync(cancellationToken);
+    }
+
     // The benchmark measures TLS's cost, not trust: the server's throwaway self-signed certificate is
     // accepted without checks. Never do this outside a benchmark.
     private static MuxClientOptions Options(bool tls) => new()

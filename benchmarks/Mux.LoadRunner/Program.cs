@@ -23,6 +23,11 @@ if (options.Role == "server")
     return await ServerRole.RunAsync(options.ServerSystem!, options.Port);
 }
 
+if (options.Servers is not null)
+{
+    return await ServersMeasurement.RunAsync(options);
+}
+
 return options.RestartServerAfter is null
     ? await Orchestrator.RunAsync(options)
     : await RestartMeasurement.RunAsync(options);

@@ -36,6 +36,13 @@ internal sealed class RunnerOptions
           the time from the new server listening to the client's first successful call (median,
           min, max) and the calls failed during each outage.
 
+          Several servers (instead of the sweep): --servers LIST (for example 1,2,3) with
+          --systems mux: for each N, N Mux server processes on N ports and ONE client over all of
+          them (MuxClientOptions.EndPoints: one connection per server, calls spread by power of two
+          choices); reports calls/s, latency, CPU per call (client; servers summed), the
+          connections the servers accepted (must equal N), the smallest and largest share of calls
+          an instance got, and the CPU other processes used.
+
           Server role: listens on 127.0.0.1:P (0 = any free port), prints "LISTENING <port>", and
           serves until stdin closes. Lines "begin"/"end" on stdin mark the measured window.
         """;
@@ -68,6 +75,9 @@ internal sealed class RunnerOptions
 
     /// <summary>How many kill-and-restart cycles the restart measurement runs.</summary>
     public int Restarts { get; private set; } = 5;
+
+    /// <summary>Server counts of the several-servers measurement; set, it selects it.</summary>
+    public IReadOnlyList<int>? Servers { get; private set; }
 
     public static RunnerOptions Parse(string[] args)
     {
@@ -128,6 +138,11 @@ internal sealed class RunnerOptions
                     options.Restarts = int.TryParse(Value(), NumberStyles.None, CultureInfo.InvariantCulture, out int restarts) && restarts is > 0 and <= 100
                         ? restarts
                         : throw new ArgumentException("--restarts needs a number from 1 to 100.");
+                    break;
+                case "--servers":
+                    options.Servers = List(name, Value(), c => int.TryParse(c, NumberStyles.None, CultureInfo.InvariantCulture, out int n) && n is > 0 and <= 16
+                        ? n
+                        : throw new ArgumentException($"--servers: '{c}' is not a number from 1 to 16."));
                     break;
                 case "--out":
                     options.OutDirectory = Value();
