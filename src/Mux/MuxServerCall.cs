@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.ComponentModel;
 using System.Diagnostics;
+using System.Runtime.CompilerServices;
 using MessagePack;
 using Mux.Connection;
 using Mux.Diagnostics;
@@ -36,11 +37,25 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     private bool _argumentsRented;
     private byte[]? _ownedArguments;
 
-    // Created on first use of CancellationToken (most handlers never ask), never reused: a Cancel
-    // relayed late may still cancel it after the call has finished. Replaced only via
-    // CompareExchange; _cancelRequested records a cancel that arrived before it existed.
+    // Created on first use of CancellationToken (most handlers never ask), or taken from
+    // _spareCancellation. Replaced only via CompareExchange; reset to null by Start.
     private CancellationTokenSource? _cancellation;
+
+    // 0 while the call runs, 1 once a cancel was requested (even before _cancellation existed),
+    // 2 once Finish has claimed it: a Cancel read after that finds the call done and does nothing,
+    // so no late cancel can reach a source reused for a later request. Reset to 0 by Start.
     private int _cancelRequested;
+
+    // A source of an earlier request that no Cancel reached, reset for reuse (as Kestrel resets
+    // RequestAborted's), so that methods taking a CancellationToken allocate none per request. Set
+    // by Finish, taken by CreateCancellation, both within this object's current use.
+    private CancellationTokenSource? _spareCancellation;
+
+    // While the handler completes asynchronously: its task, and the continuation that finishes the
+    // call (created once per pooled object). Set by Execute before the continuation is registered;
+    // read and cleared by OnHandlerCompleted.
+    private ValueTask _pendingHandler;
+    private Action? _onHandlerCompleted;
 
     // 1 once this call has given back its connection's call slot: just before its answer is
     // queued, or when it is retired without one. Exchanged by whichever of those comes first; reset
@@ -151,7 +166,8 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
 
     /// <summary>
     /// Cancelled when the caller gives up (cancellation or timeout on the client), when the
-    /// connection is lost, or when the server stops without waiting for the call.
+    /// connection is lost, or when the server stops without waiting for the call. Valid until the
+    /// handler completes: the source behind it is then reset and reused for a later request.
     /// </summary>
     public CancellationToken CancellationToken => (Volatile.Read(ref _cancellation) ?? CreateCancellation()).Token;
 
@@ -229,8 +245,12 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
 
     private InvalidOperationException NullTask() => new($"{MethodName} returned a null Task; a service method must return a Task.");
 
+    // Pooled state machines: a handler that completes asynchronously allocates no box per request.
+    // Execute's continuation (OnHandlerCompleted) awaits exactly once, which returns the box.
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
     private async ValueTask AwaitResultAsync<T>(ValueTask<T> result) => SendResult(await result.ConfigureAwait(false));
 
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
     private async ValueTask AwaitVoidAsync(ValueTask result)
     {
         await result.ConfigureAwait(false);
@@ -269,19 +289,31 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
         {
             pending.GetAwaiter().GetResult();
             Finish(null);
+            return;
+        }
+
+        _pendingHandler = pending;
+        if (pending.IsCompleted)
+        {
+            OnHandlerCompleted(); // Failed without ever waiting: no need to go through the pool.
         }
         else
         {
-            _ = AwaitHandlerAsync(pending);
+            // A continuation kept by this object rather than an async method, whose state machine
+            // would be allocated per request. Like an await with ConfigureAwait(false), it runs on
+            // the thread that completes the handler.
+            pending.ConfigureAwait(false).GetAwaiter().UnsafeOnCompleted(_onHandlerCompleted ??= OnHandlerCompleted);
         }
     }
 
-    private async Task AwaitHandlerAsync(ValueTask pending)
+    private void OnHandlerCompleted()
     {
+        ValueTask pending = _pendingHandler;
+        _pendingHandler = default;
         Exception? failure = null;
         try
         {
-            await pending.ConfigureAwait(false);
+            pending.GetAwaiter().GetResult(); // Also gives a pooled source back.
         }
         catch (Exception ex)
         {
@@ -310,11 +342,33 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
             ArrayPool<byte>.Shared.Return(arguments);
         }
 
-        Volatile.Read(ref _cancellation)?.Dispose();
+        RecycleCancellation();
         Volatile.Write(ref _generation, _generation + 1);
 
         // Last: from here on the connection may reuse this object for another request.
         _connection.OnCallFinished(this);
+    }
+
+    /// <summary>Keeps the handler's token source for the next request if no Cancel reached it, else
+    /// disposes it. Once the claim below is made, RequestCancel does nothing for this request.</summary>
+    private void RecycleCancellation()
+    {
+        bool cancelRequested = Interlocked.CompareExchange(ref _cancelRequested, 2, 0) != 0;
+        CancellationTokenSource? cancellation = Volatile.Read(ref _cancellation);
+        if (cancellation is null)
+        {
+            return;
+        }
+
+        // TryReset also drops the registrations the handler left on the token.
+        if (!cancelRequested && cancellation.TryReset())
+        {
+            _spareCancellation = cancellation;
+        }
+        else
+        {
+            cancellation.Dispose();
+        }
     }
 
     /// <summary>Gives the connection's call slot back, once per request.</summary>
@@ -327,15 +381,15 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     }
 
     /// <summary>Whether the handler's token was cancelled (by the client or the connection).</summary>
-    internal bool IsCancellationRequested => Volatile.Read(ref _cancelRequested) != 0;
+    internal bool IsCancellationRequested => Volatile.Read(ref _cancelRequested) == 1;
 
     /// <summary>Cancels the handler's token. Runs the token's callbacks on the thread pool, so a
     /// Cancel frame never runs user code on the reader loop.</summary>
     internal void RequestCancel()
     {
-        if (Interlocked.Exchange(ref _cancelRequested, 1) != 0)
+        if (Interlocked.CompareExchange(ref _cancelRequested, 1, 0) != 0)
         {
-            return;
+            return; // Requested already, or the call has finished.
         }
 
         CancellationTokenSource? cancellation = Volatile.Read(ref _cancellation);
@@ -347,7 +401,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
 
     private CancellationTokenSource CreateCancellation()
     {
-        var created = new CancellationTokenSource();
+        CancellationTokenSource created = Interlocked.Exchange(ref _spareCancellation, null) ?? new CancellationTokenSource();
         CancellationTokenSource? existing = Interlocked.CompareExchange(ref _cancellation, created, null);
         if (existing is not null)
         {
@@ -356,7 +410,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
         }
 
         // A Cancel that arrived before the source existed could not cancel it: do it now.
-        if (Volatile.Read(ref _cancelRequested) != 0)
+        if (Volatile.Read(ref _cancelRequested) == 1)
         {
             created.Cancel();
         }

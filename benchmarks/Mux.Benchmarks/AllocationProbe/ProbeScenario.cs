@@ -7,13 +7,15 @@ namespace Mux.Benchmarks.AllocationProbe;
 
 /// <summary>
 /// One kind of call the probe measures: Add(1, 2), alone or <see cref="Batch"/> at once, or
-/// List(count) when <see cref="ListCount"/> is not 0.
+/// List(count) when <see cref="ListCount"/> is not 0; Add served by <see cref="LaterUserService"/>
+/// when <see cref="CompletesLater"/>.
 /// </summary>
 internal sealed class ProbeScenario
 {
-    private ProbeScenario(string name, int listCount, int batch, int batchesPerRound)
+    private ProbeScenario(string name, int listCount, int batch, int batchesPerRound, bool completesLater = false)
     {
         Name = name;
+        CompletesLater = completesLater;
         ListCount = listCount;
         Batch = batch;
         BatchesPerRound = batchesPerRound;
@@ -38,6 +40,9 @@ internal sealed class ProbeScenario
 
     public int ListCount { get; }
 
+    /// <summary>Whether the server's handler completes after it returned (on a thread-pool thread).</summary>
+    public bool CompletesLater { get; }
+
     /// <summary>How many calls are in flight at once (1 for every List).</summary>
     public int Batch { get; }
 
@@ -58,6 +63,8 @@ internal sealed class ProbeScenario
 
     public static ProbeScenario Add(int callsPerRound) => new("Add(1, 2) → ValueTask<int>", 0, 1, callsPerRound);
 
+    public static ProbeScenario AddCompletingLater(int callsPerRound) => new("Add(1, 2) → ValueTask<int>, completing later", 0, 1, callsPerRound, completesLater: true);
+
     public static ProbeScenario AddBatch(int batch, int batchesPerRound) => new($"Add(1, 2) × {batch} at once", 0, batch, batchesPerRound);
 
     public static ProbeScenario List(int count, int callsPerRound) => new($"List({count}) → Task<List<User>>", count, 1, callsPerRound);
@@ -76,11 +83,21 @@ internal sealed class ProbeScenario
     }
 
     /// <summary>Allocates what the service method itself allocates for one call.</summary>
-    public void CallService(UserService service)
+    /// <summary>The implementation the server serves this call with.</summary>
+    public IUserService CreateService() => CompletesLater ? new LaterUserService() : new UserService();
+
+    public void CallService(IUserService service)
     {
         if (ListCount == 0)
         {
-            _ = service.Add(1, 2);
+            ValueTask<int> sum = service.Add(1, 2);
+            SpinWait spin = default;
+            while (!sum.IsCompleted)
+            {
+                spin.SpinOnce();
+            }
+
+            _ = sum.GetAwaiter().GetResult();
         }
         else
         {

@@ -64,4 +64,71 @@ public sealed class ServerCallReuseTests
 
         Assert.Equal(0, host.Client.PendingCalls);
     }
+
+    [Fact]
+    public async Task HandlersThatCompleteLater_OnReusedCalls_AnswerEachCallOnce_WithItsOwnResultOrCancellation()
+    {
+        await using TestHost host = await TestHost.StartInMemoryAsync(new MuxServerOptions { MaxConcurrentCallsPerConnection = 2 });
+
+        // Each handler awaits before it answers, so the call finishes through its continuation on
+        // another thread; every third one ends by its token instead.
+        for (int i = 0; i < 30; i++)
+        {
+            if (i % 3 == 2)
+            {
+                using var cancellation = new CancellationTokenSource();
+                Task<int> held = host.RaceProxy.Respond(i, -1, cancellation.Token);
+                while (host.Race.RespondRunning == 0)
+                {
+                    await host.Proxy.Add(0, 0).AsTask().WaitAsync(TestHost.Patience);
+                }
+
+                await cancellation.CancelAsync();
+                await Assert.ThrowsAnyAsync<OperationCanceledException>(() => held.WaitAsync(TestHost.Patience));
+            }
+            else
+            {
+                Assert.Equal(i, await host.RaceProxy.Respond(i, 1).WaitAsync(TestHost.Patience));
+            }
+        }
+
+        Task<int>[] concurrent = [.. Enumerable.Range(100, 50).Select(id => host.RaceProxy.Respond(id, 1))];
+        Assert.Equal(Enumerable.Range(100, 50), await Task.WhenAll(concurrent).WaitAsync(TestHost.Patience));
+        Assert.Equal(10, host.Race.RespondCanceled);
+        Assert.Equal(0, host.Client.PendingCalls);
+    }
+
+    [Fact]
+    public async Task AReusedCall_GivesEachRequestAFreshToken_AndDropsRegistrationsAnEarlierHandlerLeftOnIt()
+    {
+        var service = new TokenRecordingService();
+        var server = new MuxServer(new MuxServerOptions { MaxConcurrentCallsPerConnection = 1 });
+        server.AddService<ITokenRecordingService>(service);
+        MuxClient client = await server.ConnectInMemoryAsync().WaitAsync(TestHost.Patience);
+        ITokenRecordingService proxy = client.CreateProxy<ITokenRecordingService>();
+        try
+        {
+            // One call at a time: the server serves them all with the one or two call objects it
+            // has, cancelling every other request, so each Remember runs on an object whose token
+            // (and its earlier registrations) served a cancelled request or a Remember before it.
+            for (int i = 0; i < 20; i++)
+            {
+                Assert.False(await proxy.Remember(i).WaitAsync(TestHost.Patience), $"Remember({i}) got a cancelled token.");
+
+                using var cancellation = new CancellationTokenSource();
+                Task waiting = proxy.WaitForCancel(cancellation.Token);
+                Assert.True(await service.WaitForWaiterAsync(TestHost.Patience), "WaitForCancel never started.");
+                await cancellation.CancelAsync();
+                await Assert.ThrowsAnyAsync<OperationCanceledException>(() => waiting.WaitAsync(TestHost.Patience));
+            }
+
+            Assert.Empty(service.CancelledAfterwards);
+        }
+        finally
+        {
+            await client.DisposeAsync();
+            using var deadline = new CancellationTokenSource(TestHost.Patience);
+            await server.StopAsync(deadline.Token).WaitAsync(TestHost.Patience + TestHost.Patience);
+        }
+    }
 }
