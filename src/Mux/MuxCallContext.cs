@@ -19,6 +19,19 @@ namespace Mux;
 /// </remarks>
 public sealed partial class MuxCallContext
 {
+    // The context of the handler running on this logical flow, when its server propagates call
+    // contexts: set by MuxServerCall around the handler's invocation (the handler's awaits carry
+    // it on), read by ClientConnection when it starts a call.
+    private static readonly AsyncLocal<MuxCallContext?> s_current = new();
+
+    // Whether any server in this process propagates call contexts; until one does, a client call
+    // does not even look at s_current. Set once, never cleared.
+    private static volatile bool s_propagating;
+
+    // The deadline as an Environment.TickCount64 value (the client's clock), computed by the first
+    // call that inherits it and then shared by all, so they agree on it exactly; 0 until then.
+    private long _inheritedDeadline;
+
     // The pooled call this context describes while its generation is the call's current one.
     private readonly MuxServerCall _call;
 
@@ -32,6 +45,20 @@ public sealed partial class MuxCallContext
         MethodName = call.MethodName;
         DeadlineTimestamp = call.DeadlineTimestamp;
     }
+
+    /// <summary>
+    /// The call whose handler is running on this flow (across its awaits), or
+    /// <see langword="null"/>: outside a handler, in a handler whose server does not set
+    /// <see cref="MuxServerOptions.EnableCallContextPropagation"/>, and in the handler of a call
+    /// that carries no deadline (there is nothing to pass on). A <see cref="MuxClient"/> call made
+    /// while it is set, and while that call <see cref="IsCallRunning">is running</see>, inherits its
+    /// deadline when that comes sooner than the client's own CallTimeout. Work that must not
+    /// inherit it (it outlives the handler) starts under <see cref="ExecutionContext.SuppressFlow"/>.
+    /// </summary>
+    public static MuxCallContext? Current => s_propagating ? s_current.Value : null;
+
+    /// <summary>Whether a client call must look for a served call to inherit a deadline from.</summary>
+    internal static bool IsPropagating => s_propagating;
 
     /// <summary>"IService.Method" of the call being served.</summary>
     public string MethodName { get; }
@@ -69,6 +96,47 @@ public sealed partial class MuxCallContext
     internal long DeadlineTimestamp { get; }
 
     private TimeProvider Clock => _call.TimeProvider;
+
+    /// <summary>Turns on the client side's look-up of <see cref="Current"/>: a server that
+    /// propagates call contexts was created.</summary>
+    internal static void EnablePropagation() => s_propagating = true;
+
+    /// <summary>Makes <paramref name="context"/> the current one on this flow; returns the previous
+    /// one, for <see cref="Restore"/>.</summary>
+    internal static MuxCallContext? Enter(MuxCallContext context)
+    {
+        MuxCallContext? previous = s_current.Value;
+        s_current.Value = context;
+        return previous;
+    }
+
+    /// <summary>Undoes <see cref="Enter"/> once the handler's synchronous part has returned.</summary>
+    internal static void Restore(MuxCallContext? previous) => s_current.Value = previous;
+
+    /// <summary>
+    /// The deadline a client call started now on this flow must keep, as an
+    /// <see cref="Environment.TickCount64"/> value, or <see cref="long.MaxValue"/> when there is
+    /// none to inherit (no current context, its call is over, or it carries no deadline).
+    /// </summary>
+    internal static long InheritableDeadline(out MuxCallContext? from)
+    {
+        from = s_current.Value;
+        if (from is null || from.DeadlineTimestamp == long.MaxValue || !from.IsCallRunning)
+        {
+            from = null;
+            return long.MaxValue;
+        }
+
+        long deadline = Volatile.Read(ref from._inheritedDeadline);
+        if (deadline == 0)
+        {
+            TimeSpan remaining = from.RemainingTimeCore(from.Clock);
+            long computed = Environment.TickCount64 + (long)Math.Ceiling(remaining.TotalMilliseconds);
+            deadline = Interlocked.CompareExchange(ref from._inheritedDeadline, computed, 0) is var first && first != 0 ? first : computed;
+        }
+
+        return deadline;
+    }
 
     private TimeSpan RemainingTimeCore(TimeProvider clock)
     {

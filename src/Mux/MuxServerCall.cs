@@ -84,11 +84,11 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
 
     /// <summary>Prepares this (new or reused) object for a request. Reader loop only, before the
     /// call is published anywhere.</summary>
-    internal void Start(uint callId, ServerMethod method, in ReadOnlySequence<byte> arguments)
+    internal void Start(uint callId, ServerMethod method, in ReadOnlySequence<byte> arguments, long deadlineTimestamp)
     {
         _method = method;
         CallId = callId;
-        DeadlineTimestamp = long.MaxValue;
+        DeadlineTimestamp = deadlineTimestamp;
         _context = null;
         Volatile.Write(ref _generation, _generation + 1);
         _cancellation = null;
@@ -154,8 +154,9 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     /// </summary>
     public MuxCallContext Context => _context ??= new MuxCallContext(this);
 
-    /// <summary>The caller's deadline as a timestamp of <see cref="TimeProvider"/>;
-    /// <see cref="long.MaxValue"/> when the caller sent none. Set by Start.</summary>
+    /// <summary>The caller's deadline (its Request's deadline header, measured from the socket read
+    /// that brought it) as a timestamp of <see cref="TimeProvider"/>; <see cref="long.MaxValue"/>
+    /// when the caller sent none. Set by Start.</summary>
     internal long DeadlineTimestamp { get; private set; }
 
     /// <summary>The server's clock (<see cref="MuxServerOptions.TimeProvider"/>).</summary>
@@ -165,9 +166,10 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     internal uint Generation => Volatile.Read(ref _generation);
 
     /// <summary>
-    /// Cancelled when the caller gives up (cancellation or timeout on the client), when the
-    /// connection is lost, or when the server stops without waiting for the call. Valid until the
-    /// handler completes: the source behind it is then reset and reused for a later request.
+    /// Cancelled when the caller gives up (cancellation or timeout on the client), at the deadline
+    /// the caller sent (see <see cref="MuxCallContext.Deadline"/>), when the connection is lost, or
+    /// when the server stops without waiting for the call. Valid until the handler completes: the
+    /// source behind it is then reset and reused for a later request.
     /// </summary>
     public CancellationToken CancellationToken => (Volatile.Read(ref _cancellation) ?? CreateCancellation()).Token;
 
@@ -268,6 +270,11 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     {
         ValueTask pending;
         Activity? previous = _observed ? ServerCallTelemetry.EnterHandler(this) : null;
+
+        // Only with propagation on and a deadline to pass on: setting the ambient context costs an
+        // ExecutionContext per call. The handler's awaits capture it; this thread gets its own back.
+        bool ambient = DeadlineTimestamp != long.MaxValue && _connection.PropagatesCallContext;
+        MuxCallContext? outer = ambient ? MuxCallContext.Enter(Context) : null;
         try
         {
             pending = _method.InvokeAsync(this);
@@ -282,6 +289,11 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
             if (_observed)
             {
                 Activity.Current = previous;
+            }
+
+            if (ambient)
+            {
+                MuxCallContext.Restore(outer);
             }
         }
 
@@ -327,7 +339,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     {
         if (_observed)
         {
-            ServerCallTelemetry.Stop(this, failure, IsCancellationRequested);
+            ServerCallTelemetry.Stop(this, failure, IsCancellationRequested || (failure is not null && DeadlinePassed));
         }
 
         if (failure is not null)
@@ -383,6 +395,14 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
     /// <summary>Whether the handler's token was cancelled (by the client or the connection).</summary>
     internal bool IsCancellationRequested => Volatile.Read(ref _cancelRequested) == 1;
 
+    /// <summary>Whether the call carries a deadline and it has passed: by the clock, or the token
+    /// fired with no cancel requested, which only the deadline timer does (a timer may fire a
+    /// little before the clock's timestamp reaches the deadline).</summary>
+    internal bool DeadlinePassed =>
+        DeadlineTimestamp != long.MaxValue
+        && (TimeProvider.GetTimestamp() >= DeadlineTimestamp
+            || (Volatile.Read(ref _cancelRequested) == 0 && Volatile.Read(ref _cancellation) is { IsCancellationRequested: true }));
+
     /// <summary>Cancels the handler's token. Runs the token's callbacks on the thread pool, so a
     /// Cancel frame never runs user code on the reader loop.</summary>
     internal void RequestCancel()
@@ -401,7 +421,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
 
     private CancellationTokenSource CreateCancellation()
     {
-        CancellationTokenSource created = Interlocked.Exchange(ref _spareCancellation, null) ?? new CancellationTokenSource();
+        CancellationTokenSource created = Interlocked.Exchange(ref _spareCancellation, null) ?? NewCancellation();
         CancellationTokenSource? existing = Interlocked.CompareExchange(ref _cancellation, created, null);
         if (existing is not null)
         {
@@ -414,8 +434,32 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
         {
             created.Cancel();
         }
+        else if (DeadlineTimestamp != long.MaxValue)
+        {
+            // Only a handler that asks for its token gets a deadline timer, and a reused source
+            // keeps its timer object (TryReset disarms it), so this allocates nothing once warm.
+            CancelAtDeadline(created);
+        }
 
         return created;
+    }
+
+    /// <summary>A source on the server's clock, so that a deadline set on it later
+    /// (<see cref="CancelAtDeadline"/>) follows <see cref="MuxServerOptions.TimeProvider"/>.</summary>
+    private CancellationTokenSource NewCancellation() =>
+        TimeProvider == TimeProvider.System ? new CancellationTokenSource() : new CancellationTokenSource(Timeout.InfiniteTimeSpan, TimeProvider);
+
+    private void CancelAtDeadline(CancellationTokenSource cancellation)
+    {
+        long now = TimeProvider.GetTimestamp();
+        if (now >= DeadlineTimestamp)
+        {
+            cancellation.Cancel(); // Nothing is registered on it yet: runs no callback here.
+        }
+        else
+        {
+            cancellation.CancelAfter(TimeProvider.GetElapsedTime(now, DeadlineTimestamp));
+        }
     }
 
     private static void CancelQuietly(CancellationTokenSource cancellation)

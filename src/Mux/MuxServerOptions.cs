@@ -86,6 +86,20 @@ public sealed class MuxServerOptions
     /// </summary>
     public bool EnableDetailedErrors { get; set; }
 
+    /// <summary>
+    /// Whether a handler passes its caller's deadline on to the Mux calls it makes (deadline
+    /// propagation, docs/protocol.md "Deadlines"). When <see langword="true"/>, the handler of a
+    /// call that carries a deadline runs with <see cref="MuxCallContext.Current"/> set, and every
+    /// <see cref="MuxClient"/> call made on its flow (across awaits, until the handler's task
+    /// completes) ends at the earlier of its own <see cref="MuxClientOptions.CallTimeout"/> and the
+    /// served call's deadline, and sends that deadline on. Costs each such call about 100 bytes and
+    /// a few hundred nanoseconds of server CPU (docs/benchmarks.md), and makes every MuxClient in
+    /// the process look for a served call when it starts a call, which is why it is off. A handler
+    /// can always read its caller's deadline through a <see cref="MuxCallContext"/> parameter.
+    /// Defaults to <see langword="false"/>.
+    /// </summary>
+    public bool EnableCallContextPropagation { get; set; }
+
     /// <summary>Sets <see cref="EndPoint"/> to the given address and port.</summary>
     /// <param name="address">The address to bind, for example <see cref="IPAddress.Loopback"/>.</param>
     /// <param name="port">The port; 0 picks a free one.</param>

@@ -50,4 +50,9 @@ public enum MuxStatusCode
 
     /// <summary>The handler reports a transient condition (a dependency is down); retrying later may succeed.</summary>
     Unavailable = 13,
+
+    /// <summary>The caller's deadline passed on the server: the request arrived after it (the
+    /// handler did not run), or the handler stopped when its token fired at it. A Mux client
+    /// reports this as the <see cref="TimeoutException"/> of its own call.</summary>
+    DeadlineExceeded = 14,
 }

@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.Buffers.Binary;
 using System.Diagnostics;
+using System.Runtime.CompilerServices;
 using MessagePack;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
@@ -28,8 +29,10 @@ internal sealed class ClientConnection : MuxConnection
     // Milliseconds a call may wait, or -1 for no deadline. Immutable.
     private readonly long _callTimeoutMs;
 
-    // Scans the table for expired calls; null when calls have no deadline. Disposed on close.
-    private readonly Timer? _timeoutTimer;
+    // Scans the table for expired calls. Created by the constructor when CallTimeout is finite,
+    // else by the first call that inherits a deadline (MuxCallContext.Current), through
+    // CompareExchange; null while no call has a deadline. Disposed on close.
+    private Timer? _timeoutTimer;
 
     // The last call id handed out; incremented atomically by callers.
     private uint _lastCallId;
@@ -68,12 +71,30 @@ internal sealed class ClientConnection : MuxConnection
         _callTimeoutMs = options.CallTimeout == Timeout.InfiniteTimeSpan ? -1 : (long)options.CallTimeout.TotalMilliseconds;
         if (_callTimeoutMs > 0)
         {
-            // A tenth of the timeout keeps deadlines within ~10% without waking often.
-            var period = TimeSpan.FromMilliseconds(Math.Clamp(_callTimeoutMs / 10, 10, 1000));
-            using (ExecutionContext.SuppressFlow())
-            {
-                _timeoutTimer = new Timer(static state => ((ClientConnection)state!).FailExpiredCalls(), this, period, period);
-            }
+            _timeoutTimer = CreateTimeoutTimer(_callTimeoutMs);
+        }
+    }
+
+    private Timer CreateTimeoutTimer(long timeoutMs)
+    {
+        // A tenth of the timeout keeps deadlines within ~10% without waking often.
+        var period = TimeSpan.FromMilliseconds(Math.Clamp(timeoutMs / 10, 10, 1000));
+        using (ExecutionContext.SuppressFlow())
+        {
+            return new Timer(static state => ((ClientConnection)state!).FailExpiredCalls(), this, period, period);
+        }
+    }
+
+    /// <summary>Starts the expiry scan for a call whose only deadline is the one it inherited, on a
+    /// client whose own calls have none. Rare: once per connection.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void EnsureTimeoutTimer(long deadline)
+    {
+        Timer created = CreateTimeoutTimer(Math.Max(0, deadline - Environment.TickCount64));
+        if (Interlocked.CompareExchange(ref _timeoutTimer, created, null) is not null || IsClosed)
+        {
+            // Another call started one first, or the close may already have disposed the field's.
+            created.Dispose();
         }
     }
 
@@ -154,6 +175,7 @@ internal sealed class ClientConnection : MuxConnection
         where TArguments : struct
     {
         PendingCall<TResult> call = PendingCall<TResult>.Rent(this, 0, methodId, deadline);
+        call.InheritedFrom = MuxCallContext.IsPropagating ? InheritedFrom(deadline) : null;
         Exception? failure = Start(call, methodId, arguments, cancellationToken);
         return failure is null ? new ValueTask<TResult>(call, call.Version) : ValueTask.FromException<TResult>(failure);
     }
@@ -205,6 +227,7 @@ internal sealed class ClientConnection : MuxConnection
         where TArguments : struct
     {
         PendingCall<VoidResult> call = PendingCall<VoidResult>.Rent(this, 0, methodId, deadline);
+        call.InheritedFrom = MuxCallContext.IsPropagating ? InheritedFrom(deadline) : null;
         Exception? failure = Start(call, methodId, arguments, cancellationToken);
         return failure is null ? new ValueTask(call, call.Version) : ValueTask.FromException(failure);
     }
@@ -244,7 +267,10 @@ internal sealed class ClientConnection : MuxConnection
         }
         catch (TimeoutException)
         {
-            throw CreateTimeoutException(methodId, " (it waited for one of the server's MaxConcurrentCallsPerConnection slots all that time)");
+            string? inheritedFrom = MuxCallContext.IsPropagating ? InheritedFrom(deadline) : null;
+            throw inheritedFrom is not null
+                ? CreateInheritedDeadlineException(methodId, inheritedFrom, " (it waited for one of the server's MaxConcurrentCallsPerConnection slots all that time)")
+                : CreateTimeoutException(methodId, " (it waited for one of the server's MaxConcurrentCallsPerConnection slots all that time)");
         }
     }
 
@@ -311,6 +337,14 @@ internal sealed class ClientConnection : MuxConnection
     private TimeoutException CreateTimeoutException(uint methodId, string detail) =>
         new($"The Mux call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} did not complete within {DurationText.Format(_options.CallTimeout)} (MuxClientOptions.CallTimeout){detail}.");
 
+    private TimeoutException CreateExpiredException(PendingCall call) =>
+        call.InheritedFrom is not null
+            ? CreateInheritedDeadlineException(call.MethodId, call.InheritedFrom, "")
+            : CreateTimeoutException(call.MethodId, "");
+
+    private static TimeoutException CreateInheritedDeadlineException(uint methodId, string servedMethod, string detail) =>
+        new($"The Mux call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} did not complete by the deadline it inherited from the call this server handler serves ({servedMethod}, MuxCallContext.Current), which came sooner than MuxClientOptions.CallTimeout{detail}.");
+
     /// <summary>Starts the call's telemetry, then the call (see <see cref="StartCall"/>); a call
     /// that fails before anything was sent ends its telemetry here.</summary>
     private Exception? Start<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, CancellationToken cancellationToken)
@@ -360,17 +394,7 @@ internal sealed class ClientConnection : MuxConnection
 
         try
         {
-            var body = new ArgumentsBody<TArguments>(arguments, SerializerOptions);
-            Activity? trace = _serverReadsTraceContext ? call.Telemetry.Activity ?? Activity.Current : null;
-            if (trace is null || !TraceContextHeader.CanPropagate(trace))
-            {
-                SendFrame(FrameType.Request, call.CallId, methodId, ref body);
-            }
-            else
-            {
-                var traced = new TracedBody<ArgumentsBody<TArguments>>(body, trace);
-                SendFrame(FrameType.Request, call.CallId, methodId, ref traced, FrameFlags.TraceContext);
-            }
+            SendRequest(call, methodId, arguments);
         }
         catch (Exception ex)
         {
@@ -396,13 +420,79 @@ internal sealed class ClientConnection : MuxConnection
         return null;
     }
 
+    /// <summary>Sends the call's Request with the optional headers it needs: its deadline (when it
+    /// has one) and the caller's trace context (when the server reads it).</summary>
+    private void SendRequest<TArguments>(PendingCall call, uint methodId, in TArguments arguments)
+        where TArguments : struct
+    {
+        var body = new ArgumentsBody<TArguments>(arguments, SerializerOptions);
+        Activity? trace = _serverReadsTraceContext ? call.Telemetry.Activity ?? Activity.Current : null;
+        bool traced = trace is not null && TraceContextHeader.CanPropagate(trace);
+        if (call.Deadline == long.MaxValue)
+        {
+            if (!traced)
+            {
+                SendFrame(FrameType.Request, call.CallId, methodId, ref body);
+            }
+            else
+            {
+                var tracedBody = new TracedBody<ArgumentsBody<TArguments>>(body, trace!);
+                SendFrame(FrameType.Request, call.CallId, methodId, ref tracedBody, FrameFlags.TraceContext);
+            }
+
+            return;
+        }
+
+        // Measured as late as possible, so that the server's clock starts from what is really left.
+        uint remaining = DeadlineHeader.RemainingMilliseconds(call.Deadline, Environment.TickCount64);
+        if (!traced)
+        {
+            var timed = new DeadlineBody<ArgumentsBody<TArguments>>(body, remaining);
+            SendFrame(FrameType.Request, call.CallId, methodId, ref timed, FrameFlags.Deadline);
+        }
+        else
+        {
+            var timed = new DeadlineBody<TracedBody<ArgumentsBody<TArguments>>>(new TracedBody<ArgumentsBody<TArguments>>(body, trace!), remaining);
+            SendFrame(FrameType.Request, call.CallId, methodId, ref timed, FrameFlags.Deadline | FrameFlags.TraceContext);
+        }
+    }
+
+    /// <summary>The served call's method when <paramref name="deadline"/> is the one this flow's
+    /// MuxCallContext passes on (ComputeDeadline took it over CallTimeout's); else null.</summary>
+    private static string? InheritedFrom(long deadline) =>
+        deadline != long.MaxValue && MuxCallContext.InheritableDeadline(out MuxCallContext? from) == deadline ? from?.MethodName : null;
+
     private uint NextCallId()
     {
         uint id = Interlocked.Increment(ref _lastCallId);
         return id != 0 ? id : Interlocked.Increment(ref _lastCallId); // 0 is reserved for the connection.
     }
 
-    private long ComputeDeadline() => _callTimeoutMs < 0 ? long.MaxValue : Environment.TickCount64 + _callTimeoutMs;
+    /// <summary>When a call started now must end: after CallTimeout, or at the deadline of the call
+    /// the current server handler serves (MuxCallContext.Current, only when a server propagates
+    /// call contexts), whichever comes first.</summary>
+    private long ComputeDeadline()
+    {
+        long deadline = _callTimeoutMs < 0 ? long.MaxValue : Environment.TickCount64 + _callTimeoutMs;
+        return MuxCallContext.IsPropagating ? Inherit(deadline) : deadline;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private long Inherit(long deadline)
+    {
+        long inherited = MuxCallContext.InheritableDeadline(out _);
+        if (inherited >= deadline)
+        {
+            return deadline;
+        }
+
+        if (_timeoutTimer is null)
+        {
+            EnsureTimeoutTimer(inherited);
+        }
+
+        return inherited;
+    }
 
     /// <summary>Removes a call its caller gave up on (cancellation). Its slot stays taken until
     /// the server answers: the handler still runs there until it sees the Cancel.</summary>
@@ -482,7 +572,7 @@ internal sealed class ClientConnection : MuxConnection
         {
             Abandon(call.CallId);
             SendCancelQuietly(call.CallId);
-            call.CompleteWithException(CreateTimeoutException(call.MethodId, ""));
+            call.CompleteWithException(CreateExpiredException(call));
         }
     }
 
@@ -530,8 +620,29 @@ internal sealed class ClientConnection : MuxConnection
     {
         PendingCall? call = _pending.TryRemove(frame.CallId);
         OnAnswered(frame.CallId, call);
-        call?.CompleteWithPayload(outcome, frame.Payload);
+        if (call is not null)
+        {
+            if (outcome == CallOutcome.Error && call.Deadline != long.MaxValue && IsDeadlineExceeded(frame.Payload))
+            {
+                // The server saw this call's deadline pass (before our own expiry scan, which runs
+                // every tenth of the timeout, did): the caller gets the same timeout either way.
+                call.CompleteWithException(CreateExpiredException(call));
+            }
+            else
+            {
+                call.CompleteWithPayload(outcome, frame.Payload);
+            }
+        }
+
         CloseIfDrainedAfterGoAway();
+    }
+
+    /// <summary>Whether an Error body (MessagePack <c>[code, message, type]</c>) carries
+    /// <see cref="MuxStatusCode.DeadlineExceeded"/>: its first two bytes are 0x93 and the code's fixint.</summary>
+    private static bool IsDeadlineExceeded(in ReadOnlySequence<byte> payload)
+    {
+        ReadOnlySpan<byte> start = payload.FirstSpan;
+        return start.Length >= 2 && start[0] == 0x93 && start[1] == (byte)MuxStatusCode.DeadlineExceeded;
     }
 
     private void OnConnectionError(in ReadOnlySequence<byte> payload)

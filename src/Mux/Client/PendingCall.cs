@@ -55,6 +55,11 @@ internal abstract class PendingCall : IThreadPoolWorkItem
     /// <summary>Environment.TickCount64 at which the call times out; long.MaxValue for never.</summary>
     public long Deadline { get; private set; }
 
+    /// <summary>The served call's method when <see cref="Deadline"/> is the one inherited from it
+    /// (MuxCallContext.Current) rather than CallTimeout's, for the timeout message; null otherwise.
+    /// Set by the caller before the request is sent.</summary>
+    public string? InheritedFrom;
+
     /// <summary>The connection this call runs on, for cancellation.</summary>
     public ClientConnection? Connection { get; private set; }
 
@@ -66,6 +71,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem
         CallId = callId;
         MethodId = methodId;
         Deadline = deadline;
+        InheritedFrom = null;
         _outcome = CallOutcome.None;
         _payload = null;
         _payloadLength = 0;

@@ -48,6 +48,11 @@ internal abstract partial class MuxConnection
         }
     }
 
+    /// <summary>When the bytes the reader loop is parsing arrived, as a <see cref="TimeProvider"/>
+    /// timestamp: the stamp of the latest socket read when keepalive takes one anyway, else now.
+    /// Reader loop only (a Request's deadline is measured from it).</summary>
+    internal long ArrivalTimestamp => _stampReads ? _lastReadAt : TimeProvider.GetTimestamp();
+
     /// <summary>Called by the reader loop after each socket read: the peer is alive.</summary>
     private void NoteRead()
     {

@@ -8,9 +8,10 @@ namespace Mux.Protocol;
 /// </summary>
 internal readonly struct Frame
 {
-    public Frame(FrameType type, FrameFlags flags, uint callId, uint methodId, ReadOnlySequence<byte> payload, ReadOnlySequence<byte> traceContext = default)
+    public Frame(FrameType type, FrameFlags flags, uint callId, uint methodId, ReadOnlySequence<byte> payload, ReadOnlySequence<byte> traceContext = default, uint remainingMilliseconds = 0)
     {
         TraceContext = traceContext;
+        RemainingMilliseconds = remainingMilliseconds;
         Type = type;
         Flags = flags;
         CallId = callId;
@@ -35,4 +36,11 @@ internal readonly struct Frame
     /// <summary>A Request's trace-context header (Mux.Diagnostics.TraceContextHeader), a slice of
     /// the receive buffer like <see cref="Payload"/>; empty when the caller sent none.</summary>
     public ReadOnlySequence<byte> TraceContext { get; }
+
+    /// <summary>Whether a Request carries the caller's deadline (<see cref="RemainingMilliseconds"/>).</summary>
+    public bool HasDeadline => (Flags & FrameFlags.Deadline) != 0;
+
+    /// <summary>A Request's deadline header (<see cref="DeadlineHeader"/>): the caller's remaining
+    /// time in milliseconds; 0 when <see cref="HasDeadline"/> is false.</summary>
+    public uint RemainingMilliseconds { get; }
 }

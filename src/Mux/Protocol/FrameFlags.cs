@@ -15,4 +15,8 @@ internal enum FrameFlags : byte
     /// arguments (see Mux.Diagnostics.TraceContextHeader). Only sent to a server whose HelloAck
     /// announced <c>traceContext</c>.</summary>
     TraceContext = 2,
+
+    /// <summary>A Request carries the caller's remaining time, in milliseconds, straight after its
+    /// method id (see <see cref="DeadlineHeader"/>). Version 2.</summary>
+    Deadline = 4,
 }

@@ -10,6 +10,9 @@ namespace Mux.Protocol;
 /// </summary>
 internal static class FrameReader
 {
+    // The flags a Request may carry; every other frame carries none.
+    private const FrameFlags RequestFlags = FrameFlags.TraceContext | FrameFlags.Deadline;
+
     /// <summary>
     /// Reads one complete frame from the start of <paramref name="buffer"/>. On success the buffer
     /// is advanced past the frame and the frame's payload is a slice of it (no copy). On a partial
@@ -61,12 +64,13 @@ internal static class FrameReader
         uint callId = BinaryPrimitives.ReadUInt32LittleEndian(header[6..]);
         ReadOnlySequence<byte> body = buffer.Slice(ProtocolConstants.FrameHeaderSize, length - ProtocolConstants.CommonHeaderSize);
 
-        if (flags != FrameFlags.None && (type != FrameType.Request || flags != FrameFlags.TraceContext))
+        if (flags != FrameFlags.None && (type != FrameType.Request || (flags & ~RequestFlags) != 0))
         {
-            ThrowProtocol($"Frame flags 0x{(byte)flags:x2} are not supported by protocol version {ProtocolConstants.Version} on a {type} frame (only a Request may carry TraceContext, 0x02).");
+            ThrowProtocol($"Frame flags 0x{(byte)flags:x2} are not supported by protocol version {ProtocolConstants.Version} on a {type} frame (only a Request may carry TraceContext, 0x02, and Deadline, 0x04).");
         }
 
         uint methodId = 0;
+        uint remainingMilliseconds = 0;
         ReadOnlySequence<byte> traceContext = default;
         switch (type)
         {
@@ -78,7 +82,13 @@ internal static class FrameReader
 
                 methodId = BinaryPrimitives.ReadUInt32LittleEndian(header[ProtocolConstants.FrameHeaderSize..]);
                 body = body.Slice(ProtocolConstants.RequestHeaderSize);
-                if (flags == FrameFlags.TraceContext && !TraceContextHeader.TrySplit(ref body, out traceContext))
+                // The headers come in this order: deadline, then trace context (docs/protocol.md).
+                if ((flags & FrameFlags.Deadline) != 0 && !DeadlineHeader.TrySplit(ref body, out remainingMilliseconds))
+                {
+                    ThrowProtocol($"A Request frame with the Deadline flag needs a {DeadlineHeader.Size}-byte deadline after its method id; {body.Length} bytes follow the method id.");
+                }
+
+                if ((flags & FrameFlags.TraceContext) != 0 && !TraceContextHeader.TrySplit(ref body, out traceContext))
                 {
                     ThrowProtocol("A Request frame's trace-context header runs past the end of the frame.");
                 }
@@ -110,7 +120,7 @@ internal static class FrameReader
                 break;
         }
 
-        frame = new Frame(type, flags, callId, methodId, body, traceContext);
+        frame = new Frame(type, flags, callId, methodId, body, traceContext, remainingMilliseconds);
         buffer = buffer.Slice(total);
         return true;
     }

@@ -2,11 +2,13 @@ using System.Buffers.Binary;
 
 namespace Mux.Protocol;
 
-/// <summary>Sizes and magic numbers of wire protocol version 1 (docs/protocol.md).</summary>
+/// <summary>Sizes and magic numbers of the wire protocol (docs/protocol.md).</summary>
 internal static class ProtocolConstants
 {
-    /// <summary>The protocol version this build speaks.</summary>
-    public const ushort Version = 1;
+    /// <summary>The protocol version this build speaks. Version 2 added the Request's deadline
+    /// header (and the other issue 10 frames); a peer of another version is refused in the
+    /// handshake with a message naming both.</summary>
+    public const ushort Version = 2;
 
     /// <summary>"MUX1" as it appears on the wire, read as a little-endian u32.</summary>
     public static readonly uint Magic = BinaryPrimitives.ReadUInt32LittleEndian("MUX1"u8);

@@ -2,6 +2,7 @@ using System.Buffers;
 using System.Buffers.Binary;
 using System.Collections.Frozen;
 using System.Diagnostics.CodeAnalysis;
+using System.Runtime.CompilerServices;
 using MessagePack;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
@@ -82,7 +83,16 @@ internal sealed class ServerConnection : MuxConnection
         KeepAliveTimeout = options.KeepAliveTimeout;
         _closesWhenIdle = options.IdleTimeout != Timeout.InfiniteTimeSpan;
         _idleSince = TimeProvider.GetTimestamp();
+        PropagatesCallContext = options.EnableCallContextPropagation;
+        if (PropagatesCallContext)
+        {
+            MuxCallContext.EnablePropagation();
+        }
     }
+
+    /// <summary>Whether handlers run with MuxCallContext.Current set
+    /// (MuxServerOptions.EnableCallContextPropagation). Immutable.</summary>
+    internal bool PropagatesCallContext { get; }
 
     // Whether MuxServerOptions.IdleTimeout is on. Immutable.
     private readonly bool _closesWhenIdle;
@@ -259,8 +269,20 @@ internal sealed class ServerConnection : MuxConnection
             return;
         }
 
+        long deadline = long.MaxValue;
+        if (frame.HasDeadline)
+        {
+            if (frame.RemainingMilliseconds == 0)
+            {
+                RefuseExpired(frame.CallId, method);
+                return;
+            }
+
+            deadline = DeadlineHeader.ToTimestamp(TimeProvider, ArrivalTimestamp, frame.RemainingMilliseconds);
+        }
+
         MuxServerCall call = _callPool.TryRent() ?? new MuxServerCall(this);
-        call.Start(frame.CallId, method, frame.Payload);
+        call.Start(frame.CallId, method, frame.Payload, deadline);
 
         // Counted as running before _goingAway is read (TryAdd's increment is the full fence that
         // pairs with DrainAndCloseAsync), so a drain cannot find the connection idle meanwhile.
@@ -280,6 +302,15 @@ internal sealed class ServerConnection : MuxConnection
 
         call.StartTelemetry(frame.TraceContext);
         ThreadPool.UnsafeQueueUserWorkItem(call, preferLocal: false);
+    }
+
+    /// <summary>A request whose caller's time was up before it arrived (its deadline header says
+    /// 0 ms): running it would only waste the server, as nobody waits for the answer.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void RefuseExpired(uint callId, ServerMethod method)
+    {
+        _callSlots.Release();
+        SendError(callId, MuxStatusCode.DeadlineExceeded, $"The server did not run {method.Name}: the caller's deadline had passed when the request arrived.", null);
     }
 
     private bool IsAboveGoAway(uint callId)
@@ -318,7 +349,7 @@ internal sealed class ServerConnection : MuxConnection
         HandshakeSettings client = HandshakeSettings.Parse(frame.Payload);
         if (client.Version != ProtocolConstants.Version)
         {
-            RefuseHandshake($"This server speaks Mux protocol version {ProtocolConstants.Version}; the client asked for version {client.Version}.");
+            RefuseHandshake($"This server speaks Mux protocol version {ProtocolConstants.Version}; the client asked for version {client.Version}. Use client and server builds of the same protocol version (update the older one's Mux package).");
             return;
         }
 
@@ -363,6 +394,10 @@ internal sealed class ServerConnection : MuxConnection
                 break;
             case FrameTooLargeException:
                 SendError(call.CallId, MuxStatusCode.FrameTooLarge, failure.Message, null);
+                break;
+            case OperationCanceledException when call.DeadlinePassed:
+                // Before Canceled: the caller gave up at its deadline, whatever else happened.
+                SendError(call.CallId, MuxStatusCode.DeadlineExceeded, $"{call.MethodName} stopped at the caller's deadline.", failure.GetType().FullName);
                 break;
             case OperationCanceledException when call.IsCancellationRequested:
                 SendError(call.CallId, MuxStatusCode.Canceled, $"{call.MethodName} was canceled.", failure.GetType().FullName);

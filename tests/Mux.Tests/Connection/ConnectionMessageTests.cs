@@ -7,8 +7,9 @@ namespace Mux.Tests.Connection;
 /// person writes them, the fault that closed the connection; and the frame limit as the spec says.</summary>
 public class ConnectionMessageTests
 {
-    // Echo(s) as a Request: 6 (type, flags, call id) + 4 (method id) + 0x91 + 0xda nn nn + s.
-    private const int EchoRequestOverhead = 6 + 4 + 1 + 3;
+    // Echo(s) as a Request: 6 (type, flags, call id) + 4 (method id) + 4 (the deadline: the
+    // client's default CallTimeout of 30 s) + 0x91 + 0xda nn nn + s.
+    private const int EchoRequestOverhead = 6 + 4 + 4 + 1 + 3;
 
     [Fact]
     public async Task Request_WhoseLengthIsExactlyTheServersMaxFrameSize_IsSentAndAnswered()

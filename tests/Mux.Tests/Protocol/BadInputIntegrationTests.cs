@@ -46,13 +46,15 @@ public class BadInputIntegrationTests
         Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
     }
 
-    [Fact]
-    public async Task RawSocketSendingAHelloWithVersion2_GetsAProtocolErrorAndIsClosed()
+    [Theory]
+    [InlineData((ushort)1)] // An older peer: version 1 had no deadline header.
+    [InlineData((ushort)3)] // A newer one.
+    public async Task RawSocketSendingAHelloWithAnotherVersion_GetsAProtocolErrorNamingBothVersionsAndIsClosed(ushort version)
     {
         await using TestHost host = await TestHost.StartTcpAsync();
         await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!);
 
-        await raw.SendAsync(WriteHelloFrame(FrameType.Hello, new HandshakeSettings(2, 4096, 10, null)));
+        await raw.SendAsync(WriteHelloFrame(FrameType.Hello, new HandshakeSettings(version, 4096, 10, null)));
 
         ReceivedFrame reply = await raw.ExpectFrameAsync();
         Assert.Equal(FrameType.Error, reply.Type);
@@ -60,8 +62,8 @@ public class BadInputIntegrationTests
         ErrorBody error = ErrorBody.Read(reply.Payload);
         Assert.Equal(MuxStatusCode.ProtocolError, error.Code);
         Assert.Equal(7, (int)error.Code);
-        Assert.Contains("version 2", error.Message, StringComparison.Ordinal);
-        Assert.Contains("protocol version 1", error.Message, StringComparison.Ordinal);
+        Assert.Contains($"the client asked for version {version}", error.Message, StringComparison.Ordinal);
+        Assert.Contains("This server speaks Mux protocol version 2", error.Message, StringComparison.Ordinal);
         await raw.AssertClosedByOtherSideAsync();
         await Hosts.WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the raw connection");
     }
@@ -85,7 +87,7 @@ public class BadInputIntegrationTests
     {
         await using TestHost host = await TestHost.StartTcpAsync();
         await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!);
-        byte[] hello = WriteHelloFrame(FrameType.Hello, new HandshakeSettings(1, 4096, 10, null));
+        byte[] hello = WriteHelloFrame(FrameType.Hello, new HandshakeSettings(ProtocolConstants.Version, 4096, 10, null));
         "HTTP"u8.CopyTo(hello.AsSpan(ProtocolConstants.FrameHeaderSize));
 
         await raw.SendAsync(hello);
@@ -133,7 +135,7 @@ public class BadInputIntegrationTests
         await using TestHost host = await TestHost.StartTcpAsync();
         await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!);
         HandshakeSettings serverSettings = await raw.HandshakeAsync();
-        Assert.Equal(new HandshakeSettings(1, 4 * 1024 * 1024, 1000, null), serverSettings);
+        Assert.Equal(new HandshakeSettings(ProtocolConstants.Version, 4 * 1024 * 1024, 1000, null), serverSettings);
 
         await raw.SendAsync(WriteFrame(FrameType.Request, 17, 0xdeadbeef, new RawBody([0x90])));
 

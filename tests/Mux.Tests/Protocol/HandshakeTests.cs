@@ -145,7 +145,7 @@ public class HandshakeTests
 
         HandshakeSettings parsed = Parse(payload);
 
-        Assert.Equal(new HandshakeSettings(1, 8192, 50, "secret"), parsed);
+        Assert.Equal(new HandshakeSettings(ProtocolConstants.Version, 8192, 50, "secret"), parsed);
     }
 
     [Fact]
@@ -155,7 +155,7 @@ public class HandshakeTests
 
         HandshakeSettings parsed = Parse(payload);
 
-        Assert.Equal(new HandshakeSettings(1, ProtocolConstants.MinimumMaxFrameSize, int.MaxValue, null), parsed);
+        Assert.Equal(new HandshakeSettings(ProtocolConstants.Version, ProtocolConstants.MinimumMaxFrameSize, int.MaxValue, null), parsed);
     }
 
     [Theory]

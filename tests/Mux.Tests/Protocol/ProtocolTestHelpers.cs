@@ -13,10 +13,10 @@ internal readonly struct RawBody(byte[] bytes) : IFrameBody
 }
 
 /// <summary>A copy of a parsed frame that outlives the buffer it was read from.</summary>
-internal sealed record ReceivedFrame(FrameType Type, FrameFlags Flags, uint CallId, uint MethodId, byte[] Payload)
+internal sealed record ReceivedFrame(FrameType Type, FrameFlags Flags, uint CallId, uint MethodId, byte[] Payload, uint RemainingMilliseconds = 0)
 {
     public static ReceivedFrame From(in Frame frame) =>
-        new(frame.Type, frame.Flags, frame.CallId, frame.MethodId, frame.Payload.ToArray());
+        new(frame.Type, frame.Flags, frame.CallId, frame.MethodId, frame.Payload.ToArray(), frame.RemainingMilliseconds);
 }
 
 internal static class ProtocolTestHelpers

@@ -1,0 +1,61 @@
+using System.Buffers;
+using System.Buffers.Binary;
+using MessagePack;
+
+namespace Mux.Protocol;
+
+/// <summary>
+/// The optional deadline header of a Request (docs/protocol.md, "Deadlines"): present when the
+/// frame's <see cref="FrameFlags.Deadline"/> flag is set, straight after the method id:
+/// <code>
+/// u32  the caller's remaining time in milliseconds (0: already expired)
+/// </code>
+/// A duration rather than a point in time, as grpc-timeout is, so that the two machines' clocks
+/// never have to agree; the server measures it from the socket read that brought the Request.
+/// </summary>
+internal static class DeadlineHeader
+{
+    /// <summary>The header's size on the wire.</summary>
+    public const int Size = 4;
+
+    /// <summary>The longest remaining time the header can carry (about 49.7 days); a longer one is
+    /// sent as this.</summary>
+    public const long MaxMilliseconds = uint.MaxValue;
+
+    public static void Write(ref MessagePackWriter writer, uint remainingMilliseconds)
+    {
+        Span<byte> header = writer.GetSpan(Size);
+        BinaryPrimitives.WriteUInt32LittleEndian(header, remainingMilliseconds);
+        writer.Advance(Size);
+    }
+
+    /// <summary>
+    /// Splits the header off the front of a Request body. Returns false when the body is shorter
+    /// than the header (a malformed frame).
+    /// </summary>
+    public static bool TrySplit(ref ReadOnlySequence<byte> body, out uint remainingMilliseconds)
+    {
+        remainingMilliseconds = 0;
+        if (body.Length < Size)
+        {
+            return false;
+        }
+
+        Span<byte> bytes = stackalloc byte[Size];
+        body.Slice(0, Size).CopyTo(bytes);
+        remainingMilliseconds = BinaryPrimitives.ReadUInt32LittleEndian(bytes);
+        body = body.Slice(Size);
+        return true;
+    }
+
+    /// <summary>The header value for a call that must end by <paramref name="deadline"/>
+    /// (<see cref="Environment.TickCount64"/> milliseconds): what is left of it, clamped to what the
+    /// header can carry.</summary>
+    public static uint RemainingMilliseconds(long deadline, long now) =>
+        (uint)Math.Clamp(deadline - now, 0, MaxMilliseconds);
+
+    /// <summary>The receiver's deadline: <paramref name="remainingMilliseconds"/> after
+    /// <paramref name="arrival"/>, both in <paramref name="clock"/>'s timestamps.</summary>
+    public static long ToTimestamp(TimeProvider clock, long arrival, uint remainingMilliseconds) =>
+        arrival + (long)(remainingMilliseconds * (clock.TimestampFrequency / 1000.0));
+}

@@ -1,0 +1,105 @@
+using System.Buffers;
+using System.Buffers.Binary;
+using System.Diagnostics;
+using Mux.Diagnostics;
+using Mux.Protocol;
+using Mux.Tests.Protocol;
+
+namespace Mux.Tests.Deadlines;
+
+/// <summary>The deadline header of Requests on the wire (docs/protocol.md, "Deadlines").</summary>
+public class DeadlineFrameTests
+{
+    private static readonly byte[] s_arguments = [0x92, 0x02, 0x03];
+
+    [Fact]
+    public void RequestWithADeadline_CarriesTheRemainingMillisecondsAsAU32AfterTheMethodId()
+    {
+        byte[] bytes = Write(new DeadlineBody<RawBody>(new RawBody(s_arguments), 1500), FrameFlags.Deadline);
+
+        int header = ProtocolConstants.FrameHeaderSize + ProtocolConstants.RequestHeaderSize;
+        Assert.Equal((byte)FrameFlags.Deadline, bytes[5]);
+        Assert.Equal(1500u, BinaryPrimitives.ReadUInt32LittleEndian(bytes.AsSpan(header)));
+        Assert.Equal(s_arguments, bytes[(header + DeadlineHeader.Size)..]);
+
+        Frame frame = ReadOne(bytes);
+        Assert.True(frame.HasDeadline);
+        Assert.Equal(1500u, frame.RemainingMilliseconds);
+        Assert.Equal(s_arguments, frame.Payload.ToArray());
+    }
+
+    [Fact]
+    public void RequestWithADeadlineAndATraceContext_ReadsBoth_DeadlineFirst()
+    {
+        using var activity = new Activity("caller").SetIdFormat(ActivityIdFormat.W3C).Start();
+        var body = new DeadlineBody<TracedBody<RawBody>>(new TracedBody<RawBody>(new RawBody(s_arguments), activity), 42);
+
+        byte[] bytes = Write(body, FrameFlags.Deadline | FrameFlags.TraceContext);
+
+        int header = ProtocolConstants.FrameHeaderSize + ProtocolConstants.RequestHeaderSize;
+        Assert.Equal(42u, BinaryPrimitives.ReadUInt32LittleEndian(bytes.AsSpan(header)));
+        Assert.Equal(55, bytes[header + DeadlineHeader.Size]); // The traceparent's length comes next.
+        Frame frame = ReadOne(bytes);
+        Assert.Equal(42u, frame.RemainingMilliseconds);
+        Assert.True(TraceContextHeader.TryParse(frame.TraceContext, out ActivityContext context));
+        Assert.Equal(activity.TraceId, context.TraceId);
+        Assert.Equal(s_arguments, frame.Payload.ToArray());
+    }
+
+    [Fact]
+    public void RequestWithoutTheFlag_HasNoDeadline()
+    {
+        Frame frame = ReadOne(Write(new RawBody(s_arguments), FrameFlags.None));
+
+        Assert.False(frame.HasDeadline);
+        Assert.Equal(s_arguments, frame.Payload.ToArray());
+    }
+
+    [Theory]
+    [InlineData(0)]
+    [InlineData(3)]
+    public void RequestWithTheDeadlineFlag_ButFewerThanFourBytesAfterTheMethodId_IsAProtocolError(int keep)
+    {
+        byte[] full = Write(new DeadlineBody<RawBody>(new RawBody([]), 1500), FrameFlags.Deadline);
+        byte[] bytes = full[..(ProtocolConstants.FrameHeaderSize + ProtocolConstants.RequestHeaderSize + keep)];
+        BinaryPrimitives.WriteUInt32LittleEndian(bytes, (uint)(bytes.Length - ProtocolConstants.LengthPrefixSize));
+
+        var ex = Assert.Throws<MuxProtocolException>(() => ReadOne(bytes));
+        Assert.Equal($"A Request frame with the Deadline flag needs a 4-byte deadline after its method id; {keep} bytes follow the method id.", ex.Message);
+    }
+
+    [Fact]
+    public void TheDeadlineFlagOnAResponse_IsAProtocolError()
+    {
+        byte[] bytes = Write(new RawBody([0xc0]), FrameFlags.Deadline, FrameType.Response);
+
+        var ex = Assert.Throws<MuxProtocolException>(() => ReadOne(bytes));
+        Assert.Contains("Frame flags 0x04 are not supported", ex.Message, StringComparison.Ordinal);
+    }
+
+    [Theory]
+    [InlineData(1000, 400, 600u)]
+    [InlineData(1000, 1000, 0u)]
+    [InlineData(1000, 5000, 0u)]
+    [InlineData(long.MaxValue - 1, 0, uint.MaxValue)]
+    public void RemainingMilliseconds_IsWhatIsLeft_ClampedToTheHeader(long deadline, long now, uint expected)
+    {
+        Assert.Equal(expected, DeadlineHeader.RemainingMilliseconds(deadline, now));
+    }
+
+    private static byte[] Write<TBody>(TBody body, FrameFlags flags, FrameType type = FrameType.Request)
+        where TBody : struct, IFrameBody
+    {
+        using var output = new PooledBufferWriter();
+        FrameWriter.Write(output, type, 7, type == FrameType.Request ? 0x5f7a008eu : 0, ref body, flags);
+        return output.WrittenSpan.ToArray();
+    }
+
+    private static Frame ReadOne(byte[] bytes)
+    {
+        var buffer = new ReadOnlySequence<byte>(bytes);
+        Assert.True(FrameReader.TryRead(ref buffer, 64 * 1024, out Frame frame));
+        Assert.True(buffer.IsEmpty);
+        return frame;
+    }
+}
