@@ -1,5 +1,7 @@
 using System.Buffers;
+using System.Collections.Concurrent;
 using System.Diagnostics.CodeAnalysis;
+using System.Runtime.InteropServices;
 using System.IO.Pipelines;
 using Mux.Diagnostics;
 using Mux.Protocol;
@@ -14,8 +16,11 @@ namespace Mux.Connection;
 //   - busy: the caller appends its frame's bytes to _outbound and the role holder picks them all
 //     up, so every frame that queued up while the previous flush ran goes out in one flush and
 //     one send. _outbound is a byte buffer owned by the connection, double-buffered with
-//     _draining, so queueing a frame is one short lock and one copy, and allocates nothing: a
+//     _draining, so queueing a small frame is one short lock and one copy, and allocates nothing: a
 //     buffer (or a rented array) per queued frame ran the array pool dry with hundreds queued.
+//     A large frame is not copied under the lock: its staging buffer itself is handed to the writer
+//     (the thread takes a spare one), so the lock is held for a pointer store, whatever the size.
+//     _outboundEntries keeps both kinds in the order they were queued: the one order point.
 internal abstract partial class MuxConnection : IThreadPoolWorkItem
 {
     // A staging buffer that grew past this after a large frame is dropped rather than kept per thread.
@@ -30,16 +35,41 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     // buffer through new 1, 2 and 4 MiB arrays (93 % of the server's bytes in a list100 profile).
     private const int MaxRetainedOutboundSize = 4 * 1024 * 1024;
 
+    // Frames at least this large are handed over in their staging buffer rather than copied into
+    // _outbound: copying 5.4 KB list100 answers under _outboundLock kept a loaded server's senders
+    // spinning on it (13-27 % of its running samples at 500 callers); a small frame's copy costs
+    // about what a hand-over does.
+    private const int HandOverFrameSize = 1024;
+
+    // Staging buffers handed over and written, for threads that gave theirs away. Returned by
+    // writers, taken by senders (any thread, any connection); at most MaxSpareStaging kept, each
+    // at most MaxSpareStagingSize, so the process keeps 8 MiB for them at worst. The count is
+    // approximate (incremented before the enqueue, decremented after the dequeue).
+    private const int MaxSpareStaging = 512;
+    private const int MaxSpareStagingSize = 16 * 1024;
+    private static readonly ConcurrentQueue<PooledBufferWriter> s_spareStaging = new();
+    private static int s_spareStagingCount;
+
     private readonly Lock _outboundLock = new();
+
+    // What is queued, in order: ranges of _outbound (Owned null; consecutive copies share one) and
+    // handed-over staging buffers. Appended under _outboundLock; swapped with _drainingEntries by
+    // the role holder under the lock.
+    private List<OutboundEntry> _outboundEntries = [];
+
+    // The entries the role holder is writing; only it touches them.
+    private List<OutboundEntry> _drainingEntries = [];
 
     // Encoded frames waiting for the writer role, back to back. Any thread appends under
     // _outboundLock; the role holder swaps it with _draining under the lock.
     private PooledBufferWriter _outbound = new(4096);
 
-    // Frames in _outbound. Written under _outboundLock; read without it as an emptiness hint.
+    // Frames queued (copied or handed over). Written under _outboundLock; read without it as an
+    // emptiness hint.
     private volatile int _queuedFrames;
 
-    // Bytes in _outbound. Written under _outboundLock; read without it by IsOutboundFull.
+    // Bytes of the frames queued. Written under _outboundLock; read without it by IsOutboundFull
+    // and the queued-bytes gauge.
     private volatile int _queuedBytes;
 
     // Completed when the writer takes _outbound (or the connection closes), waking everyone waiting
@@ -150,15 +180,33 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
             return;
         }
 
-        // Busy: queue the bytes and make sure someone will write them.
+        // Busy: queue the frame and make sure someone will write it.
+        int length = staging.WrittenCount;
+        bool handOver = length >= HandOverFrameSize;
         lock (_outboundLock)
         {
-            _outbound.Write(staging.WrittenSpan);
+            if (handOver)
+            {
+                _outboundEntries.Add(new OutboundEntry(staging, 0, length));
+            }
+            else
+            {
+                AppendCopyLocked(staging.WrittenSpan);
+            }
+
             _queuedFrames++;
-            _queuedBytes = _outbound.WrittenCount;
+            _queuedBytes += length;
         }
 
-        ReleaseStagingIfOversized(staging);
+        if (handOver)
+        {
+            // The writer owns it now (it may be writing it already): never touch it again.
+            t_staging = TakeSpareStaging();
+        }
+        else
+        {
+            ReleaseStagingIfOversized(staging);
+        }
 
         // A full fence between publishing the frame and looking at the role: paired with the
         // releaser's Interlocked.Exchange, either it sees our frame or we see the role free.
@@ -167,6 +215,52 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         {
             ScheduleDrain();
         }
+    }
+
+    /// <summary>Copies a small frame into _outbound, extending the last entry when it is the range
+    /// just before. Caller holds _outboundLock.</summary>
+    private void AppendCopyLocked(ReadOnlySpan<byte> frame)
+    {
+        int start = _outbound.WrittenCount;
+        _outbound.Write(frame);
+        Span<OutboundEntry> entries = CollectionsMarshal.AsSpan(_outboundEntries);
+        if (entries.Length > 0 && entries[^1].Owned is null && entries[^1].Start + entries[^1].Length == start)
+        {
+            entries[^1].Length += frame.Length;
+        }
+        else
+        {
+            _outboundEntries.Add(new OutboundEntry(null, start, frame.Length));
+        }
+    }
+
+    private static PooledBufferWriter TakeSpareStaging()
+    {
+        if (s_spareStaging.TryDequeue(out PooledBufferWriter? spare))
+        {
+            Interlocked.Decrement(ref s_spareStagingCount);
+            return spare;
+        }
+
+        return new PooledBufferWriter();
+    }
+
+    /// <summary>Keeps a written hand-over buffer for the next thread that needs one, or frees it.</summary>
+    private static void ReturnSpareStaging(PooledBufferWriter staging)
+    {
+        if (staging.Buffer.Length <= MaxSpareStagingSize)
+        {
+            if (Interlocked.Increment(ref s_spareStagingCount) <= MaxSpareStaging)
+            {
+                staging.Reset();
+                s_spareStaging.Enqueue(staging);
+                return;
+            }
+
+            Interlocked.Decrement(ref s_spareStagingCount);
+        }
+
+        staging.Dispose();
     }
 
     /// <summary>Drops a staging buffer that grew for one large frame instead of keeping it for the
@@ -200,11 +294,14 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         }
 
         PooledBufferWriter batch;
+        List<OutboundEntry> entries;
         int frames;
         lock (_outboundLock)
         {
             batch = _outbound;
             _outbound = _draining;
+            entries = _outboundEntries;
+            _outboundEntries = _drainingEntries;
             frames = _queuedFrames;
             _queuedFrames = 0;
             _queuedBytes = 0;
@@ -212,15 +309,35 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
 
         SignalOutboundRoom();
 
-        if (DropsQueuedFrames)
+        bool drop = DropsQueuedFrames;
+        if (drop)
         {
             frames = 0;
         }
-        else
+
+        ReadOnlySpan<byte> copied = batch.WrittenSpan;
+        foreach (OutboundEntry entry in CollectionsMarshal.AsSpan(entries))
         {
-            _output.Write(batch.WrittenSpan);
+            if (entry.Owned is null)
+            {
+                if (!drop)
+                {
+                    _output.Write(copied.Slice(entry.Start, entry.Length));
+                }
+            }
+            else
+            {
+                if (!drop)
+                {
+                    _output.Write(entry.Owned.WrittenSpan);
+                }
+
+                ReturnSpareStaging(entry.Owned);
+            }
         }
 
+        entries.Clear();
+        _drainingEntries = entries;
         batch.Reset();
         if (batch.Buffer.Length > MaxRetainedOutboundSize)
         {
@@ -340,16 +457,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         IsClosed && !(SendsQueuedFramesOnGracefulClose && CloseReason is MuxCloseReason.LocalShutdown or MuxCloseReason.IdleTimeout);
 
     /// <summary>Bytes of frames queued for the writer role right now, for the queued-bytes gauge.</summary>
-    internal int QueuedOutboundBytes
-    {
-        get
-        {
-            lock (_outboundLock)
-            {
-                return _outbound.WrittenCount;
-            }
-        }
-    }
+    internal int QueuedOutboundBytes => _queuedBytes;
 
     private void ThrowIfClosed()
     {
@@ -362,4 +470,13 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     [DoesNotReturn]
     private void ThrowFrameTooLarge(FrameType type, int length) =>
         throw new FrameTooLargeException($"The {type} frame is {length} bytes (not counting its 4-byte length prefix), over the peer's maximum frame size of {PeerMaxFrameSize} bytes. Send smaller messages or raise MaxFrameSize on the receiving side.");
+
+    /// <summary>One run of queued frames: a range of the connection's copy buffer, or a whole
+    /// handed-over staging buffer (<see cref="Owned"/>).</summary>
+    private struct OutboundEntry(PooledBufferWriter? owned, int start, int length)
+    {
+        public readonly PooledBufferWriter? Owned = owned;
+        public readonly int Start = start;
+        public int Length = length;
+    }
 }
