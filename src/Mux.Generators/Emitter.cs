@@ -127,10 +127,13 @@ internal static class Emitter
             string arguments = "Arguments" + i;
             List<ParameterModel> values = method.Parameters.Where(p => p.IsArgument).ToList();
             string token = method.Parameters.FirstOrDefault(p => p.IsCancellationToken)?.Name ?? "default";
+            ParameterModel? stream = method.Parameters.FirstOrDefault(p => p.StreamItemType is not null);
             string parameterList = string.Join(", ", method.Parameters.Select(p => (p.IsParams ? "params " : "") + p.Type + " " + p.Name));
             string newArguments = $"new {arguments}({string.Join(", ", values.Select(p => p.Name))})";
             string id = TypeNames.IdLiteral(method.Id);
-            string call = method.ReturnKind switch
+            string call = stream is not null || method.ReturnKind == ReturnKind.Stream
+                ? StreamingCall(method, arguments, newArguments, id, token, stream)
+                : method.ReturnKind switch
             {
                 ReturnKind.Task => $"this._client.InvokeAsync<{arguments}>({id}, {newArguments}, {token}).AsTask()",
                 ReturnKind.ValueTask => $"this._client.InvokeAsync<{arguments}>({id}, {newArguments}, {token})",
@@ -145,6 +148,26 @@ internal static class Emitter
         }
 
         w.Close();
+    }
+
+    /// <summary>The proxy's call of a method that takes or returns a stream.</summary>
+    private static string StreamingCall(MethodModel method, string arguments, string newArguments, string id, string token, ParameterModel? stream)
+    {
+        if (method.ReturnKind == ReturnKind.Stream)
+        {
+            return stream is null
+                ? $"this._client.InvokeServerStream<{arguments}, {method.ResultType}>({id}, {newArguments}, {token})"
+                : $"this._client.InvokeDuplexStream<{arguments}, {stream.StreamItemType}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token})";
+        }
+
+        string items = stream!.StreamItemType!;
+        return method.ReturnKind switch
+        {
+            ReturnKind.Task => $"this._client.InvokeClientStreamAsync<{arguments}, {items}>({id}, {newArguments}, {stream.Name}, {token}).AsTask()",
+            ReturnKind.ValueTask => $"this._client.InvokeClientStreamAsync<{arguments}, {items}>({id}, {newArguments}, {stream.Name}, {token})",
+            ReturnKind.TaskOfT => $"this._client.InvokeClientStreamAsync<{arguments}, {items}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token}).AsTask()",
+            _ => $"this._client.InvokeClientStreamAsync<{arguments}, {items}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token})",
+        };
     }
 
     private static void EmitDispatcher(CodeWriter w, ServiceModel service)
@@ -173,11 +196,15 @@ internal static class Emitter
 
             foreach (ParameterModel parameter in method.Parameters)
             {
-                arguments.Add(parameter.IsCancellationToken ? "call.CancellationToken" : parameter.IsCallContext ? "call.Context" : "arguments.Arg" + next++);
+                arguments.Add(parameter.IsCancellationToken ? "call.CancellationToken"
+                    : parameter.IsCallContext ? "call.Context"
+                    : parameter.StreamItemType is not null ? $"call.ReadStream<{parameter.StreamItemType}>()"
+                    : "arguments.Arg" + next++);
             }
 
             string invocation = $"(({method.DeclaringInterface})service).{method.Name}({string.Join(", ", arguments)})";
-            string returnAsync = method.ResultType is null ? "call.ReturnAsync" : $"call.ReturnAsync<{method.ResultType}>";
+            string returnAsync = method.ReturnKind == ReturnKind.Stream ? $"call.ReturnStreamAsync<{method.ResultType}>"
+                : method.ResultType is null ? "call.ReturnAsync" : $"call.ReturnAsync<{method.ResultType}>";
             w.Line($"    return {returnAsync}({invocation});");
             w.Line("});");
         }

@@ -15,6 +15,7 @@ internal sealed class KnownTypes
         ValueTaskOfT = compilation.GetTypeByMetadataName("System.Threading.Tasks.ValueTask`1");
         CancellationToken = compilation.GetTypeByMetadataName("System.Threading.CancellationToken");
         MuxCallContext = compilation.GetTypeByMetadataName("Mux.MuxCallContext");
+        AsyncEnumerable = compilation.GetTypeByMetadataName("System.Collections.Generic.IAsyncEnumerable`1");
         List = compilation.GetTypeByMetadataName("System.Collections.Generic.List`1");
         Dictionary = compilation.GetTypeByMetadataName("System.Collections.Generic.Dictionary`2");
         MuxServiceAttribute = compilation.GetTypeByMetadataName("Mux.MuxServiceAttribute");
@@ -70,6 +71,7 @@ internal sealed class KnownTypes
     public INamedTypeSymbol? CancellationToken { get; }
 
     public INamedTypeSymbol? MuxCallContext { get; }
+    public INamedTypeSymbol? AsyncEnumerable { get; }
 
     public INamedTypeSymbol? List { get; }
 
@@ -103,6 +105,9 @@ internal sealed class KnownTypes
     public bool IsCancellationToken(ITypeSymbol type) => Is(type, CancellationToken);
 
     public bool IsCallContext(ITypeSymbol type) => Is(type, MuxCallContext);
+    /// <summary>The T of an <c>IAsyncEnumerable&lt;T&gt;</c> (a stream); null for any other type.</summary>
+    public ITypeSymbol? StreamItemType(ITypeSymbol type) =>
+        Is(type, AsyncEnumerable) && type is INamedTypeSymbol { TypeArguments.Length: 1 } stream ? stream.TypeArguments[0] : null;
 
     public bool HasAttribute(ISymbol symbol, INamedTypeSymbol? attribute) => GetAttribute(symbol, attribute) is not null;
 

@@ -106,7 +106,9 @@ internal static class ServiceParser
             {
                 bool isToken = known.IsCancellationToken(parameter.Type);
                 bool isContext = known.IsCallContext(parameter.Type);
-                parameters.Add(new ParameterModel(TypeNames.Identifier(parameter.Name), TypeNames.Annotated(parameter.Type), isToken, parameter.IsParams, isContext));
+                ITypeSymbol? streamItem = known.StreamItemType(parameter.Type);
+                parameters.Add(new ParameterModel(TypeNames.Identifier(parameter.Name), TypeNames.Annotated(parameter.Type), isToken, parameter.IsParams, isContext,
+                    streamItem is null ? null : TypeNames.Annotated(streamItem)));
                 if (isToken || isContext)
                 {
                     continue;
@@ -114,7 +116,7 @@ internal static class ServiceParser
 
                 signature.Add(TypeNames.IdName(parameter.Type));
                 unsupported.Clear();
-                planner.Visit(parameter.Type, unsupported, report);
+                planner.Visit(streamItem ?? parameter.Type, unsupported, report);
                 foreach (ITypeSymbol missing in unsupported)
                 {
                     diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.NoFormatter, ObjectParser.SourceLocation(parameter, methodLocation),
@@ -237,6 +239,11 @@ internal static class ServiceParser
             returnKind = ReturnKind.ValueTaskOfT;
             resultType = ((INamedTypeSymbol)returnType).TypeArguments[0];
         }
+        else if (!method.ReturnsByRef && !method.ReturnsByRefReadonly && known.StreamItemType(returnType) is { } streamed)
+        {
+            returnKind = ReturnKind.Stream;
+            resultType = streamed;
+        }
         else
         {
             ok = false;
@@ -244,6 +251,7 @@ internal static class ServiceParser
         }
 
         bool sawToken = false;
+        IParameterSymbol? stream = null;
         foreach (IParameterSymbol parameter in method.Parameters)
         {
             Location? parameterLocation = ObjectParser.SourceLocation(parameter, location);
@@ -269,6 +277,23 @@ internal static class ServiceParser
                 }
 
                 sawToken = true;
+            }
+
+            if (known.StreamItemType(parameter.Type) is not null)
+            {
+                if (stream is not null)
+                {
+                    ok = false;
+                    Add(DiagnosticDescriptors.InvalidDeclaration, parameterLocation, methodName,
+                        $"It takes two streams ('{stream.Name}' and '{parameter.Name}'); a call carries at most one IAsyncEnumerable<T> from the client: merge them into one stream of a type that holds either item");
+                }
+                else if (parameter.IsParams)
+                {
+                    ok = false;
+                    Add(DiagnosticDescriptors.InvalidDeclaration, parameterLocation, methodName, $"Its stream parameter '{parameter.Name}' is declared params: remove 'params'");
+                }
+
+                stream ??= parameter;
             }
         }
 

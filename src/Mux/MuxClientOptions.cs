@@ -34,6 +34,16 @@ public sealed class MuxClientOptions
     public int MaxFrameSize { get; set; } = 4 * 1024 * 1024;
 
     /// <summary>
+    /// How many items of one stream (an <see cref="System.Collections.Generic.IAsyncEnumerable{T}"/>
+    /// argument or result of a [MuxService] method) this side buffers before the producer on the
+    /// other side must wait for it to read them: the stream's credit window, announced in the
+    /// handshake. A slow reader thus slows its own stream's producer only, never the connection
+    /// or other calls; each stream buffers at most this many items (each at most the maximum frame
+    /// size). Between 1 and 65536. Defaults to 64.
+    /// </summary>
+    public int StreamWindow { get; set; } = 64;
+
+    /// <summary>
     /// How arguments are written and results read (MessagePack-CSharp). Formatters the Mux generator
     /// emitted for the contracts' argument lists and <c>[MessagePackObject]</c> types are always
     /// consulted first (they keep Native AOT working), then this options' resolver. Set it to use
@@ -184,6 +194,7 @@ public sealed class MuxClientOptions
         OptionsValidation.RequirePositive(CallTimeout, nameof(MuxClientOptions), nameof(CallTimeout), allowInfinite: true);
         OptionsValidation.RequirePositive(ConnectTimeout, nameof(MuxClientOptions), nameof(ConnectTimeout), allowInfinite: true);
         OptionsValidation.RequireFrameSize(MaxFrameSize, nameof(MuxClientOptions));
+        OptionsValidation.RequireStreamWindow(StreamWindow, nameof(MuxClientOptions));
         if (Tls is not null)
         {
             TlsHandshake.ValidateClient(Tls);

@@ -18,7 +18,7 @@ namespace Mux;
 /// connection's reader loop, so a slow handler delays only its own call. Valid only until the
 /// handler's task completes: the object is then reused for a later request of the same connection.
 /// </summary>
-public sealed class MuxServerCall : IThreadPoolWorkItem
+public sealed partial class MuxServerCall : IThreadPoolWorkItem
 {
     // Arguments up to this size are copied into _ownedArguments, kept across the lives of this
     // pooled object; larger ones into an array rented for the call. Small, because a connection
@@ -94,6 +94,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
         _cancellation = null;
         _cancelRequested = 0;
         _slotReleased = 0;
+        ResetStreams();
         int length = checked((int)arguments.Length);
         if (length <= MaxOwnedArguments)
         {
@@ -356,6 +357,7 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
 
         RecycleCancellation();
         Volatile.Write(ref _generation, _generation + 1);
+        CloseStreams();
 
         // Last: from here on the connection may reuse this object for another request.
         _connection.OnCallFinished(this);
@@ -411,6 +413,8 @@ public sealed class MuxServerCall : IThreadPoolWorkItem
         {
             return; // Requested already, or the call has finished.
         }
+
+        CancelStreams();
 
         CancellationTokenSource? cancellation = Volatile.Read(ref _cancellation);
         if (cancellation is not null)

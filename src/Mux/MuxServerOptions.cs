@@ -32,6 +32,16 @@ public sealed class MuxServerOptions
     public int MaxConcurrentCallsPerConnection { get; set; } = 1000;
 
     /// <summary>
+    /// How many items of one stream (an <see cref="System.Collections.Generic.IAsyncEnumerable{T}"/>
+    /// argument or result of a [MuxService] method) this side buffers before the producer on the
+    /// other side must wait for it to read them: the stream's credit window, announced in the
+    /// handshake. A slow reader thus slows its own stream's producer only, never the connection
+    /// or other calls; each stream buffers at most this many items (each at most the maximum frame
+    /// size). Between 1 and 65536. Defaults to 64.
+    /// </summary>
+    public int StreamWindow { get; set; } = 64;
+
+    /// <summary>
     /// How many bytes of answers may wait for one connection's socket. When a client stops reading,
     /// its answers pile up here; past this the server runs no new request from that connection
     /// until the socket takes them (calls already running still answer), so a peer that never
@@ -184,6 +194,7 @@ public sealed class MuxServerOptions
             throw new InvalidOperationException($"MuxServerOptions.MaxConcurrentCallsPerConnection is {MaxConcurrentCallsPerConnection}; it must be at least 1.");
         }
 
+        OptionsValidation.RequireStreamWindow(StreamWindow, nameof(MuxServerOptions));
         if (MaxOutboundBytesPerConnection < 4096)
         {
             throw new InvalidOperationException($"MuxServerOptions.MaxOutboundBytesPerConnection is {MaxOutboundBytesPerConnection}; it must be at least 4096 bytes (the default is 1 MiB).");

@@ -38,7 +38,7 @@ public sealed class DiagnosticTests
             """;
 
         Diagnostic diagnostic = AssertReports(source, "MUX001", DiagnosticSeverity.Error, "int NotATask(");
-        Assert.Contains("must return Task, Task<T>, ValueTask or ValueTask<T>", diagnostic.GetMessage(), StringComparison.Ordinal);
+        Assert.Contains("must return Task, Task<T>, ValueTask or ValueTask<T>, or IAsyncEnumerable<T>", diagnostic.GetMessage(), StringComparison.Ordinal);
     }
 
     [Fact]

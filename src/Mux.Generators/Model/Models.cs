@@ -7,6 +7,9 @@ internal enum ReturnKind
     TaskOfT,
     ValueTask,
     ValueTaskOfT,
+
+    /// <summary>IAsyncEnumerable&lt;T&gt;: the server streams items of T.</summary>
+    Stream,
 }
 
 /// <summary>How a deserialized member reaches the new object.</summary>
@@ -37,11 +40,13 @@ internal sealed record FormatterRegistration(string TypeArgument, string Formatt
 /// <param name="IsCancellationToken">Whether this is the call's token (not serialized).</param>
 /// <param name="IsParams">Whether the parameter is declared <c>params</c>.</param>
 /// <param name="IsCallContext">Whether this is the call's MuxCallContext (filled by the dispatcher, not serialized).</param>
-internal sealed record ParameterModel(string Name, string Type, bool IsCancellationToken, bool IsParams, bool IsCallContext = false)
+/// <param name="StreamItemType">For an <c>IAsyncEnumerable&lt;T&gt;</c> parameter (the client's stream, not serialized with the arguments), T; null otherwise.</param>
+internal sealed record ParameterModel(string Name, string Type, bool IsCancellationToken, bool IsParams, bool IsCallContext = false, string? StreamItemType = null)
 {
-    /// <summary>Whether the value travels in the Request: neither the call's token nor its
-    /// MuxCallContext, which the server's dispatcher fills and a proxy ignores.</summary>
-    public bool IsArgument => !IsCancellationToken && !IsCallContext;
+    /// <summary>Whether the value travels in the Request's argument array: neither the call's token
+    /// nor its MuxCallContext, which the server's dispatcher fills and a proxy ignores, nor the
+    /// client's stream, which travels as frames of the call.</summary>
+    public bool IsArgument => !IsCancellationToken && !IsCallContext && StreamItemType is null;
 }
 
 /// <summary>A method of a service (declared on the service or on one of its base interfaces).</summary>
@@ -51,7 +56,7 @@ internal sealed record ParameterModel(string Name, string Type, bool IsCancellat
 /// <param name="Id">The method id.</param>
 /// <param name="ReturnKind">Which of the four task types the method returns.</param>
 /// <param name="ReturnType">The fully qualified return type.</param>
-/// <param name="ResultType">The T of Task&lt;T&gt; or ValueTask&lt;T&gt;; null otherwise.</param>
+/// <param name="ResultType">The T of Task&lt;T&gt;, ValueTask&lt;T&gt; or IAsyncEnumerable&lt;T&gt;; null otherwise.</param>
 /// <param name="Parameters">All parameters, the CancellationToken included.</param>
 internal sealed record MethodModel(
     string DeclaringInterface,

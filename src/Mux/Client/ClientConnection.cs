@@ -8,6 +8,7 @@ using Mux.Connection;
 using Mux.Diagnostics;
 using Mux.Protocol;
 using Mux.Serialization;
+using Mux.Streaming;
 using Mux.Transport;
 
 namespace Mux.Client;
@@ -16,7 +17,7 @@ namespace Mux.Client;
 /// The client end of a connection: sends requests, correlates responses by call id, and makes
 /// sure every call completes exactly once (see <see cref="PendingCall"/>).
 /// </summary>
-internal sealed class ClientConnection : MuxConnection
+internal sealed partial class ClientConnection : MuxConnection
 {
     private readonly PendingCallTable _pending = new();
 
@@ -67,6 +68,7 @@ internal sealed class ClientConnection : MuxConnection
         KeepAliveInterval = options.KeepAliveInterval;
         KeepAliveTimeout = options.KeepAliveTimeout;
         MaxQueuedOutboundBytes = options.MaxOutboundBytesPerConnection;
+        StreamWindow = options.StreamWindow;
         SerializerOptions = MuxSerializerOptions.ForClient(options.SerializerOptions);
         _callTimeoutMs = options.CallTimeout == Timeout.InfiniteTimeSpan ? -1 : (long)options.CallTimeout.TotalMilliseconds;
         if (_callTimeoutMs > 0)
@@ -130,7 +132,7 @@ internal sealed class ClientConnection : MuxConnection
         connection.StartLoops();
         try
         {
-            var settings = new HandshakeSettings(ProtocolConstants.Version, options.MaxFrameSize, int.MaxValue, options.AuthToken);
+            var settings = new HandshakeSettings(ProtocolConstants.Version, options.MaxFrameSize, int.MaxValue, options.AuthToken) { StreamWindow = options.StreamWindow };
             connection.SendHello(settings);
             await connection._handshake.Task.WaitAsync(options.ConnectTimeout, cancellationToken).ConfigureAwait(false);
             return connection;
@@ -154,7 +156,10 @@ internal sealed class ClientConnection : MuxConnection
         SendFrame(FrameType.Hello, 0, 0, ref body);
     }
 
-    public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
+    /// <summary>Starts a call. <paramref name="streams"/> are the call's streams when its method
+    /// takes or returns an IAsyncEnumerable (Mux.Streaming); such a call has no CallTimeout: it
+    /// lasts as long as its streams do, and its token ends it.</summary>
+    public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken, CallStreams? streams = null)
         where TArguments : struct
     {
         if (cancellationToken.IsCancellationRequested)
@@ -162,20 +167,21 @@ internal sealed class ClientConnection : MuxConnection
             return ValueTask.FromCanceled<TResult>(cancellationToken);
         }
 
-        long deadline = ComputeDeadline();
+        long deadline = streams is null ? ComputeDeadline() : long.MaxValue;
         if (IsOutboundFull || !_slots.TryTake())
         {
-            return InvokeWhenASlotIsFreeAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken);
+            return InvokeWhenASlotIsFreeAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams);
         }
 
-        return InvokeHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, cancellationToken);
+        return InvokeHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams);
     }
 
-    private ValueTask<TResult> InvokeHoldingSlot<TArguments, TResult>(uint methodId, in TArguments arguments, long deadline, CancellationToken cancellationToken)
+    private ValueTask<TResult> InvokeHoldingSlot<TArguments, TResult>(uint methodId, in TArguments arguments, long deadline, CancellationToken cancellationToken, CallStreams? streams)
         where TArguments : struct
     {
         PendingCall<TResult> call = PendingCall<TResult>.Rent(this, 0, methodId, deadline);
         call.InheritedFrom = MuxCallContext.IsPropagating ? InheritedFrom(deadline) : null;
+        call.Streams = streams;
         Exception? failure = Start(call, methodId, arguments, cancellationToken);
         return failure is null ? new ValueTask<TResult>(call, call.Version) : ValueTask.FromException<TResult>(failure);
     }
@@ -183,20 +189,20 @@ internal sealed class ClientConnection : MuxConnection
     /// <summary>The socket is behind (the server is not reading) or the server runs as many calls
     /// as it allows: wait (asynchronously, cancellably, within the call's deadline) for room in
     /// the outbound queue, then for one of ours to be answered, then send.</summary>
-    private async ValueTask<TResult> InvokeWhenASlotIsFreeAsync<TArguments, TResult>(uint methodId, TArguments arguments, long deadline, CancellationToken cancellationToken)
+    private async ValueTask<TResult> InvokeWhenASlotIsFreeAsync<TArguments, TResult>(uint methodId, TArguments arguments, long deadline, CancellationToken cancellationToken, CallStreams? streams)
         where TArguments : struct
     {
         await WaitForSlotAsync(methodId, deadline, cancellationToken).ConfigureAwait(false);
         if (!IsOutboundFull)
         {
-            return await InvokeHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, cancellationToken).ConfigureAwait(false);
+            return await InvokeHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams).ConfigureAwait(false);
         }
 
         ValueTask<TResult> call;
         await EnterRoomGateAsync(methodId, deadline, cancellationToken).ConfigureAwait(false);
         try
         {
-            call = InvokeHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, cancellationToken);
+            call = InvokeHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams);
         }
         finally
         {
@@ -374,6 +380,8 @@ internal sealed class ClientConnection : MuxConnection
             return MuxConnectionException.NotRun($"The Mux server at {Name} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null);
         }
 
+        // Read before the Request goes out: from then on the call may complete and be reused.
+        CallStreams? streams = call.Streams;
         while (true)
         {
             call.SetCallId(NextCallId());
@@ -390,6 +398,11 @@ internal sealed class ClientConnection : MuxConnection
             }
 
             // The id is still in use after wrapping around 2^32 calls: take the next one.
+        }
+
+        if (streams is not null)
+        {
+            RegisterStreams(call.CallId, streams); // Before the Request: the server may stream at once.
         }
 
         try
@@ -412,6 +425,7 @@ internal sealed class ClientConnection : MuxConnection
             return null;
         }
 
+        streams?.OpenSendWindow(PeerStreamWindow);
         if (cancellationToken.CanBeCanceled)
         {
             call.RegisterCancellation(cancellationToken);
@@ -597,6 +611,7 @@ internal sealed class ClientConnection : MuxConnection
                 }
 
                 PeerMaxFrameSize = settings.MaxFrameSize;
+                PeerStreamWindow = settings.StreamWindow;
                 _slots = new ClientCallSlots(settings.MaxConcurrentCalls);
                 _serverReadsTraceContext = serverReadsTraceContext;
                 _handshake.TrySetResult();
@@ -608,6 +623,12 @@ internal sealed class ClientConnection : MuxConnection
                 break;
             case FrameType.GoAway:
                 OnGoAway(ReadUInt32(frame.Payload));
+                break;
+            case FrameType.StreamItem:
+                OnStreamItem(frame);
+                break;
+            case FrameType.StreamCredit:
+                OnStreamCredit(frame.CallId, ReadStreamCredit(frame.Payload));
                 break;
             default:
                 throw new MuxProtocolException($"A client does not accept {frame.Type} frames.");

@@ -2,6 +2,7 @@ using System.Buffers;
 using System.Diagnostics;
 using Mux.Diagnostics;
 using Mux.Protocol;
+using Mux.Streaming;
 
 namespace Mux.Client;
 
@@ -46,6 +47,10 @@ internal abstract class PendingCall : IThreadPoolWorkItem
     /// sent, ended by the completion (Execute) before the caller's task completes.</summary>
     public ClientCallTelemetry Telemetry;
 
+    /// <summary>The call's streams (Mux.Streaming), when its method takes or returns an
+    /// IAsyncEnumerable; null otherwise. Set by the caller before the call starts.</summary>
+    public CallStreams? Streams;
+
     /// <summary>The connection-unique id; set before the call is published in the table.</summary>
     public uint CallId { get; private set; }
 
@@ -79,6 +84,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem
         _registrationState = RegistrationNone;
         _cancellation = default;
         Telemetry = default;
+        Streams = null;
     }
 
     /// <summary>Registers the caller's token. Called once, after the call is in the table.</summary>

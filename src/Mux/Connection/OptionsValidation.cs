@@ -28,4 +28,15 @@ internal static class OptionsValidation
             throw new InvalidOperationException($"{owner}.MaxFrameSize is {value}; it must be between {ProtocolConstants.MinimumMaxFrameSize} (4 KiB) and {MaximumMaxFrameSize} (256 MiB).");
         }
     }
+
+    /// <summary>The largest StreamWindow we allow: a stream buffers up to that many items.</summary>
+    public const int MaximumStreamWindow = 65536;
+
+    public static void RequireStreamWindow(int value, string owner)
+    {
+        if (value < 1 || value > MaximumStreamWindow)
+        {
+            throw new InvalidOperationException($"{owner}.StreamWindow is {value}; it must be between 1 and {MaximumStreamWindow} items (the default is 64).");
+        }
+    }
 }

@@ -115,6 +115,14 @@ internal static class FrameReader
             case FrameType.GoAway:
                 RequireBodyLength(type, body, ProtocolConstants.GoAwayPayloadSize);
                 break;
+            case FrameType.StreamItem:
+            case FrameType.StreamEnd:
+                RequireCallId(type, callId);
+                break;
+            case FrameType.StreamCredit:
+                RequireCallId(type, callId);
+                RequireBodyLength(type, body, ProtocolConstants.StreamCreditPayloadSize);
+                break;
             default:
                 ThrowProtocol($"Unknown frame type {(byte)type}.");
                 break;
@@ -143,6 +151,14 @@ internal static class FrameReader
         if (body.Length != expected)
         {
             ThrowProtocol($"A {type} frame must carry exactly {expected} bytes after its header; it carries {body.Length}.");
+        }
+    }
+
+    private static void RequireCallId(FrameType type, uint callId)
+    {
+        if (callId == 0)
+        {
+            ThrowProtocol($"A {type} frame belongs to a call; it carries call id 0.");
         }
     }
 

@@ -10,21 +10,31 @@ namespace Mux.Protocol;
 /// </summary>
 internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSize, int MaxConcurrentCalls, string? AuthToken)
 {
+    /// <summary>The stream window a peer that does not announce <c>streamWindow</c> is taken to grant.</summary>
+    public const int DefaultStreamWindow = 64;
+
+    /// <summary>How many items of each stream this side buffers for a call before the producer must
+    /// wait for credit (StreamCredit): the initial credit the peer starts each stream with. Defaults
+    /// to <see cref="DefaultStreamWindow"/>.</summary>
+    public int StreamWindow { get; init; } = DefaultStreamWindow;
 
     private const string MaxFrameSizeKey = "maxFrameSize";
     private const string MaxConcurrentCallsKey = "maxConcurrentCalls";
     private const string AuthTokenKey = "authToken";
     private const string TraceContextKey = "traceContext";
+    private const string StreamWindowKey = "streamWindow";
 
     public void WriteMap(ref MessagePackWriter writer)
     {
-        writer.WriteMapHeader(AuthToken is null ? 3 : 4);
+        writer.WriteMapHeader(AuthToken is null ? 4 : 5);
         writer.Write(MaxFrameSizeKey);
         writer.Write(MaxFrameSize);
         writer.Write(MaxConcurrentCallsKey);
         writer.Write(MaxConcurrentCalls);
         writer.Write(TraceContextKey);
         writer.Write(true);
+        writer.Write(StreamWindowKey);
+        writer.Write(StreamWindow);
         if (AuthToken is not null)
         {
             writer.Write(AuthTokenKey);
@@ -57,6 +67,7 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
         int maxFrameSize = ProtocolConstants.MinimumMaxFrameSize;
         int maxConcurrentCalls = int.MaxValue;
         string? authToken = null;
+        int streamWindow = DefaultStreamWindow;
         readsTraceContext = false;
         try
         {
@@ -78,6 +89,9 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
                     case TraceContextKey:
                         readsTraceContext = reader.ReadBoolean();
                         break;
+                    case StreamWindowKey:
+                        streamWindow = reader.ReadInt32();
+                        break;
                     default:
                         reader.Skip();
                         break;
@@ -89,11 +103,11 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
             throw new MuxProtocolException("The handshake settings are not a valid MessagePack map: " + ex.Message, ex);
         }
 
-        if (maxFrameSize < ProtocolConstants.MinimumMaxFrameSize || maxConcurrentCalls < 1)
+        if (maxFrameSize < ProtocolConstants.MinimumMaxFrameSize || maxConcurrentCalls < 1 || streamWindow < 1)
         {
-            throw new MuxProtocolException($"The handshake settings are out of range: maxFrameSize {maxFrameSize} (at least {ProtocolConstants.MinimumMaxFrameSize}), maxConcurrentCalls {maxConcurrentCalls} (at least 1).");
+            throw new MuxProtocolException($"The handshake settings are out of range: maxFrameSize {maxFrameSize} (at least {ProtocolConstants.MinimumMaxFrameSize}), maxConcurrentCalls {maxConcurrentCalls} (at least 1), streamWindow {streamWindow} (at least 1).");
         }
 
-        return new HandshakeSettings(version, maxFrameSize, maxConcurrentCalls, authToken);
+        return new HandshakeSettings(version, maxFrameSize, maxConcurrentCalls, authToken) { StreamWindow = streamWindow };
     }
 }

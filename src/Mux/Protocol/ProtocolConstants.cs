@@ -31,6 +31,9 @@ internal static class ProtocolConstants
     /// <summary>The opaque payload of Ping and Pong.</summary>
     public const int PingPayloadSize = 8;
 
+    /// <summary>The u32 item count that StreamCredit carries.</summary>
+    public const int StreamCreditPayloadSize = 4;
+
     /// <summary>The last-served call id that GoAway carries.</summary>
     public const int GoAwayPayloadSize = 4;
 

@@ -77,6 +77,7 @@ internal sealed class ServerConnection : MuxConnection
         SerializerOptions = MuxSerializerOptions.ForServer(options.SerializerOptions);
         _callSlots = new CallSlots(options.MaxConcurrentCallsPerConnection);
         MaxQueuedOutboundBytes = options.MaxOutboundBytesPerConnection;
+        StreamWindow = options.StreamWindow;
         _calls = new ServerCallTable(options.MaxConcurrentCallsPerConnection);
         TimeProvider = options.TimeProvider;
         KeepAliveInterval = options.KeepAliveInterval;
@@ -203,6 +204,16 @@ internal sealed class ServerConnection : MuxConnection
                 break;
             case FrameType.Cancel:
                 OnCancel(frame.CallId);
+                break;
+            case FrameType.StreamItem:
+                // Like Cancel: a call found cannot be reused before this thread dispatches again.
+                _calls.Find(frame.CallId)?.OnStreamItem(frame.Payload);
+                break;
+            case FrameType.StreamEnd:
+                _calls.Find(frame.CallId)?.OnStreamEnd(frame.Payload);
+                break;
+            case FrameType.StreamCredit:
+                _calls.Find(frame.CallId)?.OnStreamCredit(ReadStreamCredit(frame.Payload));
                 break;
             case FrameType.Ping:
                 SendRawFrame(FrameType.Pong, frame.CallId, frame.Payload.ToArray());
@@ -360,8 +371,9 @@ internal sealed class ServerConnection : MuxConnection
         }
 
         PeerMaxFrameSize = client.MaxFrameSize;
+        PeerStreamWindow = client.StreamWindow;
         _handshakeDone = true;
-        var body = new HelloBody(new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null));
+        var body = new HelloBody(new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow });
         SendFrame(FrameType.HelloAck, 0, 0, ref body);
     }
 

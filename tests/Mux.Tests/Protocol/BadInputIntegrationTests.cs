@@ -47,7 +47,7 @@ public class BadInputIntegrationTests
     }
 
     [Theory]
-    [InlineData((ushort)1)] // An older peer: version 1 had no deadline header.
+    [InlineData((ushort)1)] // An older peer: version 1 had no deadline header and no streams.
     [InlineData((ushort)3)] // A newer one.
     public async Task RawSocketSendingAHelloWithAnotherVersion_GetsAProtocolErrorNamingBothVersionsAndIsClosed(ushort version)
     {

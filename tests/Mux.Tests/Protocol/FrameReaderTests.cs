@@ -297,8 +297,8 @@ public class FrameReaderTests
 
     [Theory]
     [InlineData((byte)0)]
-    [InlineData((byte)10)]
-    [InlineData((byte)11)]
+    [InlineData((byte)13)]
+    [InlineData((byte)99)]
     [InlineData((byte)255)]
     public void TryRead_WithAnUnknownType_Throws(byte type)
     {

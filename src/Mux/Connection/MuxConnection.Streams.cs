@@ -1,0 +1,75 @@
+using System.Buffers;
+using System.Buffers.Binary;
+using MessagePack;
+using Mux.Protocol;
+using Mux.Serialization;
+
+namespace Mux.Connection;
+
+// Streams (Mux.Streaming): the frames both ends send for IAsyncEnumerable arguments and results,
+// and the credit window each side announces in the handshake.
+internal abstract partial class MuxConnection
+{
+    /// <summary>How many items of each stream this side buffers (its options' StreamWindow):
+    /// announced in the handshake as the credit a peer's producer starts with. Set by a
+    /// subclass's constructor.</summary>
+    internal int StreamWindow { get; init; } = HandshakeSettings.DefaultStreamWindow;
+
+    /// <summary>The credit our producers start each stream with: the peer's announced window.
+    /// Written by the reader loop from the handshake, before any call.</summary>
+    internal int PeerStreamWindow { get; set; } = HandshakeSettings.DefaultStreamWindow;
+
+    /// <summary>Sends one item of a call's stream. The caller has taken one item of credit.</summary>
+    /// <exception cref="MuxConnectionException">The connection is closed.</exception>
+    internal void SendStreamItem<T>(uint callId, T item, MessagePackSerializerOptions options)
+    {
+        var body = new ResultBody<T>(item, options);
+        SendFrame(FrameType.StreamItem, callId, 0, ref body);
+    }
+
+    /// <summary>Grants the producer of a call's stream <paramref name="count"/> more items; best
+    /// effort (a closed connection ends the stream anyway).</summary>
+    internal void SendStreamCredit(uint callId, int count)
+    {
+        Span<byte> payload = stackalloc byte[ProtocolConstants.StreamCreditPayloadSize];
+        BinaryPrimitives.WriteUInt32LittleEndian(payload, (uint)count);
+        try
+        {
+            SendRawFrame(FrameType.StreamCredit, callId, payload);
+        }
+        catch (MuxConnectionException)
+        {
+            // Closed: the stream fails with the connection.
+        }
+    }
+
+    /// <summary>Tells the server the client's stream of a call has ended: completed
+    /// (<paramref name="code"/> Ok), or failed with that code and message. Best effort.</summary>
+    internal void SendStreamEnd(uint callId, MuxStatusCode code, string? message)
+    {
+        try
+        {
+            if (code == MuxStatusCode.Ok)
+            {
+                SendRawFrame(FrameType.StreamEnd, callId, ReadOnlySpan<byte>.Empty);
+            }
+            else
+            {
+                var body = new ErrorBody(code, message ?? string.Empty, null);
+                SendFrame(FrameType.StreamEnd, callId, 0, ref body);
+            }
+        }
+        catch (MuxConnectionException)
+        {
+            // Closed: the server cancels the call anyway.
+        }
+    }
+
+    /// <summary>The item count of a StreamCredit frame (whose length the frame reader checked).</summary>
+    protected static uint ReadStreamCredit(in ReadOnlySequence<byte> payload)
+    {
+        Span<byte> bytes = stackalloc byte[ProtocolConstants.StreamCreditPayloadSize];
+        payload.Slice(0, ProtocolConstants.StreamCreditPayloadSize).CopyTo(bytes);
+        return BinaryPrimitives.ReadUInt32LittleEndian(bytes);
+    }
+}

@@ -1,0 +1,172 @@
+using System.Buffers;
+using System.ComponentModel;
+using System.Runtime.CompilerServices;
+using MessagePack;
+using Mux.Connection;
+using Mux.Protocol;
+using Mux.Serialization;
+using Mux.Streaming;
+
+namespace Mux;
+
+// Streams (Mux.Streaming): a handler's IAsyncEnumerable argument (the client's stream) and result
+// (its own stream to the client).
+public sealed partial class MuxServerCall
+{
+    // The client's stream to this call. Created on first use, by the reader loop (an item arrived)
+    // or by the handler (ReadStream), whichever comes first (CompareExchange); cleared by Start.
+    private StreamReceiver? _inbound;
+
+    // The credit for this call's stream to the client. Created on first use, by the reader loop
+    // (StreamCredit) or the handler (ReturnStreamAsync), whichever comes first (CompareExchange).
+    private StreamSendWindow? _outbound;
+
+    // 1 once the call has finished: frames for its streams that still arrive are dropped. Set by
+    // Finish; reset by Start (reader loop, before the object is reused).
+    private int _streamsClosed;
+
+    /// <summary>The client's stream for a handler's <see cref="IAsyncEnumerable{T}"/> parameter:
+    /// its items in order, read with the server's serializer options. It ends when the client's
+    /// stream ends, throws <see cref="MuxRemoteException"/> when the client's producer failed, and
+    /// <see cref="OperationCanceledException"/> when the call is cancelled or its connection lost.</summary>
+    /// <typeparam name="T">The item type.</typeparam>
+    /// <returns>The client's stream.</returns>
+    [EditorBrowsable(EditorBrowsableState.Never)] // Generated dispatchers call it.
+    public IAsyncEnumerable<T> ReadStream<T>() =>
+        ReadStreamAsync<T>(GetOrCreateInbound() ?? throw new InvalidOperationException($"{MethodName} has finished: its stream can no longer be read."), default);
+
+    /// <summary>Streams the items of a method returning <see cref="IAsyncEnumerable{T}"/> to the
+    /// caller, each within the credit the caller granted, then ends the call. The enumeration's
+    /// token is the call's: it fires when the caller cancels or stops reading.</summary>
+    /// <typeparam name="T">The item type.</typeparam>
+    /// <param name="items">What the service method returned.</param>
+    /// <returns>A task that completes when the last item and the end of the stream have been handed to the connection.</returns>
+    [EditorBrowsable(EditorBrowsableState.Never)] // Generated dispatchers call it.
+    public ValueTask ReturnStreamAsync<T>(IAsyncEnumerable<T> items)
+    {
+        return items is null
+            ? throw new InvalidOperationException($"{MethodName} returned a null IAsyncEnumerable; a streaming service method must return a stream.")
+            : SendStreamAsync(items);
+    }
+
+    private async ValueTask SendStreamAsync<T>(IAsyncEnumerable<T> items)
+    {
+        StreamSendWindow window = GetOrCreateOutbound()!;
+        CancellationToken token = CancellationToken;
+        await foreach (T item in items.WithCancellation(token).ConfigureAwait(false))
+        {
+            await window.WaitAsync(token).ConfigureAwait(false);
+            _connection.SendStreamItem(CallId, item, _connection.SerializerOptions);
+        }
+
+        SendResult(default(VoidResult)); // The end of the stream: the call's Response.
+    }
+
+    private async IAsyncEnumerable<T> ReadStreamAsync<T>(StreamReceiver inbound, [EnumeratorCancellation] CancellationToken cancellationToken)
+    {
+        MessagePackSerializerOptions options = _connection.SerializerOptions;
+        while (await inbound.WaitToReadAsync(cancellationToken).ConfigureAwait(false))
+        {
+            while (TryReadItem(inbound, options, out T? item))
+            {
+                cancellationToken.ThrowIfCancellationRequested();
+                yield return item!;
+            }
+        }
+
+        inbound.ThrowIfFailed();
+    }
+
+    private bool TryReadItem<T>(StreamReceiver inbound, MessagePackSerializerOptions options, out T? item)
+    {
+        try
+        {
+            return inbound.TryRead(options, out item);
+        }
+        catch (MessagePackSerializationException ex)
+        {
+            throw new InvalidArgumentsException($"An item of the stream sent to {MethodName} could not be read: {ex.GetBaseException().Message}", ex);
+        }
+    }
+
+    /// <summary>An item of the client's stream arrived. Reader loop only.</summary>
+    internal void OnStreamItem(in ReadOnlySequence<byte> payload) => GetOrCreateInbound()?.OnItem(payload);
+
+    /// <summary>The client's stream ended: completed (empty payload) or failed (an Error body). Reader loop only.</summary>
+    internal void OnStreamEnd(in ReadOnlySequence<byte> payload)
+    {
+        StreamReceiver? inbound = GetOrCreateInbound();
+        if (inbound is null)
+        {
+            return;
+        }
+
+        if (payload.IsEmpty)
+        {
+            inbound.Complete(null);
+            return;
+        }
+
+        ErrorBody error = ErrorBody.Read(payload.ToArray());
+        inbound.Complete(new MuxRemoteException(error.Code, error.Message, error.RemoteType));
+    }
+
+    /// <summary>The client granted credit for this call's stream. Reader loop only.</summary>
+    internal void OnStreamCredit(uint count) => GetOrCreateOutbound()?.Grant(count);
+
+    private StreamReceiver? GetOrCreateInbound()
+    {
+        StreamReceiver? inbound = Volatile.Read(ref _inbound);
+        if (inbound is not null || Volatile.Read(ref _streamsClosed) != 0)
+        {
+            return inbound;
+        }
+
+        var created = new StreamReceiver(_connection, _connection.StreamWindow) { CallId = CallId };
+        inbound = Interlocked.CompareExchange(ref _inbound, created, null) ?? created;
+        if (Volatile.Read(ref _streamsClosed) != 0)
+        {
+            // Finish ran meanwhile and may have missed it: it holds nothing anyone will read.
+            Interlocked.Exchange(ref _inbound, null)?.Abandon();
+            return null;
+        }
+
+        if (IsCancellationRequested)
+        {
+            inbound.Abort(new OperationCanceledException($"{MethodName} was canceled."));
+        }
+
+        return inbound;
+    }
+
+    private StreamSendWindow? GetOrCreateOutbound()
+    {
+        StreamSendWindow? outbound = Volatile.Read(ref _outbound);
+        if (outbound is not null)
+        {
+            return outbound;
+        }
+
+        var created = new StreamSendWindow(_connection.PeerStreamWindow);
+        return Interlocked.CompareExchange(ref _outbound, created, null) ?? created;
+    }
+
+    private void ResetStreams()
+    {
+        _inbound = null;
+        _outbound = null;
+        _streamsClosed = 0;
+    }
+
+    /// <summary>The call finished: the client's stream, if any, holds nothing anyone will read.</summary>
+    private void CloseStreams()
+    {
+        Interlocked.Exchange(ref _streamsClosed, 1);
+        Interlocked.Exchange(ref _inbound, null)?.Abandon();
+    }
+
+    /// <summary>The call was cancelled (Cancel frame, lost connection): a handler reading the
+    /// client's stream gets OperationCanceledException at once.</summary>
+    private void CancelStreams() =>
+        Volatile.Read(ref _inbound)?.Abort(new OperationCanceledException($"{MethodName} was canceled."));
+}

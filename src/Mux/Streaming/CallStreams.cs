@@ -1,0 +1,37 @@
+namespace Mux.Streaming;
+
+/// <summary>
+/// The streams of one call on the client: what the server streams to us (<see cref="Receiver"/>)
+/// and the credit for what we stream to it (<see cref="Sender"/>). The client connection finds it
+/// by call id for each StreamItem and StreamCredit frame; registered before the Request is sent,
+/// removed by the call's owner when the call has ended.
+/// </summary>
+internal sealed class CallStreams(StreamReceiver? receiver, StreamSendWindow? sender)
+{
+    /// <summary>The server's stream of results; null when the method returns none.</summary>
+    public StreamReceiver? Receiver { get; } = receiver;
+
+    /// <summary>Credit for the client's stream of arguments; null when the method takes none. It
+    /// holds no credit until the Request is out (<see cref="OpenSendWindow"/>), so no item can
+    /// overtake the Request, whichever way the call waited for a slot.</summary>
+    public StreamSendWindow? Sender { get; } = sender;
+
+    /// <summary>The call's id; set when the call is registered, before its Request is sent.</summary>
+    public uint CallId { get; private set; }
+
+    /// <summary>Why the client's stream stopped, when its producer failed; read by the call's
+    /// owner to fail the call with it rather than with the cancellation that followed.</summary>
+    public Exception? SendFailure { get; set; }
+
+    public void SetCallId(uint callId)
+    {
+        CallId = callId;
+        if (Receiver is not null)
+        {
+            Receiver.CallId = callId;
+        }
+    }
+
+    /// <summary>The Request is queued: the client may now send up to the server's window.</summary>
+    public void OpenSendWindow(int serverWindow) => Sender?.Grant((uint)serverWindow);
+}

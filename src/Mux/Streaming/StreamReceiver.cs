@@ -1,0 +1,172 @@
+using System.Buffers;
+using System.Diagnostics.CodeAnalysis;
+using System.Runtime.ExceptionServices;
+using System.Threading.Channels;
+using MessagePack;
+using Mux.Connection;
+
+namespace Mux.Streaming;
+
+/// <summary>
+/// The consuming end of one stream of a call, on either side. The reader loop copies each
+/// StreamItem's bytes in (it never blocks, never deserializes, never runs user code); the consumer
+/// reads them out and deserializes on its own thread. Credit goes back to the producer as items
+/// are read, half a window at a time, so at most one window of items is ever buffered here: a
+/// producer that sends more than it was granted breaks the protocol and its connection closes.
+/// </summary>
+internal sealed class StreamReceiver
+{
+    private readonly MuxConnection _connection;
+
+    // Credit is sent back once this many items have been read (half the window, at least 1):
+    // fewer StreamCredit frames than one per item, and the producer never runs dry while the
+    // consumer keeps up. Immutable.
+    private readonly int _creditBatch;
+
+    // The received items. The reader loop is the only writer; the consumer (and Abandon) read.
+    private readonly Channel<StreamItemBuffer> _items = Channel.CreateUnbounded<StreamItemBuffer>(
+        new UnboundedChannelOptions { SingleWriter = true, SingleReader = false, AllowSynchronousContinuations = false });
+
+    // Items received so far. Written by the reader loop only.
+    private long _received;
+
+    // Items the producer may send in all: the window, plus every credit sent since. Written by the
+    // consumer before it sends the credit (so the reader loop never sees an item that used credit
+    // it has not counted yet); read by the reader loop.
+    private long _granted;
+
+    // Items read since the last credit was sent. Consumer only.
+    private int _readSinceCredit;
+
+    // How the stream ended, when it did not simply complete: set once, before _items completes.
+    private Exception? _failure;
+
+    // 1 once the stream was cut short (cancelled, or its consumer left): buffered items are
+    // dropped and the consumer stops at once. Set by Abort or Abandon, from any thread.
+    private int _aborted;
+
+    // 1 once the producer has finished (Complete or Abort): no more credit is worth sending.
+    private int _ended;
+
+    /// <summary>Creates the receiver of a stream whose producer starts with <paramref name="window"/> items of credit.</summary>
+    public StreamReceiver(MuxConnection connection, int window)
+    {
+        _connection = connection;
+        _granted = window;
+        _creditBatch = Math.Max(1, window / 2);
+    }
+
+    /// <summary>The call the stream belongs to. Set once, before the call's Request (or the
+    /// receiver) is published, so before any item can arrive.</summary>
+    public uint CallId { get; set; }
+
+    /// <summary>Buffers one item. Reader loop only.</summary>
+    /// <exception cref="MuxProtocolException">The producer sent more items than it was granted.</exception>
+    public void OnItem(in ReadOnlySequence<byte> payload)
+    {
+        if (++_received > Volatile.Read(ref _granted))
+        {
+            ThrowOverCredit();
+        }
+
+        if (Volatile.Read(ref _aborted) != 0)
+        {
+            return; // Nobody will read it.
+        }
+
+        int length = checked((int)payload.Length);
+        byte[] buffer = ArrayPool<byte>.Shared.Rent(Math.Max(length, 1));
+        payload.CopyTo(buffer);
+        if (!_items.Writer.TryWrite(new StreamItemBuffer(buffer, length)))
+        {
+            ArrayPool<byte>.Shared.Return(buffer); // Completed meanwhile.
+        }
+    }
+
+    /// <summary>The producer finished: the consumer still reads what is buffered, then ends, with
+    /// <paramref name="failure"/> if it is not null. Any thread; only the first end counts.</summary>
+    public void Complete(Exception? failure)
+    {
+        if (Interlocked.Exchange(ref _ended, 1) != 0)
+        {
+            return;
+        }
+
+        _failure = failure;
+        _items.Writer.TryComplete();
+    }
+
+    /// <summary>Ends the stream now: the consumer's next read throws <paramref name="failure"/>,
+    /// buffered items are dropped. Any thread (a Cancel frame, a closed connection).</summary>
+    public void Abort(Exception failure)
+    {
+        if (Interlocked.Exchange(ref _ended, 1) == 0)
+        {
+            _failure = failure;
+        }
+
+        Volatile.Write(ref _aborted, 1);
+        _items.Writer.TryComplete();
+    }
+
+    /// <summary>Waits until an item can be read (true) or the stream has ended (false).</summary>
+    public ValueTask<bool> WaitToReadAsync(CancellationToken cancellationToken) =>
+        Volatile.Read(ref _aborted) != 0 ? new ValueTask<bool>(false) : _items.Reader.WaitToReadAsync(cancellationToken);
+
+    /// <summary>Reads and deserializes the next buffered item, if any, and grants the producer
+    /// credit for it. Consumer only.</summary>
+    public bool TryRead<T>(MessagePackSerializerOptions options, [MaybeNullWhen(false)] out T item)
+    {
+        if (Volatile.Read(ref _aborted) != 0 || !_items.Reader.TryRead(out StreamItemBuffer buffer))
+        {
+            item = default;
+            return false;
+        }
+
+        try
+        {
+            item = MessagePackSerializer.Deserialize<T>(buffer.Array.AsMemory(0, buffer.Length), options);
+        }
+        finally
+        {
+            ArrayPool<byte>.Shared.Return(buffer.Array);
+        }
+
+        if (++_readSinceCredit >= _creditBatch && Volatile.Read(ref _ended) == 0)
+        {
+            int credit = _readSinceCredit;
+            _readSinceCredit = 0;
+            Volatile.Write(ref _granted, _granted + credit);
+            _connection.SendStreamCredit(CallId, credit);
+        }
+
+        return true;
+    }
+
+    /// <summary>Throws how the stream ended, if it failed. Call once <see cref="WaitToReadAsync"/>
+    /// has returned false.</summary>
+    public void ThrowIfFailed()
+    {
+        if (Volatile.Read(ref _ended) != 0 && _failure is { } failure)
+        {
+            ExceptionDispatchInfo.Throw(failure);
+        }
+    }
+
+    /// <summary>The consumer is gone: drops what is buffered (back to the pool) and anything that
+    /// still arrives. Any thread; safe to call more than once.</summary>
+    public void Abandon()
+    {
+        Volatile.Write(ref _aborted, 1);
+        Interlocked.Exchange(ref _ended, 1);
+        _items.Writer.TryComplete();
+        while (_items.Reader.TryRead(out StreamItemBuffer buffer))
+        {
+            ArrayPool<byte>.Shared.Return(buffer.Array);
+        }
+    }
+
+    [DoesNotReturn]
+    private void ThrowOverCredit() =>
+        throw new MuxProtocolException($"The peer sent more items on the stream of call {CallId} than the {Volatile.Read(ref _granted)} it was granted (stream window and StreamCredit frames).");
+}

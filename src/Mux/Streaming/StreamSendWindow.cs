@@ -1,0 +1,58 @@
+using System.Diagnostics.CodeAnalysis;
+
+namespace Mux.Streaming;
+
+/// <summary>
+/// The producing end's credit for one stream: how many more items the consumer on the other side
+/// accepts. The producer takes one per item and waits (asynchronously, cancellably) when there is
+/// none; the reader loop adds what each StreamCredit frame grants. Waiters resume on the thread
+/// pool (SemaphoreSlim's async waiters run their continuations asynchronously), never on the
+/// reader loop.
+/// </summary>
+internal sealed class StreamSendWindow
+{
+    // The credit left. Taken by the producer; released by the reader loop (StreamCredit) and,
+    // once, by whoever opens the window.
+    private readonly SemaphoreSlim _credit;
+
+    /// <summary>Creates a window holding <paramref name="initialCredit"/> items of credit.</summary>
+    public StreamSendWindow(int initialCredit)
+    {
+        _credit = new SemaphoreSlim(initialCredit, int.MaxValue);
+    }
+
+    /// <summary>Takes one item's credit, waiting for the consumer to grant more if there is none.</summary>
+    public ValueTask WaitAsync(CancellationToken cancellationToken)
+    {
+        Task wait = _credit.WaitAsync(cancellationToken);
+        return wait.IsCompletedSuccessfully ? default : new ValueTask(wait);
+    }
+
+    /// <summary>Adds the credit a StreamCredit frame (or the opening of the stream) grants.</summary>
+    /// <exception cref="MuxProtocolException">The peer granted an impossible amount.</exception>
+    public void Grant(uint count)
+    {
+        if (count == 0)
+        {
+            return;
+        }
+
+        if (count > int.MaxValue)
+        {
+            ThrowTooMuchCredit(count);
+        }
+
+        try
+        {
+            _credit.Release((int)count);
+        }
+        catch (SemaphoreFullException)
+        {
+            ThrowTooMuchCredit(count);
+        }
+    }
+
+    [DoesNotReturn]
+    private static void ThrowTooMuchCredit(uint count) =>
+        throw new MuxProtocolException($"The peer granted {count} more stream items than a stream can hold.");
+}
