@@ -23,6 +23,11 @@ if (options.Role == "server")
     return await ServerRole.RunAsync(options.ServerSystem!, options.Port);
 }
 
+if (options.Streams is not null)
+{
+    return await StreamMeasurement.RunAsync(options);
+}
+
 if (options.Servers is not null)
 {
     return await ServersMeasurement.RunAsync(options);

@@ -43,6 +43,11 @@ internal sealed class RunnerOptions
           connections the servers accepted (must equal N), the smallest and largest share of calls
           an instance got, and the CPU other processes used.
 
+          Stream throughput (instead of the sweep): --stream LIST, entries KIND:COUNT where KIND is
+          int or an item size in bytes (for example int:1000000,32:1000000,1048576:1000): ONE
+          server stream (IAsyncEnumerable) on ONE connection to a Mux server child process; reports
+          items/s, payload MB/s, CPU per item of client and server, and other processes' CPU.
+
           Server role: listens on 127.0.0.1:P (0 = any free port), prints "LISTENING <port>", and
           serves until stdin closes. Lines "begin"/"end" on stdin mark the measured window.
         """;
@@ -78,6 +83,8 @@ internal sealed class RunnerOptions
 
     /// <summary>Server counts of the several-servers measurement; set, it selects it.</summary>
     public IReadOnlyList<int>? Servers { get; private set; }
+
+    public IReadOnlyList<(string Kind, int Count)>? Streams { get; private set; }
 
     public static RunnerOptions Parse(string[] args)
     {
@@ -144,6 +151,9 @@ internal sealed class RunnerOptions
                         ? n
                         : throw new ArgumentException($"--servers: '{c}' is not a number from 1 to 16."));
                     break;
+                case "--stream":
+                    options.Streams = List(name, Value(), ParseStream);
+                    break;
                 case "--out":
                     options.OutDirectory = Value();
                     break;
@@ -169,6 +179,18 @@ internal sealed class RunnerOptions
         }
 
         return [.. items.Select(parse).Distinct()];
+    }
+
+    private static (string Kind, int Count) ParseStream(string entry)
+    {
+        string[] parts = entry.Split(':');
+        bool kindOk = parts.Length == 2 && (parts[0] == "int" || (int.TryParse(parts[0], NumberStyles.None, CultureInfo.InvariantCulture, out int size) && size is > 0 and <= 64 * 1024 * 1024 - 64));
+        if (!kindOk || !int.TryParse(parts[1], NumberStyles.None, CultureInfo.InvariantCulture, out int count) || count < 1)
+        {
+            throw new ArgumentException($"--stream: '{entry}' is not KIND:COUNT (KIND int or a size in bytes up to 64 MiB, COUNT at least 1).");
+        }
+
+        return (parts[0], count);
     }
 
     private static double ParseSeconds(string name, string value, bool allowZero)

@@ -28,6 +28,7 @@ internal static class ServerRole
             });
             MuxServer server = mux;
             mux.AddService<IBenchService>(new BenchService());
+            mux.AddService<IBenchStreams>(new BenchStreams());
             mux.AddService<IBenchControl>(new BenchControl(marks, () => server.ConnectionsAccepted));
             await mux.StartAsync();
             boundPort = ((IPEndPoint)mux.LocalEndPoint!).Port;

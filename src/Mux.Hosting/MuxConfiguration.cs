@@ -25,6 +25,9 @@ internal sealed class MuxServerConfiguration
 
     public bool? EnableDetailedErrors { get; set; }
 
+    // Issue 10: the credit window of each stream (IAsyncEnumerable argument or result).
+    public int? StreamWindow { get; set; }
+
     // Issue 8: limits on what one connection may cost, and dead-peer detection.
     public int? MaxOutboundBytesPerConnection { get; set; }
 
@@ -63,6 +66,9 @@ internal sealed class MuxClientConfiguration
     public TimeSpan? ReconnectInitialDelay { get; set; }
 
     public TimeSpan? ReconnectMaxDelay { get; set; }
+
+    // Issue 10: the credit window of each stream (IAsyncEnumerable argument or result).
+    public int? StreamWindow { get; set; }
 
     // Issue 8: a bound on requests queued for a server that does not read, and dead-peer detection.
     public int? MaxOutboundBytesPerConnection { get; set; }

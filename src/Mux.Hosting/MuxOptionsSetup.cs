@@ -40,6 +40,7 @@ internal sealed class MuxServerOptionsSetup(IConfiguration? configuration = null
         options.KeepAliveInterval = bound.KeepAliveInterval ?? options.KeepAliveInterval;
         options.KeepAliveTimeout = bound.KeepAliveTimeout ?? options.KeepAliveTimeout;
         options.IdleTimeout = bound.IdleTimeout ?? options.IdleTimeout;
+        options.StreamWindow = bound.StreamWindow ?? options.StreamWindow;
         if (bound.Tls is { } tls)
         {
             ConfigureTls(options, tls);
@@ -103,6 +104,7 @@ internal sealed class MuxClientOptionsSetup(IConfiguration? configuration = null
         options.MaxOutboundBytesPerConnection = bound.MaxOutboundBytesPerConnection ?? options.MaxOutboundBytesPerConnection;
         options.KeepAliveInterval = bound.KeepAliveInterval ?? options.KeepAliveInterval;
         options.KeepAliveTimeout = bound.KeepAliveTimeout ?? options.KeepAliveTimeout;
+        options.StreamWindow = bound.StreamWindow ?? options.StreamWindow;
         options.Service = bound.Service ?? options.Service;
         options.ResolveInterval = bound.ResolveInterval ?? options.ResolveInterval;
     }

@@ -89,6 +89,23 @@ public sealed class ConfigurationTests
     }
 
     [Fact]
+    public void StreamWindowIsBoundFromBothSections_AndDefaultsTo64()
+    {
+        using IHost host = Build(new()
+        {
+            ["Mux:Server:StreamWindow"] = "16",
+            ["Mux:Client:StreamWindow"] = "256",
+        });
+
+        Assert.Equal(16, host.Services.GetRequiredService<IOptions<MuxServerOptions>>().Value.StreamWindow);
+        Assert.Equal(256, host.Services.GetRequiredService<IOptions<MuxClientOptions>>().Value.StreamWindow);
+
+        using IHost defaults = Build([]);
+        Assert.Equal(64, defaults.Services.GetRequiredService<IOptions<MuxServerOptions>>().Value.StreamWindow);
+        Assert.Equal(64, defaults.Services.GetRequiredService<IOptions<MuxClientOptions>>().Value.StreamWindow);
+    }
+
+    [Fact]
     public void MissingKeysKeepTheDefaults()
     {
         using IHost host = Build([]);
