@@ -25,6 +25,9 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
     // keeps as many calls as it ever ran at once (up to its call cap).
     private const int MaxOwnedArguments = 1024;
 
+    // The longest delay CancellationTokenSource.CancelAfter accepts (uint.MaxValue - 1 ms).
+    private static readonly TimeSpan s_longestTimer = TimeSpan.FromMilliseconds(uint.MaxValue - 1);
+
     private readonly ServerConnection _connection;
 
     // The method being called. Set by Start on the reader loop before the call is queued.
@@ -462,7 +465,13 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
         }
         else
         {
-            cancellation.CancelAfter(TimeProvider.GetElapsedTime(now, DeadlineTimestamp));
+            // The header allows up to uint.MaxValue ms, one more than a timer takes; a deadline
+            // that far away (about 49.7 days) is left unarmed rather than failing the handler.
+            TimeSpan remaining = TimeProvider.GetElapsedTime(now, DeadlineTimestamp);
+            if (remaining < s_longestTimer)
+            {
+                cancellation.CancelAfter(remaining);
+            }
         }
     }
 

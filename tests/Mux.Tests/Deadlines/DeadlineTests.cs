@@ -83,6 +83,25 @@ public class DeadlineTests
     }
 
     [Fact]
+    public async Task Request_WithTheLongestDeadlineTheHeaderCarries_RunsAndIsStillCancelledByItsCaller()
+    {
+        var service = new DeadlineService();
+        await using MuxServer server = await StartTcpServerAsync(service, TimeProvider.System);
+        await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(server.LocalEndPoint!);
+        await raw.HandshakeAsync();
+
+        // uint.MaxValue ms is one more than a timer accepts: the handler must still get its token.
+        await raw.SendAsync(WriteRequest(callId: 1, MuxMethodId.Compute("Mux.Tests.Deadlines.IDeadlineService.WaitForDeadline"), remainingMilliseconds: uint.MaxValue));
+        MuxCallContext context = await service.Waiting.Task.WaitAsync(TestHost.Patience);
+        Assert.InRange(context.RemainingTime!.Value, TimeSpan.FromDays(49), TimeSpan.FromDays(50));
+        await raw.SendAsync(ProtocolTestHelpers.WriteRawFrame(FrameType.Cancel, 1, []));
+
+        ReceivedFrame reply = await raw.ExpectFrameAsync();
+        Assert.Equal((FrameType.Error, 1u), (reply.Type, reply.CallId));
+        Assert.Equal(MuxStatusCode.Canceled, ErrorBody.Read(reply.Payload).Code);
+    }
+
+    [Fact]
     public async Task Request_ArrivingPastItsDeadline_IsNotRun_FailsWithDeadlineExceeded_AndTheConnectionGoesOn()
     {
         var service = new DeadlineService();
