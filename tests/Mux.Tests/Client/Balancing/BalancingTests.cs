@@ -111,4 +111,16 @@ public sealed class BalancingTests(ITestOutputHelper output)
 
         Assert.Contains("EndPoint is set together with EndPoints", error.Message, StringComparison.Ordinal);
     }
+
+    [Fact]
+    public void AServiceNameWithNothingToResolveIt_IsRefused_PointingToMuxHostingOrAResolver()
+    {
+        var options = new MuxClientOptions { Service = "mux://users" };
+
+        var error = Assert.Throws<InvalidOperationException>(() => MuxClient.Create(options));
+
+        Assert.Contains("MuxClientOptions.Service ('mux://users') is set but nothing resolves it", error.Message, StringComparison.Ordinal);
+        Assert.Contains("AddMuxClient", error.Message, StringComparison.Ordinal);
+        Assert.Contains("EndPointResolver", error.Message, StringComparison.Ordinal);
+    }
 }
