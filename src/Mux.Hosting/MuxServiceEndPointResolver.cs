@@ -1,4 +1,5 @@
 using System.Net;
+using Microsoft.Extensions.Primitives;
 using Microsoft.Extensions.ServiceDiscovery;
 using Mux.Hosting.ServiceDiscovery;
 
@@ -22,13 +23,18 @@ namespace Mux.Hosting;
 /// <c>AddDnsServiceEndpointProvider()</c>) before AddMuxClient; this resolver uses every provider
 /// registered.</para>
 /// <para>Service discovery caches what it found and refreshes it when its source changes; the
-/// client asks again every <see cref="MuxClientOptions.ResolveInterval"/> and soon after a
-/// connection to an instance is lost.</para>
+/// client asks again soon after such a change (<see cref="WaitForChangeAsync"/>), every
+/// <see cref="MuxClientOptions.ResolveInterval"/>, and soon after a connection to an instance is lost.</para>
 /// </remarks>
 public sealed class MuxServiceEndPointResolver : IMuxEndPointResolver
 {
     private readonly ServiceEndpointResolver _resolver;
     private readonly MuxServiceName _service;
+
+    // The change token of the last answer (fires when its source, such as the configuration, is
+    // reloaded). Written by ResolveAsync, read by WaitForChangeAsync; both run on the client's one
+    // resolve loop, the field is volatile for anyone else who calls them.
+    private volatile IChangeToken? _changeToken;
 
     /// <summary>Creates a resolver of <paramref name="service"/>.</summary>
     /// <param name="resolver">Service discovery's resolver (registered by <c>AddServiceDiscovery()</c>).</param>
@@ -49,6 +55,7 @@ public sealed class MuxServiceEndPointResolver : IMuxEndPointResolver
     public async ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken)
     {
         ServiceEndpointSource source = await _resolver.GetEndpointsAsync(_service.Text, cancellationToken).ConfigureAwait(false);
+        _changeToken = source.ChangeToken;
         var endPoints = new List<EndPoint>(source.Endpoints.Count);
         foreach (ServiceEndpoint endpoint in source.Endpoints)
         {
@@ -59,6 +66,28 @@ public sealed class MuxServiceEndPointResolver : IMuxEndPointResolver
         }
 
         return endPoints;
+    }
+
+    /// <summary>Completes when the answer of the last <see cref="ResolveAsync"/> changed at its
+    /// source (service discovery's change token: a reloaded configuration section, for example),
+    /// so that the client picks up a new list of instances at once rather than at its next
+    /// <see cref="MuxClientOptions.ResolveInterval"/>.</summary>
+    /// <param name="cancellationToken">Ends the wait.</param>
+    /// <returns>A task that completes on a change, or is cancelled.</returns>
+    public async ValueTask WaitForChangeAsync(CancellationToken cancellationToken)
+    {
+        IChangeToken? token = _changeToken;
+        if (token is { HasChanged: true })
+        {
+            return;
+        }
+
+        var changed = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        // A token that cannot call back (a polled one) leaves the wait to the client's period.
+        using IDisposable? registration = token is { ActiveChangeCallbacks: true }
+            ? token.RegisterChangeCallback(static state => ((TaskCompletionSource)state!).TrySetResult(), changed)
+            : null;
+        await changed.Task.WaitAsync(cancellationToken).ConfigureAwait(false);
     }
 
     /// <summary>The service's name, as given.</summary>

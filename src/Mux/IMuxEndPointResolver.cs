@@ -17,4 +17,15 @@ public interface IMuxEndPointResolver
     /// <param name="cancellationToken">Fires when the client is disposed.</param>
     /// <returns>One endpoint per server instance.</returns>
     ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken);
+
+    /// <summary>
+    /// Completes when the instances may have changed since the last <see cref="ResolveAsync"/> (for
+    /// example when the configuration they come from was reloaded): the client then asks again
+    /// soon (after at most <see cref="MuxClientOptions.ReconnectInitialDelay"/>), instead of at the
+    /// next <see cref="MuxClientOptions.ResolveInterval"/>. The default never completes: the client
+    /// asks on its period and after a lost connection only.
+    /// </summary>
+    /// <param name="cancellationToken">Fires when the client stops waiting (the next round, or dispose).</param>
+    /// <returns>A task that completes on a change; one that fails or is cancelled is ignored.</returns>
+    ValueTask WaitForChangeAsync(CancellationToken cancellationToken) => new(Task.Delay(Timeout.Infinite, cancellationToken));
 }

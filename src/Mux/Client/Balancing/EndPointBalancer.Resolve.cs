@@ -3,7 +3,8 @@ using System.Net;
 namespace Mux.Client.Balancing;
 
 /// <summary>The resolve loop: asks the <see cref="IMuxEndPointResolver"/> for the instances every
-/// <see cref="MuxClientOptions.ResolveInterval"/>, and soon after an instance's connection is lost.</summary>
+/// <see cref="MuxClientOptions.ResolveInterval"/>, soon after an instance's connection is lost, and
+/// soon after the resolver signals a change (<see cref="IMuxEndPointResolver.WaitForChangeAsync"/>).</summary>
 internal sealed partial class EndPointBalancer
 {
     // Completed by a keeper whose connection was lost, to have the loop resolve before the
@@ -37,12 +38,42 @@ internal sealed partial class EndPointBalancer
                 BalancingLog.ResolveFailed(_logger, _name, _endPoints.Length, ex);
             }
 
-            await Task.WhenAny(early, Task.Delay(_options.ResolveInterval, stopping)).ConfigureAwait(false);
-            if (early.IsCompleted)
+            using (var round = CancellationTokenSource.CreateLinkedTokenSource(stopping))
             {
-                _resolveNow = NewSignal();
-                await Task.Delay(earliest, stopping).ConfigureAwait(false);
+                Task changed = WaitForChangeAsync(resolver, round.Token);
+                await Task.WhenAny(early, changed, Task.Delay(_options.ResolveInterval, round.Token)).ConfigureAwait(false);
+                round.Cancel();
+                if (early.IsCompleted || changed.IsCompletedSuccessfully)
+                {
+                    if (early.IsCompleted)
+                    {
+                        _resolveNow = NewSignal();
+                    }
+
+                    await Task.Delay(earliest, stopping).ConfigureAwait(false);
+                }
             }
         }
+    }
+
+    /// <summary>The resolver's change signal; completes only on a change (a failed or cancelled
+    /// wait falls back to the period, and is observed here so that it is never unobserved).</summary>
+    private async Task WaitForChangeAsync(IMuxEndPointResolver resolver, CancellationToken cancellationToken)
+    {
+        try
+        {
+            await resolver.WaitForChangeAsync(cancellationToken).ConfigureAwait(false);
+            return;
+        }
+        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+        {
+            throw;
+        }
+        catch (Exception ex)
+        {
+            BalancingLog.ResolveFailed(_logger, _name, _endPoints.Length, ex);
+        }
+
+        await Task.Delay(Timeout.Infinite, cancellationToken).ConfigureAwait(false);
     }
 }

@@ -46,6 +46,51 @@ public sealed class ResolverTests
         Assert.Equal(removedServed, cluster.Probes[0].Served);
     }
 
+    /// <summary>A resolver that also says when its answer changed.</summary>
+    private sealed class SignallingResolver : IMuxEndPointResolver
+    {
+        private volatile EndPoint[] _endPoints = [];
+        private volatile TaskCompletionSource _changed = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        private int _resolves;
+
+        public int Resolves => Volatile.Read(ref _resolves);
+
+        public void Set(params EndPoint[] endPoints)
+        {
+            _endPoints = endPoints;
+            _changed.TrySetResult();
+        }
+
+        public ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken)
+        {
+            Interlocked.Increment(ref _resolves);
+            _changed = new(TaskCreationOptions.RunContinuationsAsynchronously);
+            return new(_endPoints);
+        }
+
+        public ValueTask WaitForChangeAsync(CancellationToken cancellationToken) => new(_changed.Task.WaitAsync(cancellationToken));
+    }
+
+    [Fact]
+    public async Task AResolverThatSignalsAChange_IsAskedAgainAtOnce_NotAtTheNextInterval()
+    {
+        await using BalanceCluster cluster = await BalanceCluster.StartAsync(2);
+        var resolver = new SignallingResolver();
+        resolver.Set(cluster.EndPoints[0]);
+        MuxClientOptions options = cluster.ClientOptions();
+        options.EndPoints.Clear();
+        options.EndPointResolver = resolver;
+        options.ResolveInterval = TimeSpan.FromHours(1);
+        await using MuxClient client = await MuxClient.ConnectAsync(options).WaitAsync(TestHost.Patience);
+        Assert.Equal([cluster.EndPoints[0]], client.GetEndPointStatistics().Select(e => e.EndPoint));
+
+        resolver.Set(cluster.EndPoints[0], cluster.EndPoints[1]);
+
+        await Hosts.WaitUntilAsync(() => client.GetEndPointStatistics().Count == 2, "the client uses the changed set");
+        Assert.Equal(2, resolver.Resolves);
+    }
+
     [Fact]
     public async Task AResolverThatFindsNothingYet_MakesCallsWait_UntilItDoes()
     {
