@@ -85,7 +85,8 @@ public static class MuxServiceCollectionExtensions
     /// (registered here with its configuration and pass-through providers, unless the application
     /// registered it already): with the configuration provider, list them as
     /// <c>Services:NAME:mux:0 = 10.0.0.5:5000</c>, <c>Services:NAME:mux:1 = ...</c> (<c>muxs</c> for
-    /// TLS). It asks again every <see cref="MuxClientOptions.ResolveInterval"/> (key
+    /// TLS). It asks again as soon as service discovery reports a change (a reloaded configuration
+    /// section), every <see cref="MuxClientOptions.ResolveInterval"/> (key
     /// <c>ResolveInterval</c>, 30 seconds by default) and when a connection is lost, connects to new
     /// instances and drains removed ones; see <see cref="MuxServiceEndPointResolver"/>.
     /// </para>
