@@ -29,10 +29,14 @@ public sealed class DeadlineService(IDeadlineService? nextHop = null) : IDeadlin
     {
         Interlocked.Increment(ref _started);
         ArgumentNullException.ThrowIfNull(context);
+
+        // Take the token (which arms its deadline timer on the server's clock) before saying so:
+        // a test that moves a fake clock once Waiting completes must find the timer armed.
+        CancellationToken token = context.CancellationToken;
         Waiting.TrySetResult(context);
         try
         {
-            await Task.Delay(TimeSpan.FromSeconds(30), context.CancellationToken);
+            await Task.Delay(TimeSpan.FromSeconds(30), token);
         }
         catch (OperationCanceledException)
         {
