@@ -44,6 +44,25 @@ public sealed class MuxClientOptions
     public int StreamWindow { get; set; } = 64;
 
     /// <summary>
+    /// The largest response this client accepts, in bytes (a message's bytes after its frame
+    /// header, across all its fragments). A larger response fails only its own call, with a
+    /// <see cref="MuxRemoteException"/> whose code is <see cref="MuxStatusCode.MessageTooLarge"/>:
+    /// the client announces the limit in the handshake so the server answers such a call with that
+    /// error instead of sending it; the connection stays up. A request larger than the server's
+    /// MaxMessageSize fails before it is sent, with <see cref="InvalidOperationException"/>.
+    /// Separate from <see cref="MaxFrameSize"/>: large messages travel in fragments of
+    /// <see cref="FragmentSize"/>. Between 4 KiB and 1 GiB. Defaults to 64 MiB.
+    /// </summary>
+    public int MaxMessageSize { get; set; } = 64 * 1024 * 1024;
+
+    /// <summary>
+    /// Requests larger than this many bytes are sent in fragments (frames of at most this size, or
+    /// the server's MaxFrameSize if smaller) interleaved with the other calls' frames, so a large
+    /// argument never holds the connection. Between 1 KiB and 16 MiB. Defaults to 64 KiB.
+    /// </summary>
+    public int FragmentSize { get; set; } = 64 * 1024;
+
+    /// <summary>
     /// How arguments are written and results read (MessagePack-CSharp). Formatters the Mux generator
     /// emitted for the contracts' argument lists and <c>[MessagePackObject]</c> types are always
     /// consulted first (they keep Native AOT working), then this options' resolver. Set it to use
@@ -195,6 +214,7 @@ public sealed class MuxClientOptions
         OptionsValidation.RequirePositive(ConnectTimeout, nameof(MuxClientOptions), nameof(ConnectTimeout), allowInfinite: true);
         OptionsValidation.RequireFrameSize(MaxFrameSize, nameof(MuxClientOptions));
         OptionsValidation.RequireStreamWindow(StreamWindow, nameof(MuxClientOptions));
+        OptionsValidation.RequireMessageSizes(FragmentSize, MaxMessageSize, nameof(MuxClientOptions));
         if (Tls is not null)
         {
             TlsHandshake.ValidateClient(Tls);

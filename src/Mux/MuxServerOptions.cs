@@ -23,6 +23,24 @@ public sealed class MuxServerOptions
     public int MaxFrameSize { get; set; } = 4 * 1024 * 1024;
 
     /// <summary>
+    /// The largest request this server accepts, in bytes (a message's bytes after its frame header,
+    /// across all its fragments). A larger request fails only its own call, with
+    /// <see cref="MuxStatusCode.MessageTooLarge"/>: the server announces the limit in the handshake
+    /// so a Mux client fails such a call before sending it, and skips the rest of one from a client
+    /// that sends it anyway; the connection stays up. Separate from <see cref="MaxFrameSize"/>:
+    /// large messages travel in fragments of <see cref="FragmentSize"/>. Between 4 KiB and 1 GiB.
+    /// Defaults to 64 MiB.
+    /// </summary>
+    public int MaxMessageSize { get; set; } = 64 * 1024 * 1024;
+
+    /// <summary>
+    /// Responses larger than this many bytes are sent in fragments (frames of at most this size,
+    /// or the client's MaxFrameSize if smaller) interleaved with the other calls' frames, so a large
+    /// answer never holds the connection. Between 1 KiB and 16 MiB. Defaults to 64 KiB.
+    /// </summary>
+    public int FragmentSize { get; set; } = 64 * 1024;
+
+    /// <summary>
     /// How many calls one connection may have running at once. The server advertises it in the
     /// handshake and a Mux client holds later calls back (they wait on the client, within their
     /// timeout) until an answer arrives; a request beyond it from a client that ignores it is
@@ -191,6 +209,7 @@ public sealed class MuxServerOptions
         }
 
         OptionsValidation.RequireFrameSize(MaxFrameSize, nameof(MuxServerOptions));
+        OptionsValidation.RequireMessageSizes(FragmentSize, MaxMessageSize, nameof(MuxServerOptions));
         if (MaxConcurrentCallsPerConnection < 1)
         {
             throw new InvalidOperationException($"MuxServerOptions.MaxConcurrentCallsPerConnection is {MaxConcurrentCallsPerConnection}; it must be at least 1.");

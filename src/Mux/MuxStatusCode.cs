@@ -55,4 +55,9 @@ public enum MuxStatusCode
     /// handler did not run), or the handler stopped when its token fired at it. A Mux client
     /// reports this as the <see cref="TimeoutException"/> of its own call.</summary>
     DeadlineExceeded = 14,
+
+    /// <summary>A request or response was larger than the receiving side's MaxMessageSize
+    /// (<see cref="MuxServerOptions.MaxMessageSize"/>, <see cref="MuxClientOptions.MaxMessageSize"/>):
+    /// only this call failed; the connection stays up.</summary>
+    MessageTooLarge = 15,
 }

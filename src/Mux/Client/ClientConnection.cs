@@ -69,6 +69,8 @@ internal sealed partial class ClientConnection : MuxConnection
         KeepAliveTimeout = options.KeepAliveTimeout;
         MaxQueuedOutboundBytes = options.MaxOutboundBytesPerConnection;
         StreamWindow = options.StreamWindow;
+        MaxMessageSize = options.MaxMessageSize;
+        FragmentSize = options.FragmentSize;
         SerializerOptions = MuxSerializerOptions.ForClient(options.SerializerOptions);
         _callTimeoutMs = options.CallTimeout == Timeout.InfiniteTimeSpan ? -1 : (long)options.CallTimeout.TotalMilliseconds;
         if (_callTimeoutMs > 0)
@@ -132,7 +134,7 @@ internal sealed partial class ClientConnection : MuxConnection
         connection.StartLoops();
         try
         {
-            var settings = new HandshakeSettings(ProtocolConstants.Version, options.MaxFrameSize, int.MaxValue, options.AuthToken) { StreamWindow = options.StreamWindow };
+            var settings = new HandshakeSettings(ProtocolConstants.Version, options.MaxFrameSize, int.MaxValue, options.AuthToken) { StreamWindow = options.StreamWindow, MaxMessageSize = options.MaxMessageSize };
             connection.SendHello(settings);
             await connection._handshake.Task.WaitAsync(options.ConnectTimeout, cancellationToken).ConfigureAwait(false);
             return connection;
@@ -612,6 +614,7 @@ internal sealed partial class ClientConnection : MuxConnection
 
                 PeerMaxFrameSize = settings.MaxFrameSize;
                 PeerStreamWindow = settings.StreamWindow;
+                PeerMaxMessageSize = settings.MaxMessageSize;
                 _slots = new ClientCallSlots(settings.MaxConcurrentCalls);
                 _serverReadsTraceContext = serverReadsTraceContext;
                 _handshake.TrySetResult();
@@ -664,6 +667,24 @@ internal sealed partial class ClientConnection : MuxConnection
     {
         ReadOnlySpan<byte> start = payload.FirstSpan;
         return start.Length >= 2 && start[0] == 0x93 && start[1] == (byte)MuxStatusCode.DeadlineExceeded;
+    }
+
+    /// <summary>A response over MaxMessageSize from a server that ignored the limit this client
+    /// announced: its call fails now (its remaining fragments are skipped); the connection stays up.</summary>
+    protected override void OnMessageTooLarge(in Frame first)
+    {
+        if (first.Type is not (FrameType.Response or FrameType.Error))
+        {
+            throw new MuxProtocolException($"A client does not accept {first.Type} frames.");
+        }
+
+        PendingCall? call = _pending.TryRemove(first.CallId);
+        OnAnswered(first.CallId, call);
+        call?.CompleteWithException(new MuxRemoteException(
+            MuxStatusCode.MessageTooLarge,
+            $"The {(first.Type == FrameType.Response ? "response" : "error")} to {MuxServiceRegistry.GetMethodDisplayName(call.MethodId)} is {first.MessageSize} bytes, over this client's MaxMessageSize of {MaxMessageSize} bytes ({DescribeSize(MaxMessageSize)}, MuxClientOptions.MaxMessageSize); it was skipped. Raise MuxClientOptions.MaxMessageSize, or ask for less.",
+            null));
+        CloseIfDrainedAfterGoAway();
     }
 
     private void OnConnectionError(in ReadOnlySequence<byte> payload)

@@ -10,3 +10,9 @@ internal sealed class FrameTooLargeException(string message) : InvalidOperationE
 internal sealed class InvalidArgumentsException(string message, Exception? innerException) : Exception(message, innerException)
 {
 }
+
+/// <summary>A message is larger than the receiving side's MaxMessageSize (announced in its
+/// handshake): nothing was sent, only that call fails.</summary>
+internal sealed class MessageTooLargeException(string message) : InvalidOperationException(message)
+{
+}

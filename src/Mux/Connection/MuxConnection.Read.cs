@@ -61,7 +61,7 @@ internal abstract partial class MuxConnection
                     while (!IsClosed && FrameReader.TryRead(ref buffer, MaxFrameSize, out Frame frame))
                     {
                         _framesReceived++;
-                        ValueTask handled = OnFrameAsync(frame);
+                        ValueTask handled = NeedsReassembly(frame) ? OnFragmentAsync(frame) : OnFrameAsync(frame);
                         if (!handled.IsCompletedSuccessfully)
                         {
                             // Backpressure: stop reading until the subclass has room again. The
@@ -104,6 +104,7 @@ internal abstract partial class MuxConnection
         }
         finally
         {
+            ReleaseReassemblies();
             await _input.CompleteAsync().ConfigureAwait(false);
         }
 

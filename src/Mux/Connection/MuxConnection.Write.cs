@@ -68,9 +68,30 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     // emptiness hint.
     private volatile int _queuedFrames;
 
-    // Bytes of the frames queued. Written under _outboundLock; read without it by IsOutboundFull
-    // and the queued-bytes gauge.
+    // Bytes of the frames queued, plus one fragment for each message in _messages. Written under
+    // _outboundLock; read without it by IsOutboundFull and the queued-bytes gauge.
     private volatile int _queuedBytes;
+
+    // Messages over the fragment size, sent one fragment per writer turn, round robin, so that the
+    // frames of other calls queued meanwhile go out between any two of their fragments. Senders
+    // enqueue under _outboundLock; the role holder takes the head and puts it back at the tail.
+    private readonly Queue<OutboundMessage> _messages = new();
+
+    // Messages not yet completely written, including one the role holder has taken out of
+    // _messages to write a fragment of. Written under _outboundLock; read without it as a hint.
+    private volatile int _queuedMessages;
+
+    // What the queued messages count against MaxQueuedOutboundBytes: one fragment each, not their
+    // whole size, so that a transfer under way never makes the queue look full to small calls; a
+    // peer that stops reading still fills it after a few messages. Guarded by _outboundLock.
+    private int _messageCharge;
+
+    /// <summary>The most message bytes (everything after the common header) sent in one frame;
+    /// larger messages go in fragments. Set by a subclass's constructor.</summary>
+    protected int FragmentSize { get; init; } = 64 * 1024;
+
+    /// <summary>The largest message the peer accepts, from its handshake; unlimited until then.</summary>
+    protected int PeerMaxMessageSize { get; set; } = int.MaxValue;
 
     // Completed when the writer takes _outbound (or the connection closes), waking everyone waiting
     // for room: the server's reader loop, or a client's callers. Installed by the first waiter
@@ -133,6 +154,20 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         {
             // The peer's limit applies to the length field, which does not count its own 4 bytes.
             int length = FrameWriter.Write(staging, type, callId, methodId, ref body, flags) - ProtocolConstants.LengthPrefixSize;
+            int fragmentSize = Math.Min(FragmentSize, PeerMaxFrameSize - ProtocolConstants.CommonHeaderSize - ProtocolConstants.FragmentTotalSize);
+            if (length - ProtocolConstants.CommonHeaderSize > fragmentSize && callId != 0 && type is FrameType.Request or FrameType.Response or FrameType.Error)
+            {
+                if (length - ProtocolConstants.CommonHeaderSize > PeerMaxMessageSize)
+                {
+                    ThrowMessageTooLarge(type, length - ProtocolConstants.CommonHeaderSize);
+                }
+
+                // The staging buffer now belongs to the message; this thread gets a fresh one.
+                t_staging = null;
+                SendInFragments(new OutboundMessage(staging, fragmentSize));
+                return;
+            }
+
             if (length > PeerMaxFrameSize)
             {
                 ThrowFrameTooLarge(type, length);
@@ -147,6 +182,83 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         }
 
         Send(staging);
+    }
+
+    /// <summary>Queues a message for the writer, which sends it one fragment per turn.</summary>
+    private void SendInFragments(OutboundMessage message)
+    {
+        lock (_outboundLock)
+        {
+            _messages.Enqueue(message);
+            _queuedMessages++;
+            _messageCharge += message.FragmentSize;
+            _queuedBytes += message.FragmentSize;
+        }
+
+        // A full fence between publishing the message and looking at the role: as in Send.
+        Interlocked.MemoryBarrier();
+        if (TryAcquireWriter())
+        {
+            ScheduleDrain();
+        }
+    }
+
+    /// <summary>Writes one fragment of the message at the head of the queue and puts it back at
+    /// the tail unless that was its last (or drops every message, once closed). Returns the frames
+    /// written. Caller holds the writer role.</summary>
+    private int WriteNextFragmentLocked()
+    {
+        if (_queuedMessages == 0)
+        {
+            return 0;
+        }
+
+        OutboundMessage message;
+        lock (_outboundLock)
+        {
+            message = _messages.Dequeue();
+        }
+
+        if (DropsQueuedFrames)
+        {
+            message.Dispose();
+            lock (_outboundLock)
+            {
+                while (_messages.TryDequeue(out OutboundMessage? dropped))
+                {
+                    dropped.Dispose();
+                }
+
+                _queuedMessages = 0;
+                _queuedBytes -= _messageCharge;
+                _messageCharge = 0;
+            }
+
+            return 0;
+        }
+
+        bool last = message.WriteNextFragment(_output);
+        lock (_outboundLock)
+        {
+            if (last)
+            {
+                _queuedMessages--;
+                _messageCharge -= message.FragmentSize;
+                _queuedBytes -= message.FragmentSize;
+            }
+            else
+            {
+                _messages.Enqueue(message);
+            }
+        }
+
+        if (last)
+        {
+            message.Dispose();
+            SignalOutboundRoom();
+        }
+
+        return 1;
     }
 
     /// <summary>Sends a frame whose body is raw bytes (Cancel, Ping, Pong, GoAway).</summary>
@@ -290,7 +402,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     {
         if (_queuedFrames == 0)
         {
-            return 0;
+            return WriteNextFragmentLocked();
         }
 
         PooledBufferWriter batch;
@@ -304,7 +416,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
             _outboundEntries = _drainingEntries;
             frames = _queuedFrames;
             _queuedFrames = 0;
-            _queuedBytes = 0;
+            _queuedBytes = _messageCharge;
         }
 
         SignalOutboundRoom();
@@ -346,7 +458,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         }
 
         _draining = batch;
-        return frames;
+        return frames + WriteNextFragmentLocked();
     }
 
     /// <summary>
@@ -398,7 +510,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
                 return;
             }
 
-            if (_queuedFrames == 0 || !TryAcquireWriter())
+            if ((_queuedFrames == 0 && _queuedMessages == 0) || !TryAcquireWriter())
             {
                 return;
             }
@@ -438,9 +550,15 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     {
         if (IsClosed && TryAcquireWriter())
         {
-            // Writes what is still queued (graceful close) or drops it; completing the output
-            // hands everything written to the transport's send loop.
-            DrainQueueIntoOutputLocked();
+            // Writes what is still queued (graceful close) or drops it, every fragment of every
+            // message included; completing the output hands everything written to the transport's
+            // send loop.
+            do
+            {
+                DrainQueueIntoOutputLocked();
+            }
+            while (_queuedMessages > 0);
+
             _output.Complete();
         }
     }
@@ -466,6 +584,14 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
             throw CreateClosedException();
         }
     }
+
+    [DoesNotReturn]
+    private void ThrowMessageTooLarge(FrameType type, int size) =>
+        throw new MessageTooLargeException($"The {type} is {size} bytes, over the peer's MaxMessageSize of {PeerMaxMessageSize} bytes ({DescribeSize(PeerMaxMessageSize)}). Send a smaller message, or raise MaxMessageSize on the receiving side (MuxServerOptions.MaxMessageSize for requests, MuxClientOptions.MaxMessageSize for responses).");
+
+    /// <summary>"64 MiB", "64 KiB" or "1000 bytes", for messages about sizes.</summary>
+    internal static string DescribeSize(long bytes) =>
+        bytes % (1024 * 1024) == 0 ? $"{bytes / (1024 * 1024)} MiB" : bytes % 1024 == 0 ? $"{bytes / 1024} KiB" : $"{bytes} bytes";
 
     [DoesNotReturn]
     private void ThrowFrameTooLarge(FrameType type, int length) =>

@@ -39,4 +39,23 @@ internal static class OptionsValidation
             throw new InvalidOperationException($"{owner}.StreamWindow is {value}; it must be between 1 and {MaximumStreamWindow} items (the default is 64).");
         }
     }
+
+    /// <summary>The largest MaxMessageSize we allow: a message is reassembled into one array.</summary>
+    public const int MaximumMaxMessageSize = 1024 * 1024 * 1024;
+
+    /// <summary>The largest FragmentSize we allow: a fragment is a frame, written whole.</summary>
+    public const int MaximumFragmentSize = 16 * 1024 * 1024;
+
+    public static void RequireMessageSizes(int fragmentSize, int maxMessageSize, string owner)
+    {
+        if (fragmentSize < ProtocolConstants.MinimumFragmentSize || fragmentSize > MaximumFragmentSize)
+        {
+            throw new InvalidOperationException($"{owner}.FragmentSize is {fragmentSize}; it must be between {ProtocolConstants.MinimumFragmentSize} (1 KiB) and {MaximumFragmentSize} (16 MiB). The default, 64 KiB, keeps small calls moving while a large message is sent.");
+        }
+
+        if (maxMessageSize < ProtocolConstants.MinimumMaxFrameSize || maxMessageSize > MaximumMaxMessageSize)
+        {
+            throw new InvalidOperationException($"{owner}.MaxMessageSize is {maxMessageSize}; it must be between {ProtocolConstants.MinimumMaxFrameSize} (4 KiB) and {MaximumMaxMessageSize} (1 GiB). The default is 64 MiB.");
+        }
+    }
 }

@@ -8,8 +8,10 @@ namespace Mux.Protocol;
 /// </summary>
 internal readonly struct Frame
 {
-    public Frame(FrameType type, FrameFlags flags, uint callId, uint methodId, ReadOnlySequence<byte> payload, ReadOnlySequence<byte> traceContext = default, uint remainingMilliseconds = 0)
+    public Frame(FrameType type, FrameFlags flags, uint callId, uint methodId, ReadOnlySequence<byte> payload, ReadOnlySequence<byte> traceContext = default, uint remainingMilliseconds = 0, uint messageSize = 0, long payloadSize = 0)
     {
+        MessageSize = messageSize;
+        PayloadSize = payloadSize;
         TraceContext = traceContext;
         RemainingMilliseconds = remainingMilliseconds;
         Type = type;
@@ -43,4 +45,15 @@ internal readonly struct Frame
     /// <summary>A Request's deadline header (<see cref="DeadlineHeader"/>): the caller's remaining
     /// time in milliseconds; 0 when <see cref="HasDeadline"/> is false.</summary>
     public uint RemainingMilliseconds { get; }
+
+    /// <summary>A first fragment's announced size of the whole message (every byte after the common
+    /// header, in all its fragments, not counting this field itself); 0 for any other frame.</summary>
+    public uint MessageSize { get; }
+
+    /// <summary>A first fragment's size of the whole <see cref="Payload"/> once reassembled: the
+    /// message size less the type-specific header this fragment carried; 0 for any other frame.</summary>
+    public long PayloadSize { get; }
+
+    /// <summary>Whether this frame is the first of a message split across frames.</summary>
+    public bool IsFirstFragment => (Flags & FrameFlags.MoreFragments) != 0 && Type != FrameType.Continuation;
 }

@@ -1,14 +1,15 @@
 namespace Mux.Protocol;
 
-/// <summary>Per-frame flag bits. Version 1 defines one, <see cref="TraceContext"/>, sent only to
-/// peers that announce it in the handshake; the byte also leaves room for chunking ("more
-/// fragments follow") without changing the frame layout.</summary>
+/// <summary>Per-frame flag bits: <see cref="MoreFragments"/> for messages split across frames, and
+/// <see cref="TraceContext"/>, sent only to peers that announce it in the handshake.</summary>
 [Flags]
 internal enum FrameFlags : byte
 {
     None = 0,
 
-    /// <summary>Reserved for chunked payloads: more fragments of this call follow. Rejected in version 1.</summary>
+    /// <summary>More fragments of this message follow (docs/protocol.md, *Fragments*). On a Request,
+    /// Response or Error it marks the first fragment, which then carries the message's total size
+    /// (u32) before its type-specific header; on a Continuation it marks every fragment but the last.</summary>
     MoreFragments = 1,
 
     /// <summary>A Request carries the caller's W3C trace context between its method id and its

@@ -38,9 +38,10 @@ internal static class FrameReader
             return false;
         }
 
-        // Read the fixed header, plus a Request's method id when present, straight from the first
-        // segment when it holds them (the usual case); copy only when they straddle segments.
-        const int MaxHeaderSize = ProtocolConstants.FrameHeaderSize + ProtocolConstants.RequestHeaderSize;
+        // Read the fixed header, plus a first fragment's total size and a Request's method id when
+        // present, straight from the first segment when it holds them (the usual case); copy only
+        // when they straddle segments.
+        const int MaxHeaderSize = ProtocolConstants.FrameHeaderSize + ProtocolConstants.FragmentTotalSize + ProtocolConstants.RequestHeaderSize;
         Span<byte> copy = stackalloc byte[MaxHeaderSize];
         scoped ReadOnlySpan<byte> header = buffer.FirstSpan;
         if (header.Length < MaxHeaderSize && header.Length < buffer.Length)
@@ -64,11 +65,36 @@ internal static class FrameReader
         uint callId = BinaryPrimitives.ReadUInt32LittleEndian(header[6..]);
         ReadOnlySequence<byte> body = buffer.Slice(ProtocolConstants.FrameHeaderSize, length - ProtocolConstants.CommonHeaderSize);
 
-        if (flags != FrameFlags.None && (type != FrameType.Request || (flags & ~RequestFlags) != 0))
+        FrameFlags typeFlags = flags & ~FrameFlags.MoreFragments;
+        if (typeFlags != FrameFlags.None && (type != FrameType.Request || (typeFlags & ~RequestFlags) != 0))
         {
             ThrowProtocol($"Frame flags 0x{(byte)flags:x2} are not supported by protocol version {ProtocolConstants.Version} on a {type} frame (only a Request may carry TraceContext, 0x02, and Deadline, 0x04).");
         }
 
+        // A first fragment announces the size of its whole message before its type-specific header.
+        uint messageSize = 0;
+        int typeHeaderOffset = ProtocolConstants.FrameHeaderSize;
+        if ((flags & FrameFlags.MoreFragments) != 0)
+        {
+            if (type is not (FrameType.Request or FrameType.Response or FrameType.Error or FrameType.Continuation) || callId == 0)
+            {
+                ThrowProtocol($"A {type} frame for call {callId} has flag MoreFragments (0x01); only a call's Request, Response, Error and Continuation frames may be fragmented.");
+            }
+
+            if (type != FrameType.Continuation)
+            {
+                if (body.Length < ProtocolConstants.FragmentTotalSize)
+                {
+                    ThrowProtocol($"The first fragment of a {type} needs a {ProtocolConstants.FragmentTotalSize}-byte message size; its body is {body.Length} bytes.");
+                }
+
+                messageSize = BinaryPrimitives.ReadUInt32LittleEndian(header[ProtocolConstants.FrameHeaderSize..]);
+                body = body.Slice(ProtocolConstants.FragmentTotalSize);
+                typeHeaderOffset += ProtocolConstants.FragmentTotalSize;
+            }
+        }
+
+        long fragmentBytes = body.Length;
         uint methodId = 0;
         uint remainingMilliseconds = 0;
         ReadOnlySequence<byte> traceContext = default;
@@ -80,7 +106,7 @@ internal static class FrameReader
                     ThrowProtocol($"A Request frame needs a {ProtocolConstants.RequestHeaderSize}-byte method id; its body is {body.Length} bytes.");
                 }
 
-                methodId = BinaryPrimitives.ReadUInt32LittleEndian(header[ProtocolConstants.FrameHeaderSize..]);
+                methodId = BinaryPrimitives.ReadUInt32LittleEndian(header[typeHeaderOffset..]);
                 body = body.Slice(ProtocolConstants.RequestHeaderSize);
                 // The headers come in this order: deadline, then trace context (docs/protocol.md).
                 if ((flags & FrameFlags.Deadline) != 0 && !DeadlineHeader.TrySplit(ref body, out remainingMilliseconds))
@@ -105,6 +131,13 @@ internal static class FrameReader
             case FrameType.Response:
             case FrameType.Error:
                 break;
+            case FrameType.Continuation:
+                if (callId == 0)
+                {
+                    ThrowProtocol("A Continuation frame must belong to a call; it carries call id 0.");
+                }
+
+                break;
             case FrameType.Cancel:
                 RequireBodyLength(type, body, 0);
                 break;
@@ -128,7 +161,18 @@ internal static class FrameReader
                 break;
         }
 
-        frame = new Frame(type, flags, callId, methodId, body, traceContext, remainingMilliseconds);
+        long payloadSize = 0;
+        if ((flags & FrameFlags.MoreFragments) != 0 && type != FrameType.Continuation)
+        {
+            // The payload of the whole message: what is left of it once this fragment's header is read.
+            payloadSize = messageSize - (fragmentBytes - body.Length);
+            if (messageSize <= fragmentBytes)
+            {
+                ThrowProtocol($"The first fragment of a {type} for call {callId} announces a message of {messageSize} bytes but itself carries {fragmentBytes}; a fragmented message must be larger than its first fragment.");
+            }
+        }
+
+        frame = new Frame(type, flags, callId, methodId, body, traceContext, remainingMilliseconds, messageSize, payloadSize);
         buffer = buffer.Slice(total);
         return true;
     }

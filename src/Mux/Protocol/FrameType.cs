@@ -23,4 +23,9 @@ internal enum FrameType : byte
 
     /// <summary>u32: how many more items of the call's stream the sender of this frame accepts.</summary>
     StreamCredit = 12,
+
+    /// <summary>A later fragment of a message split across frames (docs/protocol.md, *Fragments*):
+    /// no type-specific header, just the next bytes of the message; flag MoreFragments on every
+    /// fragment but the last.</summary>
+    Continuation = 14,
 }

@@ -18,7 +18,12 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
     /// to <see cref="DefaultStreamWindow"/>.</summary>
     public int StreamWindow { get; init; } = DefaultStreamWindow;
 
+    /// <summary>The largest message (all its fragments) this side accepts; int.MaxValue when the
+    /// peer did not say.</summary>
+    public int MaxMessageSize { get; init; } = int.MaxValue;
+
     private const string MaxFrameSizeKey = "maxFrameSize";
+    private const string MaxMessageSizeKey = "maxMessageSize";
     private const string MaxConcurrentCallsKey = "maxConcurrentCalls";
     private const string AuthTokenKey = "authToken";
     private const string TraceContextKey = "traceContext";
@@ -26,9 +31,11 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
 
     public void WriteMap(ref MessagePackWriter writer)
     {
-        writer.WriteMapHeader(AuthToken is null ? 4 : 5);
+        writer.WriteMapHeader(AuthToken is null ? 5 : 6);
         writer.Write(MaxFrameSizeKey);
         writer.Write(MaxFrameSize);
+        writer.Write(MaxMessageSizeKey);
+        writer.Write(MaxMessageSize);
         writer.Write(MaxConcurrentCallsKey);
         writer.Write(MaxConcurrentCalls);
         writer.Write(TraceContextKey);
@@ -66,6 +73,7 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
         ushort version = BinaryPrimitives.ReadUInt16LittleEndian(bytes.AsSpan(4));
         int maxFrameSize = ProtocolConstants.MinimumMaxFrameSize;
         int maxConcurrentCalls = int.MaxValue;
+        int maxMessageSize = int.MaxValue;
         string? authToken = null;
         int streamWindow = DefaultStreamWindow;
         readsTraceContext = false;
@@ -79,6 +87,9 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
                 {
                     case MaxFrameSizeKey:
                         maxFrameSize = reader.ReadInt32();
+                        break;
+                    case MaxMessageSizeKey:
+                        maxMessageSize = reader.ReadInt32();
                         break;
                     case MaxConcurrentCallsKey:
                         maxConcurrentCalls = reader.ReadInt32();
@@ -103,11 +114,11 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
             throw new MuxProtocolException("The handshake settings are not a valid MessagePack map: " + ex.Message, ex);
         }
 
-        if (maxFrameSize < ProtocolConstants.MinimumMaxFrameSize || maxConcurrentCalls < 1 || streamWindow < 1)
+        if (maxFrameSize < ProtocolConstants.MinimumMaxFrameSize || maxConcurrentCalls < 1 || streamWindow < 1 || maxMessageSize < 1)
         {
             throw new MuxProtocolException($"The handshake settings are out of range: maxFrameSize {maxFrameSize} (at least {ProtocolConstants.MinimumMaxFrameSize}), maxConcurrentCalls {maxConcurrentCalls} (at least 1), streamWindow {streamWindow} (at least 1).");
         }
 
-        return new HandshakeSettings(version, maxFrameSize, maxConcurrentCalls, authToken) { StreamWindow = streamWindow };
+        return new HandshakeSettings(version, maxFrameSize, maxConcurrentCalls, authToken) { StreamWindow = streamWindow, MaxMessageSize = maxMessageSize };
     }
 }

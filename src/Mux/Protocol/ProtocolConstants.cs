@@ -6,7 +6,7 @@ namespace Mux.Protocol;
 internal static class ProtocolConstants
 {
     /// <summary>The protocol version this build speaks. Version 2 added the Request's deadline
-    /// header (and the other issue 10 frames); a peer of another version is refused in the
+    /// header and messages in fragments (and the other issue 10 frames); a peer of another version is refused in the
     /// handshake with a message naming both.</summary>
     public const ushort Version = 2;
 
@@ -27,6 +27,13 @@ internal static class ProtocolConstants
 
     /// <summary>Magic (4) + version (2) after the common header of Hello and HelloAck.</summary>
     public const int HelloHeaderSize = 6;
+
+    /// <summary>The u32 total message size a first fragment carries after the common header.</summary>
+    public const int FragmentTotalSize = 4;
+
+    /// <summary>The smallest fragment size an endpoint may choose: the first fragment must hold the
+    /// whole type-specific header (a Request's method id and trace context, at most ~600 bytes).</summary>
+    public const int MinimumFragmentSize = 1024;
 
     /// <summary>The opaque payload of Ping and Pong.</summary>
     public const int PingPayloadSize = 8;

@@ -78,6 +78,9 @@ internal sealed class ServerConnection : MuxConnection
         _callSlots = new CallSlots(options.MaxConcurrentCallsPerConnection);
         MaxQueuedOutboundBytes = options.MaxOutboundBytesPerConnection;
         StreamWindow = options.StreamWindow;
+        MaxMessageSize = options.MaxMessageSize;
+        FragmentSize = options.FragmentSize;
+        MaxMessagesInProgress = options.MaxConcurrentCallsPerConnection; // A client keeps at most that many calls outstanding.
         _calls = new ServerCallTable(options.MaxConcurrentCallsPerConnection);
         TimeProvider = options.TimeProvider;
         KeepAliveInterval = options.KeepAliveInterval;
@@ -266,6 +269,26 @@ internal sealed class ServerConnection : MuxConnection
         SendError(frame.CallId, MuxStatusCode.TooManyCalls, $"The server did not run {MuxServiceRegistry.GetMethodDisplayName(frame.MethodId)}: this connection already runs {_options.MaxConcurrentCallsPerConnection} calls, the most it allows (MuxServerOptions.MaxConcurrentCallsPerConnection, advertised in the handshake). A client must wait for an answer before sending more.", null);
     }
 
+    /// <summary>A request over MaxMessageSize (from a client that ignored the limit this server
+    /// announced): answered at once with MessageTooLarge and not run; the rest of it is skipped as
+    /// it arrives and the connection stays up.</summary>
+    protected override void OnMessageTooLarge(in Frame first)
+    {
+        if (!_handshakeDone || first.Type != FrameType.Request)
+        {
+            throw new MuxProtocolException(_handshakeDone
+                ? $"A server does not accept {first.Type} frames after the handshake."
+                : $"The first frame must be Hello; the client sent {first.Type}.");
+        }
+
+        if (first.CallId > _highestReceivedCallId)
+        {
+            _highestReceivedCallId = first.CallId;
+        }
+
+        SendError(first.CallId, MuxStatusCode.MessageTooLarge, $"The request to {MuxServiceRegistry.GetMethodDisplayName(first.MethodId)} is {first.MessageSize} bytes, over this server's MaxMessageSize of {_options.MaxMessageSize} bytes ({DescribeSize(_options.MaxMessageSize)}, MuxServerOptions.MaxMessageSize); it was not run. Send a smaller argument, or raise MuxServerOptions.MaxMessageSize.", null);
+    }
+
     /// <summary>Gives back the slot a call held (see <see cref="MuxServerCall.ReleaseSlot"/>).</summary>
     internal void ReleaseCallSlot() => _callSlots.Release();
 
@@ -372,8 +395,9 @@ internal sealed class ServerConnection : MuxConnection
 
         PeerMaxFrameSize = client.MaxFrameSize;
         PeerStreamWindow = client.StreamWindow;
+        PeerMaxMessageSize = client.MaxMessageSize;
         _handshakeDone = true;
-        var body = new HelloBody(new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow });
+        var body = new HelloBody(new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow, MaxMessageSize = _options.MaxMessageSize });
         SendFrame(FrameType.HelloAck, 0, 0, ref body);
     }
 
@@ -410,6 +434,9 @@ internal sealed class ServerConnection : MuxConnection
             case OperationCanceledException when call.DeadlinePassed:
                 // Before Canceled: the caller gave up at its deadline, whatever else happened.
                 SendError(call.CallId, MuxStatusCode.DeadlineExceeded, $"{call.MethodName} stopped at the caller's deadline.", failure.GetType().FullName);
+                break;
+            case MessageTooLargeException:
+                SendError(call.CallId, MuxStatusCode.MessageTooLarge, $"The response of {call.MethodName} was not sent: {failure.Message}", null);
                 break;
             case OperationCanceledException when call.IsCancellationRequested:
                 SendError(call.CallId, MuxStatusCode.Canceled, $"{call.MethodName} was canceled.", failure.GetType().FullName);

@@ -51,6 +51,7 @@ public class FrameReaderTests
             ["StreamEnd"] = new(WriteRawFrame(FrameType.StreamEnd, 11, []), FrameType.StreamEnd, 11, 0, []),
             ["StreamEndWithError"] = new(WriteFrame(FrameType.StreamEnd, 12, 0, streamFailed), FrameType.StreamEnd, 12, 0, EncodeBody(streamFailed)),
             ["StreamCredit"] = new(WriteRawFrame(FrameType.StreamCredit, 11, credit), FrameType.StreamCredit, 11, 0, credit),
+            ["LastContinuation"] = new(WriteRawFrame(FrameType.Continuation, 5, responseBody), FrameType.Continuation, 5, 0, responseBody),
         };
     }
 
@@ -317,7 +318,6 @@ public class FrameReaderTests
     }
 
     [Theory]
-    [InlineData((byte)1)]
     [InlineData((byte)2)]
     [InlineData((byte)4)]
     [InlineData((byte)0x80)]

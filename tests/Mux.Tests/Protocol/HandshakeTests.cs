@@ -62,8 +62,8 @@ public class HandshakeTests
 
         Assert.Equal("MUX1"u8.ToArray(), payload[..4]);
         Assert.Equal(new byte[] { 0x01, 0x02 }, payload[4..6]);
-        Assert.Equal(0x84, payload[6]); // A map of 4 entries (with traceContext and streamWindow): no auth token key without a token.
-        Assert.Equal(0x85, HelloPayload(new HandshakeSettings(1, 4096, 1, "x"))[6]);
+        Assert.Equal(0x85, payload[6]); // A map of 5 entries (with traceContext, streamWindow and maxMessageSize): no auth token key without a token.
+        Assert.Equal(0x86, HelloPayload(new HandshakeSettings(1, 4096, 1, "x"))[6]);
     }
 
     [Theory]

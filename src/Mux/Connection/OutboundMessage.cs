@@ -1,0 +1,63 @@
+using System.Buffers;
+using System.Buffers.Binary;
+using Mux.Protocol;
+
+namespace Mux.Connection;
+
+/// <summary>
+/// A message too large for one fragment, queued for the writer: the whole frame as FrameWriter
+/// encoded it (in the staging buffer its sender handed over), sent as fragments of at most
+/// <see cref="FragmentSize"/> message bytes, one per writer turn (docs/protocol.md, *Fragments*).
+/// Created by the sender; after that only the writer role holder touches it.
+/// </summary>
+internal sealed class OutboundMessage : IDisposable
+{
+    private readonly PooledBufferWriter _frame;
+
+    // The offset in _frame of the next message byte to send; starts right after the common header.
+    private int _position = ProtocolConstants.FrameHeaderSize;
+
+    public OutboundMessage(PooledBufferWriter frame, int fragmentSize)
+    {
+        _frame = frame;
+        FragmentSize = fragmentSize;
+    }
+
+    /// <summary>The most message bytes one fragment carries.</summary>
+    public int FragmentSize { get; }
+
+    /// <summary>Writes the next fragment into <paramref name="output"/>. Returns true when it was the last.</summary>
+    public bool WriteNextFragment(IBufferWriter<byte> output)
+    {
+        ReadOnlySpan<byte> whole = _frame.WrittenSpan;
+        bool first = _position == ProtocolConstants.FrameHeaderSize;
+        int remaining = whole.Length - _position;
+        int chunk = Math.Min(remaining, FragmentSize);
+        bool last = chunk == remaining;
+
+        int headerSize = ProtocolConstants.FrameHeaderSize + (first ? ProtocolConstants.FragmentTotalSize : 0);
+        Span<byte> header = output.GetSpan(headerSize);
+        BinaryPrimitives.WriteUInt32LittleEndian(header, (uint)(headerSize - ProtocolConstants.LengthPrefixSize + chunk));
+        if (first)
+        {
+            // The message's own type and flags, plus MoreFragments, then its total size.
+            header[4] = whole[4];
+            header[5] = (byte)(whole[5] | (byte)FrameFlags.MoreFragments);
+            BinaryPrimitives.WriteUInt32LittleEndian(header[ProtocolConstants.FrameHeaderSize..], (uint)(whole.Length - ProtocolConstants.FrameHeaderSize));
+        }
+        else
+        {
+            header[4] = (byte)FrameType.Continuation;
+            header[5] = (byte)(last ? FrameFlags.None : FrameFlags.MoreFragments);
+        }
+
+        whole.Slice(6, 4).CopyTo(header[6..]); // The call id.
+        output.Advance(headerSize);
+        output.Write(whole.Slice(_position, chunk));
+        _position += chunk;
+        return last;
+    }
+
+    /// <summary>Returns the frame's buffer to the pool.</summary>
+    public void Dispose() => _frame.Dispose();
+}

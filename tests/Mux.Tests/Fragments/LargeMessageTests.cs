@@ -1,0 +1,122 @@
+using Mux.Tests.Infrastructure;
+
+namespace Mux.Tests.Fragments;
+
+/// <summary>Messages larger than one fragment, end to end over loopback TCP.</summary>
+public class LargeMessageTests
+{
+    private const int MiB = 1024 * 1024;
+
+    [Theory]
+    [InlineData(16)]
+    [InlineData(100)]
+    public async Task ALargePayload_RoundTripsIntact_WhileAHundredSmallCallersEachCompleteEveryCallExactlyOnce(int mebibytes)
+    {
+        var serverOptions = new MuxServerOptions { MaxMessageSize = 128 * MiB };
+        var clientOptions = new MuxClientOptions { MaxMessageSize = 128 * MiB, CallTimeout = TimeSpan.FromMinutes(2) };
+        await using BlobHost host = await BlobHost.StartAsync(serverOptions, clientOptions);
+        byte[] data = BlobService.Pattern(mebibytes * MiB);
+
+        int started = 0;
+        int completed = 0;
+        int completedDuringTransfer = 0;
+        bool transferring = false;
+        using var stop = new CancellationTokenSource();
+        Task[] small = Enumerable.Range(0, 100).Select(caller => Task.Run(async () =>
+        {
+            for (int n = 0; !stop.IsCancellationRequested; n++)
+            {
+                Interlocked.Increment(ref started);
+                int sum = await host.Proxy.Add(caller, n);
+                Assert.Equal(caller + n, sum);
+                Interlocked.Increment(ref completed);
+                if (Volatile.Read(ref transferring))
+                {
+                    Interlocked.Increment(ref completedDuringTransfer);
+                }
+            }
+        })).ToArray();
+
+        await Hosts.WaitUntilAsync(() => Volatile.Read(ref completed) >= 100, "the small callers to get going");
+        Volatile.Write(ref transferring, true);
+        byte[] echoed = await host.Proxy.Echo(data).WaitAsync(TimeSpan.FromMinutes(2));
+        Volatile.Write(ref transferring, false);
+        stop.Cancel();
+        await Task.WhenAll(small).WaitAsync(TestHost.Patience);
+
+        Assert.Equal(data.Length, echoed.Length);
+        Assert.True(data.AsSpan().SequenceEqual(echoed), "The echoed payload differs from the one sent.");
+        Assert.Equal(started, completed);
+        Assert.Equal(completed, host.Service.Adds); // Every call ran once on the server, none twice.
+        Assert.True(completedDuringTransfer > 0, "No small call completed while the large message was in flight.");
+        Assert.Equal(1, host.Server.ActiveConnections);
+    }
+
+    [Fact]
+    public async Task ARequestOverTheServersMaxMessageSize_FailsBeforeItIsSent_AndTheNextCallOnTheConnectionWorks()
+    {
+        await using BlobHost host = await BlobHost.StartAsync(new MuxServerOptions { MaxMessageSize = MiB });
+
+        var ex = await Assert.ThrowsAnyAsync<InvalidOperationException>(() => host.Proxy.Echo(new byte[2 * MiB]).WaitAsync(TestHost.Patience));
+
+        Assert.Contains("MaxMessageSize of 1048576 bytes (1 MiB)", ex.Message, StringComparison.Ordinal);
+        long size = long.Parse(System.Text.RegularExpressions.Regex.Match(ex.Message, @"is (\d+) bytes").Groups[1].Value, System.Globalization.CultureInfo.InvariantCulture);
+        Assert.InRange(size, 2 * MiB, 2 * MiB + 1024); // The data, its MessagePack headers and the method id.
+        Assert.Equal(0, host.Service.Echoes);
+        Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
+        byte[] fits = BlobService.Pattern(MiB - 64);
+        Assert.Equal(fits, await host.Proxy.Echo(fits).WaitAsync(TestHost.Patience));
+        Assert.Equal(1, host.Server.ActiveConnections);
+    }
+
+    [Fact]
+    public async Task AResponseOverTheClientsMaxMessageSize_FailsThatCallWithMessageTooLarge_AndTheConnectionStaysUp()
+    {
+        await using BlobHost host = await BlobHost.StartAsync(clientOptions: new MuxClientOptions { MaxMessageSize = MiB });
+
+        var ex = await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Make(2 * MiB).WaitAsync(TestHost.Patience));
+
+        Assert.Equal(MuxStatusCode.MessageTooLarge, ex.StatusCode);
+        Assert.Contains("IBlobService.Make", ex.Message, StringComparison.Ordinal);
+        Assert.Contains("MaxMessageSize of 1048576 bytes (1 MiB)", ex.Message, StringComparison.Ordinal);
+        Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
+        Assert.Equal(BlobService.Pattern(MiB - 64), await host.Proxy.Make(MiB - 64).WaitAsync(TestHost.Patience));
+        Assert.True(host.Client.IsConnected);
+    }
+
+    [Theory]
+    [InlineData(0)]
+    [InlineData(1)]
+    [InlineData(1015)]
+    [InlineData(1016)] // Exactly the fragment size once the method id and MessagePack headers are added.
+    [InlineData(1017)]
+    [InlineData(2040)]
+    [InlineData(2041)]
+    [InlineData(100_000)]
+    public async Task PayloadsAroundTheFragmentSize_RoundTripIntact(int size)
+    {
+        var serverOptions = new MuxServerOptions { FragmentSize = 1024 };
+        var clientOptions = new MuxClientOptions { FragmentSize = 1024 };
+        await using BlobHost host = await BlobHost.StartAsync(serverOptions, clientOptions);
+        byte[] data = BlobService.Pattern(size);
+
+        Assert.Equal(data, await host.Proxy.Echo(data).WaitAsync(TestHost.Patience));
+        Assert.Equal(data, await host.Proxy.Make(size).WaitAsync(TestHost.Patience));
+    }
+
+    [Fact]
+    public async Task ManyLargeMessagesAtOnce_InterleaveOnOneConnection_AndEachArrivesWhole()
+    {
+        var serverOptions = new MuxServerOptions { FragmentSize = 4096 };
+        var clientOptions = new MuxClientOptions { FragmentSize = 4096 };
+        await using BlobHost host = await BlobHost.StartAsync(serverOptions, clientOptions);
+
+        Task<byte[]>[] calls = Enumerable.Range(1, 40).Select(i => host.Proxy.Echo(BlobService.Pattern(i * 10_000))).ToArray();
+        byte[][] results = await Task.WhenAll(calls).WaitAsync(TestHost.Patience);
+
+        for (int i = 0; i < results.Length; i++)
+        {
+            Assert.Equal(BlobService.Pattern((i + 1) * 10_000), results[i]);
+        }
+    }
+}
