@@ -33,6 +33,11 @@ if (options.Servers is not null)
     return await ServersMeasurement.RunAsync(options);
 }
 
+if (options.BigPayloadMib is not null)
+{
+    return await BigPayloadMeasurement.RunAsync(options);
+}
+
 return options.RestartServerAfter is null
     ? await Orchestrator.RunAsync(options)
     : await RestartMeasurement.RunAsync(options);

@@ -48,6 +48,13 @@ internal sealed class RunnerOptions
           server stream (IAsyncEnumerable) on ONE connection to a Mux server child process; reports
           items/s, payload MB/s, CPU per item of client and server, and other processes' CPU.
 
+          Large-payload measurement (instead of the sweep): --big-payload-mib N [--callers C]
+          [--seconds S] [--warmup S]: a Mux server in this process, one connection, C (default
+          100) closed-loop callers of Add, first alone, then while one more caller uploads N MiB
+          back to back, then alone again; prints small-call p50/p99 per phase, the uploads' MB/s
+          and the other-CPU column (both sides allow 32 MiB frames, so N <= 31 also runs on a
+          build that sends a message in one frame).
+
           Server role: listens on 127.0.0.1:P (0 = any free port), prints "LISTENING <port>", and
           serves until stdin closes. Lines "begin"/"end" on stdin mark the measured window.
         """;
@@ -77,6 +84,9 @@ internal sealed class RunnerOptions
 
     /// <summary>Seconds between a server kill and the start of its replacement.</summary>
     public double ServerDown { get; private set; } = 3;
+
+    /// <summary>Set, it selects the large-payload measurement: MiB per upload.</summary>
+    public int? BigPayloadMib { get; private set; }
 
     /// <summary>How many kill-and-restart cycles the restart measurement runs.</summary>
     public int Restarts { get; private set; } = 5;
@@ -153,6 +163,11 @@ internal sealed class RunnerOptions
                     break;
                 case "--stream":
                     options.Streams = List(name, Value(), ParseStream);
+                    break;
+                case "--big-payload-mib":
+                    options.BigPayloadMib = int.TryParse(Value(), NumberStyles.None, CultureInfo.InvariantCulture, out int mib) && mib is > 0 and <= 1024
+                        ? mib
+                        : throw new ArgumentException("--big-payload-mib needs a number from 1 to 1024.");
                     break;
                 case "--out":
                     options.OutDirectory = Value();

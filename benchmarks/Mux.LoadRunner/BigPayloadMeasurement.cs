@@ -1,0 +1,143 @@
+using System.Diagnostics;
+using System.Globalization;
+using System.Net;
+
+namespace Mux.LoadRunner;
+
+/// <summary>
+/// Small-call latency while one large message is sent on the same connection (issue 10, head-of-line
+/// blocking): a Mux server in this process on 127.0.0.1, one client connection, N closed-loop
+/// callers of Add. Phase "idle": only the small callers. Phase "transfer": the same callers while
+/// one more caller uploads --big-payload-mib MiB back to back. Both sides allow 32 MiB frames so
+/// that a build without fragments can send a 16 MiB message in one frame (the "before" of the
+/// comparison); the measurement uses nothing else from the options, so it builds on either.
+/// </summary>
+internal static class BigPayloadMeasurement
+{
+    private sealed class Service : IBigPayloadService
+    {
+        public ValueTask<int> Add(int a, int b) => ValueTask.FromResult(a + b);
+
+        public Task<int> Upload(byte[] data) => Task.FromResult(data.Length);
+    }
+
+    private sealed record Phase(string Name, LatencyHistogram Latency, double Seconds, int Uploads, double OtherCores);
+
+    public static async Task<int> RunAsync(RunnerOptions options)
+    {
+        int mebibytes = options.BigPayloadMib!.Value;
+        int callers = options.Callers.Count == 1 ? options.Callers[0] : 100;
+        const int FrameSize = 32 * 1024 * 1024;
+        var serverOptions = new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0), MaxFrameSize = FrameSize };
+        await using var server = new MuxServer(serverOptions);
+        server.AddService<IBigPayloadService>(new Service());
+        await server.StartAsync();
+        await using MuxClient client = await MuxClient.ConnectAsync(server.LocalEndPoint!, new MuxClientOptions { MaxFrameSize = FrameSize, CallTimeout = TimeSpan.FromMinutes(5) });
+        IBigPayloadService proxy = client.CreateProxy<IBigPayloadService>();
+        byte[] payload = new byte[mebibytes * 1024 * 1024];
+        Random.Shared.NextBytes(payload);
+
+        Console.WriteLine($"Large-payload measurement: {callers} callers of Add on one connection, with and without one caller uploading {mebibytes} MiB back to back; window {options.Seconds} s after {options.Warmup} s warm-up per phase; {Environment.ProcessorCount} cores, .NET {Environment.Version}.");
+        var phases = new List<Phase>
+        {
+            await MeasureAsync("idle", proxy, callers, null, options),
+            await MeasureAsync($"during {mebibytes} MiB uploads", proxy, callers, payload, options),
+            await MeasureAsync("idle (again)", proxy, callers, null, options),
+        };
+
+        Console.WriteLine();
+        Console.WriteLine("| phase | small calls | calls/s | p50 µs | p99 µs | max µs | uploads | upload MB/s | other |");
+        Console.WriteLine("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+        foreach (Phase phase in phases)
+        {
+            double mbPerSecond = phase.Uploads * (double)payload.Length / phase.Seconds / 1e6;
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                $"| {phase.Name} | {phase.Latency.Count:N0} | {phase.Latency.Count / phase.Seconds:N0} | {phase.Latency.PercentileMicroseconds(50):N0} | {phase.Latency.PercentileMicroseconds(99):N0} | {phase.Latency.MaxTicks / 10.0:N0} | {phase.Uploads} | {mbPerSecond:N0} | {phase.OtherCores:N2} |"));
+        }
+
+        double idleP99 = phases[0].Latency.PercentileMicroseconds(99);
+        double busyP99 = phases[1].Latency.PercentileMicroseconds(99);
+        double goal = (2 * idleP99) + 1000;
+        Console.WriteLine();
+        Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+            $"Goal (issue 10): p99 during the transfer <= 2 x idle p99 + 1 ms = {goal:N0} µs; measured {busyP99:N0} µs: {(busyP99 <= goal ? "met" : "NOT met")}."));
+        return 0;
+    }
+
+    private static async Task<Phase> MeasureAsync(string name, IBigPayloadService proxy, int callers, byte[]? payload, RunnerOptions options)
+    {
+        using var stop = new CancellationTokenSource();
+        bool measuring = false;
+        var histograms = new LatencyHistogram[callers];
+        int uploads = 0;
+        Task[] small = new Task[callers];
+        for (int i = 0; i < callers; i++)
+        {
+            var histogram = histograms[i] = new LatencyHistogram();
+            int caller = i;
+            small[i] = Task.Run(async () =>
+            {
+                for (int n = 0; !stop.IsCancellationRequested; n++)
+                {
+                    long start = Stopwatch.GetTimestamp();
+                    int sum = await proxy.Add(caller, n).ConfigureAwait(false);
+                    long ticks = Stopwatch.GetElapsedTime(start).Ticks;
+                    if (sum != caller + n)
+                    {
+                        throw new InvalidOperationException($"Add({caller}, {n}) returned {sum}.");
+                    }
+
+                    if (Volatile.Read(ref measuring))
+                    {
+                        histogram.Record(ticks);
+                    }
+                }
+            });
+        }
+
+        Task upload = payload is null ? Task.CompletedTask : Task.Run(async () =>
+        {
+            while (!stop.IsCancellationRequested)
+            {
+                int length = await proxy.Upload(payload).ConfigureAwait(false);
+                if (length != payload.Length)
+                {
+                    throw new InvalidOperationException($"The server received {length} of {payload.Length} bytes.");
+                }
+
+                if (Volatile.Read(ref measuring))
+                {
+                    Interlocked.Increment(ref uploads);
+                }
+            }
+        });
+
+        await Task.Delay(TimeSpan.FromSeconds(options.Warmup));
+        using Process self = Process.GetCurrentProcess();
+        MachineCpu? machineStart = MachineCpu.Take();
+        TimeSpan cpuStart = self.TotalProcessorTime;
+        var window = Stopwatch.StartNew();
+        Volatile.Write(ref measuring, true);
+        await Task.Delay(TimeSpan.FromSeconds(options.Seconds));
+        Volatile.Write(ref measuring, false);
+        double seconds = window.Elapsed.TotalSeconds;
+        self.Refresh();
+        TimeSpan cpu = self.TotalProcessorTime - cpuStart;
+        MachineCpu? machineStop = MachineCpu.Take();
+        stop.Cancel();
+        await Task.WhenAll(small.Append(upload));
+
+        double other = machineStart is { } a && machineStop is { } b
+            ? Math.Round(Math.Max(0, (b.Busy - a.Busy - cpu).TotalSeconds) / seconds, 2)
+            : double.NaN;
+        var merged = new LatencyHistogram();
+        foreach (LatencyHistogram histogram in histograms)
+        {
+            merged.Merge(histogram);
+        }
+
+        Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+            $"  {name}: {merged.Count:N0} small calls, p50 {merged.PercentileMicroseconds(50):N0} µs, p99 {merged.PercentileMicroseconds(99):N0} µs, uploads {uploads}, other {other:N2} cores"));
+        return new Phase(name, merged, seconds, uploads, other);
+    }
+}
