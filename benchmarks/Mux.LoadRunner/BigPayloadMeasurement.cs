@@ -6,8 +6,9 @@ namespace Mux.LoadRunner;
 
 /// <summary>
 /// Small-call latency while one large message is sent on the same connection (issue 10, head-of-line
-/// blocking): a Mux server in this process on 127.0.0.1, one client connection, N closed-loop
-/// callers of Add. Phase "idle": only the small callers. Phase "transfer": the same callers while
+/// blocking): a Mux server in this process on 127.0.0.1, one client connection, N callers
+/// of Add, each pausing --pause-ms after every call (so that latency shows queueing, not a
+/// saturated CPU). Phase "idle": only the small callers. Phase "transfer": the same callers while
 /// one more caller uploads --big-payload-mib MiB back to back. Both sides allow 32 MiB frames so
 /// that a build without fragments can send a 16 MiB message in one frame (the "before" of the
 /// comparison); the measurement uses nothing else from the options, so it builds on either.
@@ -37,7 +38,7 @@ internal static class BigPayloadMeasurement
         byte[] payload = new byte[mebibytes * 1024 * 1024];
         Random.Shared.NextBytes(payload);
 
-        Console.WriteLine($"Large-payload measurement: {callers} callers of Add on one connection, with and without one caller uploading {mebibytes} MiB back to back; window {options.Seconds} s after {options.Warmup} s warm-up per phase; {Environment.ProcessorCount} cores, .NET {Environment.Version}.");
+        Console.WriteLine($"Large-payload measurement: {callers} callers of Add (each pausing {options.PauseMs} ms after every call) on one connection, with and without one caller uploading {mebibytes} MiB back to back; window {options.Seconds} s after {options.Warmup} s warm-up per phase; {Environment.ProcessorCount} cores, .NET {Environment.Version}.");
         var phases = new List<Phase>
         {
             await MeasureAsync("idle", proxy, callers, null, options),
@@ -90,6 +91,11 @@ internal static class BigPayloadMeasurement
                     if (Volatile.Read(ref measuring))
                     {
                         histogram.Record(ticks);
+                    }
+
+                    if (options.PauseMs > 0)
+                    {
+                        await Task.Delay(options.PauseMs).ConfigureAwait(false);
                     }
                 }
             });

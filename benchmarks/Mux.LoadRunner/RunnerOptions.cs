@@ -49,9 +49,10 @@ internal sealed class RunnerOptions
           items/s, payload MB/s, CPU per item of client and server, and other processes' CPU.
 
           Large-payload measurement (instead of the sweep): --big-payload-mib N [--callers C]
-          [--seconds S] [--warmup S]: a Mux server in this process, one connection, C (default
-          100) closed-loop callers of Add, first alone, then while one more caller uploads N MiB
-          back to back, then alone again; prints small-call p50/p99 per phase, the uploads' MB/s
+          [--pause-ms P] [--seconds S] [--warmup S]: a Mux server in this process, one connection,
+          C (default 100) callers of Add that each pause P ms (default 5; 0 = closed loop) after
+          every call, so the CPU is not saturated and latency shows queueing, first alone, then
+          while one more caller uploads N MiB back to back, then alone again; prints small-call p50/p99 per phase, the uploads' MB/s
           and the other-CPU column (both sides allow 32 MiB frames, so N <= 31 also runs on a
           build that sends a message in one frame).
 
@@ -87,6 +88,9 @@ internal sealed class RunnerOptions
 
     /// <summary>Set, it selects the large-payload measurement: MiB per upload.</summary>
     public int? BigPayloadMib { get; private set; }
+
+    /// <summary>The large-payload measurement's pause of each small caller after each call, in ms.</summary>
+    public int PauseMs { get; private set; } = 5;
 
     /// <summary>How many kill-and-restart cycles the restart measurement runs.</summary>
     public int Restarts { get; private set; } = 5;
@@ -168,6 +172,11 @@ internal sealed class RunnerOptions
                     options.BigPayloadMib = int.TryParse(Value(), NumberStyles.None, CultureInfo.InvariantCulture, out int mib) && mib is > 0 and <= 1024
                         ? mib
                         : throw new ArgumentException("--big-payload-mib needs a number from 1 to 1024.");
+                    break;
+                case "--pause-ms":
+                    options.PauseMs = int.TryParse(Value(), NumberStyles.None, CultureInfo.InvariantCulture, out int pause) && pause <= 10_000
+                        ? pause
+                        : throw new ArgumentException("--pause-ms needs a number from 0 to 10000.");
                     break;
                 case "--out":
                     options.OutDirectory = Value();

@@ -5,14 +5,14 @@ namespace Mux.Connection;
 
 /// <summary>
 /// One message arriving in fragments (docs/protocol.md, *Fragments*): what its first fragment said,
-/// and its payload so far in one array rented from the shared pool, grown by doubling as bytes
-/// arrive (so memory follows what the peer actually sent, never what it announced) and returned
+/// and its payload so far in one array rented from the shared pool, grown as bytes arrive (so memory follows what the peer actually sent, never what it announced) and returned
 /// when the message has been handed on. A message over MaxMessageSize keeps no bytes at all: it is
 /// only counted until its last fragment. Used by the reader loop only.
 /// </summary>
 internal sealed class MessageReassembly
 {
-    // The first rented array is at most this large; a larger message doubles its way up.
+    // The first rented array is at most this large; a larger message grows it fourfold each time
+    // (copying a third of its size in all), never past what it announced.
     private const int InitialBufferSize = 256 * 1024;
 
     private byte[]? _buffer;
@@ -86,7 +86,7 @@ internal sealed class MessageReassembly
 
     private void Grow(int needed)
     {
-        long size = Math.Max(needed, _buffer is null ? Math.Min(PayloadSize, InitialBufferSize) : (long)_buffer.Length * 2);
+        long size = Math.Max(needed, _buffer is null ? Math.Min(PayloadSize, InitialBufferSize) : (long)_buffer.Length * 4);
         byte[] grown = ArrayPool<byte>.Shared.Rent((int)Math.Min(Math.Min(size, PayloadSize), Array.MaxLength));
         if (_buffer is not null)
         {

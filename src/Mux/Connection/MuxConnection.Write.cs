@@ -515,7 +515,10 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
                 return;
             }
 
-            if (handOffRemainingWork)
+            // A large message keeps the writer busy for many turns: between two of its fragments,
+            // go to the back of the thread pool's queue, so that the completions of the small
+            // calls it interleaves with never wait for the whole transfer to find a thread.
+            if (handOffRemainingWork || _queuedMessages > 0)
             {
                 ScheduleDrain();
                 return;
