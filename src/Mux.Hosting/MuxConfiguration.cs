@@ -31,6 +31,11 @@ internal sealed class MuxServerConfiguration
     // Issue 8: limits on what one connection may cost, and dead-peer detection.
     public int? MaxOutboundBytesPerConnection { get; set; }
 
+    // Issue 10: messages larger than one frame.
+    public int? MaxMessageSize { get; set; }
+
+    public int? FragmentSize { get; set; }
+
     public TimeSpan? ShutdownTimeout { get; set; }
 
     public TimeSpan? KeepAliveInterval { get; set; }
@@ -72,6 +77,11 @@ internal sealed class MuxClientConfiguration
 
     // Issue 8: a bound on requests queued for a server that does not read, and dead-peer detection.
     public int? MaxOutboundBytesPerConnection { get; set; }
+
+    // Issue 10: messages larger than one frame.
+    public int? MaxMessageSize { get; set; }
+
+    public int? FragmentSize { get; set; }
 
     public TimeSpan? KeepAliveInterval { get; set; }
 
