@@ -112,14 +112,22 @@ internal static class Emitter
 
     private static void EmitProxy(CodeWriter w, ServiceModel service)
     {
-        w.Line($"/// <summary>Calls <c>{service.ServiceName}</c> through a <see cref=\"global::Mux.MuxClient\"/>.</summary>");
+        w.Line($"/// <summary>Calls <c>{service.ServiceName}</c> through a <see cref=\"global::Mux.MuxClient\"/> (or, from a server handler, through a <see cref=\"global::Mux.MuxRemoteClient\"/>).</summary>");
         w.Line(s_generatedCode);
         w.Open($"file sealed class ServiceProxy : {service.InterfaceType}");
-        w.Line("private readonly global::Mux.MuxClient _client;");
+        w.Line("private readonly global::Mux.IMuxCallInvoker _invoker;");
         w.Line();
-        w.Open("public ServiceProxy(global::Mux.MuxClient client)");
-        w.Line("_client = client;");
+        w.Line("// The invoker when it is a MuxClient (the usual case), called directly rather than through the");
+        w.Line("// interface: a generic interface method costs a dictionary lookup per call.");
+        w.Line("private readonly global::Mux.MuxClient? _client;");
+        w.Line();
+        w.Open("public ServiceProxy(global::Mux.IMuxCallInvoker invoker)");
+        w.Line("_invoker = invoker;");
+        w.Line("_client = invoker as global::Mux.MuxClient;");
         w.Close();
+        w.Line();
+        w.Line("// Streams travel only on calls to a server.");
+        w.Line("private global::Mux.MuxClient StreamClient => this._client ?? throw new global::System.NotSupportedException(\"IAsyncEnumerable streams are not supported on calls from a server to its client.\");");
 
         for (int i = 0; i < service.Methods.Count; i++)
         {
@@ -131,19 +139,17 @@ internal static class Emitter
             string parameterList = string.Join(", ", method.Parameters.Select(p => (p.IsParams ? "params " : "") + p.Type + " " + p.Name));
             string newArguments = $"new {arguments}({string.Join(", ", values.Select(p => p.Name))})";
             string id = TypeNames.IdLiteral(method.Id);
-            string call = stream is not null || method.ReturnKind == ReturnKind.Stream
+            string typeArguments = method.ResultType is null ? arguments : $"{arguments}, {method.ResultType}";
+            string invoke = $"InvokeAsync<{typeArguments}>({id}, {newArguments}, {token})";
+            string asTask = method.ReturnKind is ReturnKind.Task or ReturnKind.TaskOfT ? ".AsTask()" : "";
+            string? streaming = stream is not null || method.ReturnKind == ReturnKind.Stream
                 ? StreamingCall(method, arguments, newArguments, id, token, stream)
-                : method.ReturnKind switch
-            {
-                ReturnKind.Task => $"this._client.InvokeAsync<{arguments}>({id}, {newArguments}, {token}).AsTask()",
-                ReturnKind.ValueTask => $"this._client.InvokeAsync<{arguments}>({id}, {newArguments}, {token})",
-                ReturnKind.TaskOfT => $"this._client.InvokeAsync<{arguments}, {method.ResultType}>({id}, {newArguments}, {token}).AsTask()",
-                _ => $"this._client.InvokeAsync<{arguments}, {method.ResultType}>({id}, {newArguments}, {token})",
-            };
+                : null;
 
             w.Line();
             w.Open($"{method.ReturnType} {method.DeclaringInterface}.{method.Name}({parameterList})");
-            w.Line($"return {call};");
+            // No pattern variable: a contract's parameter may be called "client" too.
+            w.Line(streaming is not null ? $"return {streaming};" : $"return (this._client is not null ? this._client.{invoke} : this._invoker.{invoke}){asTask};");
             w.Close();
         }
 
@@ -156,17 +162,17 @@ internal static class Emitter
         if (method.ReturnKind == ReturnKind.Stream)
         {
             return stream is null
-                ? $"this._client.InvokeServerStream<{arguments}, {method.ResultType}>({id}, {newArguments}, {token})"
-                : $"this._client.InvokeDuplexStream<{arguments}, {stream.StreamItemType}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token})";
+                ? $"this.StreamClient.InvokeServerStream<{arguments}, {method.ResultType}>({id}, {newArguments}, {token})"
+                : $"this.StreamClient.InvokeDuplexStream<{arguments}, {stream.StreamItemType}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token})";
         }
 
         string items = stream!.StreamItemType!;
         return method.ReturnKind switch
         {
-            ReturnKind.Task => $"this._client.InvokeClientStreamAsync<{arguments}, {items}>({id}, {newArguments}, {stream.Name}, {token}).AsTask()",
-            ReturnKind.ValueTask => $"this._client.InvokeClientStreamAsync<{arguments}, {items}>({id}, {newArguments}, {stream.Name}, {token})",
-            ReturnKind.TaskOfT => $"this._client.InvokeClientStreamAsync<{arguments}, {items}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token}).AsTask()",
-            _ => $"this._client.InvokeClientStreamAsync<{arguments}, {items}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token})",
+            ReturnKind.Task => $"this.StreamClient.InvokeClientStreamAsync<{arguments}, {items}>({id}, {newArguments}, {stream.Name}, {token}).AsTask()",
+            ReturnKind.ValueTask => $"this.StreamClient.InvokeClientStreamAsync<{arguments}, {items}>({id}, {newArguments}, {stream.Name}, {token})",
+            ReturnKind.TaskOfT => $"this.StreamClient.InvokeClientStreamAsync<{arguments}, {items}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token}).AsTask()",
+            _ => $"this.StreamClient.InvokeClientStreamAsync<{arguments}, {items}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token})",
         };
     }
 

@@ -1,3 +1,4 @@
+using System.Diagnostics.CodeAnalysis;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.DependencyInjection.Extensions;
 using Microsoft.Extensions.Diagnostics.HealthChecks;
@@ -33,6 +34,38 @@ public sealed class MuxClientBuilder
         where TService : class
     {
         Services.TryAddSingleton(static services => services.GetRequiredService<MuxClient>().CreateProxy<TService>());
+        return this;
+    }
+
+    /// <summary>
+    /// Serves <typeparamref name="TService"/> to the server through the shared client
+    /// (<see cref="MuxClient.AddService{TService}(TService)"/>): the server's handlers can call it
+    /// back on the client's connection (<see cref="MuxCallContext.GetClientProxy{TService}"/>).
+    /// One <typeparamref name="TImplementation"/>, a DI singleton, serves every such call, so it
+    /// must be thread-safe; it is resolved when the client is created (the host's start, or the
+    /// first proxy resolved), and may itself inject the client's proxies. Adding the same service
+    /// twice registers it once.
+    /// </summary>
+    /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface.</typeparam>
+    /// <typeparam name="TImplementation">The implementation, resolved from DI (registered as a
+    /// singleton unless registered already).</typeparam>
+    /// <returns>This builder, for chaining.</returns>
+    public MuxClientBuilder AddService<TService, [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] TImplementation>()
+        where TService : class
+        where TImplementation : class, TService
+    {
+        foreach (ServiceDescriptor descriptor in Services)
+        {
+            if (descriptor.ImplementationInstance is MuxClientServiceRegistration registration && registration.ServiceType == typeof(TService))
+            {
+                return this;
+            }
+        }
+
+        Services.TryAddSingleton<TImplementation>();
+        Services.AddSingleton(new MuxClientServiceRegistration(
+            typeof(TService),
+            static (client, provider) => client.AddService<TService>(provider.GetRequiredService<TImplementation>())));
         return this;
     }
 

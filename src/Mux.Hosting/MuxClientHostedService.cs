@@ -1,3 +1,4 @@
+using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
@@ -7,7 +8,7 @@ namespace Mux.Hosting;
 
 /// <summary>Creates the one shared client of AddMuxClient on first use (the host's start, or a
 /// proxy resolved earlier) and backs the <see cref="MuxClient"/> singleton.</summary>
-internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options)
+internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServiceProvider provider)
 {
     private readonly Lock _lock = new();
 
@@ -36,7 +37,15 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options)
                     throw new InvalidOperationException("MuxClientOptions.EndPoint is not set. Set it in AddMuxClient(o => o.EndPoint = new IPEndPoint(IPAddress.Loopback, 5000)) or with the configuration key Mux:Client:Connect, for example \"127.0.0.1:5000\"; for several instances, set Service (Mux:Client:Service, for example \"mux://users\") or EndPoints.");
                 }
 
-                _client = MuxClient.Create(clientOptions);
+                MuxClient created = MuxClient.Create(clientOptions);
+
+                // Published first: an implementation may inject the client's proxies, and comes
+                // back here (Lock is reentrant) for the client being created.
+                _client = created;
+                foreach (MuxClientServiceRegistration registration in provider.GetServices<MuxClientServiceRegistration>())
+                {
+                    registration.Add(created, provider);
+                }
             }
 
             return _client;

@@ -12,7 +12,7 @@ public sealed partial class MuxClient
     {
         options.Validate();
         var logger = CreateLogger(options);
-        return new MuxClient(client => EndPointBalancer.Start(options, logger, client.OnStateChanged), options, null);
+        return new MuxClient(client => EndPointBalancer.Start(options, logger, client.OnStateChanged, client._services), options, null);
     }
 
     private static async Task<MuxClient> ConnectBalancedAsync(MuxClientOptions options, CancellationToken cancellationToken)

@@ -19,14 +19,19 @@ namespace Mux;
 /// hundreds of concurrent calls travel over its single TCP connection, each tagged with its own
 /// call id, and their frames are merged into few socket reads and writes.
 /// </summary>
-public sealed partial class MuxClient : IAsyncDisposable
+public sealed partial class MuxClient : IMuxCallInvoker, IAsyncDisposable
 {
     // One endpoint's ConnectionKeeper, or an EndPointBalancer over several instances.
     private readonly IConnectionSource _keeper;
     private readonly long _callTimeoutMs;
 
-    private MuxClient(Func<MuxClient, IConnectionSource> startKeeper, MuxClientOptions options, EndPoint? remoteEndPoint)
+    // What this client serves to calls its server starts (AddService); shared by every connection
+    // it opens. Set before the keeper starts opening connections.
+    private readonly ClientServices _services;
+
+    private MuxClient(Func<MuxClient, IConnectionSource> startKeeper, MuxClientOptions options, EndPoint? remoteEndPoint, ClientServices? services = null)
     {
+        _services = services ?? new ClientServices();
         RemoteEndPoint = remoteEndPoint;
         _callTimeoutMs = options.CallTimeout == Timeout.InfiniteTimeSpan ? -1 : (long)options.CallTimeout.TotalMilliseconds;
         _keeper = startKeeper(this);
@@ -87,11 +92,13 @@ public sealed partial class MuxClient : IAsyncDisposable
         options ??= new MuxClientOptions();
         options.Validate();
         ILogger logger = CreateLogger(options);
-        ClientConnection first = await ClientConnector.OpenAsync(endPoint, options, logger, cancellationToken).ConfigureAwait(false);
+        var services = new ClientServices();
+        ClientConnection first = await ClientConnector.OpenAsync(endPoint, options, logger, cancellationToken, services).ConfigureAwait(false);
         return new MuxClient(
             client => ConnectionKeeper.StartConnected(first, client.OpenFunction(endPoint, options, logger), options, logger, endPoint.ToString() ?? "server", client.OnStateChanged),
             options,
-            first.RemoteEndPoint);
+            first.RemoteEndPoint,
+            services);
     }
 
     /// <summary>Connects to <see cref="MuxClientOptions.EndPoint"/> and completes the handshake; with
@@ -214,11 +221,13 @@ public sealed partial class MuxClient : IAsyncDisposable
         options ??= new MuxClientOptions();
         options.Validate();
         ILogger logger = CreateLogger(options);
-        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, logger, name, cancellationToken).ConfigureAwait(false);
+        var services = new ClientServices();
+        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, logger, name, cancellationToken, services).ConfigureAwait(false);
         return new MuxClient(
             client => ConnectionKeeper.StartConnected(connection, null, options, logger, name, client.OnStateChanged),
             options,
-            null);
+            null,
+            services);
     }
 
     private static EndPoint RequireEndPoint(MuxClientOptions options) =>
@@ -228,7 +237,7 @@ public sealed partial class MuxClient : IAsyncDisposable
     {
         return async cancellationToken =>
         {
-            ClientConnection connection = await ClientConnector.OpenAsync(endPoint, options, logger, cancellationToken).ConfigureAwait(false);
+            ClientConnection connection = await ClientConnector.OpenAsync(endPoint, options, logger, cancellationToken, _services).ConfigureAwait(false);
             RemoteEndPoint = connection.RemoteEndPoint;
             return connection;
         };

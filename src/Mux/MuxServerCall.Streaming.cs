@@ -58,7 +58,7 @@ public sealed partial class MuxServerCall
             await window.WaitAsync(token).ConfigureAwait(false);
             try
             {
-                _connection.SendStreamItem(CallId, item, _connection.SerializerOptions);
+                _connection.SendStreamItem(CallId, item, _serializerOptions);
             }
             catch (MuxConnectionException)
             {
@@ -76,7 +76,7 @@ public sealed partial class MuxServerCall
 
     private async IAsyncEnumerable<T> ReadStreamAsync<T>(StreamReceiver inbound, [EnumeratorCancellation] CancellationToken cancellationToken)
     {
-        MessagePackSerializerOptions options = _connection.SerializerOptions;
+        MessagePackSerializerOptions options = _serializerOptions;
         while (await inbound.WaitToReadAsync(cancellationToken).ConfigureAwait(false))
         {
             while (TryReadItem(inbound, options, out T? item))

@@ -28,7 +28,10 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
     // The longest delay CancellationTokenSource.CancelAfter accepts (uint.MaxValue - 1 ms).
     private static readonly TimeSpan s_longestTimer = TimeSpan.FromMilliseconds(uint.MaxValue - 1);
 
-    private readonly ServerConnection _connection;
+    // The connection the call arrived on (a server's, or a client's for calls its server started),
+    // and what its answer is written with. Immutable.
+    private readonly MuxConnection _connection;
+    private readonly MessagePackSerializerOptions _serializerOptions;
 
     // The method being called. Set by Start on the reader loop before the call is queued.
     private ServerMethod _method = null!;
@@ -77,10 +80,19 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
     // that an unobserved call carries nothing for them). Set by Start only.
     private bool _observed;
 
-    internal MuxServerCall(ServerConnection connection)
+    internal MuxServerCall(MuxConnection connection, MessagePackSerializerOptions serializerOptions, FrameFlags answerFlags = FrameFlags.None)
     {
         _connection = connection;
+        _serializerOptions = serializerOptions;
+        AnswerFlags = answerFlags;
     }
+
+    /// <summary>The flags of this call's Response and Error frames: ServerInitiated when a client
+    /// serves a call its server started. Immutable.</summary>
+    internal FrameFlags AnswerFlags { get; }
+
+    /// <summary>The connection the call arrived on (for MuxRemoteClient: the client to call back).</summary>
+    internal MuxConnection Connection => _connection;
 
     /// <summary>The next call in the connection's pool of finished calls; only the pool touches it.</summary>
     internal MuxServerCall? NextPooled;
@@ -190,7 +202,7 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
     {
         try
         {
-            return MessagePackSerializer.Deserialize<TArguments>(_arguments.AsMemory(0, _argumentsLength), _connection.SerializerOptions);
+            return MessagePackSerializer.Deserialize<TArguments>(_arguments.AsMemory(0, _argumentsLength), _serializerOptions);
         }
         catch (MessagePackSerializationException ex)
         {
@@ -265,7 +277,7 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
 
     private void SendResult<T>(T value)
     {
-        var body = new ResultBody<T>(value, _connection.SerializerOptions);
+        var body = new ResultBody<T>(value, _serializerOptions);
         _connection.SendResponse(this, ref body);
     }
 
@@ -277,7 +289,7 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
 
         // Only with propagation on and a deadline to pass on: setting the ambient context costs an
         // ExecutionContext per call. The handler's awaits capture it; this thread gets its own back.
-        bool ambient = DeadlineTimestamp != long.MaxValue && _connection.PropagatesCallContext;
+        bool ambient = DeadlineTimestamp != long.MaxValue && _connection is ServerConnection { PropagatesCallContext: true };
         MuxCallContext? outer = ambient ? MuxCallContext.Enter(Context) : null;
         try
         {

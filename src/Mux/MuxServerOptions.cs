@@ -194,6 +194,14 @@ public sealed class MuxServerOptions
     /// </summary>
     public TimeSpan IdleTimeout { get; set; } = Timeout.InfiniteTimeSpan;
 
+    /// <summary>
+    /// How long a call from the server to its client (through <see cref="MuxRemoteClient"/>) may
+    /// take before it fails with <see cref="TimeoutException"/> and the client is told to cancel
+    /// it, like <see cref="MuxClientOptions.CallTimeout"/> for calls the other way.
+    /// <see cref="Timeout.InfiniteTimeSpan"/> means no limit. Defaults to 30 seconds.
+    /// </summary>
+    public TimeSpan ClientCallTimeout { get; set; } = TimeSpan.FromSeconds(30);
+
     /// <summary>Checks every option; <paramref name="requireEndPoint"/> is false for a server that only
     /// serves connections handed to it (<see cref="MuxServer.Accept(System.IO.Pipelines.IDuplexPipe)"/>).</summary>
     internal void Validate(bool requireEndPoint = true)
@@ -240,5 +248,6 @@ public sealed class MuxServerOptions
             throw new InvalidOperationException("MuxServerOptions.TimeProvider is null. Leave it at its default (TimeProvider.System) or set the clock you want its timers to use.");
         }
         OptionsValidation.RequirePositive(IdleTimeout, nameof(MuxServerOptions), nameof(IdleTimeout), allowInfinite: true);
+        OptionsValidation.RequirePositive(ClientCallTimeout, nameof(MuxServerOptions), nameof(ClientCallTimeout), allowInfinite: true);
     }
 }

@@ -15,8 +15,9 @@ public static class MuxServiceRegistry
 {
     /// <summary>Registers how to create a client proxy for <typeparamref name="TService"/>.</summary>
     /// <typeparam name="TService">The service contract.</typeparam>
-    /// <param name="factory">Creates a proxy that sends calls through the given client.</param>
-    public static void RegisterProxy<TService>(Func<MuxClient, TService> factory)
+    /// <param name="factory">Creates a proxy that sends calls through the given invoker: a
+    /// <see cref="MuxClient"/>, or a <see cref="MuxRemoteClient"/> for calls from server to client.</param>
+    public static void RegisterProxy<TService>(Func<IMuxCallInvoker, TService> factory)
         where TService : class
     {
         ArgumentNullException.ThrowIfNull(factory);
@@ -46,10 +47,10 @@ public static class MuxServiceRegistry
         return dot < 0 ? serviceName : serviceName[(dot + 1)..];
     }
 
-    internal static TService CreateProxy<TService>(MuxClient client)
+    internal static TService CreateProxy<TService>(IMuxCallInvoker client)
         where TService : class
     {
-        Func<MuxClient, TService> factory = Registration<TService>.ProxyFactory ?? throw NotRegistered(typeof(TService));
+        Func<IMuxCallInvoker, TService> factory = Registration<TService>.ProxyFactory ?? throw NotRegistered(typeof(TService));
         return factory(client);
     }
 
@@ -64,7 +65,7 @@ public static class MuxServiceRegistry
         where TService : class
     {
         // Written by module initializers (before any user code runs) and read on each lookup.
-        public static volatile Func<MuxClient, TService>? ProxyFactory;
+        public static volatile Func<IMuxCallInvoker, TService>? ProxyFactory;
         public static volatile MuxServiceDefinition<TService>? Definition;
     }
 }

@@ -17,7 +17,7 @@ namespace Mux.Client;
 /// The client end of a connection: sends requests, correlates responses by call id, and makes
 /// sure every call completes exactly once (see <see cref="PendingCall"/>).
 /// </summary>
-internal sealed partial class ClientConnection : MuxConnection
+internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
 {
     private readonly PendingCallTable _pending = new();
 
@@ -128,9 +128,11 @@ internal sealed partial class ClientConnection : MuxConnection
     protected override bool IsQuiet => _pending.Count <= 1;
 
     /// <summary>Starts the loops, sends Hello, and waits for the server's HelloAck.</summary>
-    public static async Task<ClientConnection> ConnectAsync(IMuxTransport transport, MuxClientOptions options, ILogger logger, string name, CancellationToken cancellationToken)
+    // services: what the connection serves to calls the server starts (its MuxClient's); null for none.
+    public static async Task<ClientConnection> ConnectAsync(IMuxTransport transport, MuxClientOptions options, ILogger logger, string name, CancellationToken cancellationToken, ClientServices? services = null)
     {
         var connection = new ClientConnection(transport, options, logger, name);
+        connection._services = services ?? s_noServices;
         connection.StartLoops();
         try
         {
@@ -594,6 +596,12 @@ internal sealed partial class ClientConnection : MuxConnection
 
     protected override ValueTask OnFrameAsync(Frame frame)
     {
+        if ((frame.Flags & FrameFlags.ServerInitiated) != 0)
+        {
+            OnServerCallFrame(frame); // A call the server started (ClientConnection.ServerCalls.cs).
+            return ValueTask.CompletedTask;
+        }
+
         switch (frame.Type)
         {
             case FrameType.Response:
@@ -714,6 +722,7 @@ internal sealed partial class ClientConnection : MuxConnection
     {
         _timeoutTimer?.Dispose();
         _handshake.TrySetException(error);
+        CancelServedCalls();
         // Calls still waiting for a slot were never sent: safe to send again elsewhere.
         _slots.Fail(MuxConnectionException.NotRun($"The call was not sent: {error.Message}", error.Reason, error.InnerException));
         var calls = new List<PendingCall>();

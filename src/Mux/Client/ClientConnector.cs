@@ -11,10 +11,10 @@ internal static class ClientConnector
 {
     /// <exception cref="MuxConnectionException">The server refused, did not answer within
     /// <see cref="MuxClientOptions.ConnectTimeout"/>, failed TLS, or is not a Mux server.</exception>
-    public static async Task<ClientConnection> OpenAsync(EndPoint endPoint, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken)
+    public static async Task<ClientConnection> OpenAsync(EndPoint endPoint, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken, ClientServices? services = null)
     {
         (IMuxTransport transport, EndPoint? remote) = await ClientTransport.ConnectAsync(endPoint, options, logger, cancellationToken).ConfigureAwait(false);
-        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, logger, endPoint.ToString() ?? "server", cancellationToken).ConfigureAwait(false);
+        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, logger, endPoint.ToString() ?? "server", cancellationToken, services).ConfigureAwait(false);
         connection.Peer = ServerPeer.From(endPoint);
         connection.RemoteEndPoint = remote;
         return connection;

@@ -65,12 +65,12 @@ internal abstract class PendingCall : IThreadPoolWorkItem
     /// Set by the caller before the request is sent.</summary>
     public string? InheritedFrom;
 
-    /// <summary>The connection this call runs on, for cancellation.</summary>
-    public ClientConnection? Connection { get; private set; }
+    /// <summary>The connection this call runs on, for cancellation and for reading its result.</summary>
+    public IPendingCallHost? Connection { get; private set; }
 
     public void SetCallId(uint callId) => CallId = callId;
 
-    protected void Initialize(ClientConnection connection, uint callId, uint methodId, long deadline)
+    protected void Initialize(IPendingCallHost connection, uint callId, uint methodId, long deadline)
     {
         Connection = connection;
         CallId = callId;
@@ -102,7 +102,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem
 
     private void OnCanceled(CancellationToken token)
     {
-        ClientConnection? connection = Connection;
+        IPendingCallHost? connection = Connection;
         if (connection is not null && connection.TryRemovePending(CallId, this))
         {
             connection.SendCancelQuietly(CallId);

@@ -27,7 +27,7 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
 
     public short Version => _core.Version;
 
-    public static PendingCall<T> Rent(ClientConnection connection, uint callId, uint methodId, long deadline)
+    public static PendingCall<T> Rent(IPendingCallHost connection, uint callId, uint methodId, long deadline)
     {
         if (s_pool.TryDequeue(out PendingCall<T>? call))
         {

@@ -262,12 +262,12 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     }
 
     /// <summary>Sends a frame whose body is raw bytes (Cancel, Ping, Pong, GoAway).</summary>
-    protected void SendRawFrame(FrameType type, uint callId, ReadOnlySpan<byte> body)
+    protected void SendRawFrame(FrameType type, uint callId, ReadOnlySpan<byte> body, FrameFlags flags = FrameFlags.None)
     {
         ThrowIfClosed();
         PooledBufferWriter staging = t_staging ??= new PooledBufferWriter();
         staging.Reset();
-        FrameWriter.WriteRaw(staging, type, callId, body);
+        FrameWriter.WriteRaw(staging, type, callId, body, flags);
         Send(staging);
     }
 

@@ -20,4 +20,9 @@ internal enum FrameFlags : byte
     /// <summary>A Request carries the caller's remaining time, in milliseconds, straight after its
     /// method id (see <see cref="DeadlineHeader"/>). Version 2.</summary>
     Deadline = 4,
+
+    /// <summary>The frame belongs to a call the server started (a call from server to client, see
+    /// docs/protocol.md "Calls from server to client"): its call id is in the server's own id space,
+    /// so it never collides with the client's. Allowed on Request, Response, Error and Cancel.</summary>
+    ServerInitiated = 8,
 }

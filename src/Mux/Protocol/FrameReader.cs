@@ -66,9 +66,9 @@ internal static class FrameReader
         ReadOnlySequence<byte> body = buffer.Slice(ProtocolConstants.FrameHeaderSize, length - ProtocolConstants.CommonHeaderSize);
 
         FrameFlags typeFlags = flags & ~FrameFlags.MoreFragments;
-        if (typeFlags != FrameFlags.None && (type != FrameType.Request || (typeFlags & ~RequestFlags) != 0))
+        if (typeFlags != FrameFlags.None && (typeFlags & ~AllowedFlags(type)) != 0)
         {
-            ThrowProtocol($"Frame flags 0x{(byte)flags:x2} are not supported by protocol version {ProtocolConstants.Version} on a {type} frame (only a Request may carry TraceContext, 0x02, and Deadline, 0x04).");
+            ThrowProtocol($"Frame flags 0x{(byte)flags:x2} are not supported by protocol version {ProtocolConstants.Version} on a {type} frame (a Request may carry TraceContext, 0x02, and Deadline, 0x04; Request, Response, Error and Cancel may carry ServerInitiated, 0x08).");
         }
 
         // A first fragment announces the size of its whole message before its type-specific header.
@@ -176,6 +176,14 @@ internal static class FrameReader
         buffer = buffer.Slice(total);
         return true;
     }
+
+    /// <summary>The flags a frame of this type may carry.</summary>
+    private static FrameFlags AllowedFlags(FrameType type) => type switch
+    {
+        FrameType.Request => RequestFlags | FrameFlags.ServerInitiated,
+        FrameType.Response or FrameType.Error or FrameType.Cancel => FrameFlags.ServerInitiated,
+        _ => FrameFlags.None,
+    };
 
     private static void CheckLength(uint length, int maxFrameSize)
     {

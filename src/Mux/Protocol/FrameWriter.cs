@@ -42,11 +42,11 @@ internal static class FrameWriter
     }
 
     /// <summary>Writes a frame whose body is the given raw bytes (Cancel, Ping, Pong, GoAway).</summary>
-    public static int WriteRaw(IBufferWriter<byte> output, FrameType type, uint callId, ReadOnlySpan<byte> body)
+    public static int WriteRaw(IBufferWriter<byte> output, FrameType type, uint callId, ReadOnlySpan<byte> body, FrameFlags flags = FrameFlags.None)
     {
         int frameSize = ProtocolConstants.FrameHeaderSize + body.Length;
         Span<byte> span = output.GetSpan(frameSize);
-        WriteHeader(span, type, callId, frameSize, FrameFlags.None);
+        WriteHeader(span, type, callId, frameSize, flags);
         body.CopyTo(span[ProtocolConstants.FrameHeaderSize..]);
         output.Advance(frameSize);
         return frameSize;

@@ -17,7 +17,7 @@ namespace Mux.Server;
 /// pool, caps the calls running at once (by pausing the reader, never by dropping), relays Cancel
 /// frames to handlers, and drains with GoAway on shutdown.
 /// </summary>
-internal sealed class ServerConnection : MuxConnection
+internal sealed partial class ServerConnection : MuxConnection
 {
     private readonly FrozenDictionary<uint, ServerMethod> _methods;
     private readonly MuxServerOptions _options;
@@ -182,6 +182,12 @@ internal sealed class ServerConnection : MuxConnection
             return ValueTask.CompletedTask;
         }
 
+        if (frame.Type is FrameType.Response or FrameType.Error || (frame.Flags & FrameFlags.ServerInitiated) != 0)
+        {
+            OnClientCallFrame(frame); // The client's side of a call this server started.
+            return ValueTask.CompletedTask;
+        }
+
         switch (frame.Type)
         {
             case FrameType.Request:
@@ -290,7 +296,7 @@ internal sealed class ServerConnection : MuxConnection
     }
 
     /// <summary>Gives back the slot a call held (see <see cref="MuxServerCall.ReleaseSlot"/>).</summary>
-    internal void ReleaseCallSlot() => _callSlots.Release();
+    internal override void ReleaseCallSlot() => _callSlots.Release();
 
     /// <summary>Starts a call on the thread pool. Caller has taken a slot for it.</summary>
     private void Dispatch(Frame frame)
@@ -315,7 +321,7 @@ internal sealed class ServerConnection : MuxConnection
             deadline = DeadlineHeader.ToTimestamp(TimeProvider, ArrivalTimestamp, frame.RemainingMilliseconds);
         }
 
-        MuxServerCall call = _callPool.TryRent() ?? new MuxServerCall(this);
+        MuxServerCall call = _callPool.TryRent() ?? new MuxServerCall(this, SerializerOptions);
         call.Start(frame.CallId, method, frame.Payload, deadline);
 
         // Counted as running before _goingAway is read (TryAdd's increment is the full fence that
@@ -408,14 +414,8 @@ internal sealed class ServerConnection : MuxConnection
         Close(MuxCloseReason.ProtocolError, new MuxProtocolException(reason));
     }
 
-    internal void SendResponse<T>(MuxServerCall call, ref ResultBody<T> body)
-    {
-        call.ReleaseSlot();
-        SendFrame(FrameType.Response, call.CallId, 0, ref body);
-    }
-
     /// <summary>Turns a failed call into an Error frame the caller can act on.</summary>
-    internal void SendFailure(MuxServerCall call, Exception failure)
+    internal override void SendFailure(MuxServerCall call, Exception failure)
     {
         call.ReleaseSlot();
         if (IsClosed)
@@ -423,41 +423,21 @@ internal sealed class ServerConnection : MuxConnection
             return; // Nobody is listening.
         }
 
-        switch (failure)
+        if (TryDescribeFailure(call, failure, out ErrorBody error))
         {
-            case InvalidArgumentsException:
-                SendError(call.CallId, MuxStatusCode.InvalidArguments, failure.Message, null);
-                break;
-            case FrameTooLargeException:
-                SendError(call.CallId, MuxStatusCode.FrameTooLarge, failure.Message, null);
-                break;
-            case OperationCanceledException when call.DeadlinePassed:
-                // Before Canceled: the caller gave up at its deadline, whatever else happened.
-                SendError(call.CallId, MuxStatusCode.DeadlineExceeded, $"{call.MethodName} stopped at the caller's deadline.", failure.GetType().FullName);
-                break;
-            case MessageTooLargeException:
-                SendError(call.CallId, MuxStatusCode.MessageTooLarge, $"The response of {call.MethodName} was not sent: {failure.Message}", null);
-                break;
-            case OperationCanceledException when call.IsCancellationRequested:
-                SendError(call.CallId, MuxStatusCode.Canceled, $"{call.MethodName} was canceled.", failure.GetType().FullName);
-                break;
-            case MuxRemoteException chosen:
-                // The handler chose the status and message its caller sees.
-                SendError(call.CallId, chosen.StatusCode == MuxStatusCode.Ok ? MuxStatusCode.HandlerFailed : chosen.StatusCode, chosen.Message, chosen.RemoteExceptionType);
-                break;
-            default:
-                ServerLog.HandlerFailed(Logger, call.MethodName, Name, failure);
-                if (_options.EnableDetailedErrors)
-                {
-                    SendError(call.CallId, MuxStatusCode.HandlerFailed, failure.Message, failure.GetType().FullName);
-                }
-                else
-                {
-                    // An exception's message may carry internals (SQL, paths, names); only the log gets it.
-                    SendError(call.CallId, MuxStatusCode.HandlerFailed, $"{call.MethodName} failed on the server. The server's log has the exception; MuxServerOptions.EnableDetailedErrors sends its message to callers.", null);
-                }
+            SendError(call.CallId, error.Code, error.Message, error.RemoteType);
+            return;
+        }
 
-                break;
+        ServerLog.HandlerFailed(Logger, call.MethodName, Name, failure);
+        if (_options.EnableDetailedErrors)
+        {
+            SendError(call.CallId, MuxStatusCode.HandlerFailed, failure.Message, failure.GetType().FullName);
+        }
+        else
+        {
+            // An exception's message may carry internals (SQL, paths, names); only the log gets it.
+            SendError(call.CallId, MuxStatusCode.HandlerFailed, $"{call.MethodName} failed on the server. The server's log has the exception; MuxServerOptions.EnableDetailedErrors sends its message to callers.", null);
         }
     }
 
@@ -480,7 +460,7 @@ internal sealed class ServerConnection : MuxConnection
         }
     }
 
-    internal void OnCallFinished(MuxServerCall call) => Retire(call);
+    internal override void OnCallFinished(MuxServerCall call) => Retire(call);
 
     /// <summary>Takes a finished (or refused) call out of the table and keeps its object for reuse;
     /// frees its slot if its answer did not already.</summary>
@@ -591,6 +571,7 @@ internal sealed class ServerConnection : MuxConnection
     {
         _closing.Cancel();
         _drained.TrySetResult();
+        FailClientCalls(error);
         foreach (MuxServerCall call in _calls.Snapshot())
         {
             call.RequestCancel();

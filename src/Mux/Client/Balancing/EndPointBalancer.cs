@@ -64,8 +64,12 @@ internal sealed partial class EndPointBalancer : IConnectionSource
 
     private Task _resolveLoop = Task.CompletedTask;
 
-    public EndPointBalancer(MuxClientOptions options, ILogger logger, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
+    // What every instance's connections serve to calls their server starts (the MuxClient's). Immutable.
+    private readonly ClientServices? _services;
+
+    public EndPointBalancer(MuxClientOptions options, ILogger logger, Action<MuxClientState, MuxClientState, Exception?> onStateChanged, ClientServices? services = null)
     {
+        _services = services;
         _options = options;
         _logger = logger;
         _onStateChanged = onStateChanged;
@@ -75,9 +79,9 @@ internal sealed partial class EndPointBalancer : IConnectionSource
 
     /// <summary>Starts the keepers of <see cref="MuxClientOptions.EndPoints"/>, or the loop that asks
     /// <see cref="MuxClientOptions.EndPointResolver"/>.</summary>
-    public static EndPointBalancer Start(MuxClientOptions options, ILogger logger, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
+    public static EndPointBalancer Start(MuxClientOptions options, ILogger logger, Action<MuxClientState, MuxClientState, Exception?> onStateChanged, ClientServices? services = null)
     {
-        var balancer = new EndPointBalancer(options, logger, onStateChanged);
+        var balancer = new EndPointBalancer(options, logger, onStateChanged, services);
         if (options.EndPointResolver is { } resolver)
         {
             balancer._resolveLoop = balancer.ResolveLoopAsync(resolver);
@@ -341,8 +345,9 @@ internal sealed partial class EndPointBalancer : IConnectionSource
         var endPoint = new BalancedEndPoint(address);
         MuxClientOptions options = _options;
         ILogger logger = _logger;
+        ClientServices? services = _services;
         endPoint.Keeper = ConnectionKeeper.StartConnecting(
-            cancellationToken => ClientConnector.OpenAsync(address, options, logger, cancellationToken),
+            cancellationToken => ClientConnector.OpenAsync(address, options, logger, cancellationToken, services),
             options,
             logger,
             address.ToString() ?? "server",

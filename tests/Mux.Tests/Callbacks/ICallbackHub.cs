@@ -1,0 +1,13 @@
+namespace Mux.Tests.Callbacks;
+
+/// <summary>The tests' server: handlers that call back the client that called them.</summary>
+[MuxService]
+public interface ICallbackHub
+{
+    /// <summary>Calls the caller's <see cref="IClientSide.Transform"/> for 1..count, one after the
+    /// other, and returns the sum of its answers.</summary>
+    Task<int> SumOfClientAnswers(int count, MuxCallContext? context = null);
+
+    /// <summary>Keeps the caller's <see cref="MuxRemoteClient"/> for the test to call later.</summary>
+    Task Register(MuxCallContext? context = null);
+}
