@@ -28,6 +28,11 @@ internal sealed class MuxServerConfiguration
     // Issue 10: the credit window of each stream (IAsyncEnumerable argument or result).
     public int? StreamWindow { get; set; }
 
+    // Issue 10: deadlines passed on by handlers, and calls from the server to its clients.
+    public bool? EnableCallContextPropagation { get; set; }
+
+    public TimeSpan? ClientCallTimeout { get; set; }
+
     // Issue 8: limits on what one connection may cost, and dead-peer detection.
     public int? MaxOutboundBytesPerConnection { get; set; }
 

@@ -43,6 +43,8 @@ internal sealed class MuxServerOptionsSetup(IConfiguration? configuration = null
         options.KeepAliveTimeout = bound.KeepAliveTimeout ?? options.KeepAliveTimeout;
         options.IdleTimeout = bound.IdleTimeout ?? options.IdleTimeout;
         options.StreamWindow = bound.StreamWindow ?? options.StreamWindow;
+        options.EnableCallContextPropagation = bound.EnableCallContextPropagation ?? options.EnableCallContextPropagation;
+        options.ClientCallTimeout = bound.ClientCallTimeout ?? options.ClientCallTimeout;
         if (bound.Tls is { } tls)
         {
             ConfigureTls(options, tls);

@@ -106,6 +106,25 @@ public sealed class ConfigurationTests
     }
 
     [Fact]
+    public void CallContextPropagationAndClientCallTimeoutAreBoundFromTheServerSection_AndDefaultToOffAnd30Seconds()
+    {
+        using IHost host = Build(new()
+        {
+            ["Mux:Server:EnableCallContextPropagation"] = "true",
+            ["Mux:Server:ClientCallTimeout"] = "00:00:05",
+        });
+
+        MuxServerOptions server = host.Services.GetRequiredService<IOptions<MuxServerOptions>>().Value;
+        Assert.True(server.EnableCallContextPropagation);
+        Assert.Equal(TimeSpan.FromSeconds(5), server.ClientCallTimeout);
+
+        using IHost defaults = Build([]);
+        MuxServerOptions unset = defaults.Services.GetRequiredService<IOptions<MuxServerOptions>>().Value;
+        Assert.False(unset.EnableCallContextPropagation);
+        Assert.Equal(TimeSpan.FromSeconds(30), unset.ClientCallTimeout);
+    }
+
+    [Fact]
     public void MissingKeysKeepTheDefaults()
     {
         using IHost host = Build([]);
