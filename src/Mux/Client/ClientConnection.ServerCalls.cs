@@ -49,6 +49,22 @@ internal sealed partial class ClientConnection
         }
     }
 
+    /// <summary>A Request of the server's over this client's MaxMessageSize (from a server that
+    /// ignored the limit this client announced): answered at once with MessageTooLarge and not run;
+    /// the rest of it is skipped as it arrives, and the connection stays up.</summary>
+    private void OnServerCallTooLarge(in Frame first)
+    {
+        if (first.Type != FrameType.Request)
+        {
+            throw new MuxProtocolException($"The server sent a {first.Type} frame with ServerInitiated (0x08); a server sends only Request and Cancel with it.");
+        }
+
+        SendServedError(first.CallId, new ErrorBody(
+            MuxStatusCode.MessageTooLarge,
+            $"The server's call to {MuxServiceRegistry.GetMethodDisplayName(first.MethodId)} is {first.MessageSize} bytes, over this client's MaxMessageSize of {MaxMessageSize} bytes ({DescribeSize(MaxMessageSize)}, MuxClientOptions.MaxMessageSize); it was not run. Send a smaller argument, or raise MuxClientOptions.MaxMessageSize.",
+            null));
+    }
+
     private void ServeServerCall(in Frame frame)
     {
         if (!_services.TryGet(frame.MethodId, out ServerMethod? method))

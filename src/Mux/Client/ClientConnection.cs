@@ -70,6 +70,7 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
         MaxQueuedOutboundBytes = options.MaxOutboundBytesPerConnection;
         StreamWindow = options.StreamWindow;
         MaxMessageSize = options.MaxMessageSize;
+        PeerOptionsName = nameof(MuxServerOptions);
         FragmentSize = options.FragmentSize;
         SerializerOptions = MuxSerializerOptions.ForClient(options.SerializerOptions);
         _callTimeoutMs = options.CallTimeout == Timeout.InfiniteTimeSpan ? -1 : (long)options.CallTimeout.TotalMilliseconds;
@@ -411,7 +412,9 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
 
         try
         {
-            SendRequest(call, methodId, arguments);
+            // A call that streams its arguments gets its send window only once its Request is out
+            // whole, which for a Request in fragments is a few writer turns from now.
+            SendRequest(call, methodId, arguments, streams?.Sender is null ? null : new SendWindowOpener(streams, PeerStreamWindow));
         }
         catch (Exception ex)
         {
@@ -429,7 +432,6 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
             return null;
         }
 
-        streams?.OpenSendWindow(PeerStreamWindow);
         if (cancellationToken.CanBeCanceled)
         {
             call.RegisterCancellation(cancellationToken);
@@ -440,7 +442,7 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
 
     /// <summary>Sends the call's Request with the optional headers it needs: its deadline (when it
     /// has one) and the caller's trace context (when the server reads it).</summary>
-    private void SendRequest<TArguments>(PendingCall call, uint methodId, in TArguments arguments)
+    private void SendRequest<TArguments>(PendingCall call, uint methodId, in TArguments arguments, IMessageWrittenListener? whenWritten)
         where TArguments : struct
     {
         var body = new ArgumentsBody<TArguments>(arguments, SerializerOptions);
@@ -450,12 +452,12 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
         {
             if (!traced)
             {
-                SendFrame(FrameType.Request, call.CallId, methodId, ref body);
+                SendFrame(FrameType.Request, call.CallId, methodId, ref body, whenWritten: whenWritten);
             }
             else
             {
                 var tracedBody = new TracedBody<ArgumentsBody<TArguments>>(body, trace!);
-                SendFrame(FrameType.Request, call.CallId, methodId, ref tracedBody, FrameFlags.TraceContext);
+                SendFrame(FrameType.Request, call.CallId, methodId, ref tracedBody, FrameFlags.TraceContext, whenWritten);
             }
 
             return;
@@ -466,12 +468,12 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
         if (!traced)
         {
             var timed = new DeadlineBody<ArgumentsBody<TArguments>>(body, remaining);
-            SendFrame(FrameType.Request, call.CallId, methodId, ref timed, FrameFlags.Deadline);
+            SendFrame(FrameType.Request, call.CallId, methodId, ref timed, FrameFlags.Deadline, whenWritten);
         }
         else
         {
             var timed = new DeadlineBody<TracedBody<ArgumentsBody<TArguments>>>(new TracedBody<ArgumentsBody<TArguments>>(body, trace!), remaining);
-            SendFrame(FrameType.Request, call.CallId, methodId, ref timed, FrameFlags.Deadline | FrameFlags.TraceContext);
+            SendFrame(FrameType.Request, call.CallId, methodId, ref timed, FrameFlags.Deadline | FrameFlags.TraceContext, whenWritten);
         }
     }
 
@@ -681,6 +683,12 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
     /// announced: its call fails now (its remaining fragments are skipped); the connection stays up.</summary>
     protected override void OnMessageTooLarge(in Frame first)
     {
+        if ((first.Flags & FrameFlags.ServerInitiated) != 0)
+        {
+            OnServerCallTooLarge(first); // A Request of the server's (ClientConnection.ServerCalls.cs).
+            return;
+        }
+
         if (first.Type is not (FrameType.Response or FrameType.Error))
         {
             throw new MuxProtocolException($"A client does not accept {first.Type} frames.");

@@ -9,16 +9,24 @@ namespace Mux.Connection;
 // flowing in between. Everything here runs on the reader loop only.
 internal abstract partial class MuxConnection
 {
-    // Messages whose first fragment has arrived and whose last has not, by call id (one per call:
-    // a call's Request arrives whole before the call can answer). Reader loop only.
-    private readonly Dictionary<uint, MessageReassembly> _reassemblies = new();
+    // Messages whose first fragment has arrived and whose last has not, by ReassemblyKey: the call
+    // id and its id space (ServerInitiated), since a client's call and a server's call may carry the
+    // same id at once. One per key: a call's Request arrives whole before the call can answer, and
+    // each side receives only one direction of a call. Reader loop only.
+    private readonly Dictionary<ulong, MessageReassembly> _reassemblies = new();
+
+    // How many of _reassemblies are in the client's id space (no ServerInitiated): the ones that
+    // MaxMessagesInProgress bounds. Reader loop only.
+    private int _clientSpaceReassemblies;
 
     /// <summary>The largest message (all its fragments after their common headers) this side
     /// accepts; a larger one fails its call, not the connection. Set by a subclass's constructor.</summary>
     protected int MaxMessageSize { get; init; } = int.MaxValue;
 
-    /// <summary>How many messages may be arriving in fragments at once before the peer is judged
-    /// broken. Set by a subclass's constructor (the server: its call cap).</summary>
+    /// <summary>How many messages of calls in the client's id space (frames without
+    /// ServerInitiated) may be arriving in fragments at once before the peer is judged broken. Set
+    /// by a subclass's constructor (the server: its call cap). The answers to a server's own calls
+    /// are not counted: the server's pending calls bound them.</summary>
     protected int MaxMessagesInProgress { get; init; } = int.MaxValue;
 
     /// <summary>Whether the reader loop must route this frame through <see cref="OnFragmentAsync"/>:
@@ -34,6 +42,16 @@ internal abstract partial class MuxConnection
     /// </summary>
     protected abstract void OnMessageTooLarge(in Frame first);
 
+    /// <summary>Where a call's message is kept while it arrives: its id in the low 32 bits, and
+    /// bit 32 set for a call the server started (its frames, Continuations included, carry
+    /// ServerInitiated), so the two id spaces never share an entry.</summary>
+    private static ulong ReassemblyKey(in Frame frame) =>
+        frame.CallId | ((ulong)(frame.Flags & FrameFlags.ServerInitiated) << 29);
+
+    /// <summary>"call 5" or "server-initiated call 5", for messages about broken sequences.</summary>
+    private static string DescribeCall(in Frame frame) =>
+        (frame.Flags & FrameFlags.ServerInitiated) != 0 ? $"server-initiated call {frame.CallId}" : $"call {frame.CallId}";
+
     private async ValueTask OnFragmentAsync(Frame frame)
     {
         if (frame.IsFirstFragment)
@@ -44,9 +62,17 @@ internal abstract partial class MuxConnection
 
         if (frame.Type != FrameType.Continuation)
         {
-            if (!_reassemblies.TryGetValue(frame.CallId, out MessageReassembly? interrupted))
+            if (!_reassemblies.TryGetValue(ReassemblyKey(frame), out MessageReassembly? interrupted))
             {
                 // Not a fragment, and its call has no message in fragments: nothing to do with us.
+                await OnFrameAsync(frame).ConfigureAwait(false);
+                return;
+            }
+
+            if (frame.Type == FrameType.StreamCredit)
+            {
+                // Credit for the stream the other way (ours): it may cross the call's fragmented
+                // Response, which the peer queued while it was still reading our items.
                 await OnFrameAsync(frame).ConfigureAwait(false);
                 return;
             }
@@ -59,17 +85,18 @@ internal abstract partial class MuxConnection
                 return;
             }
 
-            ThrowSequenceBroken($"A {frame.Type} frame for call {frame.CallId} arrived while that call's fragmented {interrupted.Type} was still arriving ({interrupted.Received} of {interrupted.PayloadSize} bytes); the rest of a fragmented message must come first, in Continuation frames.");
+            ThrowSequenceBroken($"A {frame.Type} frame for {DescribeCall(frame)} arrived while that call's fragmented {interrupted.Type} was still arriving ({interrupted.Received} of {interrupted.PayloadSize} bytes); the rest of a fragmented message must come first, in Continuation frames.");
         }
 
-        if (!_reassemblies.TryGetValue(frame.CallId, out MessageReassembly? message))
+        ulong key = ReassemblyKey(frame);
+        if (!_reassemblies.TryGetValue(key, out MessageReassembly? message))
         {
-            ThrowSequenceBroken($"A Continuation frame arrived for call {frame.CallId}, which has no fragmented message in progress.");
+            ThrowSequenceBroken($"A Continuation frame arrived for {DescribeCall(frame)}, which has no fragmented message in progress (a Continuation of a call the server started carries ServerInitiated, 0x08, as its first fragment does).");
         }
 
         if (message.Received + frame.Payload.Length > message.PayloadSize)
         {
-            ThrowSequenceBroken($"The fragments of call {frame.CallId}'s {message.Type} run past the {message.MessageSize} bytes its first fragment announced.");
+            ThrowSequenceBroken($"The fragments of {DescribeCall(frame)}'s {message.Type} run past the {message.MessageSize} bytes its first fragment announced.");
         }
 
         message.Append(frame.Payload);
@@ -78,11 +105,11 @@ internal abstract partial class MuxConnection
             return;
         }
 
-        _reassemblies.Remove(frame.CallId);
+        Forget(key);
         if (message.Received != message.PayloadSize)
         {
             message.Release();
-            ThrowSequenceBroken($"The last fragment of call {frame.CallId}'s {message.Type} arrived after {message.Received} of the {message.PayloadSize} payload bytes its first fragment announced.");
+            ThrowSequenceBroken($"The last fragment of {DescribeCall(frame)}'s {message.Type} arrived after {message.Received} of the {message.PayloadSize} payload bytes its first fragment announced.");
         }
 
         if (message.IsSkipped)
@@ -95,7 +122,8 @@ internal abstract partial class MuxConnection
             await OnFrameAsync(message.ToFrame()).ConfigureAwait(false);
             if (message.CancelPending && !IsClosed)
             {
-                await OnFrameAsync(new Frame(FrameType.Cancel, FrameFlags.None, message.CallId, 0, default)).ConfigureAwait(false);
+                // In the message's own id space: a server's Cancel of its call to the client too.
+                await OnFrameAsync(new Frame(FrameType.Cancel, message.Flags & FrameFlags.ServerInitiated, message.CallId, 0, default)).ConfigureAwait(false);
             }
         }
         finally
@@ -107,21 +135,39 @@ internal abstract partial class MuxConnection
 
     private void StartMessage(in Frame first)
     {
-        if (_reassemblies.TryGetValue(first.CallId, out MessageReassembly? existing))
+        ulong key = ReassemblyKey(first);
+        if (_reassemblies.TryGetValue(key, out MessageReassembly? existing))
         {
-            ThrowSequenceBroken($"Call {first.CallId} started a fragmented {first.Type} while its fragmented {existing.Type} was still arriving; a call sends one message at a time in each direction.");
+            string call = DescribeCall(first);
+            ThrowSequenceBroken($"{char.ToUpperInvariant(call[0])}{call[1..]} started a fragmented {first.Type} while its fragmented {existing.Type} was still arriving; a call sends one message at a time in each direction.");
         }
 
-        if (_reassemblies.Count >= MaxMessagesInProgress)
+        bool clientSpace = (first.Flags & FrameFlags.ServerInitiated) == 0;
+        if (clientSpace)
         {
-            ThrowSequenceBroken($"The peer has {_reassemblies.Count} fragmented messages arriving at once, more than the {MaxMessagesInProgress} calls it may have outstanding on this connection.");
+            if (_clientSpaceReassemblies >= MaxMessagesInProgress)
+            {
+                ThrowSequenceBroken($"The peer has {_clientSpaceReassemblies} fragmented messages arriving at once, more than the {MaxMessagesInProgress} calls it may have outstanding on this connection.");
+            }
+
+            _clientSpaceReassemblies++;
         }
 
         bool tooLarge = first.MessageSize > (uint)MaxMessageSize;
-        _reassemblies.Add(first.CallId, new MessageReassembly(first, skip: tooLarge));
+        _reassemblies.Add(key, new MessageReassembly(first, skip: tooLarge));
         if (tooLarge)
         {
             OnMessageTooLarge(first);
+        }
+    }
+
+    /// <summary>Drops a message's entry once its last fragment has arrived.</summary>
+    private void Forget(ulong key)
+    {
+        _reassemblies.Remove(key);
+        if ((key >> 32) == 0)
+        {
+            _clientSpaceReassemblies--;
         }
     }
 
@@ -135,6 +181,7 @@ internal abstract partial class MuxConnection
         }
 
         _reassemblies.Clear();
+        _clientSpaceReassemblies = 0;
     }
 
     [DoesNotReturn]

@@ -93,6 +93,10 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     /// <summary>The largest message the peer accepts, from its handshake; unlimited until then.</summary>
     protected int PeerMaxMessageSize { get; set; } = int.MaxValue;
 
+    /// <summary>Where the peer sets its limits ("MuxServerOptions" for a client's peer), named in
+    /// the message of a call that fails for being over them. Set by a subclass's constructor.</summary>
+    protected string PeerOptionsName { get; init; } = "the peer's options";
+
     // Completed when the writer takes _outbound (or the connection closes), waking everyone waiting
     // for room: the server's reader loop, or a client's callers. Installed by the first waiter
     // (CompareExchange); completed and cleared by the writer, the close, or a waiter that finds room.
@@ -140,11 +144,13 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     private long _framesSent;
     private long _flushes;
 
-    /// <summary>Encodes a frame with a MessagePack body and sends it.</summary>
+    /// <summary>Encodes a frame with a MessagePack body and sends it. <paramref name="whenWritten"/>,
+    /// when given, is told once the frame is queued whole, or once the writer has written the last
+    /// fragment of a message sent in fragments (see <see cref="IMessageWrittenListener"/>).</summary>
     /// <exception cref="MuxConnectionException">The connection is closed.</exception>
     /// <exception cref="InvalidOperationException">The frame is larger than the peer accepts.</exception>
     /// <exception cref="MessagePack.MessagePackSerializationException">The body could not be serialized.</exception>
-    protected void SendFrame<TBody>(FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None)
+    protected void SendFrame<TBody>(FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None, IMessageWrittenListener? whenWritten = null)
         where TBody : struct, IFrameBody
     {
         ThrowIfClosed();
@@ -164,7 +170,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
 
                 // The staging buffer now belongs to the message; this thread gets a fresh one.
                 t_staging = null;
-                SendInFragments(new OutboundMessage(staging, fragmentSize));
+                SendInFragments(new OutboundMessage(staging, fragmentSize) { WhenWritten = whenWritten });
                 return;
             }
 
@@ -182,6 +188,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         }
 
         Send(staging);
+        whenWritten?.OnMessageWritten();
     }
 
     /// <summary>Queues a message for the writer, which sends it one fragment per turn.</summary>
@@ -256,6 +263,9 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         {
             message.Dispose();
             SignalOutboundRoom();
+
+            // All of it is in the output now: whatever is queued from here on goes out after it.
+            message.WhenWritten?.OnMessageWritten();
         }
 
         return 1;
@@ -590,7 +600,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
 
     [DoesNotReturn]
     private void ThrowMessageTooLarge(FrameType type, int size) =>
-        throw new MessageTooLargeException($"The {type} is {size} bytes, over the peer's MaxMessageSize of {PeerMaxMessageSize} bytes ({DescribeSize(PeerMaxMessageSize)}). Send a smaller message, or raise MaxMessageSize on the receiving side (MuxServerOptions.MaxMessageSize for requests, MuxClientOptions.MaxMessageSize for responses).");
+        throw new MessageTooLargeException($"The {type} is {size} bytes, over the peer's MaxMessageSize of {PeerMaxMessageSize} bytes ({DescribeSize(PeerMaxMessageSize)}). Send a smaller message, or raise {PeerOptionsName}.MaxMessageSize on the receiving side.");
 
     /// <summary>"64 MiB", "64 KiB" or "1000 bytes", for messages about sizes.</summary>
     internal static string DescribeSize(long bytes) =>

@@ -26,6 +26,9 @@ internal sealed class OutboundMessage : IDisposable
     /// <summary>The most message bytes one fragment carries.</summary>
     public int FragmentSize { get; }
 
+    /// <summary>Told by the writer once the last fragment has been written; null for most messages.</summary>
+    public IMessageWrittenListener? WhenWritten { get; init; }
+
     /// <summary>Writes the next fragment into <paramref name="output"/>. Returns true when it was the last.</summary>
     public bool WriteNextFragment(IBufferWriter<byte> output)
     {
@@ -47,8 +50,10 @@ internal sealed class OutboundMessage : IDisposable
         }
         else
         {
+            // A call the server started keeps ServerInitiated on every fragment: the receiver keeps
+            // the two id spaces' messages apart by it.
             header[4] = (byte)FrameType.Continuation;
-            header[5] = (byte)(last ? FrameFlags.None : FrameFlags.MoreFragments);
+            header[5] = (byte)((last ? FrameFlags.None : FrameFlags.MoreFragments) | ((FrameFlags)whole[5] & FrameFlags.ServerInitiated));
         }
 
         whole.Slice(6, 4).CopyTo(header[6..]); // The call id.

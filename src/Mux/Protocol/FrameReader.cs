@@ -68,7 +68,7 @@ internal static class FrameReader
         FrameFlags typeFlags = flags & ~FrameFlags.MoreFragments;
         if (typeFlags != FrameFlags.None && (typeFlags & ~AllowedFlags(type)) != 0)
         {
-            ThrowProtocol($"Frame flags 0x{(byte)flags:x2} are not supported by protocol version {ProtocolConstants.Version} on a {type} frame (a Request may carry TraceContext, 0x02, and Deadline, 0x04; Request, Response, Error and Cancel may carry ServerInitiated, 0x08).");
+            ThrowProtocol($"Frame flags 0x{(byte)flags:x2} are not supported by protocol version {ProtocolConstants.Version} on a {type} frame (a Request may carry TraceContext, 0x02, and Deadline, 0x04; Request, Response, Error, Cancel and Continuation may carry ServerInitiated, 0x08).");
         }
 
         // A first fragment announces the size of its whole message before its type-specific header.
@@ -181,7 +181,7 @@ internal static class FrameReader
     private static FrameFlags AllowedFlags(FrameType type) => type switch
     {
         FrameType.Request => RequestFlags | FrameFlags.ServerInitiated,
-        FrameType.Response or FrameType.Error or FrameType.Cancel => FrameFlags.ServerInitiated,
+        FrameType.Response or FrameType.Error or FrameType.Cancel or FrameType.Continuation => FrameFlags.ServerInitiated,
         _ => FrameFlags.None,
     };
 

@@ -190,6 +190,29 @@ internal sealed partial class ServerConnection : IPendingCallHost
     /// other frame with ServerInitiated, or an answer without it, breaks the protocol.</summary>
     private void OnClientCallFrame(in Frame frame)
     {
+        RequireClientAnswer(frame);
+
+        // An unknown id is a call that timed out or was cancelled first: its answer is dropped.
+        PendingCall? call = _clientCalls.TryRemove(frame.CallId);
+        call?.CompleteWithPayload(frame.Type == FrameType.Response ? CallOutcome.Response : CallOutcome.Error, frame.Payload);
+    }
+
+    /// <summary>The client's answer to a call this server started is over this server's
+    /// MaxMessageSize (the client ignored the limit this server announced): that call fails now with
+    /// MessageTooLarge, the rest of the answer is skipped as it arrives, the connection stays up.</summary>
+    private void OnClientCallTooLarge(in Frame first)
+    {
+        RequireClientAnswer(first);
+        PendingCall? call = _clientCalls.TryRemove(first.CallId);
+        call?.CompleteWithException(new MuxRemoteException(
+            MuxStatusCode.MessageTooLarge,
+            $"The client's {(first.Type == FrameType.Response ? "response" : "error")} to {MuxServiceRegistry.GetMethodDisplayName(call.MethodId)} is {first.MessageSize} bytes, over this server's MaxMessageSize of {_options.MaxMessageSize} bytes ({DescribeSize(_options.MaxMessageSize)}, MuxServerOptions.MaxMessageSize); it was skipped. Raise MuxServerOptions.MaxMessageSize, or ask the client for less.",
+            null));
+    }
+
+    /// <summary>Throws unless the frame is an answer (Response or Error) with ServerInitiated.</summary>
+    private static void RequireClientAnswer(in Frame frame)
+    {
         bool isAnswer = frame.Type is FrameType.Response or FrameType.Error;
         if (!isAnswer || (frame.Flags & FrameFlags.ServerInitiated) == 0)
         {
@@ -197,10 +220,6 @@ internal sealed partial class ServerConnection : IPendingCallHost
                 ? $"The client sent a {frame.Type} frame without ServerInitiated (0x08); a server answers nothing else."
                 : $"The client sent a {frame.Type} frame with ServerInitiated (0x08); only a server starts such calls.");
         }
-
-        // An unknown id is a call that timed out or was cancelled first: its answer is dropped.
-        PendingCall? call = _clientCalls.TryRemove(frame.CallId);
-        call?.CompleteWithPayload(frame.Type == FrameType.Response ? CallOutcome.Response : CallOutcome.Error, frame.Payload);
     }
 
     /// <summary>The connection closed: every call still waiting for the client fails with it.</summary>

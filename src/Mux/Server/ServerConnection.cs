@@ -79,6 +79,7 @@ internal sealed partial class ServerConnection : MuxConnection
         MaxQueuedOutboundBytes = options.MaxOutboundBytesPerConnection;
         StreamWindow = options.StreamWindow;
         MaxMessageSize = options.MaxMessageSize;
+        PeerOptionsName = nameof(MuxClientOptions);
         FragmentSize = options.FragmentSize;
         MaxMessagesInProgress = options.MaxConcurrentCallsPerConnection; // A client keeps at most that many calls outstanding.
         _calls = new ServerCallTable(options.MaxConcurrentCallsPerConnection);
@@ -280,11 +281,20 @@ internal sealed partial class ServerConnection : MuxConnection
     /// it arrives and the connection stays up.</summary>
     protected override void OnMessageTooLarge(in Frame first)
     {
-        if (!_handshakeDone || first.Type != FrameType.Request)
+        if (!_handshakeDone)
         {
-            throw new MuxProtocolException(_handshakeDone
-                ? $"A server does not accept {first.Type} frames after the handshake."
-                : $"The first frame must be Hello; the client sent {first.Type}.");
+            throw new MuxProtocolException($"The first frame must be Hello; the client sent {first.Type}.");
+        }
+
+        if (first.Type is FrameType.Response or FrameType.Error || (first.Flags & FrameFlags.ServerInitiated) != 0)
+        {
+            OnClientCallTooLarge(first); // The client's answer to a call this server started.
+            return;
+        }
+
+        if (first.Type != FrameType.Request)
+        {
+            throw new MuxProtocolException($"A server does not accept {first.Type} frames after the handshake.");
         }
 
         if (first.CallId > _highestReceivedCallId)

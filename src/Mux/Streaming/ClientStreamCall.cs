@@ -113,9 +113,19 @@ internal static class ClientStreamCall
         StreamSendWindow window = streams.Sender!;
         try
         {
+            // Nothing of the stream, StreamEnd included, may go out before the Request is out whole
+            // (in fragments, a few writer turns after the call started): the window opens only
+            // then. The credit taken here is the first item's.
+            await window.WaitAsync(token).ConfigureAwait(false);
+            bool holdsCredit = true;
             await foreach (TItem item in items.WithCancellation(token).ConfigureAwait(false))
             {
-                await window.WaitAsync(token).ConfigureAwait(false);
+                if (!holdsCredit)
+                {
+                    await window.WaitAsync(token).ConfigureAwait(false);
+                }
+
+                holdsCredit = false;
                 connection.SendStreamItem(streams.CallId, item, connection.SerializerOptions);
             }
 

@@ -18,6 +18,24 @@ public sealed class CallbackHub : ICallbackHub
         return sum;
     }
 
+    public async Task<string> StreamFromClient(MuxCallContext? context = null)
+    {
+        IClientCounter counter = context!.GetClientProxy<IClientCounter>();
+        try
+        {
+            await foreach (int item in counter.Count(3))
+            {
+                return $"item {item} arrived";
+            }
+
+            return "the stream ended empty";
+        }
+        catch (NotSupportedException ex)
+        {
+            return $"{ex.GetType().FullName}: {ex.Message}";
+        }
+    }
+
     public Task Register(MuxCallContext? context = null)
     {
         Registered.Enqueue(context!.Client);

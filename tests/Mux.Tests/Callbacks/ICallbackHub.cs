@@ -8,6 +8,10 @@ public interface ICallbackHub
     /// other, and returns the sum of its answers.</summary>
     Task<int> SumOfClientAnswers(int count, MuxCallContext? context = null);
 
+    /// <summary>Enumerates the caller's <see cref="IClientCounter.Count"/> through
+    /// MuxCallContext.GetClientProxy and returns what happened: the exception's type and message.</summary>
+    Task<string> StreamFromClient(MuxCallContext? context = null);
+
     /// <summary>Keeps the caller's <see cref="MuxRemoteClient"/> for the test to call later.</summary>
     Task Register(MuxCallContext? context = null);
 }

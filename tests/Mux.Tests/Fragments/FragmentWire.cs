@@ -22,13 +22,14 @@ internal static class FragmentWire
         return frame;
     }
 
-    /// <summary>A Continuation: MoreFragments unless it is the last.</summary>
-    public static byte[] Continuation(uint callId, byte[] bytes, bool more)
+    /// <summary>A Continuation: MoreFragments unless it is the last, plus <paramref name="flags"/>
+    /// (ServerInitiated for a call the server started).</summary>
+    public static byte[] Continuation(uint callId, byte[] bytes, bool more, FrameFlags flags = FrameFlags.None)
     {
         byte[] frame = new byte[ProtocolConstants.FrameHeaderSize + bytes.Length];
         BinaryPrimitives.WriteUInt32LittleEndian(frame, (uint)(frame.Length - ProtocolConstants.LengthPrefixSize));
         frame[4] = (byte)FrameType.Continuation;
-        frame[5] = (byte)(more ? FrameFlags.MoreFragments : FrameFlags.None);
+        frame[5] = (byte)((more ? FrameFlags.MoreFragments : FrameFlags.None) | flags);
         BinaryPrimitives.WriteUInt32LittleEndian(frame.AsSpan(6), callId);
         bytes.CopyTo(frame, ProtocolConstants.FrameHeaderSize);
         return frame;

@@ -14,47 +14,6 @@ public class MalformedFragmentTests
 {
     private static readonly uint s_echo = MuxMethodId.Compute("Mux.Tests.Fragments.IBlobService.Echo");
 
-    /// <summary>A raw server that a real client has connected to, and the id of the client's call in flight.</summary>
-    private sealed class RawServer : IAsyncDisposable
-    {
-        private readonly TcpListener _listener;
-
-        private RawServer(TcpListener listener, RawMuxPeer peer, MuxClient client)
-        {
-            _listener = listener;
-            Peer = peer;
-            Client = client;
-            Proxy = client.CreateProxy<IBlobService>();
-        }
-
-        public RawMuxPeer Peer { get; }
-
-        public MuxClient Client { get; }
-
-        public IBlobService Proxy { get; }
-
-        public static async Task<RawServer> StartAsync(MuxClientOptions? options = null)
-        {
-            var listener = new TcpListener(IPAddress.Loopback, 0);
-            listener.Start();
-            options ??= new MuxClientOptions();
-            options.AutoReconnect = false;
-            Task<MuxClient> connecting = MuxClient.ConnectAsync(listener.LocalEndpoint, options);
-            RawMuxPeer peer = await RawMuxPeer.AcceptAsync(listener);
-            Assert.Equal(FrameType.Hello, (await peer.ExpectFrameAsync()).Type);
-            await peer.SendAsync(FragmentWire.PlainHelloAck());
-            MuxClient client = await connecting.WaitAsync(TestHost.Patience);
-            return new RawServer(listener, peer, client);
-        }
-
-        public async ValueTask DisposeAsync()
-        {
-            await Client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
-            await Peer.DisposeAsync();
-            _listener.Stop();
-        }
-    }
-
     private static byte[] ResultMessage(byte[] data) => MessagePack.MessagePackSerializer.Serialize(data);
 
     public static TheoryData<string> BrokenResponseSequences => new()
