@@ -4,7 +4,10 @@ using Mux.Tests.Infrastructure;
 namespace Mux.Tests.Connection;
 
 /// <summary>A client that sends requests but never reads the answers costs the server a bounded
-/// amount of memory (MuxServerOptions.MaxOutboundBytesPerConnection), and other clients are served.</summary>
+/// amount of memory (MuxServerOptions.MaxOutboundBytesPerConnection), and other clients are served.
+/// Serial: the bound is read from the process's whole heap, which tests moving megabytes in
+/// parallel (the fragment tests) would add to.</summary>
+[Collection(SerialCollection.Name)]
 public class OutboundLimitTests
 {
     private const int Requests = 200_000;
