@@ -52,6 +52,15 @@ internal sealed class PendingCallTable
         }
     }
 
+    /// <summary>Whether a call with this id is pending.</summary>
+    public bool Contains(uint callId)
+    {
+        lock (_lock)
+        {
+            return _calls.ContainsKey(callId);
+        }
+    }
+
     /// <summary>Removes and returns the call with this id, if any.</summary>
     public PendingCall? TryRemove(uint callId)
     {

@@ -55,8 +55,11 @@ internal sealed class MessageReassembly
     /// <summary>The size of the reassembled payload.</summary>
     public long PayloadSize { get; }
 
-    /// <summary>Over MaxMessageSize: its bytes are counted and dropped.</summary>
+    /// <summary>Over MaxMessageSize, or no call waits for it: its bytes are counted and dropped.</summary>
     public bool IsSkipped { get; }
+
+    /// <summary>Counted against MaxMessagesInProgress while it arrives.</summary>
+    public bool IsBounded { get; init; }
 
     /// <summary>Payload bytes received so far (kept or, when skipped, dropped).</summary>
     public long Received { get; private set; }

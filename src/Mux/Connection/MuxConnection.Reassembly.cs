@@ -15,19 +15,27 @@ internal abstract partial class MuxConnection
     // each side receives only one direction of a call. Reader loop only.
     private readonly Dictionary<ulong, MessageReassembly> _reassemblies = new();
 
-    // How many of _reassemblies are in the client's id space (no ServerInitiated): the ones that
-    // MaxMessagesInProgress bounds. Reader loop only.
-    private int _clientSpaceReassemblies;
+    // How many of _reassemblies count against MaxMessagesInProgress: those in the client's id space
+    // (no ServerInitiated), and answers no call waits for (see ExpectsMessage). Reader loop only.
+    private int _boundedReassemblies;
 
     /// <summary>The largest message (all its fragments after their common headers) this side
     /// accepts; a larger one fails its call, not the connection. Set by a subclass's constructor.</summary>
     protected int MaxMessageSize { get; init; } = int.MaxValue;
 
     /// <summary>How many messages of calls in the client's id space (frames without
-    /// ServerInitiated) may be arriving in fragments at once before the peer is judged broken. Set
-    /// by a subclass's constructor (the server: its call cap). The answers to a server's own calls
-    /// are not counted: the server's pending calls bound them.</summary>
+    /// ServerInitiated), and how many answers no call waits for, may each be arriving in fragments
+    /// at once before the peer is judged broken. Set by a subclass's constructor (the server: its
+    /// call cap). The answers to a server's own calls still waiting are not counted: the server's
+    /// pending calls bound them.</summary>
     protected int MaxMessagesInProgress { get; init; } = int.MaxValue;
+
+    /// <summary>Whether some call here waits for the message this first fragment starts. One that
+    /// no call waits for (a late answer to a call that timed out, or one a broken peer made up) is
+    /// skipped as it arrives, like one over MaxMessageSize but failing nothing, and counts against
+    /// MaxMessagesInProgress. Only the server asks (for the answers to its calls to the client):
+    /// a client must see every answer, each frees a slot.</summary>
+    protected virtual bool ExpectsMessage(in Frame first) => true;
 
     /// <summary>Whether the reader loop must route this frame through <see cref="OnFragmentAsync"/>:
     /// a fragment, or any frame while some message is in fragments (it may be a call's frame that
@@ -105,7 +113,7 @@ internal abstract partial class MuxConnection
             return;
         }
 
-        Forget(key);
+        Forget(key, message);
         if (message.Received != message.PayloadSize)
         {
             message.Release();
@@ -142,19 +150,20 @@ internal abstract partial class MuxConnection
             ThrowSequenceBroken($"{char.ToUpperInvariant(call[0])}{call[1..]} started a fragmented {first.Type} while its fragmented {existing.Type} was still arriving; a call sends one message at a time in each direction.");
         }
 
-        bool clientSpace = (first.Flags & FrameFlags.ServerInitiated) == 0;
-        if (clientSpace)
+        bool expected = ExpectsMessage(first);
+        bool bounded = !expected || (first.Flags & FrameFlags.ServerInitiated) == 0;
+        if (bounded)
         {
-            if (_clientSpaceReassemblies >= MaxMessagesInProgress)
+            if (_boundedReassemblies >= MaxMessagesInProgress)
             {
-                ThrowSequenceBroken($"The peer has {_clientSpaceReassemblies} fragmented messages arriving at once, more than the {MaxMessagesInProgress} calls it may have outstanding on this connection.");
+                ThrowSequenceBroken($"The peer has {_boundedReassemblies} fragmented messages arriving at once, more than the {MaxMessagesInProgress} calls it may have outstanding on this connection.");
             }
 
-            _clientSpaceReassemblies++;
+            _boundedReassemblies++;
         }
 
         bool tooLarge = first.MessageSize > (uint)MaxMessageSize;
-        _reassemblies.Add(key, new MessageReassembly(first, skip: tooLarge));
+        _reassemblies.Add(key, new MessageReassembly(first, skip: tooLarge || !expected) { IsBounded = bounded });
         if (tooLarge)
         {
             OnMessageTooLarge(first);
@@ -162,12 +171,12 @@ internal abstract partial class MuxConnection
     }
 
     /// <summary>Drops a message's entry once its last fragment has arrived.</summary>
-    private void Forget(ulong key)
+    private void Forget(ulong key, MessageReassembly message)
     {
         _reassemblies.Remove(key);
-        if ((key >> 32) == 0)
+        if (message.IsBounded)
         {
-            _clientSpaceReassemblies--;
+            _boundedReassemblies--;
         }
     }
 
@@ -181,7 +190,7 @@ internal abstract partial class MuxConnection
         }
 
         _reassemblies.Clear();
-        _clientSpaceReassemblies = 0;
+        _boundedReassemblies = 0;
     }
 
     [DoesNotReturn]

@@ -197,6 +197,20 @@ internal sealed partial class ServerConnection : IPendingCallHost
         call?.CompleteWithPayload(frame.Type == FrameType.Response ? CallOutcome.Response : CallOutcome.Error, frame.Payload);
     }
 
+    /// <summary>A message in fragments from the client: its own calls' Requests are expected (its
+    /// call cap bounds them); an answer only while the call it answers still waits, so that answers
+    /// to calls that gave up, or made up by a broken client, are skipped rather than buffered.</summary>
+    protected override bool ExpectsMessage(in Frame first)
+    {
+        if ((first.Flags & FrameFlags.ServerInitiated) == 0)
+        {
+            return true;
+        }
+
+        RequireClientAnswer(first);
+        return _clientCalls.Contains(first.CallId);
+    }
+
     /// <summary>The client's answer to a call this server started is over this server's
     /// MaxMessageSize (the client ignored the limit this server announced): that call fails now with
     /// MessageTooLarge, the rest of the answer is skipped as it arrives, the connection stays up.</summary>

@@ -184,6 +184,28 @@ public class ServerInitiatedFragmentWireTests
         Assert.True(raw.Remote.IsConnected);
     }
 
+    [Fact]
+    public async Task AnswersInFragmentsThatNoCallWaitsFor_AreSkipped_UpToTheCallCap_BeyondWhichTheClientIsDisconnected()
+    {
+        await using TwoWayRawClient raw = await TwoWayRawClient.StartAsync(new MuxServerOptions { MaxConcurrentCallsPerConnection = 4 });
+        byte[] result = MessagePackSerializer.Serialize(new byte[1_000_000]);
+
+        // Like late answers to calls that timed out: skipped as they arrive, not buffered.
+        for (uint id = 100; id < 104; id++)
+        {
+            await raw.Peer.SendAsync(FragmentWire.First(FrameType.Response, id, (uint)result.Length, result[..100], FrameFlags.ServerInitiated));
+        }
+
+        await raw.Peer.SendAsync(WriteFrame(FrameType.Request, 2, MuxMethodId.Compute("Mux.Tests.Fragments.IBlobService.Add"), new RawBody(MessagePackSerializer.Serialize((2, 3)))));
+        ReceivedFrame sum = await raw.Peer.ExpectFrameAsync();
+        Assert.Equal((FrameType.Response, 2u), (sum.Type, sum.CallId));
+
+        // A fifth at once is more than a client may have outstanding.
+        await raw.Peer.SendAsync(FragmentWire.First(FrameType.Response, 104, (uint)result.Length, result[..100], FrameFlags.ServerInitiated));
+        await raw.Peer.AssertClosedByOtherSideAsync();
+        Assert.False(raw.Remote.IsConnected);
+    }
+
     /// <summary>The frame with ServerInitiated set.</summary>
     private static byte[] Flagged(byte[] frame)
     {
