@@ -51,24 +51,18 @@ public sealed partial class MuxServerCall
 
     private async ValueTask SendStreamAsync<T>(IAsyncEnumerable<T> items)
     {
-        StreamSendWindow window = GetOrCreateOutbound()!;
-        CancellationToken token = CancellationToken;
-        await foreach (T item in items.WithCancellation(token).ConfigureAwait(false))
+        try
         {
-            await window.WaitAsync(token).ConfigureAwait(false);
-            try
-            {
-                _connection.SendStreamItem(CallId, item, _serializerOptions);
-            }
-            catch (MuxConnectionException)
-            {
-                // The connection is gone. The close cancels the token on the thread pool, which
-                // may run only after this exception has unwound (and disposed) the producer; fire
-                // it here first, on the producer's own thread, so a producer always learns of the
-                // loss through its token, as it does of a client's Cancel.
-                CancelOnHandlerThread();
-                throw;
-            }
+            await StreamProducer.SendAsync(_connection, items, GetOrCreateOutbound()!, _serializerOptions, CancellationToken).ConfigureAwait(false);
+        }
+        catch (MuxConnectionException) when (_connection.IsClosed)
+        {
+            // The connection is gone. The close cancels the token on the thread pool, which may
+            // run only after this exception has unwound (and disposed) the producer; fire it here
+            // first, on the producer's own thread, so a producer always learns of the loss
+            // through its token, as it does of a client's Cancel.
+            CancelOnHandlerThread();
+            throw;
         }
 
         SendResult(default(VoidResult)); // The end of the stream: the call's Response.
@@ -159,7 +153,7 @@ public sealed partial class MuxServerCall
             return outbound;
         }
 
-        var created = new StreamSendWindow(_connection.PeerStreamWindow);
+        var created = new StreamSendWindow(_connection.PeerStreamWindow) { CallId = CallId };
         return Interlocked.CompareExchange(ref _outbound, created, null) ?? created;
     }
 

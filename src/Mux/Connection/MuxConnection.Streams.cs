@@ -19,13 +19,18 @@ internal abstract partial class MuxConnection
     /// Written by the reader loop from the handshake, before any call.</summary>
     internal int PeerStreamWindow { get; set; } = HandshakeSettings.DefaultStreamWindow;
 
-    /// <summary>Sends one item of a call's stream. The caller has taken one item of credit.</summary>
+    /// <summary>Sends one item of a call's stream, or with <paramref name="defer"/> queues it to go
+    /// out with the next frame sent or at <see cref="SendDeferredStreamItems"/>. The caller has
+    /// taken one item of credit. Returns the frame's size.</summary>
     /// <exception cref="MuxConnectionException">The connection is closed.</exception>
-    internal void SendStreamItem<T>(uint callId, T item, MessagePackSerializerOptions options)
+    internal int SendStreamItem<T>(uint callId, T item, MessagePackSerializerOptions options, bool defer)
     {
         var body = new ResultBody<T>(item, options);
-        SendFrame(FrameType.StreamItem, callId, 0, ref body);
+        return SendFrame(FrameType.StreamItem, callId, 0, ref body, defer: defer);
     }
+
+    /// <summary>Sends the stream items queued with <c>defer</c> (and anything queued with them).</summary>
+    internal void SendDeferredStreamItems() => SendQueuedFrames();
 
     /// <summary>Grants the producer of a call's stream <paramref name="count"/> more items; best
     /// effort (a closed connection ends the stream anyway).</summary>

@@ -146,20 +146,25 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
 
     /// <summary>Encodes a frame with a MessagePack body and sends it. <paramref name="whenWritten"/>,
     /// when given, is told once the frame is queued whole, or once the writer has written the last
-    /// fragment of a message sent in fragments (see <see cref="IMessageWrittenListener"/>).</summary>
+    /// fragment of a message sent in fragments (see <see cref="IMessageWrittenListener"/>). With
+    /// <c>defer</c>, the frame is queued without waking the writer: it goes out with the next frame
+    /// sent without <c>defer</c>, or at <see cref="SendQueuedFrames"/>, so a producer of many small
+    /// frames (a stream) pays one flush for all of them.</summary>
     /// <exception cref="MuxConnectionException">The connection is closed.</exception>
     /// <exception cref="InvalidOperationException">The frame is larger than the peer accepts.</exception>
     /// <exception cref="MessagePack.MessagePackSerializationException">The body could not be serialized.</exception>
-    protected void SendFrame<TBody>(FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None, IMessageWrittenListener? whenWritten = null)
+    /// <returns>The frame's size on the wire (the message's, when it goes in fragments).</returns>
+    protected int SendFrame<TBody>(FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None, IMessageWrittenListener? whenWritten = null, bool defer = false)
         where TBody : struct, IFrameBody
     {
         ThrowIfClosed();
         PooledBufferWriter staging = t_staging ??= new PooledBufferWriter();
         staging.Reset();
+        int length;
         try
         {
             // The peer's limit applies to the length field, which does not count its own 4 bytes.
-            int length = FrameWriter.Write(staging, type, callId, methodId, ref body, flags) - ProtocolConstants.LengthPrefixSize;
+            length = FrameWriter.Write(staging, type, callId, methodId, ref body, flags) - ProtocolConstants.LengthPrefixSize;
             int fragmentSize = Math.Min(FragmentSize, PeerMaxFrameSize - ProtocolConstants.CommonHeaderSize - ProtocolConstants.FragmentTotalSize);
             if (length - ProtocolConstants.CommonHeaderSize > fragmentSize && callId != 0 && type is FrameType.Request or FrameType.Response or FrameType.Error)
             {
@@ -171,7 +176,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
                 // The staging buffer now belongs to the message; this thread gets a fresh one.
                 t_staging = null;
                 SendInFragments(new OutboundMessage(staging, fragmentSize) { WhenWritten = whenWritten });
-                return;
+                return length + ProtocolConstants.LengthPrefixSize;
             }
 
             if (length > PeerMaxFrameSize)
@@ -187,8 +192,9 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
             throw;
         }
 
-        Send(staging);
+        Send(staging, defer);
         whenWritten?.OnMessageWritten();
+        return length + ProtocolConstants.LengthPrefixSize;
     }
 
     /// <summary>Queues a message for the writer, which sends it one fragment per turn.</summary>
@@ -289,9 +295,9 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     /// </summary>
     protected abstract bool IsQuiet { get; }
 
-    private void Send(PooledBufferWriter staging)
+    private void Send(PooledBufferWriter staging, bool defer = false)
     {
-        if (IsQuiet && _queuedFrames == 0 && TryAcquireWriter())
+        if (!defer && IsQuiet && _queuedFrames == 0 && TryAcquireWriter())
         {
             // Idle fast path: write our frame and whatever queued meanwhile, then flush ourselves.
             _output.Write(staging.WrittenSpan);
@@ -330,8 +336,36 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
             ReleaseStagingIfOversized(staging);
         }
 
+        if (defer)
+        {
+            return; // Its sender calls SendQueuedFrames (or sends another frame) later.
+        }
+
         // A full fence between publishing the frame and looking at the role: paired with the
         // releaser's Interlocked.Exchange, either it sees our frame or we see the role free.
+        Interlocked.MemoryBarrier();
+        if (TryAcquireWriter())
+        {
+            ScheduleDrain();
+        }
+    }
+
+    /// <summary>Sends the frames queued with <c>defer</c>: flushes them here when the connection is
+    /// quiet (one write and one flush for the lot), else wakes the writer loop.</summary>
+    protected void SendQueuedFrames()
+    {
+        if (_queuedFrames == 0)
+        {
+            return; // Written already: a writer that ran meanwhile took them.
+        }
+
+        if (IsQuiet && TryAcquireWriter())
+        {
+            FlushAndReleaseLocked(DrainQueueIntoOutputLocked(), handOffRemainingWork: true);
+            return;
+        }
+
+        // A full fence between the queued frames and looking at the role: as in Send.
         Interlocked.MemoryBarrier();
         if (TryAcquireWriter())
         {

@@ -26,6 +26,11 @@ internal sealed class CallStreams(StreamReceiver? receiver, StreamSendWindow? se
     public void SetCallId(uint callId)
     {
         CallId = callId;
+        if (Sender is not null)
+        {
+            Sender.CallId = callId;
+        }
+
         if (Receiver is not null)
         {
             Receiver.CallId = callId;

@@ -110,25 +110,13 @@ internal static class ClientStreamCall
     private static async Task PumpAsync<TItem>(ClientConnection connection, CallStreams streams, IAsyncEnumerable<TItem> items, CancellationTokenSource linked)
     {
         CancellationToken token = linked.Token;
-        StreamSendWindow window = streams.Sender!;
         try
         {
             // Nothing of the stream, StreamEnd included, may go out before the Request is out whole
             // (in fragments, a few writer turns after the call started): the window opens only
             // then. The credit taken here is the first item's.
-            await window.WaitAsync(token).ConfigureAwait(false);
-            bool holdsCredit = true;
-            await foreach (TItem item in items.WithCancellation(token).ConfigureAwait(false))
-            {
-                if (!holdsCredit)
-                {
-                    await window.WaitAsync(token).ConfigureAwait(false);
-                }
-
-                holdsCredit = false;
-                connection.SendStreamItem(streams.CallId, item, connection.SerializerOptions);
-            }
-
+            await streams.Sender!.WaitAsync(token).ConfigureAwait(false);
+            await StreamProducer.SendAsync(connection, items, streams.Sender, connection.SerializerOptions, token, holdsCredit: true).ConfigureAwait(false);
             connection.SendStreamEnd(streams.CallId, MuxStatusCode.Ok, null);
         }
         catch (Exception) when (token.IsCancellationRequested)

@@ -21,6 +21,14 @@ internal sealed class StreamSendWindow
         _credit = new SemaphoreSlim(initialCredit, int.MaxValue);
     }
 
+    /// <summary>The call whose stream this is. Set before the window gets any credit (when the
+    /// server creates it, or when the client registers the call, before its Request goes out), so
+    /// a producer that holds credit can read it.</summary>
+    public uint CallId { get; set; }
+
+    /// <summary>Takes one item's credit if there is any, without waiting.</summary>
+    public bool TryTake() => _credit.Wait(0);
+
     /// <summary>Takes one item's credit, waiting for the consumer to grant more if there is none.</summary>
     public ValueTask WaitAsync(CancellationToken cancellationToken)
     {
