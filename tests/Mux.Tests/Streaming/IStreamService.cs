@@ -7,7 +7,7 @@ public interface IStreamService
     /// <summary>Streams start, start + 1, ... (count items).</summary>
     IAsyncEnumerable<int> Range(int start, int count, CancellationToken cancellationToken = default);
 
-    /// <summary>Streams <paramref name="count"/> arrays of <paramref name="size"/> bytes, each filled with its index (mod 256).</summary>
+    /// <summary>Streams <paramref name="count"/> arrays of <paramref name="size"/> bytes, each filled by StreamService.FillBlob with its index.</summary>
     IAsyncEnumerable<byte[]> Blobs(int count, int size);
 
     /// <summary>Streams 0, 1, 2, ... until cancelled; records that its token fired.</summary>

@@ -1,4 +1,6 @@
+using System.Numerics;
 using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
 
 namespace Mux.Tests.Streaming;
 
@@ -16,27 +18,110 @@ public sealed class StreamService : IStreamService
 
     private int _drainCount;
 
+    /// <summary>How many items the producers of Range and Blobs have handed out so far (counted
+    /// before each is yielded): how far a producer has got ahead of its consumer.</summary>
+    public long Produced => Volatile.Read(ref _produced);
+
+    private long _produced;
+
+    /// <summary>How many Range and Blobs producers have ended (completed, failed or been disposed).</summary>
+    public int ProducersEnded => Volatile.Read(ref _producersEnded);
+
+    private int _producersEnded;
+
     public async IAsyncEnumerable<int> Range(int start, int count, [EnumeratorCancellation] CancellationToken cancellationToken = default)
     {
-        for (int i = 0; i < count; i++)
+        try
         {
-            cancellationToken.ThrowIfCancellationRequested();
-            yield return start + i;
-        }
+            for (int i = 0; i < count; i++)
+            {
+                cancellationToken.ThrowIfCancellationRequested();
+                Interlocked.Increment(ref _produced);
+                yield return start + i;
+            }
 
-        await Task.CompletedTask;
+            await Task.CompletedTask;
+        }
+        finally
+        {
+            Interlocked.Increment(ref _producersEnded);
+        }
     }
 
     public async IAsyncEnumerable<byte[]> Blobs(int count, int size)
     {
-        for (int i = 0; i < count; i++)
+        try
         {
+            // One array, refilled for each item: an item is serialized before the producer is
+            // asked for the next, and 1,000 fresh 1 MiB arrays would cost the test more than the stream.
             byte[] blob = new byte[size];
-            Array.Fill(blob, (byte)i);
-            yield return blob;
+            for (int i = 0; i < count; i++)
+            {
+                FillBlob(blob, i);
+                Interlocked.Increment(ref _produced);
+                yield return blob;
+            }
+
+            await Task.CompletedTask;
+        }
+        finally
+        {
+            Interlocked.Increment(ref _producersEnded);
+        }
+    }
+
+    // Word w of every blob, before its index is added: w * 1024. Enough for 1 MiB items.
+    private static readonly int[] s_blobRamp = Enumerable.Range(0, 256 * 1024).Select(w => w << 10).ToArray();
+
+    /// <summary>Fills item <paramref name="index"/> of Blobs: its 4-byte words hold
+    /// position * 1024 + index, so every word of every item (below 1024 items of up to 1 MiB)
+    /// differs, and a lost, repeated, reordered or overwritten piece shows.</summary>
+    public static void FillBlob(Span<byte> blob, int index)
+    {
+        Span<int> words = MemoryMarshal.Cast<byte, int>(blob);
+        ReadOnlySpan<int> ramp = s_blobRamp.AsSpan(0, words.Length);
+        var add = new Vector<int>(index);
+        int w = 0;
+        for (; w <= words.Length - Vector<int>.Count; w += Vector<int>.Count)
+        {
+            (new Vector<int>(ramp[w..]) + add).CopyTo(words[w..]);
         }
 
-        await Task.CompletedTask;
+        for (; w < words.Length; w++)
+        {
+            words[w] = ramp[w] + index;
+        }
+    }
+
+    /// <summary>Whether <paramref name="blob"/> is exactly item <paramref name="index"/> of Blobs.</summary>
+    public static bool IsBlob(ReadOnlySpan<byte> blob, int index)
+    {
+        ReadOnlySpan<int> words = MemoryMarshal.Cast<byte, int>(blob);
+        if (words.Length > s_blobRamp.Length || words.Length * sizeof(int) != blob.Length)
+        {
+            return false;
+        }
+
+        ReadOnlySpan<int> ramp = s_blobRamp.AsSpan(0, words.Length);
+        var add = new Vector<int>(index);
+        int w = 0;
+        for (; w <= words.Length - Vector<int>.Count; w += Vector<int>.Count)
+        {
+            if (new Vector<int>(words[w..]) != new Vector<int>(ramp[w..]) + add)
+            {
+                return false;
+            }
+        }
+
+        for (; w < words.Length; w++)
+        {
+            if (words[w] != ramp[w] + index)
+            {
+                return false;
+            }
+        }
+
+        return true;
     }
 
     public async IAsyncEnumerable<int> Forever([EnumeratorCancellation] CancellationToken cancellationToken = default)
