@@ -43,6 +43,11 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
     private bool _argumentsRented;
     private byte[]? _ownedArguments;
 
+    // Instead of a copy: the pooled chunks of arguments that arrived in fragments, taken over from
+    // the reader loop (copying 16 MiB there held up every small call's frame behind it). Set by
+    // Start (then _arguments is empty); released by Finish or Abandon.
+    private MessageReassembly? _argumentsMessage;
+
     // Created on first use of CancellationToken (most handlers never ask), or taken from
     // _spareCancellation. Replaced only via CompareExchange; reset to null by Start.
     private CancellationTokenSource? _cancellation;
@@ -121,6 +126,15 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
             _arguments = _ownedArguments;
             _argumentsRented = false;
         }
+        else if (_connection.TakeDeliveredMessage(arguments) is { } message)
+        {
+            _argumentsMessage = message;
+            _arguments = [];
+            _argumentsRented = false;
+            _argumentsLength = length;
+            _observed = false;
+            return;
+        }
         else
         {
             _arguments = ArrayPool<byte>.Shared.Rent(length);
@@ -152,6 +166,8 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
         {
             ArrayPool<byte>.Shared.Return(arguments);
         }
+
+        Interlocked.Exchange(ref _argumentsMessage, null)?.Release();
     }
 
     /// <summary>The call's id on its connection.</summary>
@@ -202,7 +218,9 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
     {
         try
         {
-            return MessagePackSerializer.Deserialize<TArguments>(_arguments.AsMemory(0, _argumentsLength), _serializerOptions);
+            return _argumentsMessage is { } message
+                ? MessagePackSerializer.Deserialize<TArguments>(message.Payload, _serializerOptions)
+                : MessagePackSerializer.Deserialize<TArguments>(_arguments.AsMemory(0, _argumentsLength), _serializerOptions);
         }
         catch (MessagePackSerializationException ex)
         {
@@ -370,6 +388,7 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
             ArrayPool<byte>.Shared.Return(arguments);
         }
 
+        Interlocked.Exchange(ref _argumentsMessage, null)?.Release();
         RecycleCancellation();
         Volatile.Write(ref _generation, _generation + 1);
         CloseStreams();

@@ -1,3 +1,4 @@
+using System.Buffers;
 using System.Diagnostics.CodeAnalysis;
 using Mux.Protocol;
 
@@ -18,6 +19,10 @@ internal abstract partial class MuxConnection
     // How many of _reassemblies count against MaxMessagesInProgress: those in the client's id space
     // (no ServerInitiated), and answers no call waits for (see ExpectsMessage). Reader loop only.
     private int _boundedReassemblies;
+
+    // The whole message being handed to OnFrameAsync, until a call takes it over
+    // (TakeDeliveredMessage) or OnFrameAsync returns. Reader loop only.
+    private MessageReassembly? _deliveredMessage;
 
     /// <summary>The largest message (all its fragments after their common headers) this side
     /// accepts; a larger one fails its call, not the connection. Set by a subclass's constructor.</summary>
@@ -125,20 +130,46 @@ internal abstract partial class MuxConnection
             return; // Over MaxMessageSize: its call has already been failed.
         }
 
+        _deliveredMessage = message;
         try
         {
             await OnFrameAsync(message.ToFrame()).ConfigureAwait(false);
-            if (message.CancelPending && !IsClosed)
-            {
-                // In the message's own id space: a server's Cancel of its call to the client too.
-                await OnFrameAsync(new Frame(FrameType.Cancel, message.Flags & FrameFlags.ServerInitiated, message.CallId, 0, default)).ConfigureAwait(false);
-            }
         }
         finally
         {
-            // The subclass copied what it keeps (as it does from the receive buffer).
-            message.Release();
+            // Unless a call took the chunks over, the subclass copied what it keeps (as it does
+            // from the receive buffer). A taken message is the call's to release, maybe already.
+            if (_deliveredMessage == message)
+            {
+                message.Release();
+            }
+
+            _deliveredMessage = null;
         }
+
+        if (message.CancelPending && !IsClosed)
+        {
+            // In the message's own id space: a server's Cancel of its call to the client too.
+            await OnFrameAsync(new Frame(FrameType.Cancel, message.Flags & FrameFlags.ServerInitiated, message.CallId, 0, default)).ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>
+    /// Takes over the buffers of the reassembled message being handed to <see cref="OnFrameAsync"/>
+    /// when <paramref name="payload"/> is its whole payload, instead of copying them: the caller
+    /// keeps them past OnFrameAsync and must <see cref="MessageReassembly.Release"/> them once.
+    /// Null for any other frame (then copy, as from the receive buffer). Reader loop only.
+    /// </summary>
+    internal MessageReassembly? TakeDeliveredMessage(in ReadOnlySequence<byte> payload)
+    {
+        MessageReassembly? message = _deliveredMessage;
+        if (message is null || !message.IsWholePayload(payload))
+        {
+            return null;
+        }
+
+        _deliveredMessage = null;
+        return message;
     }
 
     private void StartMessage(in Frame first)
