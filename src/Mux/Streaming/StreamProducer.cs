@@ -6,14 +6,15 @@ namespace Mux.Streaming;
 
 /// <summary>
 /// Sends a producer's items as one stream of a call, on either side, each within the consumer's
-/// credit. Small items go out in batches: while the producer hands out items synchronously and
-/// credit remains, each is queued on the connection without waking its writer, and the batch is
-/// flushed once, when the producer is about to wait (for its next item or for credit), when it
-/// has reached <see cref="MaxBatchBytes"/>, or when its first item has waited
-/// <see cref="MaxBatchDelayMilliseconds"/>. Items after a large one are sent one by one, as any
-/// other frame. One flush (one socket send, one wake-up of the
-/// peer's reader) per batch instead of per item: per-item flushing held a stream of small items to
-/// about 70K items/s. An item is never held back while the producer waits.
+/// credit. Small items that come quickly go out in batches: each is queued on the connection
+/// without waking its writer, and the batch is flushed once, when the producer is about to wait
+/// (for its next item or for credit), when it has reached <see cref="MaxBatchBytes"/>, or at the
+/// latest <see cref="MaxBatchDelayMicroseconds"/> after its first item (a timer, for a producer
+/// that blocks its thread making the next item). An item that took the producer
+/// <see cref="SlowItemMicroseconds"/> or more to make, and every item after a large one, goes out
+/// at once, as any other frame (with the batch before it). So an item waits at most about a
+/// millisecond for the ones after it, and one flush (one socket send, one wake-up of the peer's
+/// reader) serves a whole batch: per-item flushing held a stream of small items to about 80K items/s.
 /// </summary>
 internal static class StreamProducer
 {
@@ -21,11 +22,20 @@ internal static class StreamProducer
     // the peer starts reading them sooner.
     private const int MaxBatchBytes = 16 * 1024;
 
-    // A producer that yields items synchronously but slowly (a CPU-bound loop) still gets each
-    // out within this time, not only when the window is used up.
-    private const int MaxBatchDelayMilliseconds = 1;
+    // A batch's first item waits at most this long (give or take the timer's resolution) for
+    // the items after it.
+    private const int MaxBatchDelayMicroseconds = 1000;
 
-    private static readonly long s_maxBatchDelay = Stopwatch.Frequency * MaxBatchDelayMilliseconds / 1000;
+    // An item that took this long to make comes from a slow producer (a CPU-bound loop, or one
+    // that waited): nothing is gained by holding it back for the next.
+    private const int SlowItemMicroseconds = 100;
+
+    private static readonly TimeSpan s_maxBatchDelay = TimeSpan.FromMicroseconds(MaxBatchDelayMicroseconds);
+    private static readonly long s_slowItem = Stopwatch.Frequency * SlowItemMicroseconds / 1_000_000;
+
+    // Flushes a batch whose producer is still making the next item. Any thread; a batch already
+    // flushed leaves nothing to send.
+    private static readonly TimerCallback s_flushBatch = static state => ((MuxConnection)state!).SendDeferredStreamItems();
 
     /// <summary>Enumerates <paramref name="items"/> with <paramref name="cancellationToken"/> and
     /// sends each within <paramref name="window"/>'s credit. Everything sent is flushed before
@@ -37,11 +47,15 @@ internal static class StreamProducer
         IAsyncEnumerator<T> enumerator = items.GetAsyncEnumerator(cancellationToken);
         int batchBytes = 0;
         int lastSize = 0;
-        long batchStarted = 0;
+
+        // Armed when a batch starts; created with the first batch (a stream of large or slowly
+        // made items never needs one). Only this method touches it.
+        Timer? batchTimer = null;
         try
         {
             while (true)
             {
+                long asked = Stopwatch.GetTimestamp();
                 ValueTask<bool> next = enumerator.MoveNextAsync();
                 if (!next.IsCompleted && batchBytes > 0)
                 {
@@ -53,6 +67,8 @@ internal static class StreamProducer
                 {
                     break;
                 }
+
+                long made = Stopwatch.GetTimestamp();
 
                 if (holdsCredit)
                 {
@@ -69,10 +85,10 @@ internal static class StreamProducer
                     await window.WaitAsync(cancellationToken).ConfigureAwait(false);
                 }
 
-                if (lastSize >= MaxBatchBytes)
+                if (lastSize >= MaxBatchBytes || made - asked >= s_slowItem)
                 {
-                    // Large items (the last was) go straight out, with whatever is queued before
-                    // them, as any other frame: nothing to gain from batching them.
+                    // Large items (the last was) and slowly made ones go straight out, with
+                    // whatever is queued before them, as any other frame.
                     lastSize = connection.SendStreamItem(window.CallId, enumerator.Current, options, defer: false);
                     batchBytes = 0;
                     continue;
@@ -81,11 +97,12 @@ internal static class StreamProducer
                 int size = lastSize = connection.SendStreamItem(window.CallId, enumerator.Current, options, defer: true);
                 if (batchBytes == 0)
                 {
-                    batchStarted = Stopwatch.GetTimestamp();
+                    batchTimer ??= new Timer(s_flushBatch, connection, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+                    batchTimer.Change(s_maxBatchDelay, Timeout.InfiniteTimeSpan);
                 }
 
                 batchBytes += size;
-                if (batchBytes >= MaxBatchBytes || Stopwatch.GetTimestamp() - batchStarted >= s_maxBatchDelay)
+                if (batchBytes >= MaxBatchBytes)
                 {
                     connection.SendDeferredStreamItems();
                     batchBytes = 0;
@@ -94,6 +111,7 @@ internal static class StreamProducer
         }
         finally
         {
+            batchTimer?.Dispose();
             if (batchBytes > 0)
             {
                 connection.SendDeferredStreamItems();

@@ -10,6 +10,9 @@ public interface IStreamService
     /// <summary>Streams <paramref name="count"/> arrays of <paramref name="size"/> bytes, each filled by StreamService.FillBlob with its index.</summary>
     IAsyncEnumerable<byte[]> Blobs(int count, int size);
 
+    /// <summary>Streams 0 .. count-1, blocking its thread before item StreamService.GatedAt until StreamService.Gate is set.</summary>
+    IAsyncEnumerable<int> Gated(int count);
+
     /// <summary>Streams 0, 1, 2, ... until cancelled; records that its token fired.</summary>
     IAsyncEnumerable<int> Forever(CancellationToken cancellationToken = default);
 

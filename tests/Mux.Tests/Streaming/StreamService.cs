@@ -1,6 +1,7 @@
 using System.Numerics;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
+using Mux.Tests.Infrastructure;
 
 namespace Mux.Tests.Streaming;
 
@@ -122,6 +123,28 @@ public sealed class StreamService : IStreamService
         }
 
         return true;
+    }
+
+    /// <summary>Gated's producer stops before this item (after ten quickly made ones).</summary>
+    public const int GatedAt = 10;
+
+    /// <summary>Holds Gated's producer before item <see cref="GatedAt"/>; set by the test.</summary>
+    public ManualResetEventSlim Gate { get; } = new();
+
+    public async IAsyncEnumerable<int> Gated(int count)
+    {
+        for (int i = 0; i < count; i++)
+        {
+            if (i == GatedAt)
+            {
+                // Blocking, not awaiting: to the stream the producer looks busy making the next item.
+                Assert.True(Gate.Wait(TestHost.Patience), "The test never opened the gate.");
+            }
+
+            yield return i;
+        }
+
+        await Task.CompletedTask;
     }
 
     public async IAsyncEnumerable<int> Forever([EnumeratorCancellation] CancellationToken cancellationToken = default)

@@ -124,6 +124,31 @@ public sealed class StreamingTests
     }
 
     [Fact]
+    public async Task AnItemIsDelivered_WhileTheProducerIsStillBusyMakingTheNext()
+    {
+        // Quickly made small items are sent in batches; a batch must not wait for a producer that
+        // then blocks its thread: every item made before the gate arrives while it is still shut.
+        await using Host host = await Host.StartAsync(tcp: true);
+
+        await using IAsyncEnumerator<int> stream = host.Proxy.Gated(100).GetAsyncEnumerator();
+        for (int i = 0; i < StreamService.GatedAt; i++)
+        {
+            Assert.True(await stream.MoveNextAsync().AsTask().WaitAsync(Patience));
+            Assert.Equal(i, stream.Current);
+        }
+
+        Assert.False(host.Service.Gate.IsSet);
+        host.Service.Gate.Set();
+        for (int i = StreamService.GatedAt; i < 100; i++)
+        {
+            Assert.True(await stream.MoveNextAsync().AsTask().WaitAsync(Patience));
+            Assert.Equal(i, stream.Current);
+        }
+
+        Assert.False(await stream.MoveNextAsync().AsTask().WaitAsync(Patience));
+    }
+
+    [Fact]
     public async Task ClientStream_OfManyItems_IsReadCompletelyByTheHandler()
     {
         await using Host host = await Host.StartAsync();
