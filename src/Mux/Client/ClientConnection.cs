@@ -664,7 +664,7 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
             }
             else
             {
-                call.CompleteWithPayload(outcome, frame.Payload);
+                call.CompleteWithPayload(outcome, frame.Payload, this);
             }
         }
 

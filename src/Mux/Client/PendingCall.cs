@@ -1,5 +1,6 @@
 using System.Buffers;
 using System.Diagnostics;
+using Mux.Connection;
 using Mux.Diagnostics;
 using Mux.Protocol;
 using Mux.Streaming;
@@ -37,6 +38,11 @@ internal abstract class PendingCall : IThreadPoolWorkItem
     private int _payloadLength;
     private bool _payloadRented;
     private Exception? _exception;
+
+    // Instead of _payload: the pooled chunks of a Response that arrived in fragments, taken over
+    // from the reader loop, which would otherwise copy all of it (16 MiB, say) while every other
+    // call's answer waited. Written with _payload, released by Execute.
+    private MessageReassembly? _payloadMessage;
 
     // A payload buffer kept across the lives of this pooled call, so that copying a response out
     // of the receive buffer allocates nothing in steady state. (Renting one per response ran the
@@ -110,12 +116,15 @@ internal abstract class PendingCall : IThreadPoolWorkItem
         }
     }
 
-    /// <summary>Records a Response or Error payload (copied out of the receive buffer) and queues completion.</summary>
-    public void CompleteWithPayload(CallOutcome outcome, in ReadOnlySequence<byte> payload)
+    /// <summary>Records a Response or Error payload (copied out of the receive buffer, or taken
+    /// over from <paramref name="receiver"/> when it arrived in fragments) and queues completion.
+    /// Reader loop of <paramref name="receiver"/> only.</summary>
+    public void CompleteWithPayload(CallOutcome outcome, in ReadOnlySequence<byte> payload, MuxConnection receiver)
     {
         Debug.Assert(outcome is CallOutcome.Response or CallOutcome.Error);
         int length = checked((int)payload.Length);
         byte[] buffer;
+        MessageReassembly? message = null;
         if (length <= MaxOwnedPayload)
         {
             if (_ownedBuffer is null || _ownedBuffer.Length < length)
@@ -126,13 +135,23 @@ internal abstract class PendingCall : IThreadPoolWorkItem
             buffer = _ownedBuffer;
             _payloadRented = false;
         }
+        else if (outcome == CallOutcome.Response && (message = receiver.TakeDeliveredMessage(payload)) is not null)
+        {
+            buffer = [];
+            _payloadRented = false;
+        }
         else
         {
             buffer = ArrayPool<byte>.Shared.Rent(length);
             _payloadRented = true;
         }
 
-        payload.CopyTo(buffer);
+        if (message is null)
+        {
+            payload.CopyTo(buffer);
+        }
+
+        _payloadMessage = message;
         _payload = buffer;
         _payloadLength = length;
         _outcome = outcome;
@@ -160,7 +179,9 @@ internal abstract class PendingCall : IThreadPoolWorkItem
         // and return this object to its pool for another call before SetResult returns.
         byte[]? payload = _payload;
         bool rented = _payloadRented;
+        MessageReassembly? message = _payloadMessage;
         _payload = null;
+        _payloadMessage = null;
         ClientCallTelemetry telemetry = Telemetry;
         try
         {
@@ -170,7 +191,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem
             {
                 case CallOutcome.Response:
                     telemetry.Stop(null);
-                    SetResultFromPayload(payload.AsMemory(0, _payloadLength));
+                    SetResultFromPayload(message?.Payload ?? new ReadOnlySequence<byte>(payload ?? [], 0, _payloadLength));
                     break;
                 case CallOutcome.Error:
                     ErrorBody error = ErrorBody.Read(payload.AsMemory(0, _payloadLength));
@@ -191,12 +212,14 @@ internal abstract class PendingCall : IThreadPoolWorkItem
             {
                 ArrayPool<byte>.Shared.Return(payload);
             }
+
+            message?.Release();
         }
     }
 
     /// <summary>Deserializes the result and completes the caller's task (or fails it with the
     /// serializer's exception).</summary>
-    protected abstract void SetResultFromPayload(ReadOnlyMemory<byte> payload);
+    protected abstract void SetResultFromPayload(in ReadOnlySequence<byte> payload);
 
     protected abstract void SetException(Exception exception);
 }

@@ -1,3 +1,4 @@
+using System.Buffers;
 using System.Collections.Concurrent;
 using System.Threading.Tasks.Sources;
 using MessagePack;
@@ -58,7 +59,7 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
         }
     }
 
-    protected override void SetResultFromPayload(ReadOnlyMemory<byte> payload)
+    protected override void SetResultFromPayload(in ReadOnlySequence<byte> payload)
     {
         T result;
         try

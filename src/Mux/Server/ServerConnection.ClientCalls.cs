@@ -194,7 +194,7 @@ internal sealed partial class ServerConnection : IPendingCallHost
 
         // An unknown id is a call that timed out or was cancelled first: its answer is dropped.
         PendingCall? call = _clientCalls.TryRemove(frame.CallId);
-        call?.CompleteWithPayload(frame.Type == FrameType.Response ? CallOutcome.Response : CallOutcome.Error, frame.Payload);
+        call?.CompleteWithPayload(frame.Type == FrameType.Response ? CallOutcome.Response : CallOutcome.Error, frame.Payload, this);
     }
 
     /// <summary>A message in fragments from the client: its own calls' Requests are expected (its
