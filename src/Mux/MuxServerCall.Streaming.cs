@@ -51,20 +51,8 @@ public sealed partial class MuxServerCall
 
     private async ValueTask SendStreamAsync<T>(IAsyncEnumerable<T> items)
     {
-        try
-        {
-            await StreamProducer.SendAsync(_connection, items, GetOrCreateOutbound()!, _serializerOptions, CancellationToken).ConfigureAwait(false);
-        }
-        catch (MuxConnectionException) when (_connection.IsClosed)
-        {
-            // The connection is gone. The close cancels the token on the thread pool, which may
-            // run only after this exception has unwound (and disposed) the producer; fire it here
-            // first, on the producer's own thread, so a producer always learns of the loss
-            // through its token, as it does of a client's Cancel.
-            CancelOnHandlerThread();
-            throw;
-        }
-
+        // On a lost connection the producer cancels this call before it disposes the enumerator.
+        await StreamProducer.SendAsync(_connection, items, GetOrCreateOutbound()!, _serializerOptions, CancellationToken, servedCall: this).ConfigureAwait(false);
         SendResult(default(VoidResult)); // The end of the stream: the call's Response.
     }
 
@@ -173,7 +161,7 @@ public sealed partial class MuxServerCall
 
     /// <summary>Cancels the call from the handler's own thread (not the reader loop), running the
     /// token's callbacks inline; a cancel the close queued as well finds it done.</summary>
-    private void CancelOnHandlerThread()
+    internal void CancelOnHandlerThread()
     {
         if (Interlocked.CompareExchange(ref _cancelRequested, 1, 0) == 0)
         {

@@ -40,9 +40,10 @@ internal static class StreamProducer
     /// <summary>Enumerates <paramref name="items"/> with <paramref name="cancellationToken"/> and
     /// sends each within <paramref name="window"/>'s credit. Everything sent is flushed before
     /// this returns or throws. <paramref name="holdsCredit"/>: the caller has already taken the
-    /// first item's credit.</summary>
+    /// first item's credit. <paramref name="servedCall"/>: the server call whose result this is
+    /// (null for a client's stream), cancelled here when the connection is lost.</summary>
     /// <exception cref="MuxConnectionException">The connection closed.</exception>
-    public static async ValueTask SendAsync<T>(MuxConnection connection, IAsyncEnumerable<T> items, StreamSendWindow window, MessagePackSerializerOptions options, CancellationToken cancellationToken, bool holdsCredit = false)
+    public static async ValueTask SendAsync<T>(MuxConnection connection, IAsyncEnumerable<T> items, StreamSendWindow window, MessagePackSerializerOptions options, CancellationToken cancellationToken, bool holdsCredit = false, MuxServerCall? servedCall = null)
     {
         IAsyncEnumerator<T> enumerator = items.GetAsyncEnumerator(cancellationToken);
         int batchBytes = 0;
@@ -108,6 +109,15 @@ internal static class StreamProducer
                     batchBytes = 0;
                 }
             }
+        }
+        catch (MuxConnectionException) when (servedCall is not null && connection.IsClosed)
+        {
+            // The connection is gone. Its close cancels the call's token on the thread pool, which
+            // may run only after the finally below has disposed the producer (and its token
+            // registrations); fire it first, on the producer's own thread, so a server's producer
+            // always learns of the loss through its token, as it does of a client's Cancel.
+            servedCall.CancelOnHandlerThread();
+            throw;
         }
         finally
         {
