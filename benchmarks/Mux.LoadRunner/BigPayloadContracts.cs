@@ -8,4 +8,7 @@ public interface IBigPayloadService
 
     /// <summary>Returns the length of what arrived.</summary>
     Task<int> Upload(byte[] data);
+
+    /// <summary>Returns the server's payload of the measurement (--big-download).</summary>
+    Task<byte[]> Download();
 }

@@ -9,18 +9,20 @@ namespace Mux.LoadRunner;
 /// blocking): a Mux server in this process on 127.0.0.1, one client connection, N callers
 /// of Add, each pausing --pause-ms after every call (so that latency shows queueing, not a
 /// saturated CPU). Phase "idle": only the small callers. Phase "transfer": the same callers while
-/// one more caller uploads --big-payload-mib MiB back to back. Both sides allow 32 MiB frames so
+/// one more caller uploads (--big-download: downloads) --big-payload-mib MiB back to back. Both sides allow 32 MiB frames so
 /// that a build without fragments can send a 16 MiB message in one frame (the "before" of the
 /// comparison, measured with this file as of d80d739 on 70e7b50, before MaxMessageSize existed);
 /// MaxMessageSize is raised for payloads over its 64 MiB default.
 /// </summary>
 internal static class BigPayloadMeasurement
 {
-    private sealed class Service : IBigPayloadService
+    private sealed class Service(byte[] payload) : IBigPayloadService
     {
         public ValueTask<int> Add(int a, int b) => ValueTask.FromResult(a + b);
 
         public Task<int> Upload(byte[] data) => Task.FromResult(data.Length);
+
+        public Task<byte[]> Download() => Task.FromResult(payload);
     }
 
     private sealed record Phase(string Name, LatencyHistogram Latency, double Seconds, int Uploads, double OtherCores, int FullCollections, double GcPauseMs);
@@ -33,24 +35,25 @@ internal static class BigPayloadMeasurement
         // A message larger than the default MaxMessageSize (64 MiB) needs both sides to allow it.
         int messageSize = Math.Max(64 * 1024 * 1024, (mebibytes + 1) * 1024 * 1024);
         var serverOptions = new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0), MaxFrameSize = FrameSize, MaxMessageSize = messageSize };
+        byte[] payload = new byte[mebibytes * 1024 * 1024];
+        Random.Shared.NextBytes(payload);
         await using var server = new MuxServer(serverOptions);
-        server.AddService<IBigPayloadService>(new Service());
+        server.AddService<IBigPayloadService>(new Service(payload));
         await server.StartAsync();
         await using MuxClient client = await MuxClient.ConnectAsync(server.LocalEndPoint!, new MuxClientOptions { MaxFrameSize = FrameSize, MaxMessageSize = messageSize, CallTimeout = TimeSpan.FromMinutes(5) });
         IBigPayloadService proxy = client.CreateProxy<IBigPayloadService>();
-        byte[] payload = new byte[mebibytes * 1024 * 1024];
-        Random.Shared.NextBytes(payload);
+        string transfer = options.BigDownload ? "download" : "upload";
 
-        Console.WriteLine($"Large-payload measurement: {callers} callers of Add (each pausing {options.PauseMs} ms after every call) on one connection, with and without one caller uploading {mebibytes} MiB back to back; window {options.Seconds} s after {options.Warmup} s warm-up per phase; {Environment.ProcessorCount} cores, .NET {Environment.Version}.");
+        Console.WriteLine($"Large-payload measurement: {callers} callers of Add (each pausing {options.PauseMs} ms after every call) on one connection, with and without one caller that {transfer}s {mebibytes} MiB back to back; window {options.Seconds} s after {options.Warmup} s warm-up per phase; {Environment.ProcessorCount} cores, .NET {Environment.Version}.");
         var phases = new List<Phase>
         {
             await MeasureAsync("idle", proxy, callers, null, options),
-            await MeasureAsync($"during {mebibytes} MiB uploads", proxy, callers, payload, options),
+            await MeasureAsync($"during {mebibytes} MiB {transfer}s", proxy, callers, payload, options),
             await MeasureAsync("idle (again)", proxy, callers, null, options),
         };
 
         Console.WriteLine();
-        Console.WriteLine("| phase | small calls | calls/s | p50 µs | p99 µs | max µs | uploads | upload MB/s | gen2 GCs | GC pause ms | other |");
+        Console.WriteLine($"| phase | small calls | calls/s | p50 µs | p99 µs | max µs | {transfer}s | {transfer} MB/s | gen2 GCs | GC pause ms | other |");
         Console.WriteLine("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         foreach (Phase phase in phases)
         {
@@ -108,10 +111,10 @@ internal static class BigPayloadMeasurement
         {
             while (!stop.IsCancellationRequested)
             {
-                int length = await proxy.Upload(payload).ConfigureAwait(false);
+                int length = options.BigDownload ? (await proxy.Download().ConfigureAwait(false)).Length : await proxy.Upload(payload).ConfigureAwait(false);
                 if (length != payload.Length)
                 {
-                    throw new InvalidOperationException($"The server received {length} of {payload.Length} bytes.");
+                    throw new InvalidOperationException($"{length} of {payload.Length} bytes arrived.");
                 }
 
                 if (Volatile.Read(ref measuring))

@@ -48,7 +48,7 @@ internal sealed class RunnerOptions
           server stream (IAsyncEnumerable) on ONE connection to a Mux server child process; reports
           items/s, payload MB/s, CPU per item of client and server, and other processes' CPU.
 
-          Large-payload measurement (instead of the sweep): --big-payload-mib N [--callers C]
+          Large-payload measurement (instead of the sweep): --big-payload-mib N [--big-download] [--callers C]
           [--pause-ms P] [--seconds S] [--warmup S]: a Mux server in this process, one connection,
           C (default 100) callers of Add that each pause P ms (default 5; 0 = closed loop) after
           every call, so the CPU is not saturated and latency shows queueing, first alone, then
@@ -88,6 +88,9 @@ internal sealed class RunnerOptions
 
     /// <summary>Set, it selects the large-payload measurement: MiB per upload.</summary>
     public int? BigPayloadMib { get; private set; }
+
+    /// <summary>The large-payload measurement's big caller downloads (a response of that size) instead of uploading.</summary>
+    public bool BigDownload { get; private set; }
 
     /// <summary>The large-payload measurement's pause of each small caller after each call, in ms.</summary>
     public int PauseMs { get; private set; } = 5;
@@ -172,6 +175,9 @@ internal sealed class RunnerOptions
                     options.BigPayloadMib = int.TryParse(Value(), NumberStyles.None, CultureInfo.InvariantCulture, out int mib) && mib is > 0 and <= 1024
                         ? mib
                         : throw new ArgumentException("--big-payload-mib needs a number from 1 to 1024.");
+                    break;
+                case "--big-download":
+                    options.BigDownload = true;
                     break;
                 case "--pause-ms":
                     options.PauseMs = int.TryParse(Value(), NumberStyles.None, CultureInfo.InvariantCulture, out int pause) && pause <= 10_000
