@@ -1,3 +1,4 @@
+using Mux.Client;
 using Mux.Server;
 
 namespace Mux;
@@ -27,10 +28,6 @@ public sealed partial class MuxCallContext
     // Whether any server in this process propagates call contexts; until one does, a client call
     // does not even look at s_current. Set once, never cleared.
     private static volatile bool s_propagating;
-
-    // The deadline as an Environment.TickCount64 value (the client's clock), computed by the first
-    // call that inherits it and then shared by all, so they agree on it exactly; 0 until then.
-    private long _inheritedDeadline;
 
     // The pooled call this context describes while its generation is the call's current one.
     private readonly MuxServerCall _call;
@@ -114,11 +111,14 @@ public sealed partial class MuxCallContext
     internal static void Restore(MuxCallContext? previous) => s_current.Value = previous;
 
     /// <summary>
-    /// The deadline a client call started now on this flow must keep, as an
-    /// <see cref="Environment.TickCount64"/> value, or <see cref="long.MaxValue"/> when there is
-    /// none to inherit (no current context, its call is over, or it carries no deadline).
+    /// The deadline a client call started now on this flow must keep, as a timestamp of the
+    /// client's <paramref name="clock"/> (<paramref name="now"/> is its reading), or
+    /// <see cref="long.MaxValue"/> when there is none to inherit (no current context, its call is
+    /// over, or it carries no deadline). A client on the server's own clock (the usual
+    /// <see cref="TimeProvider.System"/>) keeps the served call's deadline exactly; another clock
+    /// gets what is left of it, measured now.
     /// </summary>
-    internal static long InheritableDeadline(out MuxCallContext? from)
+    internal static long InheritableDeadline(TimeProvider clock, long now, out MuxCallContext? from)
     {
         from = s_current.Value;
         if (from is null || from.DeadlineTimestamp == long.MaxValue || !from.IsCallRunning)
@@ -127,15 +127,13 @@ public sealed partial class MuxCallContext
             return long.MaxValue;
         }
 
-        long deadline = Volatile.Read(ref from._inheritedDeadline);
-        if (deadline == 0)
+        if (ReferenceEquals(clock, from.Clock))
         {
-            TimeSpan remaining = from.RemainingTimeCore(from.Clock);
-            long computed = Environment.TickCount64 + (long)Math.Ceiling(remaining.TotalMilliseconds);
-            deadline = Interlocked.CompareExchange(ref from._inheritedDeadline, computed, 0) is var first && first != 0 ? first : computed;
+            return from.DeadlineTimestamp;
         }
 
-        return deadline;
+        TimeSpan remaining = from.RemainingTimeCore(from.Clock);
+        return ClockDeadline.After(now, ClockDeadline.ToTimestampSpan(clock, remaining));
     }
 
     private TimeSpan RemainingTimeCore(TimeProvider clock)

@@ -20,7 +20,7 @@ public sealed partial class MuxClient
         MuxClient client = CreateBalanced(options);
         try
         {
-            long deadline = TickDeadline.After(options.ConnectTimeout);
+            long deadline = ClockDeadline.After(options.TimeProvider, options.ConnectTimeout);
             await ((EndPointBalancer)client._keeper).WaitUntilConnectedAsync(deadline, cancellationToken).ConfigureAwait(false);
             return client;
         }

@@ -12,16 +12,16 @@ namespace Mux;
 /// state machine box comes from a pool (<see cref="PoolingAsyncValueTaskMethodBuilder{TResult}"/>)
 /// rather than a fresh allocation per call: in steady state a call still allocates nothing.
 /// Arguments are kept by value in that box until the call completes, so that a retry can write
-/// them again; a retry happens at most once per connection, and never after the call's
-/// <see cref="MuxClientOptions.CallTimeout"/> has passed.
+/// them again; a retry happens at most once per connection, and spends from the deadline the call
+/// was given when it was made (<see cref="CallDeadline"/>): a call whose deadline passed while it
+/// waited is not sent again.
 /// </remarks>
 public sealed partial class MuxClient
 {
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
-    private async ValueTask<TResult> RetryIfNotRunAsync<TArguments, TResult>(ValueTask<TResult> call, ClientConnection connection, uint methodId, TArguments arguments, CancellationToken cancellationToken)
+    private async ValueTask<TResult> RetryIfNotRunAsync<TArguments, TResult>(ValueTask<TResult> call, ClientConnection connection, uint methodId, TArguments arguments, CallDeadline deadline, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        long deadline = Deadline();
         while (true)
         {
             try
@@ -33,16 +33,15 @@ public sealed partial class MuxClient
                 // The server never ran it: send it again on the next connection.
             }
 
-            connection = await _keeper.WaitForConnectionAsync(connection, deadline, cancellationToken).ConfigureAwait(false);
-            call = connection.InvokeAsync<TArguments, TResult>(methodId, arguments, cancellationToken);
+            connection = await _keeper.WaitForConnectionAsync(connection, deadline.At, cancellationToken).ConfigureAwait(false);
+            call = connection.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken);
         }
     }
 
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
-    private async ValueTask RetryIfNotRunAsync<TArguments>(ValueTask call, ClientConnection connection, uint methodId, TArguments arguments, CancellationToken cancellationToken)
+    private async ValueTask RetryIfNotRunAsync<TArguments>(ValueTask call, ClientConnection connection, uint methodId, TArguments arguments, CallDeadline deadline, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        long deadline = Deadline();
         while (true)
         {
             try
@@ -55,28 +54,26 @@ public sealed partial class MuxClient
                 // The server never ran it: send it again on the next connection.
             }
 
-            connection = await _keeper.WaitForConnectionAsync(connection, deadline, cancellationToken).ConfigureAwait(false);
-            call = connection.InvokeAsync(methodId, arguments, cancellationToken);
+            connection = await _keeper.WaitForConnectionAsync(connection, deadline.At, cancellationToken).ConfigureAwait(false);
+            call = connection.InvokeAsync(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken);
         }
     }
 
-    /// <summary>A call made while no connection is up: waits for one (within the call's timeout
+    /// <summary>A call made while no connection is up: waits for one (within the call's deadline
     /// and token), then runs as usual.</summary>
-    private async ValueTask<TResult> InvokeWhenConnectedAsync<TArguments, TResult>(uint methodId, TArguments arguments, CancellationToken cancellationToken)
+    private async ValueTask<TResult> InvokeWhenConnectedAsync<TArguments, TResult>(uint methodId, TArguments arguments, CallDeadline deadline, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, Deadline(), cancellationToken).ConfigureAwait(false);
-        ValueTask<TResult> call = connection.InvokeAsync<TArguments, TResult>(methodId, arguments, cancellationToken);
-        return await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, cancellationToken) : call).ConfigureAwait(false);
+        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, deadline.At, cancellationToken).ConfigureAwait(false);
+        ValueTask<TResult> call = connection.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken);
+        return await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, cancellationToken) : call).ConfigureAwait(false);
     }
 
-    private async ValueTask InvokeWhenConnectedAsync<TArguments>(uint methodId, TArguments arguments, CancellationToken cancellationToken)
+    private async ValueTask InvokeWhenConnectedAsync<TArguments>(uint methodId, TArguments arguments, CallDeadline deadline, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, Deadline(), cancellationToken).ConfigureAwait(false);
-        ValueTask call = connection.InvokeAsync(methodId, arguments, cancellationToken);
-        await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, cancellationToken) : call).ConfigureAwait(false);
+        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, deadline.At, cancellationToken).ConfigureAwait(false);
+        ValueTask call = connection.InvokeAsync(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken);
+        await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, cancellationToken) : call).ConfigureAwait(false);
     }
-
-    private long Deadline() => _callTimeoutMs < 0 ? long.MaxValue : Environment.TickCount64 + _callTimeoutMs;
 }

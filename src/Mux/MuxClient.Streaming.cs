@@ -76,5 +76,5 @@ public sealed partial class MuxClient
     internal ValueTask<ClientConnection> GetConnectionAsync(CancellationToken cancellationToken) =>
         _keeper.Current is { } connection
             ? new ValueTask<ClientConnection>(connection)
-            : _keeper.WaitForConnectionAsync(null, Deadline(), cancellationToken);
+            : _keeper.WaitForConnectionAsync(null, ClockDeadline.After(_clock.GetTimestamp(), _callTimeout), cancellationToken);
 }

@@ -23,7 +23,11 @@ public sealed partial class MuxClient : IMuxCallInvoker, IAsyncDisposable
 {
     // One endpoint's ConnectionKeeper, or an EndPointBalancer over several instances.
     private readonly IConnectionSource _keeper;
-    private readonly long _callTimeoutMs;
+
+    // The clock calls' deadlines are fixed and kept on (MuxClientOptions.TimeProvider), and
+    // CallTimeout in its timestamp units (ClockDeadline.Never for none). Immutable.
+    private readonly TimeProvider _clock;
+    private readonly long _callTimeout;
 
     // What this client serves to calls its server starts (AddService); shared by every connection
     // it opens. Set before the keeper starts opening connections.
@@ -33,7 +37,8 @@ public sealed partial class MuxClient : IMuxCallInvoker, IAsyncDisposable
     {
         _services = services ?? new ClientServices();
         RemoteEndPoint = remoteEndPoint;
-        _callTimeoutMs = options.CallTimeout == Timeout.InfiniteTimeSpan ? -1 : (long)options.CallTimeout.TotalMilliseconds;
+        _clock = options.TimeProvider;
+        _callTimeout = ClockDeadline.ToTimestampSpan(_clock, options.CallTimeout);
         _keeper = startKeeper(this);
     }
 
@@ -261,7 +266,9 @@ public sealed partial class MuxClient : IMuxCallInvoker, IAsyncDisposable
     /// Calls a method by id and returns its result. This is what proxies call; use a proxy instead.
     /// Completes exactly once: with the result; with <see cref="MuxRemoteException"/> if the server
     /// failed the call; with <see cref="TimeoutException"/> after
-    /// <see cref="MuxClientOptions.CallTimeout"/>; with <see cref="OperationCanceledException"/> when
+    /// <see cref="MuxClientOptions.CallTimeout"/>, counted from this call (waiting for a connection
+    /// or a call slot, and a resend after a failure the server never ran, spend from it, and the
+    /// server is sent what remains); with <see cref="OperationCanceledException"/> when
     /// <paramref name="cancellationToken"/> fires (the server is told to cancel the handler); or with
     /// <see cref="MuxConnectionException"/> when the connection is lost. A request that cannot be sent
     /// fails without touching the connection: <see cref="MessagePack.MessagePackSerializationException"/>
@@ -279,16 +286,18 @@ public sealed partial class MuxClient : IMuxCallInvoker, IAsyncDisposable
     public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken = default)
         where TArguments : struct
     {
+        // The one place a call's deadline is fixed: every wait and any resend spend from it.
+        CallDeadline deadline = CallDeadline.Fix(_clock, _callTimeout, out long now);
         ClientConnection? connection = _keeper.Current;
         if (connection is null)
         {
-            return InvokeWhenConnectedAsync<TArguments, TResult>(methodId, arguments, cancellationToken);
+            return InvokeWhenConnectedAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken);
         }
 
-        ValueTask<TResult> call = connection.InvokeAsync<TArguments, TResult>(methodId, arguments, cancellationToken);
+        ValueTask<TResult> call = connection.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken);
         return call.IsCompletedSuccessfully || !_keeper.Reconnects
             ? call
-            : RetryIfNotRunAsync(call, connection, methodId, arguments, cancellationToken);
+            : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, cancellationToken);
     }
 
     /// <summary>Calls a method that returns no value; completes like
@@ -303,16 +312,17 @@ public sealed partial class MuxClient : IMuxCallInvoker, IAsyncDisposable
     public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken = default)
         where TArguments : struct
     {
+        CallDeadline deadline = CallDeadline.Fix(_clock, _callTimeout, out long now);
         ClientConnection? connection = _keeper.Current;
         if (connection is null)
         {
-            return InvokeWhenConnectedAsync(methodId, arguments, cancellationToken);
+            return InvokeWhenConnectedAsync(methodId, arguments, deadline, cancellationToken);
         }
 
-        ValueTask call = connection.InvokeAsync(methodId, arguments, cancellationToken);
+        ValueTask call = connection.InvokeAsync(methodId, arguments, deadline, now, cancellationToken);
         return call.IsCompletedSuccessfully || !_keeper.Reconnects
             ? call
-            : RetryIfNotRunAsync(call, connection, methodId, arguments, cancellationToken);
+            : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, cancellationToken);
     }
 
     /// <summary>Counters of the newest connection: frames, flushes, socket operations (of one open

@@ -18,9 +18,10 @@ public sealed class MuxClientOptions
     public EndPoint? EndPoint { get; set; }
 
     /// <summary>
-    /// How long a call may wait for its response before it fails with <see cref="TimeoutException"/>.
-    /// <see cref="Timeout.InfiniteTimeSpan"/> disables the deadline (a lost connection still fails
-    /// the call). Defaults to 30 seconds.
+    /// How long a call may wait for its response before it fails with <see cref="TimeoutException"/>,
+    /// counted from when the call is made: waiting for a connection or a call slot, and a resend
+    /// after a failure the server never ran, all spend from it. <see cref="Timeout.InfiniteTimeSpan"/>
+    /// disables the deadline (a lost connection still fails the call). Defaults to 30 seconds.
     /// </summary>
     public TimeSpan CallTimeout { get; set; } = TimeSpan.FromSeconds(30);
 
@@ -146,9 +147,9 @@ public sealed class MuxClientOptions
     public TimeSpan KeepAliveTimeout { get; set; } = TimeSpan.FromSeconds(20);
 
     /// <summary>
-    /// The clock of the keepalive timers. Tests set a fake one (for example
-    /// <c>FakeTimeProvider</c> from Microsoft.Extensions.TimeProvider.Testing) to move time by hand.
-    /// Defaults to <see cref="TimeProvider.System"/>.
+    /// The clock of the keepalive timers and of calls' deadlines (<see cref="CallTimeout"/>). Tests
+    /// set a fake one (for example <c>FakeTimeProvider</c> from Microsoft.Extensions.TimeProvider.Testing)
+    /// to move time by hand. Defaults to <see cref="TimeProvider.System"/>.
     /// </summary>
     public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
 

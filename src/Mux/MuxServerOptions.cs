@@ -176,7 +176,8 @@ public sealed class MuxServerOptions
     public TimeSpan KeepAliveTimeout { get; set; } = TimeSpan.FromSeconds(20);
 
     /// <summary>
-    /// The clock of the keepalive and idle timers. Tests set a fake one (for example
+    /// The clock of the keepalive and idle timers, of the deadlines of calls it serves and of
+    /// <see cref="ClientCallTimeout"/>. Tests set a fake one (for example
     /// <c>FakeTimeProvider</c> from Microsoft.Extensions.TimeProvider.Testing) to move time by hand.
     /// Defaults to <see cref="TimeProvider.System"/>.
     /// </summary>

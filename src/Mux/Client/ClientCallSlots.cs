@@ -47,11 +47,12 @@ internal sealed class ClientCallSlots
         return false;
     }
 
-    /// <summary>Waits for a slot, oldest waiter first.</summary>
+    /// <summary>Waits for a slot, oldest waiter first, at most <paramref name="timeout"/> by
+    /// <paramref name="clock"/> (the client's TimeProvider).</summary>
     /// <exception cref="TimeoutException"><paramref name="timeout"/> passed first.</exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired first.</exception>
     /// <exception cref="MuxConnectionException">The connection closed or is going away.</exception>
-    public async ValueTask WaitAsync(TimeSpan timeout, CancellationToken cancellationToken)
+    public async ValueTask WaitAsync(TimeSpan timeout, TimeProvider clock, CancellationToken cancellationToken)
     {
         var waiter = new Waiter();
         lock (_lock)
@@ -73,7 +74,7 @@ internal sealed class ClientCallSlots
 
         try
         {
-            await waiter.Task.WaitAsync(timeout, cancellationToken).ConfigureAwait(false);
+            await waiter.Task.WaitAsync(timeout, clock, cancellationToken).ConfigureAwait(false);
         }
         catch when (!waiter.Task.IsFaulted)
         {

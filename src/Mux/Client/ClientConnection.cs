@@ -27,13 +27,11 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
 
     private readonly MuxClientOptions _options;
 
-    // Milliseconds a call may wait, or -1 for no deadline. Immutable.
-    private readonly long _callTimeoutMs;
-
-    // Scans the table for expired calls. Created by the constructor when CallTimeout is finite,
-    // else by the first call that inherits a deadline (MuxCallContext.Current), through
-    // CompareExchange; null while no call has a deadline. Disposed on close.
-    private Timer? _timeoutTimer;
+    // Scans the table for expired calls, on the options' TimeProvider. Created by the constructor
+    // when CallTimeout is finite, else by the first call that inherits a deadline
+    // (MuxCallContext.Current), through CompareExchange; null while no call has a deadline.
+    // Disposed on close.
+    private ITimer? _timeoutTimer;
 
     // The last call id handed out; incremented atomically by callers.
     private uint _lastCallId;
@@ -73,29 +71,28 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
         PeerOptionsName = nameof(MuxServerOptions);
         FragmentSize = options.FragmentSize;
         SerializerOptions = MuxSerializerOptions.ForClient(options.SerializerOptions);
-        _callTimeoutMs = options.CallTimeout == Timeout.InfiniteTimeSpan ? -1 : (long)options.CallTimeout.TotalMilliseconds;
-        if (_callTimeoutMs > 0)
+        if (options.CallTimeout != Timeout.InfiniteTimeSpan)
         {
-            _timeoutTimer = CreateTimeoutTimer(_callTimeoutMs);
+            _timeoutTimer = CreateTimeoutTimer(options.CallTimeout);
         }
     }
 
-    private Timer CreateTimeoutTimer(long timeoutMs)
+    private ITimer CreateTimeoutTimer(TimeSpan timeout)
     {
         // A tenth of the timeout keeps deadlines within ~10% without waking often.
-        var period = TimeSpan.FromMilliseconds(Math.Clamp(timeoutMs / 10, 10, 1000));
+        var period = TimeSpan.FromMilliseconds(Math.Clamp((long)timeout.TotalMilliseconds / 10, 10, 1000));
         using (ExecutionContext.SuppressFlow())
         {
-            return new Timer(static state => ((ClientConnection)state!).FailExpiredCalls(), this, period, period);
+            return TimeProvider.CreateTimer(static state => ((ClientConnection)state!).FailExpiredCalls(), this, period, period);
         }
     }
 
     /// <summary>Starts the expiry scan for a call whose only deadline is the one it inherited, on a
     /// client whose own calls have none. Rare: once per connection.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private void EnsureTimeoutTimer(long deadline)
+    private void EnsureTimeoutTimer(long deadline, long now)
     {
-        Timer created = CreateTimeoutTimer(Math.Max(0, deadline - Environment.TickCount64));
+        ITimer created = CreateTimeoutTimer(deadline > now ? TimeProvider.GetElapsedTime(now, deadline) : TimeSpan.Zero);
         if (Interlocked.CompareExchange(ref _timeoutTimer, created, null) is not null || IsClosed)
         {
             // Another call started one first, or the close may already have disposed the field's.
@@ -161,10 +158,13 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
         SendFrame(FrameType.Hello, 0, 0, ref body);
     }
 
-    /// <summary>Starts a call. <paramref name="streams"/> are the call's streams when its method
-    /// takes or returns an IAsyncEnumerable (Mux.Streaming); such a call has no CallTimeout: it
-    /// lasts as long as its streams do, and its token ends it.</summary>
-    public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken, CallStreams? streams = null)
+    /// <summary>Starts a call that must end by <paramref name="deadline"/>, fixed when the user made
+    /// it (<see cref="CallDeadline.Fix"/>); <paramref name="now"/> is the caller's latest reading of
+    /// the clock (0 for a call without a deadline), so that a call sent at once reads it no more.
+    /// <paramref name="streams"/> are the call's streams when its method takes or returns an
+    /// IAsyncEnumerable (Mux.Streaming); such a call has no deadline (<see cref="CallDeadline.None"/>):
+    /// it lasts as long as its streams do, and its token ends it.</summary>
+    public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, CallStreams? streams = null)
         where TArguments : struct
     {
         if (cancellationToken.IsCancellationRequested)
@@ -172,42 +172,41 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
             return ValueTask.FromCanceled<TResult>(cancellationToken);
         }
 
-        long deadline = streams is null ? ComputeDeadline() : long.MaxValue;
         if (IsOutboundFull || !_slots.TryTake())
         {
             return InvokeWhenASlotIsFreeAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams);
         }
 
-        return InvokeHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams);
+        return InvokeHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken, streams);
     }
 
-    private ValueTask<TResult> InvokeHoldingSlot<TArguments, TResult>(uint methodId, in TArguments arguments, long deadline, CancellationToken cancellationToken, CallStreams? streams)
+    private ValueTask<TResult> InvokeHoldingSlot<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, CallStreams? streams)
         where TArguments : struct
     {
-        PendingCall<TResult> call = PendingCall<TResult>.Rent(this, 0, methodId, deadline);
-        call.InheritedFrom = MuxCallContext.IsPropagating ? InheritedFrom(deadline) : null;
+        PendingCall<TResult> call = PendingCall<TResult>.Rent(this, 0, methodId, deadline.At);
+        call.InheritedFrom = deadline.InheritedFrom;
         call.Streams = streams;
-        Exception? failure = Start(call, methodId, arguments, cancellationToken);
+        Exception? failure = Start(call, methodId, arguments, now, cancellationToken);
         return failure is null ? new ValueTask<TResult>(call, call.Version) : ValueTask.FromException<TResult>(failure);
     }
 
     /// <summary>The socket is behind (the server is not reading) or the server runs as many calls
     /// as it allows: wait (asynchronously, cancellably, within the call's deadline) for room in
     /// the outbound queue, then for one of ours to be answered, then send.</summary>
-    private async ValueTask<TResult> InvokeWhenASlotIsFreeAsync<TArguments, TResult>(uint methodId, TArguments arguments, long deadline, CancellationToken cancellationToken, CallStreams? streams)
+    private async ValueTask<TResult> InvokeWhenASlotIsFreeAsync<TArguments, TResult>(uint methodId, TArguments arguments, CallDeadline deadline, CancellationToken cancellationToken, CallStreams? streams)
         where TArguments : struct
     {
         await WaitForSlotAsync(methodId, deadline, cancellationToken).ConfigureAwait(false);
         if (!IsOutboundFull)
         {
-            return await InvokeHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams).ConfigureAwait(false);
+            return await InvokeHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(TimeProvider), cancellationToken, streams).ConfigureAwait(false);
         }
 
         ValueTask<TResult> call;
         await EnterRoomGateAsync(methodId, deadline, cancellationToken).ConfigureAwait(false);
         try
         {
-            call = InvokeHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams);
+            call = InvokeHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(TimeProvider), cancellationToken, streams);
         }
         finally
         {
@@ -217,7 +216,9 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
         return await call.ConfigureAwait(false);
     }
 
-    public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
+    /// <summary>Starts a call that returns no value; see
+    /// <see cref="InvokeAsync{TArguments, TResult}(uint, in TArguments, in CallDeadline, long, CancellationToken, CallStreams?)"/>.</summary>
+    public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken)
         where TArguments : struct
     {
         if (cancellationToken.IsCancellationRequested)
@@ -225,31 +226,30 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
             return ValueTask.FromCanceled(cancellationToken);
         }
 
-        long deadline = ComputeDeadline();
         if (IsOutboundFull || !_slots.TryTake())
         {
             return InvokeWhenASlotIsFreeAsync(methodId, arguments, deadline, cancellationToken);
         }
 
-        return InvokeHoldingSlot(methodId, arguments, deadline, cancellationToken);
+        return InvokeHoldingSlot(methodId, arguments, deadline, now, cancellationToken);
     }
 
-    private ValueTask InvokeHoldingSlot<TArguments>(uint methodId, in TArguments arguments, long deadline, CancellationToken cancellationToken)
+    private ValueTask InvokeHoldingSlot<TArguments>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        PendingCall<VoidResult> call = PendingCall<VoidResult>.Rent(this, 0, methodId, deadline);
-        call.InheritedFrom = MuxCallContext.IsPropagating ? InheritedFrom(deadline) : null;
-        Exception? failure = Start(call, methodId, arguments, cancellationToken);
+        PendingCall<VoidResult> call = PendingCall<VoidResult>.Rent(this, 0, methodId, deadline.At);
+        call.InheritedFrom = deadline.InheritedFrom;
+        Exception? failure = Start(call, methodId, arguments, now, cancellationToken);
         return failure is null ? new ValueTask(call, call.Version) : ValueTask.FromException(failure);
     }
 
-    private async ValueTask InvokeWhenASlotIsFreeAsync<TArguments>(uint methodId, TArguments arguments, long deadline, CancellationToken cancellationToken)
+    private async ValueTask InvokeWhenASlotIsFreeAsync<TArguments>(uint methodId, TArguments arguments, CallDeadline deadline, CancellationToken cancellationToken)
         where TArguments : struct
     {
         await WaitForSlotAsync(methodId, deadline, cancellationToken).ConfigureAwait(false);
         if (!IsOutboundFull)
         {
-            await InvokeHoldingSlot(methodId, arguments, deadline, cancellationToken).ConfigureAwait(false);
+            await InvokeHoldingSlot(methodId, arguments, deadline, deadline.Now(TimeProvider), cancellationToken).ConfigureAwait(false);
             return;
         }
 
@@ -257,7 +257,7 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
         await EnterRoomGateAsync(methodId, deadline, cancellationToken).ConfigureAwait(false);
         try
         {
-            call = InvokeHoldingSlot(methodId, arguments, deadline, cancellationToken);
+            call = InvokeHoldingSlot(methodId, arguments, deadline, deadline.Now(TimeProvider), cancellationToken);
         }
         finally
         {
@@ -267,21 +267,15 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
         await call.ConfigureAwait(false);
     }
 
-    private async ValueTask WaitForSlotAsync(uint methodId, long deadline, CancellationToken cancellationToken)
+    private async ValueTask WaitForSlotAsync(uint methodId, CallDeadline deadline, CancellationToken cancellationToken)
     {
-        TimeSpan timeout = deadline == long.MaxValue
-            ? Timeout.InfiniteTimeSpan
-            : TimeSpan.FromMilliseconds(Math.Max(0, deadline - Environment.TickCount64));
         try
         {
-            await _slots.WaitAsync(timeout, cancellationToken).ConfigureAwait(false);
+            await _slots.WaitAsync(TimeLeft(deadline), TimeProvider, cancellationToken).ConfigureAwait(false);
         }
         catch (TimeoutException)
         {
-            string? inheritedFrom = MuxCallContext.IsPropagating ? InheritedFrom(deadline) : null;
-            throw inheritedFrom is not null
-                ? CreateInheritedDeadlineException(methodId, inheritedFrom, " (it waited for one of the server's MaxConcurrentCallsPerConnection slots all that time)")
-                : CreateTimeoutException(methodId, " (it waited for one of the server's MaxConcurrentCallsPerConnection slots all that time)");
+            throw CreateTimeoutException(methodId, deadline.InheritedFrom, " (it waited for one of the server's MaxConcurrentCallsPerConnection slots all that time)");
         }
     }
 
@@ -293,39 +287,26 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
     /// limit by at most one request each time it drains, instead of by every waiter's at once. A
     /// caller that gives up queues nothing and gives its slot back.
     /// </summary>
-    private async ValueTask EnterRoomGateAsync(uint methodId, long deadline, CancellationToken cancellationToken)
+    private async ValueTask EnterRoomGateAsync(uint methodId, CallDeadline deadline, CancellationToken cancellationToken)
     {
+        // SemaphoreSlim takes no TimeProvider, so the deadline is a token on the options' clock,
+        // one for the whole wait. Rare path (the server stopped reading): the allocations are fine.
+        using CancellationTokenSource? expiry = deadline.IsSet ? new CancellationTokenSource(TimeLeft(deadline), TimeProvider) : null;
+        using CancellationTokenSource? linked = expiry is not null && cancellationToken.CanBeCanceled
+            ? CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, expiry.Token)
+            : null;
+        CancellationToken token = linked?.Token ?? expiry?.Token ?? cancellationToken;
         bool entered = false;
         try
         {
-            entered = deadline == long.MaxValue
-                ? await _roomGate.WaitAsync(Timeout.Infinite, cancellationToken).ConfigureAwait(false)
-                : await _roomGate.WaitAsync(TimeLeft(deadline), cancellationToken).ConfigureAwait(false);
-            if (!entered)
-            {
-                throw CreateOutboundTimeoutException(methodId);
-            }
-
+            await _roomGate.WaitAsync(token).ConfigureAwait(false);
+            entered = true;
             while (IsOutboundFull && !IsClosed)
             {
-                Task room = WaitForOutboundRoomAsync();
-                if (deadline == long.MaxValue)
-                {
-                    await room.WaitAsync(cancellationToken).ConfigureAwait(false);
-                    continue;
-                }
-
-                try
-                {
-                    await room.WaitAsync(TimeLeft(deadline), cancellationToken).ConfigureAwait(false);
-                }
-                catch (TimeoutException)
-                {
-                    throw CreateOutboundTimeoutException(methodId);
-                }
+                await WaitForOutboundRoomAsync().WaitAsync(token).ConfigureAwait(false);
             }
         }
-        catch
+        catch (Exception ex)
         {
             if (entered)
             {
@@ -333,36 +314,46 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
             }
 
             _slots.Release(); // Nothing was sent.
+            if (ex is OperationCanceledException && !cancellationToken.IsCancellationRequested && expiry is { IsCancellationRequested: true })
+            {
+                throw CreateOutboundTimeoutException(methodId, deadline.InheritedFrom);
+            }
+
             throw;
         }
     }
 
-    private static TimeSpan TimeLeft(long deadline) => TimeSpan.FromMilliseconds(Math.Max(0, deadline - Environment.TickCount64));
+    /// <summary>How long a wait may last before the call's deadline: infinite without one, zero
+    /// once it has passed (the wait then times out at once).</summary>
+    private TimeSpan TimeLeft(in CallDeadline deadline)
+    {
+        ClockDeadline.TryGetRemaining(TimeProvider, deadline.At, out TimeSpan left);
+        return left;
+    }
 
-    private TimeoutException CreateOutboundTimeoutException(uint methodId) =>
-        CreateTimeoutException(methodId, $" (it waited all that time to be sent: the connection already had {DescribeBytes(MaxQueuedOutboundBytes)} of requests queued for a server that is not reading them, MuxClientOptions.MaxOutboundBytesPerConnection)");
+    private TimeoutException CreateOutboundTimeoutException(uint methodId, string? inheritedFrom) =>
+        CreateTimeoutException(methodId, inheritedFrom, $" (it waited all that time to be sent: the connection already had {DescribeBytes(MaxQueuedOutboundBytes)} of requests queued for a server that is not reading them, MuxClientOptions.MaxOutboundBytesPerConnection)");
 
     private static string DescribeBytes(int bytes) =>
         bytes % (1024 * 1024) == 0 ? $"{bytes / (1024 * 1024)} MiB" : bytes % 1024 == 0 ? $"{bytes / 1024} KiB" : $"{bytes} bytes";
 
-    private TimeoutException CreateTimeoutException(uint methodId, string detail) =>
-        new($"The Mux call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} did not complete within {DurationText.Format(_options.CallTimeout)} (MuxClientOptions.CallTimeout){detail}.");
+    /// <summary>The timeout a call that had <paramref name="inheritedFrom"/>'s deadline (or, when
+    /// null, CallTimeout's) fails with; <paramref name="detail"/> says what it was waiting for.</summary>
+    private TimeoutException CreateTimeoutException(uint methodId, string? inheritedFrom, string detail) =>
+        inheritedFrom is not null
+            ? new($"The Mux call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} did not complete by the deadline it inherited from the call this server handler serves ({inheritedFrom}, MuxCallContext.Current), which came sooner than MuxClientOptions.CallTimeout{detail}.")
+            : new($"The Mux call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} did not complete within {DurationText.Format(_options.CallTimeout)} (MuxClientOptions.CallTimeout){detail}.");
 
     private TimeoutException CreateExpiredException(PendingCall call) =>
-        call.InheritedFrom is not null
-            ? CreateInheritedDeadlineException(call.MethodId, call.InheritedFrom, "")
-            : CreateTimeoutException(call.MethodId, "");
-
-    private static TimeoutException CreateInheritedDeadlineException(uint methodId, string servedMethod, string detail) =>
-        new($"The Mux call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} did not complete by the deadline it inherited from the call this server handler serves ({servedMethod}, MuxCallContext.Current), which came sooner than MuxClientOptions.CallTimeout{detail}.");
+        CreateTimeoutException(call.MethodId, call.InheritedFrom, "");
 
     /// <summary>Starts the call's telemetry, then the call (see <see cref="StartCall"/>); a call
     /// that fails before anything was sent ends its telemetry here.</summary>
-    private Exception? Start<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, CancellationToken cancellationToken)
+    private Exception? Start<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, long now, CancellationToken cancellationToken)
         where TArguments : struct
     {
         ClientCallTelemetry telemetry = call.Telemetry = ClientCallTelemetry.Start(methodId, Peer);
-        Exception? failure = StartCall(call, methodId, arguments, cancellationToken);
+        Exception? failure = StartCall(call, methodId, arguments, now, cancellationToken);
         if (failure is not null)
         {
             _slots.Release(); // Nothing was sent: the server will not answer it.
@@ -373,12 +364,27 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
     }
 
     /// <summary>
-    /// Publishes the call, sends its request and hooks up cancellation. Returns an exception when
-    /// the call failed before anything was sent (the call object is then back in its pool).
+    /// Publishes the call, sends its request (its deadline header measured at <paramref name="now"/>)
+    /// and hooks up cancellation. Returns an exception when the call failed before anything was
+    /// sent (the call object is then back in its pool).
     /// </summary>
-    private Exception? StartCall<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, CancellationToken cancellationToken)
+    private Exception? StartCall<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, long now, CancellationToken cancellationToken)
         where TArguments : struct
     {
+        if (call.Deadline <= now)
+        {
+            // Its deadline passed while it waited (for a connection, a slot, room, or a resend):
+            // the server would only refuse it, so it is not sent, and no retry would help either.
+            Exception expired = CreateTimeoutException(methodId, call.InheritedFrom, " (its time ran out while it waited to be sent; it was not sent)");
+            call.ReturnUnused();
+            return expired;
+        }
+
+        if (_timeoutTimer is null && call.Deadline != ClockDeadline.Never)
+        {
+            EnsureTimeoutTimer(call.Deadline, now);
+        }
+
         if (_goingAway)
         {
             call.ReturnUnused();
@@ -414,7 +420,7 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
         {
             // A call that streams its arguments gets its send window only once its Request is out
             // whole, which for a Request in fragments is a few writer turns from now.
-            SendRequest(call, methodId, arguments, streams?.Sender is null ? null : new SendWindowOpener(streams, PeerStreamWindow));
+            SendRequest(call, methodId, arguments, now, streams?.Sender is null ? null : new SendWindowOpener(streams, PeerStreamWindow));
         }
         catch (Exception ex)
         {
@@ -441,14 +447,15 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
     }
 
     /// <summary>Sends the call's Request with the optional headers it needs: its deadline (when it
-    /// has one) and the caller's trace context (when the server reads it).</summary>
-    private void SendRequest<TArguments>(PendingCall call, uint methodId, in TArguments arguments, IMessageWrittenListener? whenWritten)
+    /// has one: what is left of it at <paramref name="now"/>) and the caller's trace context (when
+    /// the server reads it).</summary>
+    private void SendRequest<TArguments>(PendingCall call, uint methodId, in TArguments arguments, long now, IMessageWrittenListener? whenWritten)
         where TArguments : struct
     {
         var body = new ArgumentsBody<TArguments>(arguments, SerializerOptions);
         Activity? trace = _serverReadsTraceContext ? call.Telemetry.Activity ?? Activity.Current : null;
         bool traced = trace is not null && TraceContextHeader.CanPropagate(trace);
-        if (call.Deadline == long.MaxValue)
+        if (call.Deadline == ClockDeadline.Never)
         {
             if (!traced)
             {
@@ -463,8 +470,9 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
             return;
         }
 
-        // Measured as late as possible, so that the server's clock starts from what is really left.
-        uint remaining = DeadlineHeader.RemainingMilliseconds(call.Deadline, Environment.TickCount64);
+        // now is the caller's latest reading: taken when the call was made when it is sent at once,
+        // or after its last wait; so the server's clock starts from what is really left.
+        uint remaining = DeadlineHeader.RemainingMilliseconds(call.Deadline, now, TimeProvider.TimestampFrequency);
         if (!traced)
         {
             var timed = new DeadlineBody<ArgumentsBody<TArguments>>(body, remaining);
@@ -477,41 +485,10 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
         }
     }
 
-    /// <summary>The served call's method when <paramref name="deadline"/> is the one this flow's
-    /// MuxCallContext passes on (ComputeDeadline took it over CallTimeout's); else null.</summary>
-    private static string? InheritedFrom(long deadline) =>
-        deadline != long.MaxValue && MuxCallContext.InheritableDeadline(out MuxCallContext? from) == deadline ? from?.MethodName : null;
-
     private uint NextCallId()
     {
         uint id = Interlocked.Increment(ref _lastCallId);
         return id != 0 ? id : Interlocked.Increment(ref _lastCallId); // 0 is reserved for the connection.
-    }
-
-    /// <summary>When a call started now must end: after CallTimeout, or at the deadline of the call
-    /// the current server handler serves (MuxCallContext.Current, only when a server propagates
-    /// call contexts), whichever comes first.</summary>
-    private long ComputeDeadline()
-    {
-        long deadline = _callTimeoutMs < 0 ? long.MaxValue : Environment.TickCount64 + _callTimeoutMs;
-        return MuxCallContext.IsPropagating ? Inherit(deadline) : deadline;
-    }
-
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private long Inherit(long deadline)
-    {
-        long inherited = MuxCallContext.InheritableDeadline(out _);
-        if (inherited >= deadline)
-        {
-            return deadline;
-        }
-
-        if (_timeoutTimer is null)
-        {
-            EnsureTimeoutTimer(inherited);
-        }
-
-        return inherited;
     }
 
     /// <summary>Removes a call its caller gave up on (cancellation). Its slot stays taken until
@@ -581,7 +558,7 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
     private void FailExpiredCalls()
     {
         List<PendingCall>? expired = null;
-        _pending.RemoveExpired(Environment.TickCount64, ref expired);
+        _pending.RemoveExpired(TimeProvider.GetTimestamp(), ref expired);
         if (expired is null)
         {
             return;
@@ -656,7 +633,7 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
         OnAnswered(frame.CallId, call);
         if (call is not null)
         {
-            if (outcome == CallOutcome.Error && call.Deadline != long.MaxValue && IsDeadlineExceeded(frame.Payload))
+            if (outcome == CallOutcome.Error && call.Deadline != ClockDeadline.Never && IsDeadlineExceeded(frame.Payload))
             {
                 // The server saw this call's deadline pass (before our own expiry scan, which runs
                 // every tenth of the timeout, did): the caller gets the same timeout either way.

@@ -120,8 +120,8 @@ internal sealed class ConnectionKeeper : IConnectionSource
 
     /// <summary>
     /// Waits for a usable connection other than <paramref name="failed"/> (the one a call just
-    /// failed on, without running), until <paramref name="deadline"/> (<see cref="Environment.TickCount64"/>
-    /// milliseconds, or <see cref="long.MaxValue"/>).
+    /// failed on, without running), until <paramref name="deadline"/> (a <see cref="ClockDeadline"/>
+    /// on the options' TimeProvider).
     /// </summary>
     /// <exception cref="MuxConnectionException">No connection came in time (safe to retry), or the client is closed.</exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired.</exception>
@@ -146,14 +146,14 @@ internal sealed class ConnectionKeeper : IConnectionSource
                 ready = _ready.Task;
             }
 
-            if (!TickDeadline.TryGetRemaining(deadline, out TimeSpan wait))
+            if (!ClockDeadline.TryGetRemaining(_options.TimeProvider, deadline, out TimeSpan wait))
             {
                 throw NoConnectionInTime();
             }
 
             try
             {
-                failed = await ready.WaitAsync(wait, cancellationToken).ConfigureAwait(false) is { IsUsable: false } dead ? dead : failed;
+                failed = await ready.WaitAsync(wait, _options.TimeProvider, cancellationToken).ConfigureAwait(false) is { IsUsable: false } dead ? dead : failed;
             }
             catch (TimeoutException)
             {

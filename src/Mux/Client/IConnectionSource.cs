@@ -22,7 +22,7 @@ internal interface IConnectionSource : IAsyncDisposable
     Task Completion { get; }
 
     /// <summary>Waits for a usable connection other than <paramref name="failed"/>, until
-    /// <paramref name="deadline"/> (<see cref="Environment.TickCount64"/> milliseconds, or
-    /// <see cref="long.MaxValue"/>).</summary>
+    /// <paramref name="deadline"/> (a <see cref="ClockDeadline"/> timestamp of
+    /// <see cref="MuxClientOptions.TimeProvider"/>, or <see cref="ClockDeadline.Never"/>).</summary>
     ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, CancellationToken cancellationToken);
 }

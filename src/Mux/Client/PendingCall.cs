@@ -63,7 +63,8 @@ internal abstract class PendingCall : IThreadPoolWorkItem
     /// <summary>The method this call invokes, for error messages.</summary>
     public uint MethodId { get; private set; }
 
-    /// <summary>Environment.TickCount64 at which the call times out; long.MaxValue for never.</summary>
+    /// <summary>The timestamp (of its connection's TimeProvider) at which the call times out;
+    /// <see cref="ClockDeadline.Never"/> for never.</summary>
     public long Deadline { get; private set; }
 
     /// <summary>The served call's method when <see cref="Deadline"/> is the one inherited from it

@@ -48,11 +48,20 @@ internal static class DeadlineHeader
         return true;
     }
 
-    /// <summary>The header value for a call that must end by <paramref name="deadline"/>
-    /// (<see cref="Environment.TickCount64"/> milliseconds): what is left of it, clamped to what the
-    /// header can carry.</summary>
-    public static uint RemainingMilliseconds(long deadline, long now) =>
-        (uint)Math.Clamp(deadline - now, 0, MaxMilliseconds);
+    /// <summary>The header value for a call that must end by <paramref name="deadline"/>, measured at
+    /// <paramref name="now"/> (both timestamps of a clock that ticks <paramref name="frequency"/>
+    /// times a second): what is left of it, rounded up to a whole millisecond (so that a call with
+    /// time left never reads as expired), clamped to what the header can carry.</summary>
+    public static uint RemainingMilliseconds(long deadline, long now, long frequency)
+    {
+        if (deadline <= now)
+        {
+            return 0;
+        }
+
+        double milliseconds = Math.Ceiling((deadline - now) * (1000.0 / frequency));
+        return milliseconds >= MaxMilliseconds ? uint.MaxValue : (uint)milliseconds;
+    }
 
     /// <summary>The receiver's deadline: <paramref name="remainingMilliseconds"/> after
     /// <paramref name="arrival"/>, both in <paramref name="clock"/>'s timestamps.</summary>

@@ -21,9 +21,10 @@ internal sealed partial class ServerConnection : IPendingCallHost
     // The last id handed to a call to the client; incremented atomically by callers.
     private uint _lastClientCallId;
 
-    // Scans _clientCalls for expired calls. Created by the first call to the client (most
-    // connections never make one), set only through CompareExchange; disposed on close.
-    private Timer? _clientCallTimer;
+    // Scans _clientCalls for expired calls, on the options' TimeProvider. Created by the first call
+    // to the client (most connections never make one), set only through CompareExchange; disposed
+    // on close.
+    private ITimer? _clientCallTimer;
 
     // What handlers call the client through; created on first use, set only through CompareExchange.
     private MuxRemoteClient? _remoteClient;
@@ -65,7 +66,7 @@ internal sealed partial class ServerConnection : IPendingCallHost
         TimeSpan timeout = _options.ClientCallTimeout;
         if (timeout == Timeout.InfiniteTimeSpan)
         {
-            return long.MaxValue;
+            return ClockDeadline.Never;
         }
 
         if (Volatile.Read(ref _clientCallTimer) is null)
@@ -73,17 +74,17 @@ internal sealed partial class ServerConnection : IPendingCallHost
             StartClientCallTimer(timeout);
         }
 
-        return Environment.TickCount64 + (long)timeout.TotalMilliseconds;
+        return ClockDeadline.After(TimeProvider, timeout);
     }
 
     private void StartClientCallTimer(TimeSpan timeout)
     {
         // A tenth of the timeout keeps deadlines within ~10% without waking often.
         var period = TimeSpan.FromMilliseconds(Math.Clamp((long)timeout.TotalMilliseconds / 10, 10, 1000));
-        Timer timer;
+        ITimer timer;
         using (ExecutionContext.SuppressFlow())
         {
-            timer = new Timer(static state => ((ServerConnection)state!).FailExpiredClientCalls(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+            timer = TimeProvider.CreateTimer(static state => ((ServerConnection)state!).FailExpiredClientCalls(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
         }
 
         if (Interlocked.CompareExchange(ref _clientCallTimer, timer, null) is not null)
@@ -173,7 +174,7 @@ internal sealed partial class ServerConnection : IPendingCallHost
     private void FailExpiredClientCalls()
     {
         List<PendingCall>? expired = null;
-        _clientCalls.RemoveExpired(Environment.TickCount64, ref expired);
+        _clientCalls.RemoveExpired(TimeProvider.GetTimestamp(), ref expired);
         if (expired is null)
         {
             return;

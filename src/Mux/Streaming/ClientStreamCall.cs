@@ -28,7 +28,7 @@ internal static class ClientStreamCall
         Task pump = Task.CompletedTask;
         try
         {
-            ValueTask<VoidResult> call = connection.InvokeAsync<TArguments, VoidResult>(methodId, arguments, linked.Token, streams);
+            ValueTask<VoidResult> call = connection.InvokeAsync<TArguments, VoidResult>(methodId, arguments, CallDeadline.None, 0, linked.Token, streams);
             _ = EndWhenCallEndsAsync(call, receiver);
             if (items is not null)
             {
@@ -69,7 +69,7 @@ internal static class ClientStreamCall
         Task pump = Task.CompletedTask;
         try
         {
-            ValueTask<TResult> call = connection.InvokeAsync<TArguments, TResult>(methodId, arguments, linked.Token, streams);
+            ValueTask<TResult> call = connection.InvokeAsync<TArguments, TResult>(methodId, arguments, CallDeadline.None, 0, linked.Token, streams);
             pump = PumpAsync(connection, streams, items, linked);
             return await call.ConfigureAwait(false);
         }

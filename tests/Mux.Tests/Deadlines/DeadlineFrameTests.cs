@@ -84,7 +84,7 @@ public class DeadlineFrameTests
     [InlineData(long.MaxValue - 1, 0, uint.MaxValue)]
     public void RemainingMilliseconds_IsWhatIsLeft_ClampedToTheHeader(long deadline, long now, uint expected)
     {
-        Assert.Equal(expected, DeadlineHeader.RemainingMilliseconds(deadline, now));
+        Assert.Equal(expected, DeadlineHeader.RemainingMilliseconds(deadline, now, frequency: 1000));
     }
 
     private static byte[] Write<TBody>(TBody body, FrameFlags flags, FrameType type = FrameType.Request)

@@ -243,14 +243,14 @@ internal sealed partial class EndPointBalancer : IConnectionSource
                 return connection;
             }
 
-            if (!TickDeadline.TryGetRemaining(deadline, out TimeSpan wait))
+            if (!ClockDeadline.TryGetRemaining(_options.TimeProvider, deadline, out TimeSpan wait))
             {
                 throw NoInstanceInTime();
             }
 
             try
             {
-                await changed.WaitAsync(wait, cancellationToken).ConfigureAwait(false);
+                await changed.WaitAsync(wait, _options.TimeProvider, cancellationToken).ConfigureAwait(false);
             }
             catch (TimeoutException)
             {
@@ -361,9 +361,10 @@ internal sealed partial class EndPointBalancer : IConnectionSource
     {
         try
         {
-            long deadline = TickDeadline.After(_options.CallTimeout);
+            TimeProvider clock = _options.TimeProvider;
+            long deadline = ClockDeadline.After(clock, _options.CallTimeout);
             using var poll = new PeriodicTimer(TimeSpan.FromMilliseconds(20));
-            while ((endPoint.Keeper.Latest?.PendingCallCount ?? 0) > 0 && Environment.TickCount64 < deadline)
+            while ((endPoint.Keeper.Latest?.PendingCallCount ?? 0) > 0 && clock.GetTimestamp() < deadline)
             {
                 await poll.WaitForNextTickAsync(_disposing.Token).ConfigureAwait(false);
             }

@@ -1,0 +1,71 @@
+using System.Runtime.CompilerServices;
+
+namespace Mux.Client;
+
+/// <summary>
+/// When a call must end, fixed once, when the user makes the call (<see cref="Fix"/>): waiting
+/// for a connection, for a call slot or for room to send, and a resend after a failure the server
+/// provably never ran, all spend from it, and the Request carries what is left of it when it is
+/// written. A <see cref="ClockDeadline"/> timestamp of the client's
+/// <see cref="MuxClientOptions.TimeProvider"/>, plus where it came from for the timeout's message.
+/// </summary>
+internal readonly struct CallDeadline
+{
+    /// <summary>No deadline (no CallTimeout and nothing inherited; streaming calls).</summary>
+    public static CallDeadline None => new(ClockDeadline.Never, null);
+
+    private CallDeadline(long at, string? inheritedFrom)
+    {
+        At = at;
+        InheritedFrom = inheritedFrom;
+    }
+
+    /// <summary>The client's clock timestamp at which the call times out;
+    /// <see cref="ClockDeadline.Never"/> for never.</summary>
+    public long At { get; }
+
+    /// <summary>The served call's method when <see cref="At"/> is the deadline inherited from it
+    /// (<see cref="MuxCallContext.Current"/>) rather than CallTimeout's; null otherwise.</summary>
+    public string? InheritedFrom { get; }
+
+    /// <summary>Whether the call has a deadline at all.</summary>
+    public bool IsSet => At != ClockDeadline.Never;
+
+    /// <summary>Reads <paramref name="clock"/> again (after a wait) for a call that has a deadline
+    /// to measure against; 0, unread, for one that has none.</summary>
+    public long Now(TimeProvider clock) => IsSet ? clock.GetTimestamp() : 0;
+
+    /// <summary>
+    /// The deadline of a call made now: <paramref name="timeout"/> (CallTimeout in
+    /// <paramref name="clock"/>'s timestamp units, or <see cref="ClockDeadline.Never"/>) from now, or
+    /// the deadline of the call the current server handler serves (only when a server propagates
+    /// call contexts), whichever comes first. Reads the clock once, and not at all when there is no
+    /// deadline to fix; <paramref name="now"/> is that reading (0 when none was made), which the
+    /// caller passes on so that the Request sent at once does not read the clock again.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public static CallDeadline Fix(TimeProvider clock, long timeout, out long now)
+    {
+        if (!MuxCallContext.IsPropagating)
+        {
+            if (timeout == ClockDeadline.Never)
+            {
+                now = 0;
+                return None;
+            }
+
+            now = clock.GetTimestamp();
+            return new CallDeadline(ClockDeadline.After(now, timeout), null);
+        }
+
+        now = clock.GetTimestamp();
+        return Inherit(clock, ClockDeadline.After(now, timeout), now);
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static CallDeadline Inherit(TimeProvider clock, long own, long now)
+    {
+        long inherited = MuxCallContext.InheritableDeadline(clock, now, out MuxCallContext? from);
+        return inherited < own ? new CallDeadline(inherited, from!.MethodName) : new CallDeadline(own, null);
+    }
+}
