@@ -314,9 +314,12 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
             }
 
             _slots.Release(); // Nothing was sent.
-            if (ex is OperationCanceledException && !cancellationToken.IsCancellationRequested && expiry is { IsCancellationRequested: true })
+            if (ex is OperationCanceledException && expiry is not null)
             {
-                throw CreateOutboundTimeoutException(methodId, deadline.InheritedFrom);
+                // The deadline's token fired, or the caller's: each is reported as the caller knows it.
+                throw cancellationToken.IsCancellationRequested
+                    ? new OperationCanceledException(ex.Message, ex, cancellationToken)
+                    : CreateOutboundTimeoutException(methodId, deadline.InheritedFrom);
             }
 
             throw;
