@@ -17,6 +17,9 @@ internal sealed partial class EndPointBalancer
         // A lost connection asks for a resolve at once, but a flapping instance must not make the
         // loop hammer the resolver: at most one early round per ReconnectInitialDelay.
         TimeSpan earliest = _options.ReconnectInitialDelay;
+
+        // Every wait of the loop is on the options' clock, so a test can count the rounds on a fake one.
+        TimeProvider clock = _options.TimeProvider;
         await Task.Yield();
         while (!stopping.IsCancellationRequested)
         {
@@ -41,7 +44,7 @@ internal sealed partial class EndPointBalancer
             using (var round = CancellationTokenSource.CreateLinkedTokenSource(stopping))
             {
                 Task changed = WaitForChangeAsync(resolver, round.Token);
-                await Task.WhenAny(early, changed, Task.Delay(_options.ResolveInterval, round.Token)).ConfigureAwait(false);
+                await Task.WhenAny(early, changed, Task.Delay(_options.ResolveInterval, clock, round.Token)).ConfigureAwait(false);
                 round.Cancel();
                 if (early.IsCompleted || changed.IsCompletedSuccessfully)
                 {
@@ -50,7 +53,7 @@ internal sealed partial class EndPointBalancer
                         _resolveNow = NewSignal();
                     }
 
-                    await Task.Delay(earliest, stopping).ConfigureAwait(false);
+                    await Task.Delay(earliest, clock, stopping).ConfigureAwait(false);
                 }
             }
         }
