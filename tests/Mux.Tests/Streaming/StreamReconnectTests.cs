@@ -23,6 +23,13 @@ public sealed class StreamReconnectTests
     /// and one client with auto-reconnect on (fast backoff) connected to it.</summary>
     private sealed class Host : IAsyncDisposable
     {
+        // Every server and service started, the stopped ones too: teardown stops them all and
+        // opens every gate, so a test that failed halfway still ends promptly.
+        private readonly List<(MuxServer Server, StreamService Service)> _started = [];
+
+        // Ends the drains a test starts: cancelled by GiveUpDraining, or at teardown.
+        private readonly CancellationTokenSource _giveUpDraining = new();
+
         private Host(IPEndPoint endPoint, MuxClient client)
         {
             EndPoint = endPoint;
@@ -33,9 +40,9 @@ public sealed class StreamReconnectTests
 
         public MuxClient Client { get; }
 
-        public MuxServer? Server { get; private set; }
+        public MuxServer Server => _started[^1].Server;
 
-        public StreamService Service { get; private set; } = null!;
+        public StreamService Service => _started[^1].Service;
 
         public IStreamService Proxy => Client.CreateProxy<IStreamService>();
 
@@ -49,23 +56,35 @@ public sealed class StreamReconnectTests
                 ReconnectMaxDelay = TimeSpan.FromMilliseconds(200),
                 CallTimeout = Patience,
             }).WaitAsync(Patience);
-            return new Host(endPoint, client) { Server = server, Service = service };
+            var host = new Host(endPoint, client);
+            host._started.Add((server, service));
+            return host;
         }
 
         /// <summary>Starts a new server (with a new service) on the same port; the old one must be
         /// stopped or stopping (its listener closed).</summary>
-        public async Task RestartAsync()
+        public async Task RestartAsync() => _started.Add(await StartServerAsync(EndPoint));
+
+        /// <summary>Starts a graceful stop of the current server (GoAway, then the calls in flight
+        /// are served until the test gives up, <see cref="GiveUpDraining"/>) and waits until the
+        /// client has the GoAway; the returned task is the stop.</summary>
+        public async Task<Task> StartDrainAsync()
         {
-            (MuxServer server, StreamService service) = await StartServerAsync(EndPoint);
-            Server = server;
-            Service = service;
+            Mux.Client.ClientConnection first = Client.Connection;
+            Task stopping = Server.StopAsync(_giveUpDraining.Token);
+            await Hosts.WaitUntilAsync(() => first.IsGoingAway, "the client has the server's GoAway");
+            return stopping;
         }
+
+        /// <summary>The drain runs out of patience: the server closes its connections and cancels
+        /// the calls still running.</summary>
+        public void GiveUpDraining() => _giveUpDraining.Cancel();
 
         /// <summary>Cuts every connection of the current server, as a failed network would; the
         /// server keeps listening, so the client reconnects to it.</summary>
         public void CutConnections()
         {
-            foreach (Mux.Server.ServerConnection connection in Server!.Connections)
+            foreach (Mux.Server.ServerConnection connection in Server.Connections)
             {
                 connection.Close(MuxCloseReason.TransportError, new IOException("the cable was cut"));
             }
@@ -82,13 +101,20 @@ public sealed class StreamReconnectTests
 
         public async ValueTask DisposeAsync()
         {
-            Service.Gate.Set();
+            _giveUpDraining.Cancel();
+            foreach ((_, StreamService service) in _started)
+            {
+                service.Gate.Set();
+            }
+
             await Client.DisposeAsync().AsTask().WaitAsync(Patience);
-            if (Server is not null)
+            foreach ((MuxServer server, _) in _started)
             {
                 using var deadline = new CancellationTokenSource(Patience);
-                await Server.StopAsync(deadline.Token).WaitAsync(Patience + Patience);
+                await server.StopAsync(deadline.Token).WaitAsync(Patience + Patience);
             }
+
+            _giveUpDraining.Dispose();
         }
     }
 
@@ -123,55 +149,89 @@ public sealed class StreamReconnectTests
         }
     }
 
-    /// <summary>Starts a graceful stop (GoAway, then the calls in flight are served) and waits
-    /// until the client has the GoAway; the returned task is the stop.</summary>
-    private static async Task<Task> StartDrainAsync(Host host, CancellationToken drainToken)
+    /// <summary>A stream the test reads, each step bounded by <see cref="Patience"/>: a stream
+    /// that hangs fails the test, saying so.</summary>
+    private sealed class Reader<T>(IAsyncEnumerable<T> stream) : IAsyncDisposable
     {
-        Mux.Client.ClientConnection first = host.Client.Connection;
-        Task stopping = host.Server!.StopAsync(drainToken);
-        await Hosts.WaitUntilAsync(() => first.IsGoingAway, "the client has the server's GoAway");
-        return stopping;
+        private readonly IAsyncEnumerator<T> _enumerator = stream.GetAsyncEnumerator();
+
+        // A MoveNextAsync that did not finish in time; the enumerator cannot be disposed under it.
+        private Task<bool>? _hung;
+
+        public int Read { get; private set; }
+
+        public T Current => _enumerator.Current;
+
+        /// <summary>Starts the next step without waiting for it (to be awaited with <see cref="NextAsync"/>).</summary>
+        public Task<bool> StartNext() => _enumerator.MoveNextAsync().AsTask();
+
+        public async Task<bool> NextAsync(Task<bool>? started = null)
+        {
+            Task<bool> next = started ?? StartNext();
+            if (await Task.WhenAny(next, Task.Delay(Patience)) != next)
+            {
+                _hung = next;
+                throw new Xunit.Sdk.XunitException($"The stream hung after {Read} items.");
+            }
+
+            if (await next)
+            {
+                Read++;
+                return true;
+            }
+
+            return false;
+        }
+
+        /// <summary>Reads to the end: the items, and how it ended (null: completed). Once ended, it
+        /// says so from then on, without a second exception or item.</summary>
+        public async Task<(List<T> Items, Exception? Ended)> ReadToEndAsync()
+        {
+            var items = new List<T>();
+            Exception? ended = null;
+            try
+            {
+                while (await NextAsync())
+                {
+                    items.Add(Current);
+                }
+            }
+            catch (Exception ex) when (ex is not Xunit.Sdk.XunitException)
+            {
+                ended = ex;
+            }
+
+            Assert.False(await NextAsync(), "The stream went on after it had ended.");
+            return (items, ended);
+        }
+
+        public ValueTask DisposeAsync() => _hung is null ? _enumerator.DisposeAsync() : default;
     }
 
-    /// <summary>Reads <paramref name="stream"/> to its end and returns the items and how it ended
-    /// (null: completed). Each MoveNextAsync is bounded, so a stream that hangs fails the test; one
-    /// that ended says so from then on, without a second exception.</summary>
-    private static async Task<(List<T> Items, Exception? Ended)> ReadToEndAsync<T>(IAsyncEnumerator<T> stream)
+    /// <summary>How a call ended (null: it succeeded); a call that hangs fails the test, saying so.</summary>
+    private static async Task<Exception?> EndOfAsync(Task call)
     {
-        var items = new List<T>();
-        Exception? ended = null;
+        if (await Task.WhenAny(call, Task.Delay(Patience)) != call)
+        {
+            throw new Xunit.Sdk.XunitException("The call hung.");
+        }
+
         try
         {
-            while (await NextAsync(stream, items.Count))
-            {
-                items.Add(stream.Current);
-            }
+            await call;
+            return null;
         }
-        catch (Exception ex) when (ex is not Xunit.Sdk.XunitException)
+        catch (Exception ex)
         {
-            ended = ex;
+            return ex;
         }
-
-        Assert.False(await NextAsync(stream, items.Count), "The stream went on after it had ended.");
-        return (items, ended);
-    }
-
-    private static async Task<bool> NextAsync<T>(IAsyncEnumerator<T> stream, int read)
-    {
-        Task<bool> next = stream.MoveNextAsync().AsTask();
-        if (await Task.WhenAny(next, Task.Delay(Patience)) != next)
-        {
-            throw new Xunit.Sdk.XunitException($"The stream hung after {read} items.");
-        }
-
-        return await next;
     }
 
     /// <summary>All of <paramref name="stream"/>, each step bounded.</summary>
     private static async Task<List<T>> ReadAllAsync<T>(IAsyncEnumerable<T> stream)
     {
-        await using IAsyncEnumerator<T> enumerator = stream.GetAsyncEnumerator();
-        (List<T> items, Exception? ended) = await ReadToEndAsync(enumerator);
+        await using var reader = new Reader<T>(stream);
+        (List<T> items, Exception? ended) = await reader.ReadToEndAsync();
         Assert.Null(ended);
         return items;
     }
@@ -192,21 +252,20 @@ public sealed class StreamReconnectTests
         await using Host host = await Host.StartAsync();
         StreamService first = host.Service;
         // More items than the client's window: the rest flow only on credit the client sends after the GoAway.
-        await using IAsyncEnumerator<int> stream = host.Proxy.Gated(500).GetAsyncEnumerator();
+        await using var stream = new Reader<int>(host.Proxy.Gated(500));
         for (int i = 0; i < StreamService.GatedAt; i++)
         {
-            Assert.True(await stream.MoveNextAsync().AsTask().WaitAsync(Patience));
+            Assert.True(await stream.NextAsync());
             Assert.Equal(i, stream.Current);
         }
 
-        using var drainToken = new CancellationTokenSource(Patience);
-        Task stopping = await StartDrainAsync(host, drainToken.Token);
+        Task stopping = await host.StartDrainAsync();
         await host.RestartAsync();
         await AssertNewStreamsWorkAsync(host);
         Assert.False(stopping.IsCompleted); // The first server still serves the stream.
 
         first.Gate.Set();
-        (List<int> rest, Exception? ended) = await ReadToEndAsync(stream);
+        (List<int> rest, Exception? ended) = await stream.ReadToEndAsync();
 
         Assert.Null(ended);
         Assert.Equal(Enumerable.Range(StreamService.GatedAt, 500 - StreamService.GatedAt), rest);
@@ -221,11 +280,10 @@ public sealed class StreamReconnectTests
         var gate = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         var producerStopped = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         Task<long> call = host.Proxy.Sum(GatedNumbers(1_000, 10, gate.Task, producerStopped));
-        await Hosts.WaitUntilAsync(() => host.Server!.Connections.Sum(c => c.RunningCalls) == 1, "the handler runs");
+        await Hosts.WaitUntilAsync(() => host.Server.Connections.Sum(c => c.RunningCalls) == 1, "the handler runs");
 
         // The client's items after the GoAway still reach the handler, which answers with their sum.
-        using var drainToken = new CancellationTokenSource(Patience);
-        Task stopping = await StartDrainAsync(host, drainToken.Token);
+        Task stopping = await host.StartDrainAsync();
         gate.SetResult();
 
         Assert.Equal(499_500, await call.WaitAsync(Patience));
@@ -241,17 +299,16 @@ public sealed class StreamReconnectTests
     {
         await using Host host = await Host.StartAsync();
         var gate = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-        await using IAsyncEnumerator<string> echoes = host.Proxy.Echo("> ", GatedLines(200, 10, gate.Task)).GetAsyncEnumerator();
+        await using var echoes = new Reader<string>(host.Proxy.Echo("> ", GatedLines(200, 10, gate.Task)));
         for (int i = 0; i < 10; i++)
         {
-            Assert.True(await echoes.MoveNextAsync().AsTask().WaitAsync(Patience));
+            Assert.True(await echoes.NextAsync());
             Assert.Equal($"> {i}", echoes.Current);
         }
 
-        using var drainToken = new CancellationTokenSource(Patience);
-        Task stopping = await StartDrainAsync(host, drainToken.Token);
+        Task stopping = await host.StartDrainAsync();
         gate.SetResult();
-        (List<string> rest, Exception? ended) = await ReadToEndAsync(echoes);
+        (List<string> rest, Exception? ended) = await echoes.ReadToEndAsync();
 
         Assert.Null(ended);
         Assert.Equal(Enumerable.Range(10, 190).Select(i => $"> {i}"), rest);
@@ -266,16 +323,15 @@ public sealed class StreamReconnectTests
     {
         await using Host host = await Host.StartAsync();
         StreamService first = host.Service;
-        await using IAsyncEnumerator<int> stream = host.Proxy.Forever().GetAsyncEnumerator();
-        Assert.True(await stream.MoveNextAsync().AsTask().WaitAsync(Patience));
+        await using var stream = new Reader<int>(host.Proxy.Forever());
+        Assert.True(await stream.NextAsync());
 
         // The drain runs out of patience: the server closes the connection and cancels the producer.
-        using var drainToken = new CancellationTokenSource();
-        Task stopping = await StartDrainAsync(host, drainToken.Token);
-        drainToken.Cancel();
+        Task stopping = await host.StartDrainAsync();
+        host.GiveUpDraining();
         await stopping.WaitAsync(Patience);
         await first.ForeverCanceled.Task.WaitAsync(Patience);
-        (List<int> rest, Exception? ended) = await ReadToEndAsync(stream);
+        (List<int> rest, Exception? ended) = await stream.ReadToEndAsync();
 
         var lost = Assert.IsType<MuxConnectionException>(ended);
         Assert.False(lost.IsSafeToRetry); // It ran: never sent again by itself.
@@ -296,13 +352,12 @@ public sealed class StreamReconnectTests
 
         // The handler reads nothing: the client's producer waits for credit when the drain gives up.
         Task call = host.Proxy.Ignore(GatedNumbers(int.MaxValue, int.MaxValue, never.Task, producerStopped));
-        await Hosts.WaitUntilAsync(() => host.Server!.Connections.Sum(c => c.RunningCalls) == 1, "the handler runs");
-        using var drainToken = new CancellationTokenSource();
-        Task stopping = await StartDrainAsync(host, drainToken.Token);
-        drainToken.Cancel();
+        await Hosts.WaitUntilAsync(() => host.Server.Connections.Sum(c => c.RunningCalls) == 1, "the handler runs");
+        Task stopping = await host.StartDrainAsync();
+        host.GiveUpDraining();
         await stopping.WaitAsync(Patience);
 
-        var lost = await Assert.ThrowsAsync<MuxConnectionException>(() => call.WaitAsync(Patience));
+        var lost = Assert.IsType<MuxConnectionException>(await EndOfAsync(call));
         Assert.False(lost.IsSafeToRetry);
         Assert.StartsWith($"The Mux connection to {host.EndPoint}", lost.Message, StringComparison.Ordinal);
         await producerStopped.Task.WaitAsync(Patience);
@@ -316,21 +371,21 @@ public sealed class StreamReconnectTests
     public async Task ServerStream_WhenTheConnectionIsLost_FailsOnceWithConnectionException_AndNewStreamsWorkAfterTheReconnect()
     {
         await using Host host = await Host.StartAsync();
-        await using IAsyncEnumerator<int> stream = host.Proxy.Forever().GetAsyncEnumerator();
+        await using var stream = new Reader<int>(host.Proxy.Forever());
         for (int i = 0; i < 50; i++)
         {
-            Assert.True(await stream.MoveNextAsync().AsTask().WaitAsync(Patience));
+            Assert.True(await stream.NextAsync());
             Assert.Equal(i, stream.Current);
         }
 
         host.CutConnections();
-        (List<int> rest, Exception? ended) = await ReadToEndAsync(stream);
+        (List<int> rest, Exception? ended) = await stream.ReadToEndAsync();
 
         AssertLost(host, ended);
         Assert.Equal(Enumerable.Range(50, rest.Count), rest);
         await host.Service.ForeverCanceled.Task.WaitAsync(Patience);
         await AssertNewStreamsWorkAsync(host);
-        Assert.Equal(2, host.Server!.ConnectionsAccepted);
+        Assert.Equal(2, host.Server.ConnectionsAccepted);
     }
 
     [Fact]
@@ -344,7 +399,7 @@ public sealed class StreamReconnectTests
 
         host.CutConnections();
 
-        Exception ended = await Assert.ThrowsAnyAsync<Exception>(() => call.WaitAsync(Patience));
+        Exception? ended = await EndOfAsync(call);
         AssertLost(host, ended);
         await producerStopped.Task.WaitAsync(Patience);
         Assert.IsAssignableFrom<OperationCanceledException>(await host.Service.DrainEnded.Task.WaitAsync(Patience));
@@ -356,15 +411,15 @@ public sealed class StreamReconnectTests
     {
         await using Host host = await Host.StartAsync();
         var never = new TaskCompletionSource();
-        await using IAsyncEnumerator<string> echoes = host.Proxy.Echo("> ", GatedLines(int.MaxValue, 20, never.Task)).GetAsyncEnumerator();
+        await using var echoes = new Reader<string>(host.Proxy.Echo("> ", GatedLines(int.MaxValue, 20, never.Task)));
         for (int i = 0; i < 20; i++)
         {
-            Assert.True(await echoes.MoveNextAsync().AsTask().WaitAsync(Patience));
+            Assert.True(await echoes.NextAsync());
             Assert.Equal($"> {i}", echoes.Current);
         }
 
         host.CutConnections();
-        (List<string> rest, Exception? ended) = await ReadToEndAsync(echoes);
+        (List<string> rest, Exception? ended) = await echoes.ReadToEndAsync();
 
         AssertLost(host, ended);
         Assert.Empty(rest);
@@ -375,15 +430,15 @@ public sealed class StreamReconnectTests
     public async Task Streams_WhenTheServerIsKilledAndRestarted_FailOnce_AndNewStreamsWorkOnTheRestartedServer()
     {
         await using Host host = await Host.StartAsync();
-        await using IAsyncEnumerator<int> server = host.Proxy.Forever().GetAsyncEnumerator();
-        Assert.True(await server.MoveNextAsync().AsTask().WaitAsync(Patience));
+        await using var server = new Reader<int>(host.Proxy.Forever());
+        Assert.True(await server.NextAsync());
         var never = new TaskCompletionSource();
         Task client = host.Proxy.Drain(GatedNumbers(int.MaxValue, 5, never.Task));
         await Hosts.WaitUntilAsync(() => host.Service.DrainCount == 5, "the handler has read the client's first items");
 
-        await host.Server!.StopAsync(new CancellationToken(canceled: true)).WaitAsync(Patience);
-        (_, Exception? serverEnded) = await ReadToEndAsync(server);
-        Exception clientEnded = await Assert.ThrowsAnyAsync<Exception>(() => client.WaitAsync(Patience));
+        await host.Server.StopAsync(new CancellationToken(canceled: true)).WaitAsync(Patience);
+        (_, Exception? serverEnded) = await server.ReadToEndAsync();
+        Exception? clientEnded = await EndOfAsync(client);
 
         Assert.IsType<MuxConnectionException>(serverEnded);
         Assert.IsType<MuxConnectionException>(clientEnded);
@@ -414,8 +469,8 @@ public sealed class StreamReconnectTests
         await using MuxClient client = await connecting.WaitAsync(Patience);
         IStreamService proxy = client.CreateProxy<IStreamService>();
 
-        await using IAsyncEnumerator<int> served = proxy.Range(0, 2).GetAsyncEnumerator();
-        Task<bool> firstItem = served.MoveNextAsync().AsTask();
+        await using var served = new Reader<int>(proxy.Range(0, 2));
+        Task<bool> firstItem = served.StartNext();
         ReceivedFrame rangeRequest = await first.ExpectFrameAsync();
         Assert.Equal(FrameType.Request, rangeRequest.Type);
 
@@ -430,7 +485,7 @@ public sealed class StreamReconnectTests
 
         // Above GoAway's id: the server never ran it. The call fails once, says so, and its
         // producer stops; a stream is never sent again by itself (its items cannot be replayed).
-        var refused = await Assert.ThrowsAsync<MuxConnectionException>(() => notRun.WaitAsync(Patience));
+        var refused = Assert.IsType<MuxConnectionException>(await EndOfAsync(notRun));
         Assert.Equal(MuxCloseReason.GoAway, refused.Reason);
         Assert.True(refused.IsSafeToRetry);
         Assert.Equal($"The Mux server at {listener.LocalEndpoint} is shutting down and did not run this call; it is safe to retry.", refused.Message);
@@ -441,9 +496,9 @@ public sealed class StreamReconnectTests
             WriteRawFrame(FrameType.StreamItem, rangeRequest.CallId, MessagePackSerializer.Serialize(0)),
             WriteRawFrame(FrameType.StreamItem, rangeRequest.CallId, MessagePackSerializer.Serialize(1)),
             WriteRawFrame(FrameType.Response, rangeRequest.CallId, [0xc0])));
-        Assert.True(await firstItem.WaitAsync(Patience));
+        Assert.True(await served.NextAsync(firstItem));
         Assert.Equal(0, served.Current);
-        (List<int> rest, Exception? ended) = await ReadToEndAsync(served);
+        (List<int> rest, Exception? ended) = await served.ReadToEndAsync();
         Assert.Null(ended);
         Assert.Equal([1], rest);
 
