@@ -12,8 +12,18 @@ namespace Mux;
 /// </summary>
 public interface IMuxEndPointResolver
 {
-    /// <summary>Returns the current instances. An empty result is ignored (the client keeps the
-    /// instances it has); an exception is logged and the client keeps them too.</summary>
+    /// <summary>
+    /// Returns the current instances. An empty result is ignored (the client keeps the instances it
+    /// has); an exception is logged and the client keeps them too, and asks again at the next
+    /// <see cref="MuxClientOptions.ResolveInterval"/>. While the client knows no instance yet, an
+    /// empty result or an exception is followed by the next ask sooner, after
+    /// <see cref="MuxClientOptions.ReconnectInitialDelay"/>, doubling up to
+    /// <see cref="MuxClientOptions.ReconnectMaxDelay"/> (never later than the interval): calls
+    /// wait for an instance meanwhile, and one that finds none within its
+    /// <see cref="MuxClientOptions.CallTimeout"/> fails with a <see cref="MuxConnectionException"/>
+    /// (<see cref="MuxConnectionException.IsSafeToRetry"/>) that says what the last ask gave, with
+    /// its exception as the inner exception.
+    /// </summary>
     /// <param name="cancellationToken">Fires when the client is disposed.</param>
     /// <returns>One endpoint per server instance.</returns>
     ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken);

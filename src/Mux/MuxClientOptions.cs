@@ -147,7 +147,8 @@ public sealed class MuxClientOptions
     public TimeSpan KeepAliveTimeout { get; set; } = TimeSpan.FromSeconds(20);
 
     /// <summary>
-    /// The clock of the keepalive timers and of calls' deadlines (<see cref="CallTimeout"/>). Tests
+    /// The clock of the keepalive timers, of calls' deadlines (<see cref="CallTimeout"/>), of the
+    /// waits between reconnect attempts and of the <see cref="EndPointResolver"/>'s rounds. Tests
     /// set a fake one (for example <c>FakeTimeProvider</c> from Microsoft.Extensions.TimeProvider.Testing)
     /// to move time by hand. Defaults to <see cref="TimeProvider.System"/>.
     /// </summary>
@@ -178,7 +179,10 @@ public sealed class MuxClientOptions
     /// Finds the server instances at run time (for example through Microsoft.Extensions.ServiceDiscovery,
     /// see Mux.Hosting); the client balances over them like over <see cref="EndPoints"/>, which must
     /// then be empty, and re-resolves every <see cref="ResolveInterval"/> and when a connection is
-    /// lost. Defaults to <see langword="null"/> (none).
+    /// lost. A resolver that throws or finds nothing leaves the known instances in use; while none is
+    /// known, the client asks again on the reconnect backoff and calls wait (within
+    /// <see cref="CallTimeout"/>) for the first instance: see <see cref="IMuxEndPointResolver.ResolveAsync"/>.
+    /// Defaults to <see langword="null"/> (none).
     /// </summary>
     public IMuxEndPointResolver? EndPointResolver { get; set; }
 
@@ -193,8 +197,9 @@ public sealed class MuxClientOptions
     /// </summary>
     public string? Service { get; set; }
 
-    /// <summary>How often <see cref="EndPointResolver"/> is asked for the current instances.
-    /// Defaults to 30 seconds.</summary>
+    /// <summary>How often <see cref="EndPointResolver"/> is asked for the current instances, also
+    /// after an ask that failed or found none while instances are known (it is asked sooner while
+    /// none is, on the reconnect backoff, and soon after a connection is lost). Defaults to 30 seconds.</summary>
     public TimeSpan ResolveInterval { get; set; } = TimeSpan.FromSeconds(30);
 
     /// <summary>How a call picks its instance among several; the default, power of two choices, was

@@ -210,8 +210,12 @@ internal sealed class ConnectionKeeper : IConnectionSource
     {
         CancellationToken stopping = _disposing.Token;
         var backoff = new ReconnectBackoff(_options.ReconnectInitialDelay, _options.ReconnectMaxDelay);
+        TimeProvider clock = _options.TimeProvider;
         int failedAttempts = 0;
-        long lostAt = 0;
+
+        // The clock's timestamp of the latest lost connection (for the log line of the reconnect);
+        // null until a connection has been lost.
+        long? lostAt = null;
         Exception? error = null;
         try
         {
@@ -244,7 +248,8 @@ internal sealed class ConnectionKeeper : IConnectionSource
                             ClientLog.ConnectRetryFailed(_logger, _server, failedAttempts, DurationText.Format(delay), ex);
                         }
 
-                        await Task.Delay(delay, stopping).ConfigureAwait(false);
+                        // On the options' clock, so a test can step through the backoff with a fake one.
+                        await Task.Delay(delay, clock, stopping).ConfigureAwait(false);
                         continue;
                     }
 
@@ -253,9 +258,9 @@ internal sealed class ConnectionKeeper : IConnectionSource
                 }
 
                 Task replaceNow = Publish(connection);
-                if (lostAt != 0)
+                if (lostAt is long lost)
                 {
-                    ClientLog.Reconnected(_logger, _server, failedAttempts + 1, DurationText.Format(TimeSpan.FromMilliseconds(Environment.TickCount64 - lostAt)));
+                    ClientLog.Reconnected(_logger, _server, failedAttempts + 1, DurationText.Format(clock.GetElapsedTime(lost)));
                 }
                 else
                 {
@@ -275,7 +280,7 @@ internal sealed class ConnectionKeeper : IConnectionSource
                 }
 
                 Retire(connection);
-                lostAt = Environment.TickCount64;
+                lostAt = clock.GetTimestamp();
                 if (connection.IsClosed)
                 {
                     error = connection.CloseError;

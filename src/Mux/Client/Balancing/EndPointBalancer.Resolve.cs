@@ -4,12 +4,22 @@ namespace Mux.Client.Balancing;
 
 /// <summary>The resolve loop: asks the <see cref="IMuxEndPointResolver"/> for the instances every
 /// <see cref="MuxClientOptions.ResolveInterval"/>, soon after an instance's connection is lost, and
-/// soon after the resolver signals a change (<see cref="IMuxEndPointResolver.WaitForChangeAsync"/>).</summary>
+/// soon after the resolver signals a change (<see cref="IMuxEndPointResolver.WaitForChangeAsync"/>).
+/// While no instance is known, an ask that fails or finds none is repeated on the reconnect backoff
+/// instead: calls are waiting, and only the resolver can give them an instance.</summary>
 internal sealed partial class EndPointBalancer
 {
     // Completed by a keeper whose connection was lost, to have the loop resolve before the
     // interval ends; replaced by the loop each round. Read and completed by any thread.
     private volatile TaskCompletionSource _resolveNow = NewSignal();
+
+    // Why the latest ask found no instance: the resolver's exception, or s_noInstanceFound when it
+    // answered an empty list; null after an answer with instances (and before the first answer).
+    // Written by the resolve loop; read by callers that give up waiting (for their message).
+    private volatile Exception? _lastResolveFailure;
+
+    // Stands for an empty answer in _lastResolveFailure (never thrown). Immutable.
+    private static readonly Exception s_noInstanceFound = new InvalidOperationException("The resolver found no instance.");
 
     private async Task ResolveLoopAsync(IMuxEndPointResolver resolver)
     {
@@ -17,6 +27,13 @@ internal sealed partial class EndPointBalancer
         // A lost connection asks for a resolve at once, but a flapping instance must not make the
         // loop hammer the resolver: at most one early round per ReconnectInitialDelay.
         TimeSpan earliest = _options.ReconnectInitialDelay;
+
+        // Every wait of the loop is on the options' clock, so a test can count the rounds on a fake one.
+        TimeProvider clock = _options.TimeProvider;
+
+        // The waits between asks while no instance is known (grows while the resolver keeps failing,
+        // starts over once it answers); used by this loop only.
+        var backoff = new ReconnectBackoff(earliest, _options.ReconnectMaxDelay);
         await Task.Yield();
         while (!stopping.IsCancellationRequested)
         {
@@ -26,22 +43,33 @@ internal sealed partial class EndPointBalancer
                 IReadOnlyList<EndPoint> endPoints = await resolver.ResolveAsync(stopping).ConfigureAwait(false);
                 if (endPoints.Count == 0)
                 {
+                    _lastResolveFailure = s_noInstanceFound;
                     BalancingLog.ResolvedNone(_logger, _name, _endPoints.Length);
                 }
                 else
                 {
+                    _lastResolveFailure = null;
+                    backoff.Reset();
                     Update(endPoints);
                 }
             }
             catch (Exception ex) when (!stopping.IsCancellationRequested)
             {
+                _lastResolveFailure = ex;
                 BalancingLog.ResolveFailed(_logger, _name, _endPoints.Length, ex);
             }
 
+            // With instances known, a failed or empty ask changes nothing (they keep serving) and
+            // the next comes a whole interval later, so a resolver that is down is not hammered.
+            // With none, calls wait on the resolver alone: ask again soon, backing off the way
+            // reconnects do, never less often than the interval.
+            TimeSpan wait = _endPoints.Length == 0 && _lastResolveFailure is not null
+                ? Min(backoff.NextDelay(), _options.ResolveInterval)
+                : _options.ResolveInterval;
             using (var round = CancellationTokenSource.CreateLinkedTokenSource(stopping))
             {
                 Task changed = WaitForChangeAsync(resolver, round.Token);
-                await Task.WhenAny(early, changed, Task.Delay(_options.ResolveInterval, round.Token)).ConfigureAwait(false);
+                await Task.WhenAny(early, changed, Task.Delay(wait, clock, round.Token)).ConfigureAwait(false);
                 round.Cancel();
                 if (early.IsCompleted || changed.IsCompletedSuccessfully)
                 {
@@ -50,10 +78,26 @@ internal sealed partial class EndPointBalancer
                         _resolveNow = NewSignal();
                     }
 
-                    await Task.Delay(earliest, stopping).ConfigureAwait(false);
+                    await Task.Delay(earliest, clock, stopping).ConfigureAwait(false);
                 }
             }
         }
+    }
+
+    private static TimeSpan Min(TimeSpan a, TimeSpan b) => a < b ? a : b;
+
+    /// <summary>What a call that found no instance says about the resolver, when no instance is
+    /// known: why its latest ask found none (the exception it threw is the call's inner exception).</summary>
+    private string DescribeNoInstance(out Exception? resolverError)
+    {
+        Exception? failure = _lastResolveFailure;
+        resolverError = failure == s_noInstanceFound ? null : failure;
+        return failure switch
+        {
+            null => " No instance is known: the endpoint list or resolver gave none yet.",
+            _ when failure == s_noInstanceFound => " No instance is known: the resolver has found none.",
+            _ => $" No instance is known: resolving it failed: {failure.Message}",
+        };
     }
 
     /// <summary>The resolver's change signal; completes only on a change (a failed or cancelled

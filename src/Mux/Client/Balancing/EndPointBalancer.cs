@@ -262,13 +262,14 @@ internal sealed partial class EndPointBalancer : IConnectionSource
     private MuxConnectionException NoInstanceInTime()
     {
         BalancedEndPoint[] endPoints = _endPoints;
+        Exception? resolverError = null;
         string why = endPoints.Length == 0
-            ? " No instance is known: the endpoint list or resolver gave none yet."
+            ? DescribeNoInstance(out resolverError)
             : $" None of its {endPoints.Length} instance(s) had a usable connection.{LastError(endPoints)}";
         return MuxConnectionException.NotRun(
             $"No connection to any instance of the Mux server ({_name}) was available within {DurationText.Format(_options.CallTimeout)} (MuxClientOptions.CallTimeout); the call was not sent.{why}",
             Latest?.CloseReason ?? MuxCloseReason.None,
-            null);
+            resolverError);
     }
 
     private static string LastError(BalancedEndPoint[] endPoints)
