@@ -389,9 +389,15 @@ public sealed class StreamingTests
         Assert.True(await first.MoveNextAsync().AsTask().WaitAsync(Patience));
         Assert.True(await second.MoveNextAsync().AsTask().WaitAsync(Patience));
 
+        // A call that finds a slot is in the connection's table of pending calls before the proxy
+        // returns it (and leaves it only once answered), so right after the call is made, "two
+        // pending and the third not complete" can only mean that it waits for a slot: no amount
+        // of time would tell more, and none is waited for.
         Task<int> third = host.Client.CreateProxy<ITestService>().Add(1, 2).AsTask();
-        await Task.Delay(100);
-        Assert.False(third.IsCompleted);
+        int pending = host.Client.Connection.PendingCallCount;
+        bool completed = third.IsCompleted;
+        Assert.True(pending == 2, $"{pending} calls pending on the connection: the third call took a slot although two open streams held both.");
+        Assert.False(completed, "The third call completed although two open streams held both slots.");
 
         await first.DisposeAsync();
         Assert.Equal(3, await third.WaitAsync(Patience));
