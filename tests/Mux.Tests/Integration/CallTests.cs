@@ -104,15 +104,29 @@ public sealed class CallTests
     [InlineData(TransportKind.Tcp)]
     public async Task Call_WithoutResponse_FailsWithTimeoutException_AfterCallTimeout(TransportKind kind)
     {
-        await using TestHost host = await Hosts.StartAsync(kind, clientOptions: new MuxClientOptions { CallTimeout = TimeSpan.FromMilliseconds(200) });
+        // Hang never returns until the test ends, so the call timing out is the only way it can end;
+        // nothing here races the 200 ms (the client's deadline is on the real clock for now, so the
+        // fake one cannot be used).
+        var callTimeout = TimeSpan.FromMilliseconds(200);
+        await using TestHost host = await Hosts.StartAsync(kind, clientOptions: new MuxClientOptions { CallTimeout = callTimeout });
 
+        long started = System.Diagnostics.Stopwatch.GetTimestamp();
         TimeoutException error = await Assert.ThrowsAsync<TimeoutException>(() => host.Proxy.Hang(1)).WaitAsync(TestHost.Patience);
+        TimeSpan waited = System.Diagnostics.Stopwatch.GetElapsedTime(started);
 
-        // The call reached its handler and was still running there: the deadline, not a failed send, ended it.
-        Assert.Equal(1, host.Service.HangingCalls);
+        // Not before its deadline (an order, not a speed: a slow machine only waits longer). The
+        // deadline is kept on a coarse clock, so allow half of it, but never "at once".
+        Assert.True(waited >= callTimeout / 2, $"The call timed out after {waited.TotalMilliseconds} ms, before its CallTimeout of {callTimeout.TotalMilliseconds} ms.");
         Assert.Contains("MuxClientOptions.CallTimeout", error.Message);
         Assert.Equal(0, host.Client.PendingCalls);
-        Assert.Equal(3, await host.Proxy.Add(1, 2));
+
+        // The request was sent and its handler runs (and still does: Hang has not returned), so the
+        // deadline ended the call, not a failed send. The handler may start after the timeout on a
+        // slow machine: wait for it rather than race it.
+        await Hosts.WaitUntilAsync(() => host.Service.HangingCalls == 1, "the timed-out call's handler to run on the server");
+
+        // The connection still serves calls (one the short timeout cuts on a slow machine is made again).
+        Assert.Equal(3, await Hosts.AnswerDespiteAShortCallTimeoutAsync(() => host.Proxy.Add(1, 2).AsTask()));
     }
 
     [Theory]

@@ -69,7 +69,9 @@ public sealed class CancellationUnderLoadTests
             host.Race.ReleaseHold(2);
             Assert.Equal(2, await untimed.WaitAsync(TestHost.Patience));
             Assert.Equal(0, host.Client.PendingCalls);
-            Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
+
+            // The connection still serves calls (one the short timeout cuts on a slow machine is made again).
+            Assert.Equal(5, await Hosts.AnswerDespiteAShortCallTimeoutAsync(() => host.Proxy.Add(2, 3).AsTask()));
         }
     }
 

@@ -107,7 +107,12 @@ public sealed class ExactlyOnceStressTests(ITestOutputHelper output)
             // and the handlers that were waiting for their token saw it fire.
             await Hosts.WaitUntilAsync(() => host.Race.RespondRunning == 0, "every Respond handler has ended");
             Assert.True(host.Client.IsConnected, "The connection closed although nobody killed it.");
-            Assert.Equal(CallsPerRound, await host.RaceProxy.Respond(CallsPerRound, 0).WaitAsync(TestHost.Patience));
+
+            // And it still answers: a call the 100 ms timeout cuts on a slow machine is made again,
+            // with the next id (its handler may have run, and Respond fails an id that runs twice).
+            int id = CallsPerRound - 1;
+            int answered = await Hosts.AnswerDespiteAShortCallTimeoutAsync(() => host.RaceProxy.Respond(++id, 0));
+            Assert.Equal(id, answered);
         }
     }
 

@@ -9,6 +9,9 @@ public sealed class BalanceCluster : IAsyncDisposable
 {
     private readonly MuxServer?[] _servers;
 
+    // Every probe ever started, killed instances' included, in start order. Touched by the test's thread only.
+    private readonly List<BalanceProbe> _allProbes = [];
+
     private BalanceCluster(int count)
     {
         _servers = new MuxServer?[count];
@@ -21,6 +24,31 @@ public sealed class BalanceCluster : IAsyncDisposable
     public IPEndPoint[] EndPoints { get; }
 
     public int TotalServed => Probes.Sum(probe => probe.Served);
+
+    /// <summary>The number of connections instance <paramref name="index"/> has open; 0 once it is stopped.</summary>
+    public int ActiveConnections(int index) => _servers[index]?.ActiveConnections ?? 0;
+
+    /// <summary>
+    /// Fails unless no call ran twice on the instances (killed and restarted ones included) and
+    /// every call <paramref name="load"/> saw succeed ran exactly once: each call's value is its own,
+    /// so a call run again elsewhere, or a success no instance ran, shows by its value.
+    /// </summary>
+    public void AssertNoCallRanTwice_AndEverySuccessRanOnce(CallerLoad load)
+    {
+        var runs = new Dictionary<int, int>();
+        foreach (BalanceProbe probe in _allProbes)
+        {
+            foreach ((int value, int count) in probe.Runs)
+            {
+                runs[value] = runs.GetValueOrDefault(value) + count;
+            }
+        }
+
+        int[] ranTwice = [.. runs.Where(run => run.Value > 1).Select(run => run.Key).Order()];
+        Assert.True(ranTwice.Length == 0, $"{ranTwice.Length} calls ran more than once on the instances, e.g. value {ranTwice.FirstOrDefault()}.");
+        int[] neverRan = [.. load.SucceededValues.Where(value => !runs.ContainsKey(value)).Order()];
+        Assert.True(neverRan.Length == 0, $"{neverRan.Length} calls succeeded that no instance ran, e.g. value {neverRan.FirstOrDefault()}.");
+    }
 
     public static async Task<BalanceCluster> StartAsync(int count, params TimeSpan[] delays)
     {
@@ -75,11 +103,18 @@ public sealed class BalanceCluster : IAsyncDisposable
         await server.StartAsync().WaitAsync(TestHost.Patience);
         _servers[index] = server;
         Probes[index] = probe;
+        _allProbes.Add(probe);
         EndPoints[index] = (IPEndPoint)server.LocalEndPoint!;
     }
 
     public async ValueTask DisposeAsync()
     {
+        // Held calls return first, so that no server's stop waits for one.
+        foreach (BalanceProbe probe in _allProbes)
+        {
+            probe.ReleaseHeldCalls();
+        }
+
         foreach (MuxServer? server in _servers)
         {
             if (server is not null)

@@ -6,51 +6,111 @@ namespace Mux.Tests.Client.Balancing;
 
 public sealed class BalancingTests(ITestOutputHelper output)
 {
-    // The default policy is asserted. LeastPending was measured with the same test (see
-    // EndPointBalancer's remarks) but on this shared machine it leaves ±20% now and then.
+    // Every call is held pending on its instance until the test lets it go, and the calls are made
+    // one after another: a call is in its connection's table of pending calls before the proxy
+    // returns it, so each pick compares exact pending counts, whatever the machine's speed, and the
+    // shares follow from the policy (and its random draws) alone. With real answers racing the
+    // picks, the share of each instance followed how fast each connection was served on a loaded
+    // machine. Held this way (computed exactly over the 300 draws), two choices leave an instance
+    // more than 5 from an even 100 in about one run in ten million and more than 10 in about three
+    // in 10^14; least pending keeps them within 1; a random pick is more than 10 away in four runs
+    // out of ten.
     [Theory]
     [InlineData(BalancingPolicy.PowerOfTwoChoices)]
-    internal async Task ThreeEqualServers_300Callers_EachGetsItsThirdWithin20Percent(BalancingPolicy policy)
+    [InlineData(BalancingPolicy.LeastPending)]
+    internal async Task ThreeEqualServers_300CallsHeldPending_EachGetsItsThirdWithin10Percent(BalancingPolicy policy)
     {
+        const int Calls = 300;
         await using BalanceCluster cluster = await BalanceCluster.StartAsync(3);
         MuxClientOptions options = cluster.ClientOptions();
         options.Balancing = policy;
         await using MuxClient client = await MuxClient.ConnectAsync(options).WaitAsync(TestHost.Patience);
         await Hosts.WaitUntilAsync(() => client.GetEndPointStatistics().All(e => e.State == MuxClientState.Connected), "every instance is connected");
+        foreach (BalanceProbe probe in cluster.Probes)
+        {
+            probe.HoldCalls();
+        }
 
-        await using var load = new CallerLoad(client.CreateProxy<IBalanceProbe>(), callers: 300);
-        await Hosts.WaitUntilAsync(() => load.Succeeded >= 90_000 || load.Failed > 0, "90,000 calls succeeded");
-        await load.StopAsync();
+        IBalanceProbe proxy = client.CreateProxy<IBalanceProbe>();
+        var calls = new Task<int>[Calls];
+        for (int i = 0; i < Calls; i++)
+        {
+            calls[i] = proxy.Serve(i).AsTask();
+        }
 
-        Assert.Empty(load.Failures);
-        Assert.Equal(load.Started, load.Succeeded);
-        Assert.Equal(load.Succeeded, cluster.TotalServed);
-        double share = load.Succeeded / 3.0;
-        int[] served = [.. cluster.Probes.Select(probe => probe.Served)];
-        output.WriteLine($"{policy}: {string.Join(" / ", served)} of {load.Succeeded}; largest deviation {served.Max(s => Math.Abs(s - share)) / share:P1}");
-        Assert.All(served, count => Assert.InRange(count, share * 0.8, share * 1.2));
-        Assert.Equal(3, client.GetEndPointStatistics().Count);
-        Assert.Equal(load.Succeeded, client.GetEndPointStatistics().Sum(e => e.CallsSent));
+        MuxEndPointStatistics[] statistics = [.. cluster.EndPoints.Select(endPoint => client.GetEndPointStatistics().Single(e => e.EndPoint.Equals(endPoint)))];
+        int[] pending = [.. statistics.Select(e => e.PendingCalls)];
+        output.WriteLine($"{policy}: {string.Join(" / ", pending)} of {Calls} held");
+        Assert.Equal(Calls, pending.Sum());
+        Assert.Equal(pending.Select(p => (long)p), statistics.Select(e => e.CallsSent));
+        double share = Calls / 3.0;
+        Assert.All(pending, count => Assert.InRange(count, share * 0.9, share * 1.1));
+        if (policy == BalancingPolicy.LeastPending)
+        {
+            Assert.True(pending.Max() - pending.Min() <= 1, $"Least pending left {string.Join(" / ", pending)}: not level.");
+        }
+
+        // Each call then ran once, on the instance it was sent to, and got its own answer.
+        foreach (BalanceProbe probe in cluster.Probes)
+        {
+            probe.ReleaseHeldCalls();
+        }
+
+        Assert.Equal(Enumerable.Range(0, Calls), await Task.WhenAll(calls).WaitAsync(TestHost.Patience));
+        Assert.Equal(pending, cluster.Probes.Select(probe => probe.Served));
+        Assert.All(cluster.Probes, probe => Assert.All(probe.Runs, run => Assert.Equal(1, run.Value)));
     }
 
-    [Fact]
-    public async Task AnInstanceThatTakes5msPerCall_ReceivesLessThanHalfOfWhatEachFastOneReceives()
+    // The same exact picks, one call at a time: an instance whose call stays pending loses every
+    // comparison with one that has none, so it gets a new call only while it has none pending
+    // itself; the instances that answer share the rest. (With an instance that took 5 ms per call
+    // under real load, its share followed how fast the others happened to be served.)
+    [Theory]
+    [InlineData(BalancingPolicy.PowerOfTwoChoices)]
+    [InlineData(BalancingPolicy.LeastPending)]
+    internal async Task AnInstanceWhoseCallsStayPending_ReceivesLessThanHalfOfWhatEachFastOneReceives_OneCallAtMost(BalancingPolicy policy)
     {
-        // Few enough callers that the fast instances answer well within 5 ms: with closed-loop
-        // callers, least-pending keeps the pending counts level, so an instance's share follows its speed.
-        await using BalanceCluster cluster = await BalanceCluster.StartAsync(3, TimeSpan.Zero, TimeSpan.Zero, TimeSpan.FromMilliseconds(5));
-        await using MuxClient client = await MuxClient.ConnectAsync(cluster.ClientOptions()).WaitAsync(TestHost.Patience);
+        const int Calls = 300;
+        await using BalanceCluster cluster = await BalanceCluster.StartAsync(3);
+        MuxClientOptions options = cluster.ClientOptions();
+        options.Balancing = policy;
+        await using MuxClient client = await MuxClient.ConnectAsync(options).WaitAsync(TestHost.Patience);
         await Hosts.WaitUntilAsync(() => client.GetEndPointStatistics().All(e => e.State == MuxClientState.Connected), "every instance is connected");
+        BalanceProbe slowProbe = cluster.Probes[2];
+        slowProbe.HoldCalls();
+        long SentTo(int index) => client.GetEndPointStatistics().Single(e => e.EndPoint.Equals(cluster.EndPoints[index])).CallsSent;
 
-        await using var load = new CallerLoad(client.CreateProxy<IBalanceProbe>(), callers: 30);
-        await Hosts.WaitUntilAsync(() => load.Succeeded >= 10_000 || load.Failed > 0, "10,000 calls succeeded");
-        await load.StopAsync();
+        IBalanceProbe proxy = client.CreateProxy<IBalanceProbe>();
+        var held = new List<(int Value, Task<int> Call)>();
+        for (int i = 0; i < Calls; i++)
+        {
+            long before = SentTo(2);
+            Task<int> call = proxy.Serve(i).AsTask();
+            if (SentTo(2) > before)
+            {
+                held.Add((i, call)); // Pending on the slow instance until released.
+            }
+            else
+            {
+                Assert.Equal(i, await call.WaitAsync(TestHost.Patience)); // Answered before the next pick.
+            }
+        }
 
-        Assert.Empty(load.Failures);
-        int slow = cluster.Probes[2].Served;
-        int fast = Math.Min(cluster.Probes[0].Served, cluster.Probes[1].Served);
-        output.WriteLine($"fast {cluster.Probes[0].Served} / {cluster.Probes[1].Served}, slow {slow}");
-        Assert.True(slow < fast / 2, $"The slow instance ran {slow} calls, the fast ones at least {fast}.");
+        long slow = SentTo(2);
+        long fast = Math.Min(SentTo(0), SentTo(1));
+        output.WriteLine($"{policy}: fast {SentTo(0)} / {SentTo(1)}, slow {slow}");
+        Assert.True(slow < fast / 2, $"The slow instance was sent {slow} calls, the fast ones at least {fast}.");
+        Assert.True(slow <= 1, $"The slow instance was sent {slow} calls: more than the one it could win while it had none pending.");
+        Assert.Equal(Calls, SentTo(0) + SentTo(1) + slow);
+
+        slowProbe.ReleaseHeldCalls();
+        foreach ((int value, Task<int> call) in held)
+        {
+            Assert.Equal(value, await call.WaitAsync(TestHost.Patience));
+        }
+
+        Assert.Equal([SentTo(0), SentTo(1), slow], cluster.Probes.Select(probe => (long)probe.Served));
+        Assert.All(cluster.Probes, probe => Assert.All(probe.Runs, run => Assert.Equal(1, run.Value)));
     }
 
     [Fact]
@@ -62,20 +122,35 @@ public sealed class BalancingTests(ITestOutputHelper output)
 
         await using var load = new CallerLoad(client.CreateProxy<IBalanceProbe>(), callers: 300);
         await Hosts.WaitUntilAsync(() => load.Succeeded >= 5_000, "5,000 calls succeeded");
+
+        // Calls the instance is running when it is killed (held until then): it ran them and will
+        // never answer. Without them, whether any call is caught between running and answering
+        // would be left to timing.
+        cluster.Probes[0].HoldCalls();
+        await Hosts.WaitUntilAsync(() => cluster.Probes[0].Holding > 0, "the instance to run calls it will never answer");
+        int heldAtKill = cluster.Probes[0].Holding;
         await cluster.KillAsync(0);
+
+        // Once every caller has ended the call it had under way when the kill returned, every
+        // call that was in flight on the killed instance has ended and is counted.
+        int[] endedAtKill = load.EndedPerCaller();
+        await Hosts.WaitUntilAsync(() => load.EveryCallerEndedACallSince(endedAtKill), "every call under way at the kill to end");
+        int failedAfterKill = load.Failed;
         int afterKill = load.Succeeded;
         await Hosts.WaitUntilAsync(() => load.Succeeded >= afterKill + 5_000, "5,000 more calls succeeded on the others");
-        int failedAfterKill = load.Failed;
 
         await cluster.RestartAsync(0);
         await Hosts.WaitUntilAsync(() => cluster.Probes[0].Served >= 1_000, "the restarted instance runs calls again");
         await load.StopAsync();
 
-        // Every call ended exactly once; a failure is a call in flight on the killed instance (at
-        // most one per caller), reported once as a connection failure the client did not retry.
-        Assert.Equal(load.Started, load.Succeeded + load.Failed);
+        // Every call ended exactly once: none ran twice, and each success ran once. A failure is a
+        // call in flight on the killed instance (at most one per caller, the held ones among
+        // them), reported once as a connection failure the client did not retry; none came after.
+        // (Started always equalled succeeded plus failed: each caller adds to one of them for
+        // every call it starts.)
+        cluster.AssertNoCallRanTwice_AndEverySuccessRanOnce(load);
         Assert.Equal(failedAfterKill, load.Failed);
-        Assert.InRange(load.Failed, 0, 300);
+        Assert.InRange(load.Failed, heldAtKill, 300);
         Assert.All(load.Failures, failure => Assert.False(Assert.IsType<MuxConnectionException>(failure).IsSafeToRetry));
         output.WriteLine($"{load.Failed} of {load.Started} calls failed (in flight on the killed instance)");
     }
@@ -89,14 +164,26 @@ public sealed class BalancingTests(ITestOutputHelper output)
 
         await using var load = new CallerLoad(client.CreateProxy<IBalanceProbe>(), callers: 300);
         await Hosts.WaitUntilAsync(() => load.Succeeded >= 5_000, "5,000 calls succeeded");
-        await cluster.DrainAsync(1);
+
+        // Calls the instance is running when it sends GoAway (held until the client has it): the
+        // drain must let them finish with their answers, and they must not be sent again
+        // elsewhere. Without them, whether any call is still running at the GoAway would be left
+        // to timing.
+        cluster.Probes[1].HoldCalls();
+        await Hosts.WaitUntilAsync(() => cluster.Probes[1].Holding > 0, "the instance to run calls it holds");
+        Task draining = cluster.DrainAsync(1);
+        await Hosts.WaitUntilAsync(
+            () => client.GetEndPointStatistics().Single(e => e.EndPoint.Equals(cluster.EndPoints[1])).State != MuxClientState.Connected,
+            "the client to have the instance's GoAway");
+        cluster.Probes[1].ReleaseHeldCalls();
+        await draining.WaitAsync(TestHost.Patience);
         int drainedServed = cluster.Probes[1].Served;
         int afterDrain = load.Succeeded;
         await Hosts.WaitUntilAsync(() => load.Succeeded >= afterDrain + 5_000, "5,000 more calls succeeded on the others");
         await load.StopAsync();
 
         Assert.Empty(load.Failures);
-        Assert.Equal(load.Started, load.Succeeded);
+        cluster.AssertNoCallRanTwice_AndEverySuccessRanOnce(load);
         Assert.Equal(drainedServed, cluster.Probes[1].Served);
         Assert.Equal(load.Succeeded, cluster.TotalServed);
     }

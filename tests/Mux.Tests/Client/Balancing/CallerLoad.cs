@@ -13,9 +13,14 @@ public sealed class CallerLoad : IAsyncDisposable
     private int _succeeded;
     private int _failed;
 
+    // The calls each caller has ended so far (counted once each call's outcome is). Written by
+    // that caller; read by the test.
+    private readonly int[] _ended;
+
     public CallerLoad(IBalanceProbe proxy, int callers)
     {
         _callers = new Task[callers];
+        _ended = new int[callers];
         for (int i = 0; i < callers; i++)
         {
             int caller = i;
@@ -29,8 +34,39 @@ public sealed class CallerLoad : IAsyncDisposable
 
     public int Failed => Volatile.Read(ref _failed);
 
+    /// <summary>The value of each call that succeeded (a caller's values are its own: caller * 1,000,000 + i).</summary>
+    public ConcurrentQueue<int> SucceededValues { get; } = new();
+
     /// <summary>How each failed call failed.</summary>
     public ConcurrentQueue<Exception> Failures { get; } = new();
+
+    /// <summary>How many calls each caller has ended so far, its outcome counted.</summary>
+    public int[] EndedPerCaller()
+    {
+        var ended = new int[_ended.Length];
+        for (int i = 0; i < ended.Length; i++)
+        {
+            ended[i] = Volatile.Read(ref _ended[i]);
+        }
+
+        return ended;
+    }
+
+    /// <summary>Whether every caller has ended a call since <paramref name="snapshot"/> (from
+    /// <see cref="EndedPerCaller"/>): then the call each had under way at the snapshot has ended,
+    /// and how it ended is counted.</summary>
+    public bool EveryCallerEndedACallSince(int[] snapshot)
+    {
+        for (int i = 0; i < snapshot.Length; i++)
+        {
+            if (Volatile.Read(ref _ended[i]) <= snapshot[i])
+            {
+                return false;
+            }
+        }
+
+        return true;
+    }
 
     /// <summary>Stops the callers after their current call and waits for them.</summary>
     public async Task StopAsync()
@@ -57,6 +93,7 @@ public sealed class CallerLoad : IAsyncDisposable
             {
                 int result = await proxy.Serve(value);
                 Assert.Equal(value, result);
+                SucceededValues.Enqueue(value);
                 Interlocked.Increment(ref _succeeded);
             }
             catch (Exception ex)
@@ -64,6 +101,8 @@ public sealed class CallerLoad : IAsyncDisposable
                 Failures.Enqueue(ex);
                 Interlocked.Increment(ref _failed);
             }
+
+            Volatile.Write(ref _ended[caller], i + 1);
         }
     }
 }
