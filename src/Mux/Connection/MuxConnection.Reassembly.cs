@@ -108,6 +108,11 @@ internal abstract partial class MuxConnection
             {
                 // The caller gave up while its Request was still arriving: nothing will run it.
                 CancelArrivingRequest(interrupted);
+                if (PeerEndsFragmentsOnCancel)
+                {
+                    Forget(ReassemblyKey(frame), interrupted); // Its sender sends no more of it.
+                }
+
                 return;
             }
 
@@ -163,10 +168,11 @@ internal abstract partial class MuxConnection
 
     /// <summary>
     /// A Cancel for a call whose Request is still arriving in fragments (docs/protocol.md,
-    /// *Fragments*): the pooled memory goes back at once, the rest of the Request is read and
-    /// dropped as it arrives (its sender still sends it), the call never runs, and it is answered
+    /// *Fragments*): the pooled memory goes back at once, the call never runs, and it is answered
     /// Error Canceled now, in its own id space: the caller's side counts the call as outstanding
-    /// until an answer comes. A Request already answered (over MaxMessageSize) gets nothing more.
+    /// until an answer comes. The rest of the Request, if its sender still sends it (without
+    /// cancelEndsFragments), is read and dropped as it arrives. A Request already answered (over
+    /// MaxMessageSize) gets nothing more.
     /// </summary>
     private void CancelArrivingRequest(MessageReassembly request)
     {

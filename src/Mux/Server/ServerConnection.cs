@@ -421,6 +421,7 @@ internal sealed partial class ServerConnection : MuxConnection
         PeerMaxFrameSize = client.MaxFrameSize;
         PeerStreamWindow = client.StreamWindow;
         PeerMaxMessageSize = client.MaxMessageSize;
+        PeerEndsFragmentsOnCancel = client.CancelEndsFragments;
         _handshakeDone = true;
         var body = new HelloBody(new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow, MaxMessageSize = _options.MaxMessageSize });
         SendFrame(FrameType.HelloAck, 0, 0, ref body);

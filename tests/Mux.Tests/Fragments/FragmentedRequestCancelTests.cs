@@ -48,6 +48,30 @@ public sealed class FragmentedRequestCancelTests
     }
 
     [Fact]
+    public async Task ACancelledRequest_IsNotSentAnyFurther_BetweenAMuxClientAndServer()
+    {
+        await using Uplink uplink = await Uplink.StartAsync();
+        (Task<int>[] held, Task<int> upload, CancellationTokenSource cancellation) = await uplink.StopUploadMidTransferAsync();
+        using CancellationTokenSource _ = cancellation;
+        long stoppedAt = uplink.Link.Forwarded;
+
+        await cancellation.CancelAsync();
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => upload.WaitAsync(TestHost.Patience));
+        uplink.Link.Open();
+        await Hosts.WaitUntilAsync(() => uplink.ClientConnection.QueuedOutboundBytes == 0, "the client to finish with the cancelled request");
+        Assert.Equal(9, await uplink.Proxy.Add(4, 5).AsTask().WaitAsync(TestHost.Patience));
+
+        // What the client had buffered when it was stopped (256 KiB) and the fragment being
+        // written at the Cancel, not the 14 MiB left of the request.
+        long after = uplink.Link.Forwarded - stoppedAt;
+        Assert.True(after < MiB, $"{after} bytes went through after the upload was cancelled.");
+        uplink.Service.ReleaseHeldCalls();
+        Assert.Equal(Enumerable.Range(1, HeldCalls), await Task.WhenAll(held).WaitAsync(TestHost.Patience));
+        Assert.True(uplink.Service.Uploads == 0, "The handler of the cancelled upload ran.");
+        Assert.False(uplink.ServerConnection.IsClosed);
+    }
+
+    [Fact]
     public async Task AConnectionLostMidTransfer_FailsTheCallerAndEachOtherCallOnceWithMuxConnectionException_AndTheServerRunsNothingAndGivesItsMemoryBack()
     {
         await using Uplink uplink = await Uplink.StartAsync();

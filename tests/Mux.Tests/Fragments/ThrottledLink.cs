@@ -15,7 +15,7 @@ namespace Mux.Tests.Fragments;
 internal sealed class ThrottledLink
 {
     private readonly Pipe _up = new(new PipeOptions(pauseWriterThreshold: 256 * 1024, resumeWriterThreshold: 128 * 1024, useSynchronizationContext: false));
-    private readonly Pipe _serverInput = new(new PipeOptions(useSynchronizationContext: false));
+    private readonly Pipe _serverInput = new(new PipeOptions(pauseWriterThreshold: 0, useSynchronizationContext: false)); // Never full: the pump is the meter.
     private readonly Pipe _down = new(new PipeOptions(useSynchronizationContext: false));
 
     // Released on every change of the allowance, for a pump waiting for more.
