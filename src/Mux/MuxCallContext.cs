@@ -14,7 +14,8 @@ namespace Mux;
 /// <para>One object per call, created only when a handler asks for it, so handlers that never do
 /// pay nothing. It describes its call until the handler's task completes; read after that (for
 /// instance by work the handler left running), <see cref="CancellationToken"/> is cancelled and
-/// <see cref="IsCallRunning"/> is false.</para>
+/// <see cref="IsCallRunning"/> is false. A token taken while the call ran stays its call's: it
+/// never fires for a later call.</para>
 /// <para>On the client side the parameter is ignored: a generated proxy sends nothing for it, so
 /// callers pass <see langword="null"/> (or their own handler's context, which changes nothing).</para>
 /// </remarks>
@@ -62,10 +63,30 @@ public sealed partial class MuxCallContext
 
     /// <summary>
     /// Cancelled when the caller gives up (cancellation, timeout, or its <see cref="Deadline"/>),
-    /// when the connection is lost, or when the server stops without waiting for the call. Already
-    /// cancelled once the call has finished.
+    /// when the connection is lost, or when the server stops without waiting for the call. Read
+    /// once the call has finished, it is already cancelled. A token read while the call runs is
+    /// this call's own and may be kept by work the handler leaves running: it fires only for this
+    /// call, never for a later one, and no longer fires once the call has finished.
     /// </summary>
-    public CancellationToken CancellationToken => IsCallRunning ? _call.CancellationToken : new CancellationToken(canceled: true);
+    public CancellationToken CancellationToken
+    {
+        get
+        {
+            if (IsCallRunning)
+            {
+                CancellationToken token = _call.CancellationToken;
+
+                // Checked again: had the call finished meanwhile, the (pooled) call object may
+                // already serve another request, and the token could be that one's.
+                if (IsCallRunning)
+                {
+                    return token;
+                }
+            }
+
+            return new CancellationToken(canceled: true);
+        }
+    }
 
     /// <summary>
     /// When the caller gives up on the call, by the server's clock

@@ -211,6 +211,7 @@ public sealed class MuxServer : IAsyncDisposable
                 return;
             }
 
+            long acceptedAt = _options.TimeProvider.GetTimestamp(); // Before it is counted: the TLS handshake timeout runs from here.
             Interlocked.Increment(ref _connectionsAccepted);
             string name = socket.RemoteEndPoint?.ToString() is { Length: > 0 } remote ? remote : "unix socket peer";
             if (_options.Tls is null)
@@ -220,7 +221,7 @@ public sealed class MuxServer : IAsyncDisposable
             else
             {
                 // The handshake runs off the accept loop: a slow or silent client must not hold up the next.
-                _ = AcceptTlsAsync(socket, name);
+                _ = AcceptTlsAsync(socket, name, acceptedAt);
             }
         }
     }
@@ -228,13 +229,13 @@ public sealed class MuxServer : IAsyncDisposable
     /// <summary>Authenticates TLS over <paramref name="socket"/> (bounded by the handshake timeout),
     /// then serves it; a failed handshake is logged and costs only this connection.</summary>
     /// <returns>Whether the connection is being served.</returns>
-    private async Task<bool> AcceptTlsAsync(Socket socket, string name)
+    private async Task<bool> AcceptTlsAsync(Socket socket, string name, long acceptedAt)
     {
         var handshake = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         _handshakes.TryAdd(handshake, 0);
         try
         {
-            StreamConnection? transport = await ServerTransport.AuthenticateAsync(new NetworkStream(socket, ownsSocket: true), socket, _options, _logger, name, _stopping.Token).ConfigureAwait(false);
+            StreamConnection? transport = await ServerTransport.AuthenticateAsync(new NetworkStream(socket, ownsSocket: true), socket, _options, _logger, name, acceptedAt, _stopping.Token).ConfigureAwait(false);
             if (transport is null)
             {
                 return false;
@@ -273,6 +274,7 @@ public sealed class MuxServer : IAsyncDisposable
         }
 
         EnsureServingUserConnections();
+        long acceptedAt = _options.TimeProvider.GetTimestamp();
         long number = Interlocked.Increment(ref _connectionsAccepted);
         string name = $"stream #{number}";
         if (_options.Tls is null)
@@ -286,7 +288,7 @@ public sealed class MuxServer : IAsyncDisposable
         _handshakes.TryAdd(handshake, 0);
         try
         {
-            StreamConnection? transport = await ServerTransport.AuthenticateAsync(stream, socket: null, _options, _logger, name, linked.Token).ConfigureAwait(false)
+            StreamConnection? transport = await ServerTransport.AuthenticateAsync(stream, socket: null, _options, _logger, name, acceptedAt, linked.Token).ConfigureAwait(false)
                 ?? throw new MuxConnectionException($"The TLS handshake with {name} failed, timed out or was cancelled; the stream was closed (the server's log says why).", MuxCloseReason.ProtocolError, null);
             Accept(transport, name);
         }

@@ -16,7 +16,8 @@ namespace Mux;
 /// A <see cref="MuxMethodHandler{TService}"/> reads the arguments, invokes the service and hands
 /// the result to one of the <c>ReturnAsync</c> methods. Run on the thread pool, never on the
 /// connection's reader loop, so a slow handler delays only its own call. Valid only until the
-/// handler's task completes: the object is then reused for a later request of the same connection.
+/// handler's task completes: the object is then reused for a later request of the same connection
+/// (the <see cref="CancellationToken"/> a handler took is its own call's, and may be kept).
 /// </summary>
 public sealed partial class MuxServerCall : IThreadPoolWorkItem
 {
@@ -27,6 +28,9 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
 
     // The longest delay CancellationTokenSource.CancelAfter accepts (uint.MaxValue - 1 ms).
     private static readonly TimeSpan s_longestTimer = TimeSpan.FromMilliseconds(uint.MaxValue - 1);
+
+    // The deadline timer's callback (see _deadlineTimer): one delegate for every call object.
+    private static readonly TimerCallback s_onDeadline = static state => ((MuxServerCall)state!).OnDeadline();
 
     // The connection the call arrived on (a server's, or a client's for calls its server started),
     // and what its answer is written with. Immutable.
@@ -48,19 +52,31 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
     // Start (then _arguments is empty); released by Finish or Abandon.
     private MessageReassembly? _argumentsMessage;
 
-    // Created on first use of CancellationToken (most handlers never ask), or taken from
-    // _spareCancellation. Replaced only via CompareExchange; reset to null by Start.
+    // The handler's token source: created on first use of CancellationToken (most handlers never
+    // ask), one per call and never reused, because a handler may keep its token after its call (in
+    // work it left running) and a reused source would fire that token for a later call. Installed
+    // only via CompareExchange; disposed by Finish; reset to null by Start.
     private CancellationTokenSource? _cancellation;
 
     // 0 while the call runs, 1 once a cancel was requested (even before _cancellation existed),
-    // 2 once Finish has claimed it: a Cancel read after that finds the call done and does nothing,
-    // so no late cancel can reach a source reused for a later request. Reset to 0 by Start.
+    // 2 once Finish has claimed it: a Cancel read after that finds the call done and does nothing.
+    // Reset to 0 by Start.
     private int _cancelRequested;
 
-    // A source of an earlier request that no Cancel reached, reset for reuse (as Kestrel resets
-    // RequestAborted's), so that methods taking a CancellationToken allocate none per request. Set
-    // by Finish, taken by CreateCancellation, both within this object's current use.
-    private CancellationTokenSource? _spareCancellation;
+    // The deadline timer of the calls this object serves, on the server's clock: created for the
+    // first call that asks for its token and carries a deadline, then armed per such call and
+    // disarmed by Finish, so that a token's deadline costs no timer object per call (a source's own
+    // CancelAfter would allocate one each time). Its callback may run late, for a call that has
+    // finished: OnDeadline checks the deadline of the call being served against the clock.
+    private ITimer? _deadlineTimer;
+
+    // The caller's deadline (see DeadlineTimestamp). Written by Start before it bumps _generation;
+    // read by the handler's side, and by OnDeadline on any thread.
+    private long _deadlineTimestamp;
+
+    // Whether _deadlineTimer is armed for the current call. Set by CreateCancellation, cleared by
+    // Finish: both on the handler's side of the call.
+    private bool _deadlineArmed;
 
     // While the handler completes asynchronously: its task, and the continuation that finishes the
     // call (created once per pooled object). Set by Execute before the continuation is registered;
@@ -108,11 +124,15 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
     {
         _method = method;
         CallId = callId;
-        DeadlineTimestamp = deadlineTimestamp;
+        _deadlineTimestamp = deadlineTimestamp;
         _context = null;
         Volatile.Write(ref _generation, _generation + 1);
-        _cancellation = null;
+
+        // In this order: a context of the previous call that creates a source late (see
+        // MuxCallContext.CancellationToken) and installs it after the null then sees this call's
+        // state and deadline, as this call's handler would.
         _cancelRequested = 0;
+        Volatile.Write(ref _cancellation, null);
         _slotReleased = 0;
         ResetStreams();
         int length = checked((int)arguments.Length);
@@ -189,7 +209,7 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
     /// <summary>The caller's deadline (its Request's deadline header, measured from the socket read
     /// that brought it) as a timestamp of <see cref="TimeProvider"/>; <see cref="long.MaxValue"/>
     /// when the caller sent none. Set by Start.</summary>
-    internal long DeadlineTimestamp { get; private set; }
+    internal long DeadlineTimestamp => _deadlineTimestamp;
 
     /// <summary>The server's clock (<see cref="MuxServerOptions.TimeProvider"/>).</summary>
     internal TimeProvider TimeProvider => _connection.TimeProvider;
@@ -200,8 +220,10 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
     /// <summary>
     /// Cancelled when the caller gives up (cancellation or timeout on the client), at the deadline
     /// the caller sent (see <see cref="MuxCallContext.Deadline"/>), when the connection is lost, or
-    /// when the server stops without waiting for the call. Valid until the handler completes: the
-    /// source behind it is then reset and reused for a later request.
+    /// when the server stops without waiting for the call. Read it while the handler runs. Each call
+    /// has a token of its own, so work the handler leaves running may keep it: it fires only for
+    /// its own call, never for a later one, and once the handler's task has completed it no longer
+    /// fires at all (a cancellation that arrives just as the call ends may still reach it).
     /// </summary>
     public CancellationToken CancellationToken => (Volatile.Read(ref _cancellation) ?? CreateCancellation()).Token;
 
@@ -389,7 +411,7 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
         }
 
         Interlocked.Exchange(ref _argumentsMessage, null)?.Release();
-        RecycleCancellation();
+        ReleaseCancellation();
         Volatile.Write(ref _generation, _generation + 1);
         CloseStreams();
 
@@ -397,26 +419,21 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
         _connection.OnCallFinished(this);
     }
 
-    /// <summary>Keeps the handler's token source for the next request if no Cancel reached it, else
-    /// disposes it. Once the claim below is made, RequestCancel does nothing for this request.</summary>
-    private void RecycleCancellation()
+    /// <summary>Ends the handler's token with its call. Once the claim below is made, RequestCancel
+    /// does nothing for this request; the deadline timer is disarmed, and disposing the source
+    /// drops the registrations the handler left, so a token kept past the call never fires. A
+    /// Cancel queued just before, or a timer callback already on its way, finds the source
+    /// disposed (CancelQuietly).</summary>
+    private void ReleaseCancellation()
     {
-        bool cancelRequested = Interlocked.CompareExchange(ref _cancelRequested, 2, 0) != 0;
-        CancellationTokenSource? cancellation = Volatile.Read(ref _cancellation);
-        if (cancellation is null)
+        Interlocked.CompareExchange(ref _cancelRequested, 2, 0);
+        if (_deadlineArmed)
         {
-            return;
+            _deadlineArmed = false;
+            _deadlineTimer!.Change(Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
         }
 
-        // TryReset also drops the registrations the handler left on the token.
-        if (!cancelRequested && cancellation.TryReset())
-        {
-            _spareCancellation = cancellation;
-        }
-        else
-        {
-            cancellation.Dispose();
-        }
+        Volatile.Read(ref _cancellation)?.Dispose();
     }
 
     /// <summary>Gives the connection's call slot back, once per request.</summary>
@@ -459,7 +476,9 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
 
     private CancellationTokenSource CreateCancellation()
     {
-        CancellationTokenSource created = Interlocked.Exchange(ref _spareCancellation, null) ?? NewCancellation();
+        // A source per call that asks (48 B; its deadline timer more), never a reused one: see
+        // _cancellation. Methods without a CancellationToken parameter never get here.
+        CancellationTokenSource created = NewCancellation();
         CancellationTokenSource? existing = Interlocked.CompareExchange(ref _cancellation, created, null);
         if (existing is not null)
         {
@@ -467,25 +486,25 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
             return existing;
         }
 
-        // A Cancel that arrived before the source existed could not cancel it: do it now.
-        if (Volatile.Read(ref _cancelRequested) == 1)
+        int state = Volatile.Read(ref _cancelRequested);
+        if (state == 1)
         {
+            // A Cancel that arrived before the source existed could not cancel it: do it now.
             created.Cancel();
         }
-        else if (DeadlineTimestamp != long.MaxValue)
+        else if (state == 0 && DeadlineTimestamp != long.MaxValue)
         {
-            // Only a handler that asks for its token gets a deadline timer, and a reused source
-            // keeps its timer object (TryReset disarms it), so this allocates nothing once warm.
+            // Only a handler that asks for its token gets its deadline armed (not once the call has
+            // finished: nothing would ever read the token).
             CancelAtDeadline(created);
         }
 
         return created;
     }
 
-    /// <summary>A source on the server's clock, so that a deadline set on it later
-    /// (<see cref="CancelAtDeadline"/>) follows <see cref="MuxServerOptions.TimeProvider"/>.</summary>
-    private CancellationTokenSource NewCancellation() =>
-        TimeProvider == TimeProvider.System ? new CancellationTokenSource() : new CancellationTokenSource(Timeout.InfiniteTimeSpan, TimeProvider);
+    /// <summary>A plain source: its deadline is this object's timer on the server's clock
+    /// (<see cref="CancelAtDeadline"/>), not a timer of its own.</summary>
+    private static CancellationTokenSource NewCancellation() => new();
 
     private void CancelAtDeadline(CancellationTokenSource cancellation)
     {
@@ -493,16 +512,65 @@ public sealed partial class MuxServerCall : IThreadPoolWorkItem
         if (now >= DeadlineTimestamp)
         {
             cancellation.Cancel(); // Nothing is registered on it yet: runs no callback here.
+            return;
         }
-        else
+
+        // The header allows up to uint.MaxValue ms, one more than a timer takes; a deadline that far
+        // away (about 49.7 days) is left unarmed rather than failing the handler.
+        TimeSpan remaining = TimeProvider.GetElapsedTime(now, DeadlineTimestamp);
+        if (remaining < s_longestTimer)
         {
-            // The header allows up to uint.MaxValue ms, one more than a timer takes; a deadline
-            // that far away (about 49.7 days) is left unarmed rather than failing the handler.
-            TimeSpan remaining = TimeProvider.GetElapsedTime(now, DeadlineTimestamp);
-            if (remaining < s_longestTimer)
-            {
-                cancellation.CancelAfter(remaining);
-            }
+            (_deadlineTimer ??= CreateDeadlineTimer()).Change(remaining, Timeout.InfiniteTimeSpan);
+            _deadlineArmed = true;
+        }
+    }
+
+    private ITimer CreateDeadlineTimer()
+    {
+        // Created inside a handler: without this, every later callback would run in the execution
+        // context (the AsyncLocals) of that first handler.
+        if (ExecutionContext.IsFlowSuppressed())
+        {
+            return TimeProvider.CreateTimer(s_onDeadline, this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+        }
+
+        using (ExecutionContext.SuppressFlow())
+        {
+            return TimeProvider.CreateTimer(s_onDeadline, this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+        }
+    }
+
+    /// <summary>The deadline timer fired. It may fire late, for a call that has finished (Finish's
+    /// disarm came too late to stop it) while this object serves another: so it cancels only the
+    /// source of the call running now, and only once the clock says that call's own deadline has
+    /// passed; earlier, it re-arms for what remains.</summary>
+    private void OnDeadline()
+    {
+        // Read between two reads of the generation, which Start and Finish bump: unchanged, the
+        // source and the deadline are one running call's. Changed, a call started or finished
+        // meanwhile, and a call that starts arms the timer itself if it needs it.
+        uint generation = Volatile.Read(ref _generation);
+        CancellationTokenSource? cancellation = Volatile.Read(ref _cancellation);
+        long deadline = Volatile.Read(ref _deadlineTimestamp);
+        bool finished = Volatile.Read(ref _cancelRequested) == 2;
+        if (cancellation is null || deadline == long.MaxValue || finished || Volatile.Read(ref _generation) != generation)
+        {
+            return;
+        }
+
+        long now = TimeProvider.GetTimestamp();
+        if (now >= deadline)
+        {
+            CancelQuietly(cancellation);
+            return;
+        }
+
+        // Early (a timer's granularity is coarser than the clock's) or for an earlier call: wait for
+        // the rest, in whole milliseconds so that an early fire cannot spin.
+        TimeSpan remaining = TimeSpan.FromMilliseconds(Math.Ceiling(TimeProvider.GetElapsedTime(now, deadline).TotalMilliseconds));
+        if (remaining < s_longestTimer)
+        {
+            _deadlineTimer?.Change(remaining, Timeout.InfiniteTimeSpan);
         }
     }
 

@@ -68,7 +68,10 @@ public sealed class MuxServerOptions
     /// </summary>
     public int MaxOutboundBytesPerConnection { get; set; } = 1024 * 1024;
 
-    /// <summary>How long a new connection has to complete its handshake. Defaults to 10 seconds.</summary>
+    /// <summary>How long a new connection has to complete its handshake, counted from the accept on
+    /// <see cref="TimeProvider"/>; a connection that has not completed it by then is closed
+    /// (<see cref="MuxCloseReason.HandshakeTimeout"/>, logged). With <see cref="Tls"/>, the TLS
+    /// handshake has this long, and then Mux's own again. Defaults to 10 seconds.</summary>
     public TimeSpan HandshakeTimeout { get; set; } = TimeSpan.FromSeconds(10);
 
     /// <summary>How long <see cref="MuxServer.DisposeAsync"/> lets calls in flight finish before it
@@ -176,8 +179,8 @@ public sealed class MuxServerOptions
     public TimeSpan KeepAliveTimeout { get; set; } = TimeSpan.FromSeconds(20);
 
     /// <summary>
-    /// The clock of the keepalive and idle timers, of the deadlines of calls it serves and of
-    /// <see cref="ClientCallTimeout"/>. Tests set a fake one (for example
+    /// The clock of the handshake, keepalive and idle timeouts, of the deadlines of the calls it
+    /// serves and of <see cref="ClientCallTimeout"/>. Tests set a fake one (for example
     /// <c>FakeTimeProvider</c> from Microsoft.Extensions.TimeProvider.Testing) to move time by hand.
     /// Defaults to <see cref="TimeProvider.System"/>.
     /// </summary>

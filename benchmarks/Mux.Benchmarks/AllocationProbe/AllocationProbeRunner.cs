@@ -90,7 +90,7 @@ internal static class AllocationProbeRunner
         output.WriteLine();
         output.WriteLine("Sizes of the objects Mux allocates per call (one instance each, measured):");
         output.WriteLine($"- MuxServerCall: {SizeOfMuxServerCall()} B (server, one per call running at once, reused for later requests: arguments, cancellation, the way back).");
-        output.WriteLine($"- CancellationTokenSource: {AllocatedOnThisThread(static () => GC.KeepAlive(new CancellationTokenSource()))} B (server, for a method with a CancellationToken parameter: the generated dispatcher reads MuxServerCall.CancellationToken, which creates it once per call object and reuses it for later requests unless a Cancel reached it).");
+        output.WriteLine($"- CancellationTokenSource: {AllocatedOnThisThread(static () => GC.KeepAlive(new CancellationTokenSource()))} B (server, per call of a method with a CancellationToken parameter: the generated dispatcher reads MuxServerCall.CancellationToken, which creates one per call and never reuses it, since a handler may keep its token; a deadline is armed on a timer the call object keeps).");
         output.WriteLine($"- Task<List<User>> of ValueTask.AsTask(): {SizeOfAsTask()} B (client, per call of a method returning Task<T>: the generated proxy wraps the pooled ValueTask).");
         output.WriteLine();
 

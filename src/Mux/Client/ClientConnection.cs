@@ -605,6 +605,7 @@ internal sealed partial class ClientConnection : MuxConnection, IPendingCallHost
                 PeerMaxFrameSize = settings.MaxFrameSize;
                 PeerStreamWindow = settings.StreamWindow;
                 PeerMaxMessageSize = settings.MaxMessageSize;
+                PeerEndsFragmentsOnCancel = settings.CancelEndsFragments;
                 _slots = new ClientCallSlots(settings.MaxConcurrentCalls);
                 _serverReadsTraceContext = serverReadsTraceContext;
                 _handshake.TrySetResult();

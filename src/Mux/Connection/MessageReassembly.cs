@@ -29,8 +29,13 @@ internal sealed class MessageReassembly
     // Payload bytes kept in the chunks (Received counts skipped ones too).
     private long _kept;
 
-    public MessageReassembly(in Frame first, bool skip)
+    // The connection whose reassembly memory this message counts in (see
+    // MuxConnection.ReassemblyBytesRented); null in unit tests. Immutable.
+    private readonly MuxConnection? _owner;
+
+    public MessageReassembly(in Frame first, bool skip, MuxConnection? owner = null)
     {
+        _owner = owner;
         Type = first.Type;
         Flags = first.Flags & ~FrameFlags.MoreFragments;
         CallId = first.CallId;
@@ -66,18 +71,15 @@ internal sealed class MessageReassembly
     /// <summary>The size of the reassembled payload.</summary>
     public long PayloadSize { get; }
 
-    /// <summary>Over MaxMessageSize, or no call waits for it: its bytes are counted and dropped.</summary>
-    public bool IsSkipped { get; }
+    /// <summary>Over MaxMessageSize, no call waits for it, or its call was cancelled while it
+    /// arrived (<see cref="Abandon"/>): its bytes are counted and dropped.</summary>
+    public bool IsSkipped { get; private set; }
 
     /// <summary>Counted against MaxMessagesInProgress while it arrives.</summary>
     public bool IsBounded { get; init; }
 
     /// <summary>Payload bytes received so far (kept or, when skipped, dropped).</summary>
     public long Received { get; private set; }
-
-    /// <summary>A Cancel for the call arrived while its Request was still arriving: delivered
-    /// right after the Request.</summary>
-    public bool CancelPending { get; set; }
 
     /// <summary>Adds the next fragment's bytes. Caller has checked that they fit the announced size.</summary>
     public void Append(in ReadOnlySequence<byte> bytes)
@@ -107,6 +109,7 @@ internal sealed class MessageReassembly
     {
         long size = Math.Min(PayloadSize - _kept, _first is null ? FirstChunkSize : Math.Clamp(_kept, FirstChunkSize, MaxChunkSize));
         var chunk = new Chunk(ArrayPool<byte>.Shared.Rent((int)size), _kept);
+        _owner?.CountReassemblyBytes(chunk.Array.Length);
         if (_last is null)
         {
             _first = chunk;
@@ -164,11 +167,26 @@ internal sealed class MessageReassembly
         _first = null;
         _last = null;
         _kept = 0;
+        long returned = 0;
         while (chunk is not null)
         {
+            returned += chunk.Array.Length;
             ArrayPool<byte>.Shared.Return(chunk.Array);
             chunk = chunk.NextChunk;
         }
+
+        if (returned != 0)
+        {
+            _owner?.CountReassemblyBytes(-returned);
+        }
+    }
+
+    /// <summary>Its call was cancelled while it arrived: gives its chunks back now, and drops the
+    /// rest of its bytes as they arrive (counting them, to check the sequence). Reader loop only.</summary>
+    public void Abandon()
+    {
+        IsSkipped = true;
+        Release();
     }
 
     /// <summary>One rented array of the payload, and its place in the sequence.</summary>

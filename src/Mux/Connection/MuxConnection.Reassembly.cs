@@ -24,6 +24,20 @@ internal abstract partial class MuxConnection
     // (TakeDeliveredMessage) or OnFrameAsync returns. Reader loop only.
     private MessageReassembly? _deliveredMessage;
 
+    // Bytes of the arrays the messages arriving here, or handed over whole to calls, hold rented
+    // from the shared pool. Changed once per chunk (256 KiB to 4 MiB), never per frame: by the
+    // reader loop as chunks are rented, and by whoever releases a message (a call may, on its own
+    // thread). Read by tests and diagnostics.
+    private long _reassemblyBytes;
+
+    /// <summary>Bytes of pooled arrays held by messages that arrived in fragments and have not been
+    /// released yet (for tests and diagnostics): 0 once every such message has been handed on and
+    /// released, cancelled, or dropped with the connection.</summary>
+    internal long ReassemblyBytesRented => Interlocked.Read(ref _reassemblyBytes);
+
+    /// <summary>Counts a chunk rented (positive) or returned (negative) by a <see cref="MessageReassembly"/>.</summary>
+    internal void CountReassemblyBytes(long delta) => Interlocked.Add(ref _reassemblyBytes, delta);
+
     /// <summary>The largest message (all its fragments after their common headers) this side
     /// accepts; a larger one fails its call, not the connection. Set by a subclass's constructor.</summary>
     protected int MaxMessageSize { get; init; } = int.MaxValue;
@@ -90,11 +104,15 @@ internal abstract partial class MuxConnection
                 return;
             }
 
-            if (frame.Type == FrameType.Cancel)
+            if (frame.Type == FrameType.Cancel && interrupted.Type == FrameType.Request)
             {
-                // The caller gave up while its Request was still arriving: the handler is
-                // cancelled as soon as the Request is whole and has been dispatched.
-                interrupted.CancelPending = true;
+                // The caller gave up while its Request was still arriving: nothing will run it.
+                CancelArrivingRequest(interrupted);
+                if (PeerEndsFragmentsOnCancel)
+                {
+                    Forget(ReassemblyKey(frame), interrupted); // Its sender sends no more of it.
+                }
+
                 return;
             }
 
@@ -127,7 +145,7 @@ internal abstract partial class MuxConnection
 
         if (message.IsSkipped)
         {
-            return; // Over MaxMessageSize: its call has already been failed.
+            return; // Over MaxMessageSize or cancelled: its call has already been answered.
         }
 
         _deliveredMessage = message;
@@ -146,11 +164,32 @@ internal abstract partial class MuxConnection
 
             _deliveredMessage = null;
         }
+    }
 
-        if (message.CancelPending && !IsClosed)
+    /// <summary>
+    /// A Cancel for a call whose Request is still arriving in fragments (docs/protocol.md,
+    /// *Fragments*): the pooled memory goes back at once, the call never runs, and it is answered
+    /// Error Canceled now, in its own id space: the caller's side counts the call as outstanding
+    /// until an answer comes. The rest of the Request, if its sender still sends it (without
+    /// cancelEndsFragments), is read and dropped as it arrives. A Request already answered (over
+    /// MaxMessageSize) gets nothing more.
+    /// </summary>
+    private void CancelArrivingRequest(MessageReassembly request)
+    {
+        if (request.IsSkipped)
         {
-            // In the message's own id space: a server's Cancel of its call to the client too.
-            await OnFrameAsync(new Frame(FrameType.Cancel, message.Flags & FrameFlags.ServerInitiated, message.CallId, 0, default)).ConfigureAwait(false);
+            return;
+        }
+
+        request.Abandon();
+        var body = new ErrorBody(MuxStatusCode.Canceled, $"{MuxServiceRegistry.GetMethodDisplayName(request.MethodId)} was canceled before its request had arrived whole; it was not run.", null);
+        try
+        {
+            SendFrame(FrameType.Error, request.CallId, 0, ref body, request.Flags & FrameFlags.ServerInitiated);
+        }
+        catch (MuxConnectionException)
+        {
+            // Closed meanwhile: the caller's side fails or forgets the call itself.
         }
     }
 
@@ -194,7 +233,7 @@ internal abstract partial class MuxConnection
         }
 
         bool tooLarge = first.MessageSize > (uint)MaxMessageSize;
-        _reassemblies.Add(key, new MessageReassembly(first, skip: tooLarge || !expected) { IsBounded = bounded });
+        _reassemblies.Add(key, new MessageReassembly(first, skip: tooLarge || !expected, owner: this) { IsBounded = bounded });
         if (tooLarge)
         {
             OnMessageTooLarge(first);

@@ -81,6 +81,10 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     // _messages to write a fragment of. Written under _outboundLock; read without it as a hint.
     private volatile int _queuedMessages;
 
+    // The message the role holder has taken out of _messages to write a fragment of, so that a
+    // Cancel can still reach it (AbortRequestInFragments). Set and cleared under _outboundLock.
+    private OutboundMessage? _writingMessage;
+
     // What the queued messages count against MaxQueuedOutboundBytes: one fragment each, not their
     // whole size, so that a transfer under way never makes the queue look full to small calls; a
     // peer that stops reading still fills it after a few messages. Guarded by _outboundLock.
@@ -92,6 +96,12 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
 
     /// <summary>The largest message the peer accepts, from its handshake; unlimited until then.</summary>
     protected int PeerMaxMessageSize { get; set; } = int.MaxValue;
+
+    /// <summary>Whether the peer announced <c>cancelEndsFragments</c> (this side always does): a
+    /// Cancel then ends a Request still in fragments both ways, so no fragment of it is sent after
+    /// its Cancel, and none is expected after one. Set from the peer's handshake on the reader loop,
+    /// before any call.</summary>
+    protected bool PeerEndsFragmentsOnCancel { get; set; }
 
     /// <summary>Where the peer sets its limits ("MuxServerOptions" for a client's peer), named in
     /// the message of a call that fails for being over them. Set by a subclass's constructor.</summary>
@@ -227,9 +237,12 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         }
 
         OutboundMessage message;
+        bool aborted;
         lock (_outboundLock)
         {
             message = _messages.Dequeue();
+            _writingMessage = message;
+            aborted = message.Aborted;
         }
 
         if (DropsQueuedFrames)
@@ -237,6 +250,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
             message.Dispose();
             lock (_outboundLock)
             {
+                _writingMessage = null;
                 while (_messages.TryDequeue(out OutboundMessage? dropped))
                 {
                     dropped.Dispose();
@@ -250,10 +264,14 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
             return 0;
         }
 
-        bool last = message.WriteNextFragment(_output);
+        // A Request whose Cancel is queued already sends nothing more: its Cancel ends it.
+        bool last = !aborted && message.WriteNextFragment(_output);
+        int written = aborted ? 0 : 1;
         lock (_outboundLock)
         {
-            if (last)
+            _writingMessage = null;
+            aborted |= message.Aborted; // Cancelled while this fragment was being written.
+            if (last || aborted)
             {
                 _queuedMessages--;
                 _messageCharge -= message.FragmentSize;
@@ -265,22 +283,61 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
             }
         }
 
-        if (last)
+        if (last || aborted)
         {
             message.Dispose();
             SignalOutboundRoom();
+        }
 
+        if (last)
+        {
             // All of it is in the output now: whatever is queued from here on goes out after it.
             message.WhenWritten?.OnMessageWritten();
         }
 
-        return 1;
+        return written;
     }
 
-    /// <summary>Sends a frame whose body is raw bytes (Cancel, Ping, Pong, GoAway).</summary>
+    /// <summary>
+    /// Before a Cancel is queued, with cancelEndsFragments in force: marks the call's Request, if
+    /// it is being sent in fragments and has begun, so that the writer sends no more of it. Marked
+    /// first, the Cancel then follows the last fragment written (the writer checks the mark under
+    /// the lock before each fragment, and the Cancel is queued after). A Request that has not begun
+    /// is sent whole: the peer must see it to answer it, and the caller's side counts the call
+    /// until it does.
+    /// </summary>
+    private void AbortRequestInFragments(uint callId, FrameFlags flags)
+    {
+        lock (_outboundLock)
+        {
+            if (_writingMessage is { } writing && writing.IsRequestOf(callId, flags))
+            {
+                writing.Aborted = true; // Its fragment being written now is its last.
+                return;
+            }
+
+            foreach (OutboundMessage message in _messages)
+            {
+                if (message.IsRequestOf(callId, flags))
+                {
+                    message.Aborted = message.Started;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// <summary>Sends a frame whose body is raw bytes (Cancel, Ping, Pong, GoAway). A Cancel also
+    /// ends its call's Request if that is still being sent in fragments and the peer takes a
+    /// Cancel to end one (cancelEndsFragments).</summary>
     protected void SendRawFrame(FrameType type, uint callId, ReadOnlySpan<byte> body, FrameFlags flags = FrameFlags.None)
     {
         ThrowIfClosed();
+        if (type == FrameType.Cancel && PeerEndsFragmentsOnCancel && _queuedMessages != 0)
+        {
+            AbortRequestInFragments(callId, flags);
+        }
+
         PooledBufferWriter staging = t_staging ??= new PooledBufferWriter();
         staging.Reset();
         FrameWriter.WriteRaw(staging, type, callId, body, flags);

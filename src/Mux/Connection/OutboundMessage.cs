@@ -29,6 +29,26 @@ internal sealed class OutboundMessage : IDisposable
     /// <summary>Told by the writer once the last fragment has been written; null for most messages.</summary>
     public IMessageWrittenListener? WhenWritten { get; init; }
 
+    /// <summary>Its call was cancelled while the message was being sent (a Request, with
+    /// cancelEndsFragments in force): the writer sends no more of it. Written and read under the
+    /// connection's outbound lock.</summary>
+    public bool Aborted { get; set; }
+
+    /// <summary>Whether a fragment of it has been written. Read under the connection's outbound
+    /// lock for a message in its queue: the writer moves the position before it puts the message
+    /// back under that lock.</summary>
+    public bool Started => _position > ProtocolConstants.FrameHeaderSize;
+
+    /// <summary>Whether this is the Request of call <paramref name="callId"/> in the id space of
+    /// <paramref name="flags"/> (ServerInitiated or not): what a Cancel with those would end.</summary>
+    public bool IsRequestOf(uint callId, FrameFlags flags)
+    {
+        ReadOnlySpan<byte> header = _frame.WrittenSpan;
+        return header[4] == (byte)FrameType.Request
+            && BinaryPrimitives.ReadUInt32LittleEndian(header[6..]) == callId
+            && (((FrameFlags)header[5] ^ flags) & FrameFlags.ServerInitiated) == 0;
+    }
+
     /// <summary>Writes the next fragment into <paramref name="output"/>. Returns true when it was the last.</summary>
     public bool WriteNextFragment(IBufferWriter<byte> output)
     {

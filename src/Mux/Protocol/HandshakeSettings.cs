@@ -22,16 +22,24 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
     /// peer did not say.</summary>
     public int MaxMessageSize { get; init; } = int.MaxValue;
 
+    /// <summary>Whether this side takes a Cancel to end a Request still in fragments (docs/protocol.md,
+    /// *Fragments*): it sends none of its own Request's fragments after the Request's Cancel, and
+    /// expects none of a Request it receives after that Request's Cancel. In force on a connection
+    /// when both sides announce it. Every side of this build does (the default); false when the
+    /// peer did not say.</summary>
+    public bool CancelEndsFragments { get; init; } = true;
+
     private const string MaxFrameSizeKey = "maxFrameSize";
     private const string MaxMessageSizeKey = "maxMessageSize";
     private const string MaxConcurrentCallsKey = "maxConcurrentCalls";
     private const string AuthTokenKey = "authToken";
     private const string TraceContextKey = "traceContext";
     private const string StreamWindowKey = "streamWindow";
+    private const string CancelEndsFragmentsKey = "cancelEndsFragments";
 
     public void WriteMap(ref MessagePackWriter writer)
     {
-        writer.WriteMapHeader(AuthToken is null ? 5 : 6);
+        writer.WriteMapHeader(AuthToken is null ? 6 : 7);
         writer.Write(MaxFrameSizeKey);
         writer.Write(MaxFrameSize);
         writer.Write(MaxMessageSizeKey);
@@ -42,6 +50,8 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
         writer.Write(true);
         writer.Write(StreamWindowKey);
         writer.Write(StreamWindow);
+        writer.Write(CancelEndsFragmentsKey);
+        writer.Write(CancelEndsFragments);
         if (AuthToken is not null)
         {
             writer.Write(AuthTokenKey);
@@ -76,6 +86,7 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
         int maxMessageSize = int.MaxValue;
         string? authToken = null;
         int streamWindow = DefaultStreamWindow;
+        bool cancelEndsFragments = false;
         readsTraceContext = false;
         try
         {
@@ -103,6 +114,9 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
                     case StreamWindowKey:
                         streamWindow = reader.ReadInt32();
                         break;
+                    case CancelEndsFragmentsKey:
+                        cancelEndsFragments = reader.ReadBoolean();
+                        break;
                     default:
                         reader.Skip();
                         break;
@@ -119,6 +133,6 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
             throw new MuxProtocolException($"The handshake settings are out of range: maxFrameSize {maxFrameSize} (at least {ProtocolConstants.MinimumMaxFrameSize}), maxConcurrentCalls {maxConcurrentCalls} (at least 1), streamWindow {streamWindow} (at least 1).");
         }
 
-        return new HandshakeSettings(version, maxFrameSize, maxConcurrentCalls, authToken) { StreamWindow = streamWindow, MaxMessageSize = maxMessageSize };
+        return new HandshakeSettings(version, maxFrameSize, maxConcurrentCalls, authToken) { StreamWindow = streamWindow, MaxMessageSize = maxMessageSize, CancelEndsFragments = cancelEndsFragments };
     }
 }

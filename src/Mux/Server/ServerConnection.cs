@@ -87,7 +87,8 @@ internal sealed partial class ServerConnection : MuxConnection
         KeepAliveInterval = options.KeepAliveInterval;
         KeepAliveTimeout = options.KeepAliveTimeout;
         _closesWhenIdle = options.IdleTimeout != Timeout.InfiniteTimeSpan;
-        _idleSince = TimeProvider.GetTimestamp();
+        _acceptedAt = TimeProvider.GetTimestamp();
+        _idleSince = _acceptedAt;
         PropagatesCallContext = options.EnableCallContextPropagation;
         if (PropagatesCallContext)
         {
@@ -101,6 +102,10 @@ internal sealed partial class ServerConnection : MuxConnection
 
     // Whether MuxServerOptions.IdleTimeout is on. Immutable.
     private readonly bool _closesWhenIdle;
+
+    // TimeProvider timestamp of when the connection was accepted (this object was made): the
+    // handshake timeout counts from it. Immutable.
+    private readonly long _acceptedAt;
 
     // TimeProvider timestamp of when the connection last became free of calls (or opened); kept
     // only when _closesWhenIdle. Written by Retire when the last running call finishes; read by
@@ -160,9 +165,13 @@ internal sealed partial class ServerConnection : MuxConnection
 
     private async Task EnforceHandshakeTimeoutAsync()
     {
+        // On the server's clock, so that a fake one moves it. Counted from the accept, not from
+        // here: the server lists the connection a moment before it starts it.
+        TimeSpan waited = TimeProvider.GetElapsedTime(_acceptedAt);
+        TimeSpan remaining = waited < _options.HandshakeTimeout ? _options.HandshakeTimeout - waited : TimeSpan.Zero;
         try
         {
-            await Task.Delay(_options.HandshakeTimeout, _closing.Token).ConfigureAwait(false);
+            await Task.Delay(remaining, TimeProvider, _closing.Token).ConfigureAwait(false);
         }
         catch (OperationCanceledException)
         {
@@ -412,6 +421,7 @@ internal sealed partial class ServerConnection : MuxConnection
         PeerMaxFrameSize = client.MaxFrameSize;
         PeerStreamWindow = client.StreamWindow;
         PeerMaxMessageSize = client.MaxMessageSize;
+        PeerEndsFragmentsOnCancel = client.CancelEndsFragments;
         _handshakeDone = true;
         var body = new HelloBody(new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow, MaxMessageSize = _options.MaxMessageSize });
         SendFrame(FrameType.HelloAck, 0, 0, ref body);

@@ -57,21 +57,18 @@ internal static class ServerTransport
     }
 
     /// <summary>
-    /// Authenticates TLS over an accepted connection within <see cref="MuxServerOptions.HandshakeTimeout"/>.
-    /// Returns null (and logs why) when the client fails the handshake, does not ask for
-    /// <c>mux/1</c>, times out, or the server stops meanwhile; the stream is closed then.
+    /// Authenticates TLS over an accepted connection within <see cref="MuxServerOptions.HandshakeTimeout"/>,
+    /// counted on <see cref="MuxServerOptions.TimeProvider"/> from <paramref name="acceptedAt"/> (a
+    /// timestamp of that clock). Returns null (and logs why) when the client fails the handshake,
+    /// does not ask for <c>mux/1</c>, times out, or the server stops meanwhile; the stream is closed then.
     /// </summary>
-    public static async Task<StreamConnection?> AuthenticateAsync(Stream stream, Socket? socket, MuxServerOptions options, ILogger logger, string name, CancellationToken stopping)
+    public static async Task<StreamConnection?> AuthenticateAsync(Stream stream, Socket? socket, MuxServerOptions options, ILogger logger, string name, long acceptedAt, CancellationToken stopping)
     {
-        using var timeout = CancellationTokenSource.CreateLinkedTokenSource(stopping);
-        if (options.HandshakeTimeout != Timeout.InfiniteTimeSpan)
-        {
-            timeout.CancelAfter(options.HandshakeTimeout);
-        }
-
+        using CancellationTokenSource timeout = StartHandshakeTimeout(options, acceptedAt);
+        using var linked = CancellationTokenSource.CreateLinkedTokenSource(stopping, timeout.Token);
         try
         {
-            SslStream ssl = await TlsHandshake.AuthenticateAsServerAsync(stream, options.Tls!, timeout.Token).ConfigureAwait(false);
+            SslStream ssl = await TlsHandshake.AuthenticateAsServerAsync(stream, options.Tls!, linked.Token).ConfigureAwait(false);
             TransportLog.TlsEstablished(logger, name, ssl.SslProtocol, ssl.NegotiatedCipherSuite);
             return new StreamConnection(ssl, socket ?? (stream as NetworkStream)?.Socket, options.MaxFrameSize);
         }
@@ -89,5 +86,19 @@ internal static class ServerTransport
             await stream.DisposeAsync().ConfigureAwait(false);
             return null;
         }
+    }
+
+    /// <summary>A source cancelled at the handshake timeout, on the server's clock (so that a fake
+    /// one moves it), counting the time since the accept; already cancelled when that has passed.</summary>
+    private static CancellationTokenSource StartHandshakeTimeout(MuxServerOptions options, long acceptedAt)
+    {
+        if (options.HandshakeTimeout == Timeout.InfiniteTimeSpan)
+        {
+            return new CancellationTokenSource();
+        }
+
+        TimeSpan waited = options.TimeProvider.GetElapsedTime(acceptedAt);
+        TimeSpan remaining = waited < options.HandshakeTimeout ? options.HandshakeTimeout - waited : TimeSpan.Zero;
+        return new CancellationTokenSource(remaining, options.TimeProvider);
     }
 }

@@ -2,8 +2,8 @@ using System.Collections.Concurrent;
 
 namespace Mux.Tests.Server;
 
-/// <summary>Handlers that look at their CancellationToken, for the tests of a call object that
-/// reuses its token source across requests.</summary>
+/// <summary>Handlers that look at their CancellationToken, for the tests of a call object that is
+/// reused across requests (each request with a token of its own).</summary>
 [MuxService]
 public interface ITokenRecordingService
 {

@@ -109,8 +109,8 @@ public sealed class ServerCallReuseTests
         try
         {
             // One call at a time: the server serves them all with the one or two call objects it
-            // has, cancelling every other request, so each Remember runs on an object whose token
-            // (and its earlier registrations) served a cancelled request or a Remember before it.
+            // has, cancelling every other request, so each Remember runs on an object that served a
+            // cancelled request or a Remember before it, whose handler left a registration behind.
             for (int i = 0; i < 20; i++)
             {
                 Assert.False(await proxy.Remember(i).WaitAsync(TestHost.Patience), $"Remember({i}) got a cancelled token.");
