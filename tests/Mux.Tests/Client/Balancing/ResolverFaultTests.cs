@@ -19,18 +19,20 @@ public sealed class ResolverFaultTests
     private static readonly TimeSpan InitialDelay = TimeSpan.FromSeconds(1);
     private static readonly TimeSpan MaxDelay = TimeSpan.FromSeconds(4);
 
-    /// <summary>A fake clock that records the due time of every timer made on it, so a test knows
-    /// when the resolve loop has started waiting for its next round (and for how long).</summary>
+    /// <summary>A fake clock that records the due time of every one-shot timer made on it (the
+    /// waits of the resolve loop and the reconnect backoff), so a test knows when the resolve loop
+    /// has started waiting for its next round (and for how long). Periodic timers (the scan for
+    /// calls past their CallTimeout, on the same clock) are not waits and are left out.</summary>
     private sealed class WatchedClock : FakeTimeProvider
     {
         private readonly ConcurrentQueue<TimeSpan> _dueTimes = new();
 
-        /// <summary>The due times of the timers made so far that were armed at once, in order.</summary>
+        /// <summary>The due times of the one-shot timers made so far that were armed at once, in order.</summary>
         public TimeSpan[] DueTimes => [.. _dueTimes];
 
         public override ITimer CreateTimer(TimerCallback callback, object? state, TimeSpan dueTime, TimeSpan period)
         {
-            if (dueTime != Timeout.InfiniteTimeSpan)
+            if (dueTime != Timeout.InfiniteTimeSpan && period == Timeout.InfiniteTimeSpan)
             {
                 _dueTimes.Enqueue(dueTime);
             }
