@@ -50,12 +50,12 @@ public sealed class BalanceCluster : IAsyncDisposable
         Assert.True(neverRan.Length == 0, $"{neverRan.Length} calls succeeded that no instance ran, e.g. value {neverRan.FirstOrDefault()}.");
     }
 
-    public static async Task<BalanceCluster> StartAsync(int count, params TimeSpan[] delays)
+    public static async Task<BalanceCluster> StartAsync(int count)
     {
         var cluster = new BalanceCluster(count);
         for (int i = 0; i < count; i++)
         {
-            await cluster.StartAsync(i, new IPEndPoint(IPAddress.Loopback, 0), i < delays.Length ? delays[i] : TimeSpan.Zero);
+            await cluster.StartAsync(i, new IPEndPoint(IPAddress.Loopback, 0));
         }
 
         return cluster;
@@ -85,7 +85,7 @@ public sealed class BalanceCluster : IAsyncDisposable
     public Task DrainAsync(int index) => StopAsync(index, new CancellationTokenSource(TestHost.Patience).Token);
 
     /// <summary>Starts instance <paramref name="index"/> again on its port, with a fresh probe.</summary>
-    public Task RestartAsync(int index) => StartAsync(index, EndPoints[index], TimeSpan.Zero);
+    public Task RestartAsync(int index) => StartAsync(index, EndPoints[index]);
 
     private async Task StopAsync(int index, CancellationToken cancellationToken)
     {
@@ -95,9 +95,9 @@ public sealed class BalanceCluster : IAsyncDisposable
         await server.DisposeAsync();
     }
 
-    private async Task StartAsync(int index, IPEndPoint endPoint, TimeSpan delay)
+    private async Task StartAsync(int index, IPEndPoint endPoint)
     {
-        var probe = new BalanceProbe(delay);
+        var probe = new BalanceProbe();
         var server = new MuxServer(new MuxServerOptions { EndPoint = endPoint });
         server.AddService<IBalanceProbe>(probe);
         await server.StartAsync().WaitAsync(TestHost.Patience);

@@ -6,14 +6,14 @@ namespace Mux.Tests.Client.Balancing;
 [MuxService]
 public interface IBalanceProbe
 {
-    /// <summary>Returns <paramref name="value"/> (after the instance's delay, or once its held
-    /// calls are released, if it has either).</summary>
+    /// <summary>Returns <paramref name="value"/> (once the instance's held calls are released,
+    /// while it holds them).</summary>
     ValueTask<int> Serve(int value);
 }
 
-/// <summary>One server instance of <see cref="IBalanceProbe"/>; a delay makes it a slow one, and
-/// <see cref="HoldCalls"/> one whose calls stay pending until the test lets them go.</summary>
-public sealed class BalanceProbe(TimeSpan delay) : IBalanceProbe
+/// <summary>One server instance of <see cref="IBalanceProbe"/>; <see cref="HoldCalls"/> makes it
+/// one whose calls stay pending until the test lets them go (a slow instance, without a clock).</summary>
+public sealed class BalanceProbe : IBalanceProbe
 {
     private int _served;
     private int _holding;
@@ -56,11 +56,6 @@ public sealed class BalanceProbe(TimeSpan delay) : IBalanceProbe
             {
                 Interlocked.Decrement(ref _holding);
             }
-        }
-
-        if (delay > TimeSpan.Zero)
-        {
-            await Task.Delay(delay).ConfigureAwait(false);
         }
 
         return value;
