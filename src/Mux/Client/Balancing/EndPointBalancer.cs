@@ -13,10 +13,11 @@ namespace Mux.Client.Balancing;
 /// <para>The pick (<see cref="Current"/>) reads an immutable array without a lock and allocates
 /// nothing. It skips instances with no usable connection (lost, or draining after GoAway: the
 /// keeper retires those as the pick reads them), so new calls only go to instances that take them.</para>
-/// <para>Power of two choices against least pending calls, three equal servers on loopback, 300
-/// callers, 90,000 calls (BalancingTests, four runs each on the shared 2-core machine): the largest
-/// deviation from an even third was 1.4–3.5% with two choices, 1.6–5.3% with least pending; in
-/// 30,000-call runs both varied more (up to 24% and 18%). Two choices are the default: a little
+/// <para>Power of two choices against least pending calls, measured once (2026-11, three equal
+/// servers on loopback, 300 callers, 90,000 calls, four runs each on a shared 2-core machine): the
+/// largest deviation from an even third was 1.4–3.5% with two choices, 1.6–5.3% with least pending;
+/// in 30,000-call runs both varied more (up to 24% and 18%). BalancingTests now pins the picks
+/// themselves, with every call held pending, not those shares. Two choices are the default: a little
 /// tighter, constant cost whatever the number of instances, and no herding (a full scan sends
 /// every call made just after one connection's responses arrive to that same instance). A slow
 /// instance, whose calls stay pending, still loses most comparisons. Ties go to a random instance.</para>
