@@ -3,6 +3,7 @@ using System.Collections.Concurrent;
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
 using Mux.Connection;
+using Mux.Protocol;
 
 namespace Mux.Diagnostics;
 

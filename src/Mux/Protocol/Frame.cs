@@ -35,7 +35,7 @@ internal readonly struct Frame
     /// Hello and HelloAck (whose magic and version are left at its start), raw bytes otherwise.</summary>
     public ReadOnlySequence<byte> Payload { get; }
 
-    /// <summary>A Request's trace-context header (Mux.Diagnostics.TraceContextHeader), a slice of
+    /// <summary>A Request's trace-context header (TraceContextHeader), a slice of
     /// the receive buffer like <see cref="Payload"/>; empty when the caller sent none.</summary>
     public ReadOnlySequence<byte> TraceContext { get; }
 

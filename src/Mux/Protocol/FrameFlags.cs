@@ -13,7 +13,7 @@ internal enum FrameFlags : byte
     MoreFragments = 1,
 
     /// <summary>A Request carries the caller's W3C trace context between its method id and its
-    /// arguments (see Mux.Diagnostics.TraceContextHeader). Only sent to a server whose HelloAck
+    /// arguments (see TraceContextHeader). Only sent to a server whose HelloAck
     /// announced <c>traceContext</c>.</summary>
     TraceContext = 2,
 

@@ -1,7 +1,6 @@
 using System.Buffers;
 using System.Buffers.Binary;
 using System.Diagnostics.CodeAnalysis;
-using Mux.Diagnostics;
 
 namespace Mux.Protocol;
 

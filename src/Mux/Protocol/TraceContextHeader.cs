@@ -4,7 +4,7 @@ using System.Diagnostics;
 using System.Text;
 using MessagePack;
 
-namespace Mux.Diagnostics;
+namespace Mux.Protocol;
 
 /// <summary>
 /// The optional trace-context header of a Request (docs/protocol.md, "Trace context"): present when

@@ -1,8 +1,7 @@
 using System.Diagnostics;
 using MessagePack;
-using Mux.Protocol;
 
-namespace Mux.Diagnostics;
+namespace Mux.Protocol;
 
 /// <summary>A Request body preceded by the trace-context header: written when the frame carries
 /// <see cref="FrameFlags.TraceContext"/>. A struct passed by generic type, like the body it wraps.</summary>
