@@ -125,9 +125,6 @@ internal static class Emitter
         w.Line("_invoker = invoker;");
         w.Line("_client = invoker as global::Mux.MuxClient;");
         w.Close();
-        w.Line();
-        w.Line("// Streams travel only on calls to a server.");
-        w.Line("private global::Mux.MuxClient StreamClient => this._client ?? throw new global::System.NotSupportedException(\"IAsyncEnumerable streams are not supported on calls from a server to its client.\");");
 
         for (int i = 0; i < service.Methods.Count; i++)
         {
@@ -162,17 +159,17 @@ internal static class Emitter
         if (method.ReturnKind == ReturnKind.Stream)
         {
             return stream is null
-                ? $"this.StreamClient.InvokeServerStream<{arguments}, {method.ResultType}>({id}, {newArguments}, {token})"
-                : $"this.StreamClient.InvokeDuplexStream<{arguments}, {stream.StreamItemType}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token})";
+                ? $"this._invoker.InvokeServerStream<{arguments}, {method.ResultType}>({id}, {newArguments}, {token})"
+                : $"this._invoker.InvokeDuplexStream<{arguments}, {stream.StreamItemType}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token})";
         }
 
         string items = stream!.StreamItemType!;
         return method.ReturnKind switch
         {
-            ReturnKind.Task => $"this.StreamClient.InvokeClientStreamAsync<{arguments}, {items}>({id}, {newArguments}, {stream.Name}, {token}).AsTask()",
-            ReturnKind.ValueTask => $"this.StreamClient.InvokeClientStreamAsync<{arguments}, {items}>({id}, {newArguments}, {stream.Name}, {token})",
-            ReturnKind.TaskOfT => $"this.StreamClient.InvokeClientStreamAsync<{arguments}, {items}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token}).AsTask()",
-            _ => $"this.StreamClient.InvokeClientStreamAsync<{arguments}, {items}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token})",
+            ReturnKind.Task => $"this._invoker.InvokeClientStreamAsync<{arguments}, {items}>({id}, {newArguments}, {stream.Name}, {token}).AsTask()",
+            ReturnKind.ValueTask => $"this._invoker.InvokeClientStreamAsync<{arguments}, {items}>({id}, {newArguments}, {stream.Name}, {token})",
+            ReturnKind.TaskOfT => $"this._invoker.InvokeClientStreamAsync<{arguments}, {items}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token}).AsTask()",
+            _ => $"this._invoker.InvokeClientStreamAsync<{arguments}, {items}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token})",
         };
     }
 

@@ -1,5 +1,4 @@
-using Mux.Client;
-using Mux.Server;
+using Mux.Connection;
 
 namespace Mux;
 
@@ -31,12 +30,12 @@ public sealed partial class MuxCallContext
     private static volatile bool s_propagating;
 
     // The pooled call this context describes while its generation is the call's current one.
-    private readonly MuxServerCall _call;
+    private readonly IncomingCall _call;
 
-    // MuxServerCall.Generation when this context was made; the call object is reused afterwards.
+    // IncomingCall.Generation when this context was made; the call object is reused afterwards.
     private readonly uint _generation;
 
-    internal MuxCallContext(MuxServerCall call)
+    internal MuxCallContext(IncomingCall call)
     {
         _call = call;
         _generation = call.Generation;
@@ -105,7 +104,7 @@ public sealed partial class MuxCallContext
 
     /// <summary>The pooled call behind this context, for the partial class's other parts; check
     /// <see cref="IsCallRunning"/> before trusting what it says about this call.</summary>
-    internal MuxServerCall Call => _call;
+    internal IncomingCall Call => _call;
 
     /// <summary>
     /// The deadline as a <see cref="TimeProvider"/> timestamp of the server's

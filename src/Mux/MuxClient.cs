@@ -10,6 +10,8 @@ using Mux.Client;
 using Mux.Client.Balancing;
 using Mux.Connection;
 using Mux.Diagnostics;
+using Mux.Serialization;
+using Mux.Streaming;
 using Mux.Transport;
 
 namespace Mux;
@@ -19,48 +21,39 @@ namespace Mux;
 /// hundreds of concurrent calls travel over its single TCP connection, each tagged with its own
 /// call id, and their frames are merged into few socket reads and writes.
 /// </summary>
-public sealed partial class MuxClient : IMuxCallInvoker, IAsyncDisposable
+public sealed class MuxClient : IMuxCallInvoker, IOutgoingCallsSource, IAsyncDisposable
 {
-    // One endpoint's ConnectionKeeper, or an EndPointBalancer over several instances.
-    private readonly IConnectionSource _keeper;
+    // The connections, services and call path behind this public face (Client/ClientRuntime).
+    private readonly ClientRuntime _runtime;
 
-    // The clock calls' deadlines are fixed and kept on (MuxClientOptions.TimeProvider), and
-    // CallTimeout in its timestamp units (ClockDeadline.Never for none). Immutable.
-    private readonly TimeProvider _clock;
-    private readonly long _callTimeout;
-
-    // What this client serves to calls its server starts (AddService); shared by every connection
-    // it opens. Set before the keeper starts opening connections.
-    private readonly ClientServices _services;
-
-    private MuxClient(Func<MuxClient, IConnectionSource> startKeeper, MuxClientOptions options, EndPoint? remoteEndPoint, ClientServices? services = null)
+    private MuxClient(ClientRuntime runtime)
     {
-        _services = services ?? new ClientServices();
-        RemoteEndPoint = remoteEndPoint;
-        _clock = options.TimeProvider;
-        _callTimeout = ClockDeadline.ToTimestampSpan(_clock, options.CallTimeout);
-        _keeper = startKeeper(this);
+        _runtime = runtime;
+        runtime.StateChanged = OnStateChanged;
     }
 
+    // One endpoint's ConnectionKeeper, or an EndPointBalancer over several instances.
+    private IConnectionSource Keeper => _runtime.Keeper;
+
     /// <summary>The newest connection under this client, for tests that drive its edges directly.</summary>
-    internal ClientConnection Connection => _keeper.Latest ?? throw new InvalidOperationException("The client has not connected yet.");
+    internal ClientConnection Connection => Keeper.Latest ?? throw new InvalidOperationException("The client has not connected yet.");
 
     /// <summary>The server's address: the socket address of the connection, or the configured
     /// endpoint while connecting; null for in-memory connections and for a client over several
     /// instances (see <see cref="GetEndPointStatistics"/>).</summary>
-    public EndPoint? RemoteEndPoint { get; private set; }
+    public EndPoint? RemoteEndPoint => _runtime.RemoteEndPoint;
 
     /// <summary>Whether the newest connection is open. It may be finishing its calls after the
     /// server's GoAway while new calls wait for the next one: <see cref="State"/> says which.</summary>
-    public bool IsConnected => _keeper.Latest is { IsClosed: false };
+    public bool IsConnected => Keeper.Latest is { IsClosed: false };
 
     /// <summary>Why the newest connection closed; <see cref="MuxCloseReason.None"/> while it is open
     /// or before the first one.</summary>
-    public MuxCloseReason CloseReason => _keeper.Latest?.CloseReason ?? MuxCloseReason.None;
+    public MuxCloseReason CloseReason => Keeper.Latest?.CloseReason ?? MuxCloseReason.None;
 
     /// <summary>Where the client is in its connection's life. Changes are reported by
     /// <see cref="StateChanged"/>.</summary>
-    public MuxClientState State => _keeper.State;
+    public MuxClientState State => Keeper.State;
 
     /// <summary>
     /// Raised on each change of <see cref="State"/>: connected, connection lost (with the reason
@@ -73,11 +66,11 @@ public sealed partial class MuxClient : IMuxCallInvoker, IAsyncDisposable
     /// <summary>Completes when the client has closed: disposed, or its connection lost (or never
     /// made) with <see cref="MuxClientOptions.AutoReconnect"/> off. While the client reconnects it
     /// does not complete.</summary>
-    public Task Completion => _keeper.Completion;
+    public Task Completion => Keeper.Completion;
 
     /// <summary>Calls waiting for their response on the current connection right now (on all
     /// instances' connections for a client over several).</summary>
-    public int PendingCalls => _keeper is EndPointBalancer balancer ? balancer.PendingCalls : _keeper.Latest?.PendingCallCount ?? 0;
+    public int PendingCalls => _runtime.PendingCalls;
 
     /// <summary>Connects to a Mux server and completes the protocol handshake: over TCP for an
     /// <see cref="IPEndPoint"/> or <see cref="DnsEndPoint"/>, over a Unix domain socket for a
@@ -94,16 +87,7 @@ public sealed partial class MuxClient : IMuxCallInvoker, IAsyncDisposable
     public static async Task<MuxClient> ConnectAsync(EndPoint endPoint, MuxClientOptions? options = null, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(endPoint);
-        options ??= new MuxClientOptions();
-        options.Validate();
-        ILogger logger = CreateLogger(options);
-        var services = new ClientServices();
-        ClientConnection first = await ClientConnector.OpenAsync(endPoint, options, logger, cancellationToken, services).ConfigureAwait(false);
-        return new MuxClient(
-            client => ConnectionKeeper.StartConnected(first, client.OpenFunction(endPoint, options, logger), options, logger, endPoint.ToString() ?? "server", client.OnStateChanged),
-            options,
-            first.RemoteEndPoint,
-            services);
+        return new MuxClient(await ClientRuntime.ConnectAsync(endPoint, options ?? new MuxClientOptions(), cancellationToken).ConfigureAwait(false));
     }
 
     /// <summary>Connects to <see cref="MuxClientOptions.EndPoint"/> and completes the handshake; with
@@ -121,6 +105,9 @@ public sealed partial class MuxClient : IMuxCallInvoker, IAsyncDisposable
         return options.IsBalanced ? ConnectBalancedAsync(options, cancellationToken) : ConnectAsync(RequireEndPoint(options), options, cancellationToken);
     }
 
+    private static async Task<MuxClient> ConnectBalancedAsync(MuxClientOptions options, CancellationToken cancellationToken) =>
+        new(await ClientRuntime.ConnectBalancedAsync(options, cancellationToken).ConfigureAwait(false));
+
     /// <summary>
     /// Creates a client that connects to <see cref="MuxClientOptions.EndPoint"/> (or to every instance of
     /// <see cref="MuxClientOptions.EndPoints"/> or <see cref="MuxClientOptions.EndPointResolver"/>) in the background,
@@ -136,18 +123,7 @@ public sealed partial class MuxClient : IMuxCallInvoker, IAsyncDisposable
     public static MuxClient Create(MuxClientOptions options)
     {
         ArgumentNullException.ThrowIfNull(options);
-        if (options.IsBalanced)
-        {
-            return CreateBalanced(options);
-        }
-
-        EndPoint endPoint = RequireEndPoint(options);
-        options.Validate();
-        ILogger logger = CreateLogger(options);
-        return new MuxClient(
-            client => ConnectionKeeper.StartConnecting(client.OpenFunction(endPoint, options, logger), options, logger, endPoint.ToString() ?? "server", client.OnStateChanged),
-            options,
-            endPoint);
+        return new MuxClient(options.IsBalanced ? ClientRuntime.CreateBalanced(options) : ClientRuntime.Create(RequireEndPoint(options), options));
     }
 
     /// <summary>
@@ -177,11 +153,10 @@ public sealed partial class MuxClient : IMuxCallInvoker, IAsyncDisposable
 
         options ??= new MuxClientOptions();
         options.Validate();
-        ILogger logger = CreateLogger(options);
         IMuxTransport transport;
         try
         {
-            transport = await ClientTransport.OverStreamAsync(stream, options, logger, cancellationToken).ConfigureAwait(false);
+            transport = await ClientTransport.OverStreamAsync(stream, options, ClientRuntime.CreateLogger(options), cancellationToken).ConfigureAwait(false);
         }
         catch
         {
@@ -221,35 +196,11 @@ public sealed partial class MuxClient : IMuxCallInvoker, IAsyncDisposable
 
     /// <summary>Connects over an existing transport (in-memory pipes in tests and benchmarks); such
     /// a client cannot reconnect.</summary>
-    internal static async Task<MuxClient> ConnectAsync(IMuxTransport transport, MuxClientOptions? options = null, string name = "in-memory", CancellationToken cancellationToken = default)
-    {
-        options ??= new MuxClientOptions();
-        options.Validate();
-        ILogger logger = CreateLogger(options);
-        var services = new ClientServices();
-        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, logger, name, cancellationToken, services).ConfigureAwait(false);
-        return new MuxClient(
-            client => ConnectionKeeper.StartConnected(connection, null, options, logger, name, client.OnStateChanged),
-            options,
-            null,
-            services);
-    }
+    internal static async Task<MuxClient> ConnectAsync(IMuxTransport transport, MuxClientOptions? options = null, string name = "in-memory", CancellationToken cancellationToken = default) =>
+        new(await ClientRuntime.ConnectAsync(transport, options ?? new MuxClientOptions(), name, cancellationToken).ConfigureAwait(false));
 
     private static EndPoint RequireEndPoint(MuxClientOptions options) =>
         options.EndPoint ?? throw new InvalidOperationException("MuxClientOptions.EndPoint is not set. Set it to the server's address, for example new IPEndPoint(IPAddress.Loopback, 5000), or list several instances in EndPoints.");
-
-    private Func<CancellationToken, Task<ClientConnection>> OpenFunction(EndPoint endPoint, MuxClientOptions options, ILogger logger)
-    {
-        return async cancellationToken =>
-        {
-            ClientConnection connection = await ClientConnector.OpenAsync(endPoint, options, logger, cancellationToken, _services).ConfigureAwait(false);
-            RemoteEndPoint = connection.RemoteEndPoint;
-            return connection;
-        };
-    }
-
-    private static ILogger CreateLogger(MuxClientOptions options) =>
-        (options.LoggerFactory ?? NullLoggerFactory.Instance).CreateLogger("Mux.Client");
 
     private void OnStateChanged(MuxClientState previous, MuxClientState state, Exception? error) =>
         StateChanged?.Invoke(this, new MuxClientStateChangedEventArgs(previous, state, error));
@@ -273,7 +224,8 @@ public sealed partial class MuxClient : IMuxCallInvoker, IAsyncDisposable
     /// <see cref="MuxConnectionException"/> when the connection is lost. A request that cannot be sent
     /// fails without touching the connection: <see cref="MessagePack.MessagePackSerializationException"/>
     /// when an argument cannot be serialized, <see cref="InvalidOperationException"/> when the request
-    /// is larger than the server's maximum frame size.
+    /// is larger than the server's MaxMessageSize (announced in its handshake; a request over one
+    /// frame but within it goes in fragments).
     /// </summary>
     /// <typeparam name="TArguments">The argument list: a struct whose formatter (generated for proxies, or in the
     /// resolver of <see cref="MuxClientOptions.SerializerOptions"/>) writes it as a MessagePack array.</typeparam>
@@ -285,20 +237,7 @@ public sealed partial class MuxClient : IMuxCallInvoker, IAsyncDisposable
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken = default)
         where TArguments : struct
-    {
-        // The one place a call's deadline is fixed: every wait and any resend spend from it.
-        CallDeadline deadline = CallDeadline.Fix(_clock, _callTimeout, out long now);
-        ClientConnection? connection = _keeper.Current;
-        if (connection is null)
-        {
-            return InvokeWhenConnectedAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken);
-        }
-
-        ValueTask<TResult> call = connection.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken);
-        return call.IsCompletedSuccessfully || !_keeper.Reconnects
-            ? call
-            : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, cancellationToken);
-    }
+        => _runtime.InvokeAsync<TArguments, TResult>(methodId, arguments, cancellationToken);
 
     /// <summary>Calls a method that returns no value; completes like
     /// <see cref="InvokeAsync{TArguments, TResult}(uint, in TArguments, CancellationToken)"/>.</summary>
@@ -311,27 +250,114 @@ public sealed partial class MuxClient : IMuxCallInvoker, IAsyncDisposable
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken = default)
         where TArguments : struct
-    {
-        CallDeadline deadline = CallDeadline.Fix(_clock, _callTimeout, out long now);
-        ClientConnection? connection = _keeper.Current;
-        if (connection is null)
-        {
-            return InvokeWhenConnectedAsync(methodId, arguments, deadline, cancellationToken);
-        }
-
-        ValueTask call = connection.InvokeAsync(methodId, arguments, deadline, now, cancellationToken);
-        return call.IsCompletedSuccessfully || !_keeper.Reconnects
-            ? call
-            : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, cancellationToken);
-    }
+        => _runtime.InvokeAsync(methodId, arguments, cancellationToken);
 
     /// <summary>Counters of the newest connection: frames, flushes, socket operations (of one open
     /// connection for a client over several instances: see <see cref="GetEndPointStatistics"/>).</summary>
     /// <returns>The counters so far; zeros before the first connection.</returns>
-    public MuxConnectionStatistics GetStatistics() => _keeper.Latest?.GetStatistics() ?? default;
+    public MuxConnectionStatistics GetStatistics() => Keeper.Latest?.GetStatistics() ?? default;
 
     /// <summary>Closes the client and its connection, and stops reconnecting. Calls still pending
     /// fail with <see cref="MuxConnectionException"/>.</summary>
     /// <returns>A task that completes when the connection is closed.</returns>
-    public ValueTask DisposeAsync() => _keeper.DisposeAsync();
+    public ValueTask DisposeAsync() => Keeper.DisposeAsync();
+
+    /// <summary>
+    /// What the client knows about each server instance it spreads calls over: its state, calls
+    /// pending on it, calls sent to it. For diagnostics; cheap, but allocates the list.
+    /// </summary>
+    /// <returns>One entry per instance in use, in no particular order; empty for a client over one
+    /// <see cref="MuxClientOptions.EndPoint"/> (see <see cref="State"/> and <see cref="PendingCalls"/>).</returns>
+    public IReadOnlyList<MuxEndPointStatistics> GetEndPointStatistics()
+        => _runtime.GetEndPointStatistics();
+
+    /// <summary>
+    /// Serves <typeparamref name="TService"/> to the server: its handlers can call it back on this
+    /// client's connection (<see cref="MuxCallContext.Client"/>, then
+    /// <see cref="MuxRemoteClient.CreateProxy{TService}"/>). Calls run on the thread pool, never on
+    /// the connection's reader loop, so a slow one holds up nothing else; their token fires when
+    /// the server cancels the call (its caller gave up or it timed out) or the connection is lost.
+    /// The service stays added across reconnects, and may be added before or after the client connects.
+    /// </summary>
+    /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface.</typeparam>
+    /// <param name="implementation">The instance that serves every call; it must be thread-safe
+    /// (calls run concurrently).</param>
+    /// <returns>This client, for chaining.</returns>
+    /// <exception cref="InvalidOperationException">No dispatcher is registered for the interface,
+    /// or the client already serves a method with one of its ids (the same service added twice).</exception>
+    public MuxClient AddService<TService>(TService implementation)
+        where TService : class
+    {
+        ArgumentNullException.ThrowIfNull(implementation);
+        _runtime.Services.Add<TService>(
+            (service, method) => new SingletonServiceMethod<TService>(service, method, implementation),
+            (existing, added) => $"The client already serves {existing.Name} (method id 0x{added.Id:x8}); it cannot also serve {added.Name}. Add each service once.");
+        return this;
+    }
+
+    /// <summary>Calls a method that returns a stream (server streaming). The call starts when the
+    /// stream is enumerated; each enumeration is a call of its own.</summary>
+    /// <typeparam name="TArguments">The argument list (the stream parameter, if any, left out).</typeparam>
+    /// <typeparam name="TResult">The type of the items the server streams.</typeparam>
+    /// <param name="methodId">The method's wire id.</param>
+    /// <param name="arguments">The arguments.</param>
+    /// <param name="cancellationToken">Cancels the call; so does the enumerator's token.</param>
+    /// <returns>The server's items, in order.</returns>
+    [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
+    public IAsyncEnumerable<TResult> InvokeServerStream<TArguments, TResult>(uint methodId, TArguments arguments, CancellationToken cancellationToken)
+        where TArguments : struct =>
+        OutgoingStreamCall.ReceiveAsync<TArguments, TResult, TResult>(this, methodId, arguments, null, cancellationToken);
+
+    /// <summary>Calls a method that takes a stream and returns a stream (duplex): both flow at once.</summary>
+    /// <typeparam name="TArguments">The argument list (the stream parameter left out).</typeparam>
+    /// <typeparam name="TItem">The type of the items the client streams.</typeparam>
+    /// <typeparam name="TResult">The type of the items the server streams.</typeparam>
+    /// <param name="methodId">The method's wire id.</param>
+    /// <param name="arguments">The arguments.</param>
+    /// <param name="items">The client's stream, enumerated once the call has started.</param>
+    /// <param name="cancellationToken">Cancels the call; so does the enumerator's token.</param>
+    /// <returns>The server's items, in order.</returns>
+    [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
+    public IAsyncEnumerable<TResult> InvokeDuplexStream<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+        where TArguments : struct
+    {
+        ArgumentNullException.ThrowIfNull(items);
+        return OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, cancellationToken);
+    }
+
+    /// <summary>Calls a method that takes a stream and returns one value (client streaming).</summary>
+    /// <typeparam name="TArguments">The argument list (the stream parameter left out).</typeparam>
+    /// <typeparam name="TItem">The type of the items the client streams.</typeparam>
+    /// <typeparam name="TResult">The method's result type.</typeparam>
+    /// <param name="methodId">The method's wire id.</param>
+    /// <param name="arguments">The arguments.</param>
+    /// <param name="items">The client's stream, enumerated once the call has started.</param>
+    /// <param name="cancellationToken">Cancels the call.</param>
+    /// <returns>The result.</returns>
+    [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
+    public ValueTask<TResult> InvokeClientStreamAsync<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+        where TArguments : struct
+    {
+        ArgumentNullException.ThrowIfNull(items);
+        return OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, cancellationToken);
+    }
+
+    /// <summary>Calls a method that takes a stream and returns no value (client streaming).</summary>
+    /// <typeparam name="TArguments">The argument list (the stream parameter left out).</typeparam>
+    /// <typeparam name="TItem">The type of the items the client streams.</typeparam>
+    /// <param name="methodId">The method's wire id.</param>
+    /// <param name="arguments">The arguments.</param>
+    /// <param name="items">The client's stream, enumerated once the call has started.</param>
+    /// <param name="cancellationToken">Cancels the call.</param>
+    /// <returns>A task that completes when the server has run the method.</returns>
+    [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
+    public async ValueTask InvokeClientStreamAsync<TArguments, TItem>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+        where TArguments : struct
+    {
+        ArgumentNullException.ThrowIfNull(items);
+        await OutgoingStreamCall.SendAsync<TArguments, TItem, VoidResult>(this, methodId, arguments, items, cancellationToken).ConfigureAwait(false);
+    }
+
+    ValueTask<OutgoingCalls> IOutgoingCallsSource.GetOutgoingCallsAsync(CancellationToken cancellationToken) =>
+        _runtime.GetOutgoingCallsAsync(cancellationToken);
 }

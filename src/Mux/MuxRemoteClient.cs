@@ -1,5 +1,8 @@
 using System.ComponentModel;
+using Mux.Connection;
+using Mux.Serialization;
 using Mux.Server;
+using Mux.Streaming;
 
 namespace Mux;
 
@@ -13,7 +16,8 @@ namespace Mux;
 /// (<see cref="MuxStatusCode.UnknownMethod"/>); with <see cref="TimeoutException"/> after
 /// <see cref="MuxServerOptions.ClientCallTimeout"/>; with <see cref="OperationCanceledException"/>
 /// when the caller's token fires (the client is told to cancel its handler); or with
-/// <see cref="MuxConnectionException"/> when the connection is lost.
+/// <see cref="MuxConnectionException"/> when the connection is lost. Methods that take or return
+/// an <see cref="IAsyncEnumerable{T}"/> stream both ways, as on calls to a server.
 /// </summary>
 /// <remarks>
 /// The object may be kept after the handler returns (a chat server keeps one per member, to push
@@ -21,13 +25,18 @@ namespace Mux;
 /// <see cref="Completion"/> says when it has closed. A client that reconnects is a new connection,
 /// and so a new <see cref="MuxRemoteClient"/>.
 /// </remarks>
-public sealed class MuxRemoteClient : IMuxCallInvoker
+public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
 {
     private readonly ServerConnection _connection;
 
-    internal MuxRemoteClient(ServerConnection connection)
+    // MuxServerOptions.ClientCallTimeout in the server clock's timestamp units (ClockDeadline.Never
+    // for none). Immutable.
+    private readonly long _clientCallTimeout;
+
+    internal MuxRemoteClient(ServerConnection connection, TimeSpan clientCallTimeout)
     {
         _connection = connection;
+        _clientCallTimeout = ClockDeadline.ToTimestampSpan(connection.TimeProvider, clientCallTimeout);
     }
 
     /// <summary>Whether the connection to this client is still open.</summary>
@@ -56,7 +65,10 @@ public sealed class MuxRemoteClient : IMuxCallInvoker
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct
-        => _connection.InvokeClientAsync<TArguments, TResult>(methodId, arguments, cancellationToken);
+    {
+        CallDeadline deadline = Deadline(out long now);
+        return _connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken);
+    }
 
     /// <summary>Calls a method of the client that returns no value; completes as the class describes.</summary>
     /// <typeparam name="TArguments">The argument list: a struct whose generated formatter writes it as a MessagePack array.</typeparam>
@@ -67,5 +79,77 @@ public sealed class MuxRemoteClient : IMuxCallInvoker
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct
-        => _connection.InvokeClientAsync(methodId, arguments, cancellationToken);
+    {
+        CallDeadline deadline = Deadline(out long now);
+        return _connection.Outgoing.InvokeAsync(methodId, arguments, deadline, now, cancellationToken);
+    }
+
+    /// <summary>Calls a method of the client that returns a stream; see <see cref="IMuxCallInvoker"/>.</summary>
+    /// <typeparam name="TArguments">The argument list (the stream parameter, if any, left out).</typeparam>
+    /// <typeparam name="TResult">The type of the items the client streams.</typeparam>
+    /// <param name="methodId">The method's wire id.</param>
+    /// <param name="arguments">The arguments.</param>
+    /// <param name="cancellationToken">Cancels the call; so does the enumerator's token.</param>
+    /// <returns>The client's items, in order.</returns>
+    [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
+    public IAsyncEnumerable<TResult> InvokeServerStream<TArguments, TResult>(uint methodId, TArguments arguments, CancellationToken cancellationToken)
+        where TArguments : struct =>
+        OutgoingStreamCall.ReceiveAsync<TArguments, TResult, TResult>(this, methodId, arguments, null, cancellationToken);
+
+    /// <summary>Calls a method of the client that takes a stream and returns a stream.</summary>
+    /// <typeparam name="TArguments">The argument list (the stream parameter left out).</typeparam>
+    /// <typeparam name="TItem">The type of the items the server streams.</typeparam>
+    /// <typeparam name="TResult">The type of the items the client streams.</typeparam>
+    /// <param name="methodId">The method's wire id.</param>
+    /// <param name="arguments">The arguments.</param>
+    /// <param name="items">The server's stream, enumerated once the call has started.</param>
+    /// <param name="cancellationToken">Cancels the call; so does the enumerator's token.</param>
+    /// <returns>The client's items, in order.</returns>
+    [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
+    public IAsyncEnumerable<TResult> InvokeDuplexStream<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+        where TArguments : struct
+    {
+        ArgumentNullException.ThrowIfNull(items);
+        return OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, cancellationToken);
+    }
+
+    /// <summary>Calls a method of the client that takes a stream and returns one value.</summary>
+    /// <typeparam name="TArguments">The argument list (the stream parameter left out).</typeparam>
+    /// <typeparam name="TItem">The type of the items the server streams.</typeparam>
+    /// <typeparam name="TResult">The method's result type.</typeparam>
+    /// <param name="methodId">The method's wire id.</param>
+    /// <param name="arguments">The arguments.</param>
+    /// <param name="items">The server's stream, enumerated once the call has started.</param>
+    /// <param name="cancellationToken">Cancels the call.</param>
+    /// <returns>The result.</returns>
+    [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
+    public ValueTask<TResult> InvokeClientStreamAsync<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+        where TArguments : struct
+    {
+        ArgumentNullException.ThrowIfNull(items);
+        return OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, cancellationToken);
+    }
+
+    /// <summary>Calls a method of the client that takes a stream and returns no value.</summary>
+    /// <typeparam name="TArguments">The argument list (the stream parameter left out).</typeparam>
+    /// <typeparam name="TItem">The type of the items the server streams.</typeparam>
+    /// <param name="methodId">The method's wire id.</param>
+    /// <param name="arguments">The arguments.</param>
+    /// <param name="items">The server's stream, enumerated once the call has started.</param>
+    /// <param name="cancellationToken">Cancels the call.</param>
+    /// <returns>A task that completes when the client has run the method.</returns>
+    [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
+    public async ValueTask InvokeClientStreamAsync<TArguments, TItem>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+        where TArguments : struct
+    {
+        ArgumentNullException.ThrowIfNull(items);
+        await OutgoingStreamCall.SendAsync<TArguments, TItem, VoidResult>(this, methodId, arguments, items, cancellationToken).ConfigureAwait(false);
+    }
+
+    ValueTask<OutgoingCalls> IOutgoingCallsSource.GetOutgoingCallsAsync(CancellationToken cancellationToken) => new(_connection.Outgoing);
+
+    /// <summary>A call's deadline: MuxServerOptions.ClientCallTimeout from now (none when infinite).
+    /// A server's call to its client inherits no deadline: the client's call it serves is another
+    /// flow, whose caller waits for its own answer.</summary>
+    private CallDeadline Deadline(out long now) => CallDeadline.Within(_connection.TimeProvider, _clientCallTimeout, out now);
 }

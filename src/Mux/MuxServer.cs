@@ -1,5 +1,4 @@
 using System.Collections.Concurrent;
-using System.Collections.Frozen;
 using System.IO.Pipelines;
 using System.Net;
 using System.Net.Sockets;
@@ -24,9 +23,8 @@ public sealed class MuxServer : IAsyncDisposable
     private readonly MuxServerOptions _options;
     private readonly ILogger _logger;
 
-    // Methods by id. Filled by AddService before start (single-threaded set-up), frozen at start.
-    private readonly Dictionary<uint, ServerMethod> _methodsBeingAdded = new();
-    private FrozenDictionary<uint, ServerMethod>? _methods;
+    // What the server serves, by method id. Filled by AddService before start.
+    private readonly ServiceMethods _methods = new();
 
     // Open connections. Added by the accept loop, removed when each one closes.
     private readonly ConcurrentDictionary<ServerConnection, byte> _connections = new();
@@ -84,7 +82,7 @@ public sealed class MuxServer : IAsyncDisposable
         where TService : class
     {
         ArgumentNullException.ThrowIfNull(implementation);
-        return AddMethods<TService>((service, method) => new SingletonServerMethod<TService>(service, method, implementation));
+        return AddMethods<TService>((service, method) => new SingletonServiceMethod<TService>(service, method, implementation));
     }
 
     /// <summary>Serves <typeparamref name="TService"/> with instances that
@@ -98,34 +96,19 @@ public sealed class MuxServer : IAsyncDisposable
         where TService : class
     {
         ArgumentNullException.ThrowIfNull(activator);
-        return AddMethods<TService>((service, method) => new ActivatedServerMethod<TService>(service, method, activator));
+        return AddMethods<TService>((service, method) => new ActivatedServiceMethod<TService>(service, method, activator));
     }
 
-    private MuxServer AddMethods<TService>(Func<string, MuxMethodDefinition<TService>, ServerMethod> bind)
+    private MuxServer AddMethods<TService>(Func<string, MuxMethodDefinition<TService>, ServiceMethod> bind)
         where TService : class
-    {
-        MuxServiceDefinition<TService> definition = MuxServiceRegistry.GetDefinition<TService>();
-        foreach (MuxMethodDefinition<TService> method in definition.Methods.Values)
-        {
-            AddMethod(bind(definition.ServiceName, method));
-        }
-
-        return this;
-    }
-
-    private void AddMethod(ServerMethod method)
     {
         if (Volatile.Read(ref _state) != 0)
         {
             throw new InvalidOperationException("Services must be added before the Mux server starts.");
         }
 
-        if (_methodsBeingAdded.TryGetValue(method.Id, out ServerMethod? existing))
-        {
-            throw new InvalidOperationException($"{existing.Name} and {method.Name} have the same method id 0x{method.Id:x8}; a server cannot serve both. Rename one of them.");
-        }
-
-        _methodsBeingAdded.Add(method.Id, method);
+        _methods.Add(bind, static (existing, added) => $"{existing.Name} and {added.Name} have the same method id 0x{added.Id:x8}; a server cannot serve both. Rename one of them.");
+        return this;
     }
 
     /// <summary>Binds the endpoint (TCP for an <see cref="IPEndPoint"/>, a Unix domain socket for a
@@ -143,7 +126,6 @@ public sealed class MuxServer : IAsyncDisposable
             throw new InvalidOperationException("The Mux server has already been started.");
         }
 
-        _methods = _methodsBeingAdded.ToFrozenDictionary();
         EndPoint endPoint = _options.EndPoint!;
         Socket listener;
         try
@@ -175,7 +157,6 @@ public sealed class MuxServer : IAsyncDisposable
             throw new InvalidOperationException("The Mux server has already been started.");
         }
 
-        _methods = _methodsBeingAdded.ToFrozenDictionary();
     }
 
     /// <summary>Connects a client to this server over in-memory pipes (no socket), starting the
@@ -346,7 +327,7 @@ public sealed class MuxServer : IAsyncDisposable
     /// <summary>Serves one connection over an already-connected transport.</summary>
     internal void Accept(IMuxTransport transport, string name)
     {
-        var connection = new ServerConnection(transport, _methods!, _options, _logger, name);
+        var connection = new ServerConnection(transport, _methods, _options, _logger, name);
         _connections.TryAdd(connection, 0);
         ServerLog.ConnectionAccepted(_logger, name);
         _ = ForgetWhenClosedAsync(connection);

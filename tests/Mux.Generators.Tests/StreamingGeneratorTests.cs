@@ -42,10 +42,10 @@ public sealed class StreamingGeneratorTests
         GeneratorRun run = GeneratorHarness.Run(Streams);
         string text = Assert.Single(run.GeneratedTrees).ToString();
 
-        Assert.Contains("this.StreamClient.InvokeServerStream<Arguments0, double>(", text, StringComparison.Ordinal);
-        Assert.Contains("this.StreamClient.InvokeClientStreamAsync<Arguments1, double, long>(", text, StringComparison.Ordinal);
-        Assert.Contains("this.StreamClient.InvokeClientStreamAsync<Arguments2, double>(", text, StringComparison.Ordinal);
-        Assert.Contains("this.StreamClient.InvokeDuplexStream<Arguments3, string, string>(", text, StringComparison.Ordinal);
+        Assert.Contains("this._invoker.InvokeServerStream<Arguments0, double>(", text, StringComparison.Ordinal);
+        Assert.Contains("this._invoker.InvokeClientStreamAsync<Arguments1, double, long>(", text, StringComparison.Ordinal);
+        Assert.Contains("this._invoker.InvokeClientStreamAsync<Arguments2, double>(", text, StringComparison.Ordinal);
+        Assert.Contains("this._invoker.InvokeDuplexStream<Arguments3, string, string>(", text, StringComparison.Ordinal);
         Assert.Contains("call.ReturnStreamAsync<double>(", text, StringComparison.Ordinal);
         Assert.Contains("call.ReadStream<double>()", text, StringComparison.Ordinal);
 

@@ -1,5 +1,6 @@
 using System.Net;
 using Microsoft.Extensions.Logging;
+using Mux.Connection;
 using Mux.Diagnostics;
 using Mux.Transport;
 
@@ -11,11 +12,11 @@ internal static class ClientConnector
 {
     /// <exception cref="MuxConnectionException">The server refused, did not answer within
     /// <see cref="MuxClientOptions.ConnectTimeout"/>, failed TLS, or is not a Mux server.</exception>
-    public static async Task<ClientConnection> OpenAsync(EndPoint endPoint, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken, ClientServices? services = null)
+    public static async Task<ClientConnection> OpenAsync(EndPoint endPoint, MuxClientOptions options, ILogger logger, ServiceMethods services, CancellationToken cancellationToken)
     {
         (IMuxTransport transport, EndPoint? remote) = await ClientTransport.ConnectAsync(endPoint, options, logger, cancellationToken).ConfigureAwait(false);
-        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, logger, endPoint.ToString() ?? "server", cancellationToken, services).ConfigureAwait(false);
-        connection.Peer = ServerPeer.From(endPoint);
+        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, services, logger, endPoint.ToString() ?? "server", cancellationToken).ConfigureAwait(false);
+        connection.Outgoing.Peer = ServerPeer.From(endPoint);
         connection.RemoteEndPoint = remote;
         return connection;
     }

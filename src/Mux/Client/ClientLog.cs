@@ -33,7 +33,4 @@ internal static partial class ClientLog
 
     [LoggerMessage(EventId = 27, EventName = "StateChangedHandlerFailed", Level = LogLevel.Error, Message = "A MuxClient.StateChanged handler threw; the client goes on.")]
     public static partial void StateChangedHandlerFailed(ILogger logger, Exception error);
-
-    [LoggerMessage(EventId = 29, EventName = "ServerCallFailed", Level = LogLevel.Error, Message = "{Method}, called by the Mux server at {Server}, failed on this client; the server gets a generic error.")]
-    public static partial void ServerCallFailed(ILogger logger, string method, string server, Exception error);
 }

@@ -1,3 +1,5 @@
+using Mux.Connection;
+
 namespace Mux.Client;
 
 /// <summary>

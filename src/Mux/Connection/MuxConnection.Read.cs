@@ -1,14 +1,15 @@
 using System.Buffers;
+using System.Buffers.Binary;
 using System.IO.Pipelines;
 using Mux.Diagnostics;
 using Mux.Protocol;
 
 namespace Mux.Connection;
 
-// The read side: one loop per connection. It only splits frames and hands each one on; payloads
-// are slices of the pipe buffer until a subclass copies what must outlive the loop. It runs
-// inline on the socket's receive completion (see SocketConnection), so it must never block and
-// never run user code.
+// The read side: one loop per connection. It only splits frames and routes each one to the role
+// it belongs to; payloads are slices of the pipe buffer until a role copies what must outlive the
+// loop. It runs inline on the socket's receive completion (see SocketConnection), so it must never
+// block and never run user code.
 internal abstract partial class MuxConnection
 {
     // Statistics, written only by the reader loop.
@@ -16,9 +17,94 @@ internal abstract partial class MuxConnection
     private long _reads;
 
     /// <summary>Called on the reader loop when the peer has ended its stream cleanly. Returns true
-    /// to keep the connection open (a draining server still sends the responses it promised and
-    /// then closes itself); false closes it now as <see cref="MuxCloseReason.RemoteClosed"/>.</summary>
-    protected virtual bool OnPeerFinishedSending() => false;
+    /// to keep the connection open (after its GoAway, a side still sends the answers it promised
+    /// and then closes itself); false closes it now as <see cref="MuxCloseReason.RemoteClosed"/>.</summary>
+    private bool OnPeerFinishedSending() => Incoming.OnPeerFinishedSending();
+
+    /// <summary>The frames of the handshake (Hello, HelloAck, or a refusal), before any other is
+    /// accepted. Reader loop only.</summary>
+    protected abstract void OnHandshakeFrame(in Frame frame);
+
+    /// <summary>A connection-level Error (call id 0) after the handshake: a peer that refuses or
+    /// closes the connection. Only a server sends one.</summary>
+    protected virtual void OnConnectionError(in Frame frame) =>
+        throw new MuxProtocolException($"A {SideName} does not accept Error frames with call id 0 after the handshake.");
+
+    /// <summary>Whether a frame belongs to a call the peer started (this side serves it) rather
+    /// than one this side started: the peer's calls carry ServerInitiated when the peer is the server.</summary>
+    private bool IsPeersCall(in Frame frame) => ((frame.Flags & FrameFlags.ServerInitiated) != 0) != IsServer;
+
+    /// <summary>Routes one frame to the role it belongs to. Must not block: anything slow goes to
+    /// the thread pool. A returned incomplete task pauses reading (backpressure).</summary>
+    private ValueTask OnFrameAsync(Frame frame)
+    {
+        if (!IsHandshakeDone)
+        {
+            OnHandshakeFrame(frame);
+            return ValueTask.CompletedTask;
+        }
+
+        switch (frame.Type)
+        {
+            case FrameType.Request:
+                return Incoming.OnRequestAsync(RequirePeersCall(frame));
+            case FrameType.Response:
+            case FrameType.Error when frame.CallId != 0:
+                Outgoing.OnAnswer(RequireOwnCall(frame));
+                break;
+            case FrameType.Error:
+                OnConnectionError(frame);
+                break;
+            case FrameType.Cancel:
+                Incoming.OnCancel(RequirePeersCall(frame).CallId);
+                break;
+            case FrameType.StreamEnd:
+                Incoming.OnStreamEnd(RequirePeersCall(frame));
+                break;
+            case FrameType.StreamItem when IsPeersCall(frame):
+                Incoming.OnStreamItem(frame);
+                break;
+            case FrameType.StreamItem:
+                Outgoing.OnStreamItem(frame);
+                break;
+            case FrameType.StreamCredit when IsPeersCall(frame):
+                Incoming.OnStreamCredit(frame.CallId, ReadUInt32(frame.Payload));
+                break;
+            case FrameType.StreamCredit:
+                Outgoing.OnStreamCredit(frame.CallId, ReadUInt32(frame.Payload));
+                break;
+            case FrameType.Ping:
+                SendRawFrame(FrameType.Pong, frame.CallId, frame.Payload.ToArray());
+                break;
+            case FrameType.Pong:
+                break; // Any byte read is proof of life (see MuxConnection.KeepAlive.cs).
+            case FrameType.GoAway:
+                Outgoing.OnGoAway(ReadUInt32(frame.Payload));
+                break;
+            default:
+                throw new MuxProtocolException($"A {SideName} does not accept {frame.Type} frames after the handshake.");
+        }
+
+        return ValueTask.CompletedTask;
+    }
+
+    /// <summary>The u32 body of a GoAway or StreamCredit frame (whose length the frame reader checked).</summary>
+    private static uint ReadUInt32(in ReadOnlySequence<byte> payload)
+    {
+        Span<byte> bytes = stackalloc byte[sizeof(uint)];
+        payload.Slice(0, sizeof(uint)).CopyTo(bytes);
+        return BinaryPrimitives.ReadUInt32LittleEndian(bytes);
+    }
+
+    /// <summary>The frame, if it belongs to a call the peer started (Request, Cancel, StreamEnd);
+    /// else the peer broke the protocol.</summary>
+    private Frame RequirePeersCall(in Frame frame) => IsPeersCall(frame) ? frame : throw new MuxProtocolException(
+        $"The {PeerName} sent a {frame.Type} frame {(IsServer ? "with" : "without")} ServerInitiated (0x08): a {frame.Type} belongs to a call the {PeerName} started, and those carry it {(IsServer ? "never" : "always")}.");
+
+    /// <summary>The frame, if it answers a call this side started (Response, Error); else the peer
+    /// broke the protocol.</summary>
+    private Frame RequireOwnCall(in Frame frame) => !IsPeersCall(frame) ? frame : throw new MuxProtocolException(
+        $"The {PeerName} sent a {frame.Type} frame {(IsServer ? "without" : "with")} ServerInitiated (0x08): it answers a call this {SideName} started, and those carry it {(IsServer ? "always" : "never")}.");
 
     private async Task ReadLoopAsync()
     {

@@ -16,8 +16,8 @@ internal abstract partial class MuxConnection
     // each side receives only one direction of a call. Reader loop only.
     private readonly Dictionary<ulong, MessageReassembly> _reassemblies = new();
 
-    // How many of _reassemblies count against MaxMessagesInProgress: those in the client's id space
-    // (no ServerInitiated), and answers no call waits for (see ExpectsMessage). Reader loop only.
+    // How many of _reassemblies count against MaxMessagesInProgress: the peer's Requests, and
+    // answers no call waits for (see ExpectsMessage). Reader loop only.
     private int _boundedReassemblies;
 
     // The whole message being handed to OnFrameAsync, until a call takes it over
@@ -40,21 +40,21 @@ internal abstract partial class MuxConnection
 
     /// <summary>The largest message (all its fragments after their common headers) this side
     /// accepts; a larger one fails its call, not the connection. Set by a subclass's constructor.</summary>
-    protected int MaxMessageSize { get; init; } = int.MaxValue;
+    internal int MaxMessageSize { get; init; } = int.MaxValue;
 
-    /// <summary>How many messages of calls in the client's id space (frames without
-    /// ServerInitiated), and how many answers no call waits for, may each be arriving in fragments
-    /// at once before the peer is judged broken. Set by a subclass's constructor (the server: its
-    /// call cap). The answers to a server's own calls still waiting are not counted: the server's
-    /// pending calls bound them.</summary>
+    /// <summary>How many of the peer's Requests, and how many answers no call waits for, may each
+    /// be arriving in fragments at once before the peer is judged broken. Set by a subclass's
+    /// constructor (the server: its call cap). The answers to this side's own calls still waiting
+    /// are not counted: those calls bound them.</summary>
     protected int MaxMessagesInProgress { get; init; } = int.MaxValue;
 
-    /// <summary>Whether some call here waits for the message this first fragment starts. One that
-    /// no call waits for (a late answer to a call that timed out, or one a broken peer made up) is
-    /// skipped as it arrives, like one over MaxMessageSize but failing nothing, and counts against
-    /// MaxMessagesInProgress. Only the server asks (for the answers to its calls to the client):
-    /// a client must see every answer, each frees a slot.</summary>
-    protected virtual bool ExpectsMessage(in Frame first) => true;
+    /// <summary>Whether some call here waits for the message this first fragment starts: a Request
+    /// always does (the peer's call cap bounds them); an answer only while its call, or a caller
+    /// that gave up on it, still waits (that answer frees the call's slot). One that nobody waits
+    /// for (a late answer, or one a broken peer made up) is skipped as it arrives, like one over
+    /// MaxMessageSize but failing nothing, and counts against MaxMessagesInProgress.</summary>
+    private bool ExpectsMessage(in Frame first) =>
+        first.Type == FrameType.Request ? IsPeersCall(RequirePeersCall(first)) : Outgoing.ExpectsAnswer(RequireOwnCall(first).CallId);
 
     /// <summary>Whether the reader loop must route this frame through <see cref="OnFragmentAsync"/>:
     /// a fragment, or any frame while some message is in fragments (it may be a call's frame that
@@ -65,9 +65,24 @@ internal abstract partial class MuxConnection
     /// <summary>
     /// Called on the reader loop when the first fragment of a message over
     /// <see cref="MaxMessageSize"/> arrives. The rest of the message will be read and dropped; the
-    /// subclass fails the one call it belongs to (the connection stays up).
+    /// role it belongs to fails its one call (the connection stays up).
     /// </summary>
-    protected abstract void OnMessageTooLarge(in Frame first);
+    private void OnMessageTooLarge(in Frame first)
+    {
+        if (!IsHandshakeDone)
+        {
+            throw new MuxProtocolException($"The handshake comes first and whole; the {PeerName} sent the first fragment of a {first.Type}.");
+        }
+
+        if (first.Type == FrameType.Request)
+        {
+            Incoming.OnRequestTooLarge(RequirePeersCall(first));
+        }
+        else
+        {
+            Outgoing.OnAnswerTooLarge(RequireOwnCall(first));
+        }
+    }
 
     /// <summary>Where a call's message is kept while it arrives: its id in the low 32 bits, and
     /// bit 32 set for a call the server started (its frames, Continuations included, carry
@@ -221,7 +236,7 @@ internal abstract partial class MuxConnection
         }
 
         bool expected = ExpectsMessage(first);
-        bool bounded = !expected || (first.Flags & FrameFlags.ServerInitiated) == 0;
+        bool bounded = !expected || IsPeersCall(first);
         if (bounded)
         {
             if (_boundedReassemblies >= MaxMessagesInProgress)

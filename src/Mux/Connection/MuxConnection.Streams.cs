@@ -17,16 +17,16 @@ internal abstract partial class MuxConnection
 
     /// <summary>The credit our producers start each stream with: the peer's announced window.
     /// Written by the reader loop from the handshake, before any call.</summary>
-    internal int PeerStreamWindow { get; set; } = HandshakeSettings.DefaultStreamWindow;
+    internal int PeerStreamWindow { get; private set; } = HandshakeSettings.DefaultStreamWindow;
 
     /// <summary>Sends one item of a call's stream, or with <paramref name="defer"/> queues it to go
     /// out with the next frame sent or at <see cref="SendDeferredStreamItems"/>. The caller has
     /// taken one item of credit. Returns the frame's size.</summary>
     /// <exception cref="MuxConnectionException">The connection is closed.</exception>
-    internal int SendStreamItem<T>(uint callId, T item, MessagePackSerializerOptions options, bool defer)
+    internal int SendStreamItem<T>(uint callId, FrameFlags idSpace, T item, MessagePackSerializerOptions options, bool defer)
     {
         var body = new ResultBody<T>(item, options);
-        return SendFrame(FrameType.StreamItem, callId, 0, ref body, defer: defer);
+        return SendFrame(FrameType.StreamItem, callId, 0, ref body, idSpace, defer: defer);
     }
 
     /// <summary>Sends the stream items queued with <c>defer</c> (and anything queued with them).</summary>
@@ -34,13 +34,13 @@ internal abstract partial class MuxConnection
 
     /// <summary>Grants the producer of a call's stream <paramref name="count"/> more items; best
     /// effort (a closed connection ends the stream anyway).</summary>
-    internal void SendStreamCredit(uint callId, int count)
+    internal void SendStreamCredit(uint callId, FrameFlags idSpace, int count)
     {
         Span<byte> payload = stackalloc byte[ProtocolConstants.StreamCreditPayloadSize];
         BinaryPrimitives.WriteUInt32LittleEndian(payload, (uint)count);
         try
         {
-            SendRawFrame(FrameType.StreamCredit, callId, payload);
+            SendRawFrame(FrameType.StreamCredit, callId, payload, idSpace);
         }
         catch (MuxConnectionException)
         {
@@ -48,33 +48,25 @@ internal abstract partial class MuxConnection
         }
     }
 
-    /// <summary>Tells the server the client's stream of a call has ended: completed
+    /// <summary>Tells the callee the caller's stream of a call has ended: completed
     /// (<paramref name="code"/> Ok), or failed with that code and message. Best effort.</summary>
-    internal void SendStreamEnd(uint callId, MuxStatusCode code, string? message)
+    internal void SendStreamEnd(uint callId, FrameFlags idSpace, MuxStatusCode code, string? message)
     {
         try
         {
             if (code == MuxStatusCode.Ok)
             {
-                SendRawFrame(FrameType.StreamEnd, callId, ReadOnlySpan<byte>.Empty);
+                SendRawFrame(FrameType.StreamEnd, callId, ReadOnlySpan<byte>.Empty, idSpace);
             }
             else
             {
                 var body = new ErrorBody(code, message ?? string.Empty, null);
-                SendFrame(FrameType.StreamEnd, callId, 0, ref body);
+                SendFrame(FrameType.StreamEnd, callId, 0, ref body, idSpace);
             }
         }
         catch (MuxConnectionException)
         {
-            // Closed: the server cancels the call anyway.
+            // Closed: the callee cancels the call anyway.
         }
-    }
-
-    /// <summary>The item count of a StreamCredit frame (whose length the frame reader checked).</summary>
-    protected static uint ReadStreamCredit(in ReadOnlySequence<byte> payload)
-    {
-        Span<byte> bytes = stackalloc byte[ProtocolConstants.StreamCreditPayloadSize];
-        payload.Slice(0, ProtocolConstants.StreamCreditPayloadSize).CopyTo(bytes);
-        return BinaryPrimitives.ReadUInt32LittleEndian(bytes);
     }
 }

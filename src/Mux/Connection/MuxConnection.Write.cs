@@ -95,17 +95,17 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     protected int FragmentSize { get; init; } = 64 * 1024;
 
     /// <summary>The largest message the peer accepts, from its handshake; unlimited until then.</summary>
-    protected int PeerMaxMessageSize { get; set; } = int.MaxValue;
+    private int PeerMaxMessageSize { get; set; } = int.MaxValue;
 
     /// <summary>Whether the peer announced <c>cancelEndsFragments</c> (this side always does): a
     /// Cancel then ends a Request still in fragments both ways, so no fragment of it is sent after
     /// its Cancel, and none is expected after one. Set from the peer's handshake on the reader loop,
     /// before any call.</summary>
-    protected bool PeerEndsFragmentsOnCancel { get; set; }
+    private bool PeerEndsFragmentsOnCancel { get; set; }
 
     /// <summary>Where the peer sets its limits ("MuxServerOptions" for a client's peer), named in
-    /// the message of a call that fails for being over them. Set by a subclass's constructor.</summary>
-    protected string PeerOptionsName { get; init; } = "the peer's options";
+    /// the message of a call that fails for being over them.</summary>
+    private string PeerOptionsName => IsServer ? nameof(MuxClientOptions) : nameof(MuxServerOptions);
 
     // Completed when the writer takes _outbound (or the connection closes), waking everyone waiting
     // for room: the server's reader loop, or a client's callers. Installed by the first waiter
@@ -114,15 +114,15 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
 
     /// <summary>How many bytes may wait in the outbound queue before <see cref="IsOutboundFull"/>
     /// says so. Set by a subclass's constructor; unlimited by default.</summary>
-    protected int MaxQueuedOutboundBytes { get; init; } = int.MaxValue;
+    internal int MaxQueuedOutboundBytes { get; init; } = int.MaxValue;
 
     /// <summary>Whether the queue of frames waiting for the socket has reached
     /// <see cref="MaxQueuedOutboundBytes"/>: the peer is not reading what we send.</summary>
-    protected bool IsOutboundFull => _queuedBytes >= MaxQueuedOutboundBytes;
+    internal bool IsOutboundFull => _queuedBytes >= MaxQueuedOutboundBytes;
 
     /// <summary>Completes when the outbound queue has room again (the writer took it, which it
     /// does only once the socket has accepted the previous batch) or the connection closed.</summary>
-    protected Task WaitForOutboundRoomAsync()
+    internal Task WaitForOutboundRoomAsync()
     {
         TaskCompletionSource? room = Volatile.Read(ref _outboundRoom);
         if (room is null)
@@ -164,7 +164,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     /// <exception cref="InvalidOperationException">The frame is larger than the peer accepts.</exception>
     /// <exception cref="MessagePack.MessagePackSerializationException">The body could not be serialized.</exception>
     /// <returns>The frame's size on the wire (the message's, when it goes in fragments).</returns>
-    protected int SendFrame<TBody>(FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None, IMessageWrittenListener? whenWritten = null, bool defer = false)
+    internal int SendFrame<TBody>(FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None, IMessageWrittenListener? whenWritten = null, bool defer = false)
         where TBody : struct, IFrameBody
     {
         ThrowIfClosed();
@@ -330,7 +330,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     /// <summary>Sends a frame whose body is raw bytes (Cancel, Ping, Pong, GoAway). A Cancel also
     /// ends its call's Request if that is still being sent in fragments and the peer takes a
     /// Cancel to end one (cancelEndsFragments).</summary>
-    protected void SendRawFrame(FrameType type, uint callId, ReadOnlySpan<byte> body, FrameFlags flags = FrameFlags.None)
+    internal void SendRawFrame(FrameType type, uint callId, ReadOnlySpan<byte> body, FrameFlags flags = FrameFlags.None)
     {
         ThrowIfClosed();
         if (type == FrameType.Cancel && PeerEndsFragmentsOnCancel && _queuedMessages != 0)
@@ -350,7 +350,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     /// the writer loop, which by the time it runs has collected the frames of the other calls in
     /// flight, so they share one flush and one socket send instead of one send each.
     /// </summary>
-    protected abstract bool IsQuiet { get; }
+    private bool IsQuiet => Outgoing.Count + Incoming.Count <= 1;
 
     private void Send(PooledBufferWriter staging, bool defer = false)
     {
@@ -409,7 +409,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
 
     /// <summary>Sends the frames queued with <c>defer</c>: flushes them here when the connection is
     /// quiet (one write and one flush for the lot), else wakes the writer loop.</summary>
-    protected void SendQueuedFrames()
+    internal void SendQueuedFrames()
     {
         if (_queuedFrames == 0)
         {

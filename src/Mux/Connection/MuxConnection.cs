@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using System.IO.Pipelines;
 using Microsoft.Extensions.Logging;
+using MessagePack;
 using Mux.Diagnostics;
 using Mux.Protocol;
 using Mux.Transport;
@@ -8,10 +9,13 @@ using Mux.Transport;
 namespace Mux.Connection;
 
 /// <summary>
-/// One multiplexed connection: the machinery both ends share. Callers enqueue frames and one
-/// writer at a time drains them into the pipe with one flush (MuxConnection.Write.cs); one reader
-/// loop splits every complete frame out of each read and hands it on (MuxConnection.Read.cs). The
-/// client and server subclasses decide what each frame means.
+/// One multiplexed connection: the engine both ends share, made of roles. A connection is
+/// symmetric: either end calls (<see cref="Outgoing"/>, the caller role) and either end serves
+/// (<see cref="Incoming"/>, the serving role); calls the server starts carry ServerInitiated, so the
+/// two id spaces never meet. Callers queue frames and one writer at a time drains them into the
+/// pipe with one flush (Outbound/); one reader loop splits every complete frame out of each read
+/// and routes it to the role it belongs to (MuxConnection.Read.cs). The client and server
+/// subclasses add only their own part: the handshake, and what GoAway and a close mean to them.
 /// </summary>
 internal abstract partial class MuxConnection : IAsyncDisposable
 {
@@ -28,7 +32,7 @@ internal abstract partial class MuxConnection : IAsyncDisposable
 
     private Task? _readLoop;
 
-    protected MuxConnection(IMuxTransport transport, int maxFrameSize, ILogger logger, string name)
+    protected MuxConnection(IMuxTransport transport, int maxFrameSize, ILogger logger, string name, bool isServer)
     {
         _transport = transport;
         _input = transport.Input;
@@ -36,16 +40,53 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         MaxFrameSize = maxFrameSize;
         Logger = logger;
         Name = name;
+        IsServer = isServer;
     }
+
+    /// <summary>Whether this is the server's end (it accepted the connection). Immutable.</summary>
+    public bool IsServer { get; }
+
+    /// <summary>"server" or "client": this side, in messages.</summary>
+    public string SideName => IsServer ? "server" : "client";
+
+    /// <summary>"client" or "server": the other side, in messages.</summary>
+    public string PeerName => IsServer ? "client" : "server";
+
+    /// <summary>Where this side's limits are set, in messages ("MuxClientOptions").</summary>
+    public string OptionsName => IsServer ? nameof(MuxServerOptions) : nameof(MuxClientOptions);
+
+    /// <summary>The caller role: the calls this side makes. Set by the subclass's constructor.</summary>
+    public OutgoingCalls Outgoing { get; protected init; } = null!;
+
+    /// <summary>The serving role: the calls the peer makes to this side. Set by the subclass's constructor.</summary>
+    public IncomingCalls Incoming { get; protected init; } = null!;
+
+    /// <summary>The options arguments and results are written and read with: the side's, with
+    /// generated formatters consulted first (and untrusted-data protections on a server). Set by
+    /// the subclass's constructor; immutable after.</summary>
+    public MessagePackSerializerOptions SerializerOptions { get; protected init; } = null!;
+
+    /// <summary>Whether the handshake has completed: until then only its frames are accepted.
+    /// Set once by the subclass on the reader loop.</summary>
+    protected bool IsHandshakeDone { get; set; }
 
     /// <summary>The largest frame we accept: checked by the reader before buffering a frame.</summary>
     protected int MaxFrameSize { get; }
 
     /// <summary>The largest frame the peer accepts; refreshed from its handshake. Until then only
     /// the protocol minimum, which any handshake fits into.</summary>
-    protected int PeerMaxFrameSize { get; set; } = ProtocolConstants.MinimumMaxFrameSize;
+    protected int PeerMaxFrameSize { get; private set; } = ProtocolConstants.MinimumMaxFrameSize;
 
-    protected ILogger Logger { get; }
+    /// <summary>Takes the limits the peer announced in its handshake. Reader loop, before any call.</summary>
+    protected void OnPeerSettings(in HandshakeSettings peer)
+    {
+        PeerMaxFrameSize = peer.MaxFrameSize;
+        PeerStreamWindow = peer.StreamWindow;
+        PeerMaxMessageSize = peer.MaxMessageSize;
+        PeerEndsFragmentsOnCancel = peer.CancelEndsFragments;
+    }
+
+    public ILogger Logger { get; }
 
     /// <summary>A short name for logs: the remote endpoint or "in-memory".</summary>
     public string Name { get; }
@@ -190,6 +231,9 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         }
     }
 
+    /// <summary>What a call on this connection fails with once it has closed.</summary>
+    public MuxConnectionException CloseError => CreateClosedException();
+
     /// <summary>The exception that calls failed by this close see.</summary>
     protected MuxConnectionException CreateClosedException()
     {
@@ -211,12 +255,27 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         return new MuxConnectionException(message, reason, error);
     }
 
-    /// <summary>Fails pending calls (client) or cancels running handlers (server).</summary>
-    protected abstract void OnClosed(MuxConnectionException error);
+    /// <summary>The connection closed: every call this side made fails, every handler still
+    /// running is cancelled, and the subclass ends what it waits for.</summary>
+    private void OnClosed(MuxConnectionException error)
+    {
+        OnClosing(error);
+        Incoming.CancelAll();
+        Outgoing.FailAll(error);
+    }
 
-    /// <summary>Handles one frame on the reader loop. Must not block: anything slow goes to the
-    /// thread pool. A returned incomplete task pauses reading (backpressure).</summary>
-    protected abstract ValueTask OnFrameAsync(Frame frame);
+    /// <summary>What the subclass ends when the connection closes (before the roles fail their
+    /// calls): a handshake still waited for, a drain.</summary>
+    protected virtual void OnClosing(MuxConnectionException error)
+    {
+    }
+
+    /// <summary>The peer sent GoAway and every call of ours it promised to serve has completed. A
+    /// client then closes the connection (its server is going away); a server keeps it for the
+    /// client's own calls.</summary>
+    internal virtual void OnCallsDrainedAfterGoAway()
+    {
+    }
 
     /// <summary>The reason and fault of a close, published together.</summary>
     private sealed record CloseCause(MuxCloseReason Reason, Exception? Error);

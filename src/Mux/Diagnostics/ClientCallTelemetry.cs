@@ -13,7 +13,9 @@ internal struct ClientCallTelemetry
     // The client span; null when nobody traces Mux or the sampler dropped this call.
     private Activity? _activity;
 
-    // Stopwatch timestamp at the start; 0 when nobody listens to rpc.client.call.duration.
+    // The connection's clock, and its timestamp at the start; 0 when nobody listens to
+    // rpc.client.call.duration.
+    private TimeProvider? _clock;
     private long _startTimestamp;
 
     // The method's names; set whenever either of the above is.
@@ -27,18 +29,18 @@ internal struct ClientCallTelemetry
     public readonly Activity? Activity => _activity;
 
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public static ClientCallTelemetry Start(uint methodId, ServerPeer? peer)
+    public static ClientCallTelemetry Start(uint methodId, ServerPeer? peer, TimeProvider clock)
     {
         if (!MuxTelemetry.Source.HasListeners() && !MuxTelemetry.ClientCallDuration.Enabled)
         {
             return default;
         }
 
-        return StartObserved(methodId, peer);
+        return StartObserved(methodId, peer, clock);
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private static ClientCallTelemetry StartObserved(uint methodId, ServerPeer? peer)
+    private static ClientCallTelemetry StartObserved(uint methodId, ServerPeer? peer, TimeProvider clock)
     {
         MethodTelemetryName name = MethodNames.Get(methodId);
         Activity? activity = null;
@@ -69,7 +71,8 @@ internal struct ClientCallTelemetry
         return new ClientCallTelemetry
         {
             _activity = activity,
-            _startTimestamp = MuxTelemetry.ClientCallDuration.Enabled ? Stopwatch.GetTimestamp() : 0,
+            _clock = clock,
+            _startTimestamp = MuxTelemetry.ClientCallDuration.Enabled ? clock.GetTimestamp() : 0,
             _name = name,
             _peer = peer,
         };
@@ -130,7 +133,7 @@ internal struct ClientCallTelemetry
                 tags.Add(RpcTags.ServerPort, _peer.Port);
             }
 
-            MuxTelemetry.ClientCallDuration.Record(Stopwatch.GetElapsedTime(_startTimestamp).TotalSeconds, tags);
+            MuxTelemetry.ClientCallDuration.Record(_clock!.GetElapsedTime(_startTimestamp).TotalSeconds, tags);
         }
     }
 }

@@ -78,7 +78,7 @@ internal static class ConnectionGauges
         {
             if (connection is ClientConnection client)
             {
-                (string? Address, object? Port) key = (client.Peer?.Address, client.Peer?.Port);
+                (string? Address, object? Port) key = (client.Outgoing.Peer?.Address, client.Outgoing.Peer?.Port);
                 byServer[key] = byServer.GetValueOrDefault(key) + (calls ? client.PendingCallCount : 1);
             }
         }

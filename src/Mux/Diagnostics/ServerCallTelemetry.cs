@@ -9,7 +9,7 @@ namespace Mux.Diagnostics;
 
 /// <summary>
 /// The server span and duration measurement of one call, from reading the request to the end of
-/// its handler. Kept in a side table keyed by the call, not in <see cref="MuxServerCall"/>: the call
+/// its handler. Kept in a side table keyed by the call, not in <see cref="IncomingCall"/>: the call
 /// object is allocated per request, and a field there would make every call allocate more even when
 /// nobody listens. The call keeps only a flag (which fits in its padding) saying whether it has an
 /// entry here.
@@ -18,7 +18,7 @@ internal sealed class ServerCallTelemetry
 {
     // Calls started while someone listened, until they finish. Added on the reader loop, removed by
     // the call's Finish on whatever thread the handler ended.
-    private static readonly ConcurrentDictionary<MuxServerCall, ServerCallTelemetry> s_running = new(ReferenceEqualityComparer.Instance);
+    private static readonly ConcurrentDictionary<IncomingCall, ServerCallTelemetry> s_running = new(ReferenceEqualityComparer.Instance);
 
     // The server span; null when nobody traces Mux or the sampler dropped this call.
     private readonly Activity? _activity;
@@ -48,7 +48,7 @@ internal sealed class ServerCallTelemetry
     /// include the time the call waited for a thread. Call only when <see cref="IsObserved"/>.
     /// </summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    public static void Start(MuxServerCall call, uint methodId, in ReadOnlySequence<byte> traceContext)
+    public static void Start(IncomingCall call, uint methodId, in ReadOnlySequence<byte> traceContext)
     {
         MethodTelemetryName name = MethodNames.Get(methodId);
         Activity? activity = null;
@@ -73,14 +73,14 @@ internal sealed class ServerCallTelemetry
             }
         }
 
-        long startTimestamp = MuxTelemetry.ServerCallDuration.Enabled ? Stopwatch.GetTimestamp() : 0;
+        long startTimestamp = MuxTelemetry.ServerCallDuration.Enabled ? call.TimeProvider.GetTimestamp() : 0;
         s_running[call] = new ServerCallTelemetry(activity, startTimestamp, name);
     }
 
     /// <summary>Makes the call's span current for its handler (so that the handler's own spans are
     /// its children). Returns what was current before, to restore when the handler returns.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    public static Activity? EnterHandler(MuxServerCall call)
+    public static Activity? EnterHandler(IncomingCall call)
     {
         Activity? previous = Activity.Current;
         if (s_running.TryGetValue(call, out ServerCallTelemetry? telemetry) && telemetry._activity is not null)
@@ -97,7 +97,7 @@ internal sealed class ServerCallTelemetry
     /// <param name="cancellationRequested">Whether the call had been cancelled (so that an
     /// OperationCanceledException counts as Canceled, as the Error frame reports it).</param>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    public static void Stop(MuxServerCall call, Exception? failure, bool cancellationRequested)
+    public static void Stop(IncomingCall call, Exception? failure, bool cancellationRequested)
     {
         if (!s_running.TryRemove(call, out ServerCallTelemetry? telemetry))
         {
@@ -142,7 +142,7 @@ internal sealed class ServerCallTelemetry
                 tags.Add(RpcTags.ErrorType, errorType);
             }
 
-            MuxTelemetry.ServerCallDuration.Record(Stopwatch.GetElapsedTime(telemetry._startTimestamp).TotalSeconds, tags);
+            MuxTelemetry.ServerCallDuration.Record(call.TimeProvider.GetElapsedTime(telemetry._startTimestamp).TotalSeconds, tags);
         }
     }
 }

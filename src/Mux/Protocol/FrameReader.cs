@@ -9,7 +9,7 @@ namespace Mux.Protocol;
 /// </summary>
 internal static class FrameReader
 {
-    // The flags a Request may carry; every other frame carries none.
+    // The headers a Request may announce (see AllowedFlags for the flags of every type).
     private const FrameFlags RequestFlags = FrameFlags.TraceContext | FrameFlags.Deadline;
 
     /// <summary>
@@ -67,7 +67,7 @@ internal static class FrameReader
         FrameFlags typeFlags = flags & ~FrameFlags.MoreFragments;
         if (typeFlags != FrameFlags.None && (typeFlags & ~AllowedFlags(type)) != 0)
         {
-            ThrowProtocol($"Frame flags 0x{(byte)flags:x2} are not supported by protocol version {ProtocolConstants.Version} on a {type} frame (a Request may carry TraceContext, 0x02, and Deadline, 0x04; Request, Response, Error, Cancel and Continuation may carry ServerInitiated, 0x08).");
+            ThrowProtocol($"Frame flags 0x{(byte)flags:x2} are not supported by protocol version {ProtocolConstants.Version} on a {type} frame (a Request may carry TraceContext, 0x02, and Deadline, 0x04; the frames of a call, Request, Response, Error, Cancel, Continuation, StreamItem, StreamEnd and StreamCredit, may carry ServerInitiated, 0x08).");
         }
 
         // A first fragment announces the size of its whole message before its type-specific header.
@@ -180,7 +180,8 @@ internal static class FrameReader
     private static FrameFlags AllowedFlags(FrameType type) => type switch
     {
         FrameType.Request => RequestFlags | FrameFlags.ServerInitiated,
-        FrameType.Response or FrameType.Error or FrameType.Cancel or FrameType.Continuation => FrameFlags.ServerInitiated,
+        FrameType.Response or FrameType.Error or FrameType.Cancel or FrameType.Continuation
+            or FrameType.StreamItem or FrameType.StreamEnd or FrameType.StreamCredit => FrameFlags.ServerInitiated,
         _ => FrameFlags.None,
     };
 

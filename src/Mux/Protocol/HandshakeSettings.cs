@@ -29,6 +29,13 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
     /// peer did not say.</summary>
     public bool CancelEndsFragments { get; init; } = true;
 
+    /// <summary>Whether this side takes streams (StreamItem, StreamEnd and StreamCredit frames with
+    /// ServerInitiated) on the calls a server starts to its client (docs/protocol.md, *Calls from
+    /// server to client*). Only a client's Hello carries it; a server calls a streaming method of
+    /// its client only when the client said true. Every side of this build does (the default);
+    /// false when the peer did not say.</summary>
+    public bool ServerCallStreams { get; init; } = true;
+
     private const string MaxFrameSizeKey = "maxFrameSize";
     private const string MaxMessageSizeKey = "maxMessageSize";
     private const string MaxConcurrentCallsKey = "maxConcurrentCalls";
@@ -36,10 +43,11 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
     private const string TraceContextKey = "traceContext";
     private const string StreamWindowKey = "streamWindow";
     private const string CancelEndsFragmentsKey = "cancelEndsFragments";
+    private const string ServerCallStreamsKey = "serverCallStreams";
 
     public void WriteMap(ref MessagePackWriter writer)
     {
-        writer.WriteMapHeader(AuthToken is null ? 6 : 7);
+        writer.WriteMapHeader(AuthToken is null ? 7 : 8);
         writer.Write(MaxFrameSizeKey);
         writer.Write(MaxFrameSize);
         writer.Write(MaxMessageSizeKey);
@@ -52,6 +60,8 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
         writer.Write(StreamWindow);
         writer.Write(CancelEndsFragmentsKey);
         writer.Write(CancelEndsFragments);
+        writer.Write(ServerCallStreamsKey);
+        writer.Write(ServerCallStreams);
         if (AuthToken is not null)
         {
             writer.Write(AuthTokenKey);
@@ -87,6 +97,7 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
         string? authToken = null;
         int streamWindow = DefaultStreamWindow;
         bool cancelEndsFragments = false;
+        bool serverCallStreams = false;
         readsTraceContext = false;
         try
         {
@@ -117,6 +128,9 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
                     case CancelEndsFragmentsKey:
                         cancelEndsFragments = reader.ReadBoolean();
                         break;
+                    case ServerCallStreamsKey:
+                        serverCallStreams = reader.ReadBoolean();
+                        break;
                     default:
                         reader.Skip();
                         break;
@@ -133,6 +147,6 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
             throw new MuxProtocolException($"The handshake settings are out of range: maxFrameSize {maxFrameSize} (at least {ProtocolConstants.MinimumMaxFrameSize}), maxConcurrentCalls {maxConcurrentCalls} (at least 1), streamWindow {streamWindow} (at least 1).");
         }
 
-        return new HandshakeSettings(version, maxFrameSize, maxConcurrentCalls, authToken) { StreamWindow = streamWindow, MaxMessageSize = maxMessageSize, CancelEndsFragments = cancelEndsFragments };
+        return new HandshakeSettings(version, maxFrameSize, maxConcurrentCalls, authToken) { StreamWindow = streamWindow, MaxMessageSize = maxMessageSize, CancelEndsFragments = cancelEndsFragments, ServerCallStreams = serverCallStreams };
     }
 }

@@ -1,3 +1,5 @@
+using Mux.Protocol;
+
 namespace Mux.Streaming;
 
 /// <summary>
@@ -23,17 +25,23 @@ internal sealed class CallStreams(StreamReceiver? receiver, StreamSendWindow? se
     /// owner to fail the call with it rather than with the cancellation that followed.</summary>
     public Exception? SendFailure { get; set; }
 
-    public void SetCallId(uint callId)
+    /// <summary>The id space of the call (ServerInitiated for a server's call); set with the id.</summary>
+    public FrameFlags IdSpace { get; private set; }
+
+    public void SetCallId(uint callId, FrameFlags idSpace)
     {
         CallId = callId;
+        IdSpace = idSpace;
         if (Sender is not null)
         {
             Sender.CallId = callId;
+            Sender.IdSpace = idSpace;
         }
 
         if (Receiver is not null)
         {
             Receiver.CallId = callId;
+            Receiver.IdSpace = idSpace;
         }
     }
 

@@ -43,7 +43,7 @@ internal static class StreamProducer
     /// first item's credit. <paramref name="servedCall"/>: the server call whose result this is
     /// (null for a client's stream), cancelled here when the connection is lost.</summary>
     /// <exception cref="MuxConnectionException">The connection closed.</exception>
-    public static async ValueTask SendAsync<T>(MuxConnection connection, IAsyncEnumerable<T> items, StreamSendWindow window, MessagePackSerializerOptions options, CancellationToken cancellationToken, bool holdsCredit = false, MuxServerCall? servedCall = null)
+    public static async ValueTask SendAsync<T>(MuxConnection connection, IAsyncEnumerable<T> items, StreamSendWindow window, MessagePackSerializerOptions options, CancellationToken cancellationToken, bool holdsCredit = false, IncomingCall? servedCall = null)
     {
         IAsyncEnumerator<T> enumerator = items.GetAsyncEnumerator(cancellationToken);
         int batchBytes = 0;
@@ -90,12 +90,12 @@ internal static class StreamProducer
                 {
                     // Large items (the last was) and slowly made ones go straight out, with
                     // whatever is queued before them, as any other frame.
-                    lastSize = connection.SendStreamItem(window.CallId, enumerator.Current, options, defer: false);
+                    lastSize = connection.SendStreamItem(window.CallId, window.IdSpace, enumerator.Current, options, defer: false);
                     batchBytes = 0;
                     continue;
                 }
 
-                int size = lastSize = connection.SendStreamItem(window.CallId, enumerator.Current, options, defer: true);
+                int size = lastSize = connection.SendStreamItem(window.CallId, window.IdSpace, enumerator.Current, options, defer: true);
                 if (batchBytes == 0)
                 {
                     batchTimer ??= new Timer(s_flushBatch, connection, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);

@@ -4,6 +4,7 @@ using System.Runtime.ExceptionServices;
 using System.Threading.Channels;
 using MessagePack;
 using Mux.Connection;
+using Mux.Protocol;
 
 namespace Mux.Streaming;
 
@@ -59,6 +60,10 @@ internal sealed class StreamReceiver
     /// <summary>The call the stream belongs to. Set once, before the call's Request (or the
     /// receiver) is published, so before any item can arrive.</summary>
     public uint CallId { get; set; }
+
+    /// <summary>The id space of the call (ServerInitiated for a server's call), which the credit
+    /// frames carry. Set with <see cref="CallId"/>.</summary>
+    public FrameFlags IdSpace { get; set; }
 
     /// <summary>Buffers one item. Reader loop only.</summary>
     /// <exception cref="MuxProtocolException">The producer sent more items than it was granted.</exception>
@@ -137,7 +142,7 @@ internal sealed class StreamReceiver
             int credit = _readSinceCredit;
             _readSinceCredit = 0;
             Volatile.Write(ref _granted, _granted + credit);
-            _connection.SendStreamCredit(CallId, credit);
+            _connection.SendStreamCredit(CallId, IdSpace, credit);
         }
 
         return true;

@@ -1,4 +1,5 @@
 using System.Diagnostics.CodeAnalysis;
+using Mux.Protocol;
 
 namespace Mux.Streaming;
 
@@ -25,6 +26,10 @@ internal sealed class StreamSendWindow
     /// server creates it, or when the client registers the call, before its Request goes out), so
     /// a producer that holds credit can read it.</summary>
     public uint CallId { get; set; }
+
+    /// <summary>The id space of the call (ServerInitiated for a server's call), which its stream's
+    /// frames carry. Set with <see cref="CallId"/>.</summary>
+    public FrameFlags IdSpace { get; set; }
 
     /// <summary>Takes one item's credit if there is any, without waiting.</summary>
     public bool TryTake() => _credit.Wait(0);

@@ -18,22 +18,19 @@ public sealed class CallbackHub : ICallbackHub
         return sum;
     }
 
-    public async Task<string> StreamFromClient(MuxCallContext? context = null)
+    public async Task<int[]> CountOnClient(int count, int take, MuxCallContext? context = null)
     {
-        IClientCounter counter = context!.GetClientProxy<IClientCounter>();
-        try
+        var items = new List<int>();
+        await foreach (int item in context!.GetClientProxy<IClientCounter>().Count(count))
         {
-            await foreach (int item in counter.Count(3))
+            items.Add(item);
+            if (items.Count == take)
             {
-                return $"item {item} arrived";
+                break; // Stops the client's producer: the call is cancelled.
             }
+        }
 
-            return "the stream ended empty";
-        }
-        catch (NotSupportedException ex)
-        {
-            return $"{ex.GetType().FullName}: {ex.Message}";
-        }
+        return [.. items];
     }
 
     public Task Register(MuxCallContext? context = null)

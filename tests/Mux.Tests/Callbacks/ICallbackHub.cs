@@ -9,8 +9,8 @@ public interface ICallbackHub
     Task<int> SumOfClientAnswers(int count, MuxCallContext? context = null);
 
     /// <summary>Enumerates the caller's <see cref="IClientCounter.Count"/> through
-    /// MuxCallContext.GetClientProxy and returns what happened: the exception's type and message.</summary>
-    Task<string> StreamFromClient(MuxCallContext? context = null);
+    /// MuxCallContext.GetClientProxy, reading at most <paramref name="take"/> items, and returns them.</summary>
+    Task<int[]> CountOnClient(int count, int take, MuxCallContext? context = null);
 
     /// <summary>Keeps the caller's <see cref="MuxRemoteClient"/> for the test to call later.</summary>
     Task Register(MuxCallContext? context = null);

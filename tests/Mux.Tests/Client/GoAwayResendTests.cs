@@ -140,5 +140,9 @@ public sealed class GoAwayResendTests
         TimeProvider = clock,
         CallTimeout = TimeSpan.FromSeconds(30),
         KeepAliveInterval = Timeout.InfiniteTimeSpan,
+
+        // The handshake's wait is on the same clock: longer than the call's, so that a server that
+        // holds its handshake outlasts the call, not the connection attempt.
+        ConnectTimeout = TimeSpan.FromMinutes(5),
     };
 }

@@ -62,8 +62,8 @@ public class HandshakeTests
 
         Assert.Equal("MUX1"u8.ToArray(), payload[..4]);
         Assert.Equal(new byte[] { 0x01, 0x02 }, payload[4..6]);
-        Assert.Equal(0x86, payload[6]); // A map of 6 entries (with traceContext, streamWindow, maxMessageSize and cancelEndsFragments): no auth token key without a token.
-        Assert.Equal(0x87, HelloPayload(new HandshakeSettings(1, 4096, 1, "x"))[6]);
+        Assert.Equal(0x87, payload[6]); // A map of 7 entries (with traceContext, streamWindow, maxMessageSize, cancelEndsFragments and serverCallStreams): no auth token key without a token.
+        Assert.Equal(0x88, HelloPayload(new HandshakeSettings(1, 4096, 1, "x"))[6]);
     }
 
     [Theory]
@@ -145,7 +145,7 @@ public class HandshakeTests
 
         HandshakeSettings parsed = Parse(payload);
 
-        Assert.Equal(new HandshakeSettings(ProtocolConstants.Version, 8192, 50, "secret") { CancelEndsFragments = false }, parsed);
+        Assert.Equal(new HandshakeSettings(ProtocolConstants.Version, 8192, 50, "secret") { CancelEndsFragments = false, ServerCallStreams = false }, parsed);
     }
 
     [Fact]
@@ -155,9 +155,9 @@ public class HandshakeTests
 
         HandshakeSettings parsed = Parse(payload);
 
-        // A peer that does not say takes a Cancel the way version 2 first did: the rest of a
-        // fragmented Request still follows it.
-        Assert.Equal(new HandshakeSettings(ProtocolConstants.Version, ProtocolConstants.MinimumMaxFrameSize, int.MaxValue, null) { CancelEndsFragments = false }, parsed);
+        // A peer that does not say takes a Cancel the way version 2 first did (the rest of a
+        // fragmented Request still follows it), and takes no streams on its server's calls.
+        Assert.Equal(new HandshakeSettings(ProtocolConstants.Version, ProtocolConstants.MinimumMaxFrameSize, int.MaxValue, null) { CancelEndsFragments = false, ServerCallStreams = false }, parsed);
     }
 
     [Theory]

@@ -66,9 +66,9 @@ internal sealed partial class EndPointBalancer : IConnectionSource
     private Task _resolveLoop = Task.CompletedTask;
 
     // What every instance's connections serve to calls their server starts (the MuxClient's). Immutable.
-    private readonly ClientServices? _services;
+    private readonly ServiceMethods _services;
 
-    public EndPointBalancer(MuxClientOptions options, ILogger logger, Action<MuxClientState, MuxClientState, Exception?> onStateChanged, ClientServices? services = null)
+    public EndPointBalancer(MuxClientOptions options, ILogger logger, Action<MuxClientState, MuxClientState, Exception?> onStateChanged, ServiceMethods services)
     {
         _services = services;
         _options = options;
@@ -80,7 +80,7 @@ internal sealed partial class EndPointBalancer : IConnectionSource
 
     /// <summary>Starts the keepers of <see cref="MuxClientOptions.EndPoints"/>, or the loop that asks
     /// <see cref="MuxClientOptions.EndPointResolver"/>.</summary>
-    public static EndPointBalancer Start(MuxClientOptions options, ILogger logger, Action<MuxClientState, MuxClientState, Exception?> onStateChanged, ClientServices? services = null)
+    public static EndPointBalancer Start(MuxClientOptions options, ILogger logger, Action<MuxClientState, MuxClientState, Exception?> onStateChanged, ServiceMethods services)
     {
         var balancer = new EndPointBalancer(options, logger, onStateChanged, services);
         if (options.EndPointResolver is { } resolver)
@@ -347,9 +347,9 @@ internal sealed partial class EndPointBalancer : IConnectionSource
         var endPoint = new BalancedEndPoint(address);
         MuxClientOptions options = _options;
         ILogger logger = _logger;
-        ClientServices? services = _services;
+        ServiceMethods services = _services;
         endPoint.Keeper = ConnectionKeeper.StartConnecting(
-            cancellationToken => ClientConnector.OpenAsync(address, options, logger, cancellationToken, services),
+            cancellationToken => ClientConnector.OpenAsync(address, options, logger, services, cancellationToken),
             options,
             logger,
             address.ToString() ?? "server",

@@ -1,7 +1,6 @@
-using Mux.Connection;
 using Mux.Streaming;
 
-namespace Mux.Client;
+namespace Mux.Connection;
 
 /// <summary>
 /// Opens a call's send window once its Request is out whole: until then the call's producer holds

@@ -1,17 +1,15 @@
 using System.Buffers;
-using System.ComponentModel;
 using System.Runtime.CompilerServices;
 using MessagePack;
-using Mux.Connection;
 using Mux.Protocol;
 using Mux.Serialization;
 using Mux.Streaming;
 
-namespace Mux;
+namespace Mux.Connection;
 
 // Streams (Mux.Streaming): a handler's IAsyncEnumerable argument (the client's stream) and result
 // (its own stream to the client).
-public sealed partial class MuxServerCall
+internal sealed partial class IncomingCall
 {
     // The client's stream to this call. Created on first use, by the reader loop (an item arrived)
     // or by the handler (ReadStream), whichever comes first (CompareExchange); cleared by Start.
@@ -25,23 +23,13 @@ public sealed partial class MuxServerCall
     // Finish; reset by Start (reader loop, before the object is reused).
     private int _streamsClosed;
 
-    /// <summary>The client's stream for a handler's <see cref="IAsyncEnumerable{T}"/> parameter:
-    /// its items in order, read with the server's serializer options. It ends when the client's
-    /// stream ends, throws <see cref="MuxRemoteException"/> when the client's producer failed, and
-    /// <see cref="OperationCanceledException"/> when the call is cancelled or its connection lost.</summary>
-    /// <typeparam name="T">The item type.</typeparam>
-    /// <returns>The client's stream.</returns>
-    [EditorBrowsable(EditorBrowsableState.Never)] // Generated dispatchers call it.
+    /// <summary>The caller's stream for a handler's IAsyncEnumerable parameter (see
+    /// <see cref="MuxServerCall.ReadStream{T}"/>).</summary>
     public IAsyncEnumerable<T> ReadStream<T>() =>
         ReadStreamAsync<T>(GetOrCreateInbound() ?? throw new InvalidOperationException($"{MethodName} has finished: its stream can no longer be read."), default);
 
-    /// <summary>Streams the items of a method returning <see cref="IAsyncEnumerable{T}"/> to the
-    /// caller, each within the credit the caller granted, then ends the call. The enumeration's
-    /// token is the call's: it fires when the caller cancels or stops reading.</summary>
-    /// <typeparam name="T">The item type.</typeparam>
-    /// <param name="items">What the service method returned.</param>
-    /// <returns>A task that completes when the last item and the end of the stream have been handed to the connection.</returns>
-    [EditorBrowsable(EditorBrowsableState.Never)] // Generated dispatchers call it.
+    /// <summary>Streams a handler's result to the caller, then ends the call (see
+    /// <see cref="MuxServerCall.ReturnStreamAsync{T}"/>).</summary>
     public ValueTask ReturnStreamAsync<T>(IAsyncEnumerable<T> items)
     {
         return items is null
@@ -52,13 +40,13 @@ public sealed partial class MuxServerCall
     private async ValueTask SendStreamAsync<T>(IAsyncEnumerable<T> items)
     {
         // On a lost connection the producer cancels this call before it disposes the enumerator.
-        await StreamProducer.SendAsync(_connection, items, GetOrCreateOutbound()!, _serializerOptions, CancellationToken, servedCall: this).ConfigureAwait(false);
+        await StreamProducer.SendAsync(Connection, items, GetOrCreateOutbound()!, SerializerOptions, CancellationToken, servedCall: this).ConfigureAwait(false);
         SendResult(default(VoidResult)); // The end of the stream: the call's Response.
     }
 
     private async IAsyncEnumerable<T> ReadStreamAsync<T>(StreamReceiver inbound, [EnumeratorCancellation] CancellationToken cancellationToken)
     {
-        MessagePackSerializerOptions options = _serializerOptions;
+        MessagePackSerializerOptions options = SerializerOptions;
         while (await inbound.WaitToReadAsync(cancellationToken).ConfigureAwait(false))
         {
             while (TryReadItem(inbound, options, out T? item))
@@ -116,7 +104,7 @@ public sealed partial class MuxServerCall
             return inbound;
         }
 
-        var created = new StreamReceiver(_connection, _connection.StreamWindow) { CallId = CallId };
+        var created = new StreamReceiver(Connection, Connection.StreamWindow) { CallId = CallId, IdSpace = _calls.IdSpace };
         inbound = Interlocked.CompareExchange(ref _inbound, created, null) ?? created;
         if (Volatile.Read(ref _streamsClosed) != 0)
         {
@@ -141,7 +129,7 @@ public sealed partial class MuxServerCall
             return outbound;
         }
 
-        var created = new StreamSendWindow(_connection.PeerStreamWindow) { CallId = CallId };
+        var created = new StreamSendWindow(Connection.PeerStreamWindow) { CallId = CallId, IdSpace = _calls.IdSpace };
         return Interlocked.CompareExchange(ref _outbound, created, null) ?? created;
     }
 

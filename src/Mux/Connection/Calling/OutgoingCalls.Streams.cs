@@ -2,20 +2,20 @@ using System.Collections.Concurrent;
 using Mux.Protocol;
 using Mux.Streaming;
 
-namespace Mux.Client;
+namespace Mux.Connection;
 
-// Streams (Mux.Streaming): routing the server's StreamItem and StreamCredit frames to the call
-// they belong to.
-internal sealed partial class ClientConnection
+// Streams (Mux.Streaming) of the calls this side makes: routing the peer's StreamItem and
+// StreamCredit frames to the call they belong to.
+internal sealed partial class OutgoingCalls
 {
     // The streams of calls in flight, by call id. Added by StartCall before the call's Request is
-    // sent; removed by the call's owner (ClientStreamCall) once the call has ended; read by the
-    // reader loop. Only streaming calls are here: a plain call never touches it.
+    // sent; removed by the call's owner (StreamCall) once the call has ended; read by the reader
+    // loop. Only streaming calls are here: a plain call never touches it.
     private readonly ConcurrentDictionary<uint, CallStreams> _streams = new();
 
     private void RegisterStreams(uint callId, CallStreams streams)
     {
-        streams.SetCallId(callId);
+        streams.SetCallId(callId, _idSpace);
         _streams[callId] = streams;
     }
 
@@ -28,7 +28,8 @@ internal sealed partial class ClientConnection
         }
     }
 
-    private void OnStreamItem(in Frame frame)
+    /// <summary>An item of the stream the peer returns for one of these calls. Reader loop only.</summary>
+    public void OnStreamItem(in Frame frame)
     {
         if (!_streams.TryGetValue(frame.CallId, out CallStreams? streams))
         {
@@ -37,13 +38,14 @@ internal sealed partial class ClientConnection
 
         if (streams.Receiver is null)
         {
-            throw new MuxProtocolException($"The server sent a stream item for call {frame.CallId}, whose method returns no stream.");
+            throw new MuxProtocolException($"The {_connection.PeerName} sent a stream item for call {frame.CallId}, whose method returns no stream.");
         }
 
         streams.Receiver.OnItem(frame.Payload);
     }
 
-    private void OnStreamCredit(uint callId, uint count)
+    /// <summary>The peer granted credit for the stream one of these calls sends. Reader loop only.</summary>
+    public void OnStreamCredit(uint callId, uint count)
     {
         if (_streams.TryGetValue(callId, out CallStreams? streams))
         {

@@ -1,6 +1,6 @@
 using System.Runtime.CompilerServices;
 
-namespace Mux.Client;
+namespace Mux.Connection;
 
 /// <summary>
 /// When a call must end, fixed once, when the user makes the call (<see cref="Fix"/>): waiting
@@ -48,18 +48,26 @@ internal readonly struct CallDeadline
     {
         if (!MuxCallContext.IsPropagating)
         {
-            if (timeout == ClockDeadline.Never)
-            {
-                now = 0;
-                return None;
-            }
-
-            now = clock.GetTimestamp();
-            return new CallDeadline(ClockDeadline.After(now, timeout), null);
+            return Within(clock, timeout, out now);
         }
 
         now = clock.GetTimestamp();
         return Inherit(clock, ClockDeadline.After(now, timeout), now);
+    }
+
+    /// <summary>The deadline of a call made now that inherits none: <paramref name="timeout"/>
+    /// from now. Reads the clock only when there is a timeout (<paramref name="now"/> is 0 otherwise).</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    public static CallDeadline Within(TimeProvider clock, long timeout, out long now)
+    {
+        if (timeout == ClockDeadline.Never)
+        {
+            now = 0;
+            return None;
+        }
+
+        now = clock.GetTimestamp();
+        return new CallDeadline(ClockDeadline.After(now, timeout), null);
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]

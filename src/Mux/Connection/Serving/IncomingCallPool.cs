@@ -1,4 +1,4 @@
-namespace Mux.Server;
+namespace Mux.Connection;
 
 /// <summary>
 /// Finished calls of one connection, kept for reuse so that a request allocates no call object in
@@ -6,18 +6,18 @@ namespace Mux.Server;
 /// only by the connection's reader loop, and with a single popper a stack has no ABA problem. It
 /// never holds more calls than ran at once, so the connection's call cap bounds it.
 /// </summary>
-internal sealed class ServerCallPool
+internal sealed class IncomingCallPool
 {
     // The most recently returned call; each links to the next through NextPooled. Pushed with
     // CompareExchange by finishers, popped (CompareExchange) by the reader loop only.
-    private MuxServerCall? _top;
+    private IncomingCall? _top;
 
     /// <summary>A finished call to reuse, or null. Reader loop only.</summary>
-    public MuxServerCall? TryRent()
+    public IncomingCall? TryRent()
     {
         while (true)
         {
-            MuxServerCall? top = Volatile.Read(ref _top);
+            IncomingCall? top = Volatile.Read(ref _top);
             if (top is null)
             {
                 return null;
@@ -32,11 +32,11 @@ internal sealed class ServerCallPool
     }
 
     /// <summary>Keeps a call that has finished and that nothing refers to any more.</summary>
-    public void Return(MuxServerCall call)
+    public void Return(IncomingCall call)
     {
         while (true)
         {
-            MuxServerCall? top = Volatile.Read(ref _top);
+            IncomingCall? top = Volatile.Read(ref _top);
             call.NextPooled = top;
             if (ReferenceEquals(Interlocked.CompareExchange(ref _top, call, top), top))
             {

@@ -5,7 +5,7 @@ using Mux.Diagnostics;
 using Mux.Protocol;
 using Mux.Streaming;
 
-namespace Mux.Client;
+namespace Mux.Connection;
 
 /// <summary>
 /// The client-side state of one call between sending its request and completing its task.
@@ -72,15 +72,15 @@ internal abstract class PendingCall : IThreadPoolWorkItem
     /// Set by the caller before the request is sent.</summary>
     public string? InheritedFrom;
 
-    /// <summary>The connection this call runs on, for cancellation and for reading its result.</summary>
-    public IPendingCallHost? Connection { get; private set; }
+    /// <summary>The calls of the connection this call runs on, for cancellation and for reading its result.</summary>
+    public OutgoingCalls? Calls { get; private set; }
 
     public void SetCallId(uint callId) => CallId = callId;
 
-    protected void Initialize(IPendingCallHost connection, uint callId, uint methodId, long deadline)
+    protected void Initialize(OutgoingCalls calls, uint methodId, long deadline)
     {
-        Connection = connection;
-        CallId = callId;
+        Calls = calls;
+        CallId = 0;
         MethodId = methodId;
         Deadline = deadline;
         InheritedFrom = null;
@@ -109,10 +109,10 @@ internal abstract class PendingCall : IThreadPoolWorkItem
 
     private void OnCanceled(CancellationToken token)
     {
-        IPendingCallHost? connection = Connection;
-        if (connection is not null && connection.TryRemovePending(CallId, this))
+        OutgoingCalls? calls = Calls;
+        if (calls is not null && calls.TryRemovePending(CallId, this))
         {
-            connection.SendCancelQuietly(CallId);
+            calls.SendCancelQuietly(CallId);
             CompleteWithException(new OperationCanceledException("The Mux call was canceled by the caller.", token));
         }
     }

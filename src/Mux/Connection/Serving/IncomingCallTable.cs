@@ -1,7 +1,7 @@
 using System.Diagnostics;
 using System.Numerics;
 
-namespace Mux.Server;
+namespace Mux.Connection;
 
 /// <summary>
 /// The calls running on one server connection, by call id, for Cancel frames and for cancelling
@@ -11,7 +11,7 @@ namespace Mux.Server;
 /// Calls are added only by the connection's reader loop (one thread at a time), and removed by the
 /// thread that finishes them; that single adder is what makes the lock-free path correct.
 /// </summary>
-internal sealed class ServerCallTable
+internal sealed class IncomingCallTable
 {
     // Fewer slots make collisions (and the locked path) likelier; more cost memory per connection.
     private const int MinSlots = 16;
@@ -19,14 +19,14 @@ internal sealed class ServerCallTable
 
     // Running calls at index CallId & _mask. A slot goes from null to a call only on the reader
     // loop (TryAdd), and from that call back to null only through Remove by its finisher.
-    private readonly MuxServerCall?[] _slots;
+    private readonly IncomingCall?[] _slots;
     private readonly int _mask;
 
     private readonly Lock _overflowLock = new();
 
     // Running calls whose slot was taken by another running call when they arrived. Guarded by
     // _overflowLock.
-    private readonly Dictionary<uint, MuxServerCall> _overflow = new();
+    private readonly Dictionary<uint, IncomingCall> _overflow = new();
 
     // _overflow.Count, written under _overflowLock and read without it by the reader loop: since
     // only the reader loop adds, a 0 it reads stays 0 until it adds again itself.
@@ -35,11 +35,11 @@ internal sealed class ServerCallTable
     // Calls in the table. Changed with Interlocked (a full fence, which the drain check relies on).
     private int _count;
 
-    public ServerCallTable(int maxConcurrentCalls)
+    public IncomingCallTable(int maxConcurrentCalls)
     {
         // Twice the cap, so that even a full connection finds most slots free.
         int slots = (int)BitOperations.RoundUpToPowerOf2((uint)Math.Clamp(maxConcurrentCalls * 2L, MinSlots, MaxSlots));
-        _slots = new MuxServerCall?[slots];
+        _slots = new IncomingCall?[slots];
         _mask = slots - 1;
     }
 
@@ -48,9 +48,9 @@ internal sealed class ServerCallTable
 
     /// <summary>Adds a call; false when a call with its id is still running (a protocol violation).
     /// Reader loop only.</summary>
-    public bool TryAdd(MuxServerCall call)
+    public bool TryAdd(IncomingCall call)
     {
-        ref MuxServerCall? slot = ref _slots[call.CallId & (uint)_mask];
+        ref IncomingCall? slot = ref _slots[call.CallId & (uint)_mask];
         if (_overflowCount == 0 && Volatile.Read(ref slot) is null)
         {
             // No other adder exists and removers only clear their own call: the slot stays free
@@ -63,11 +63,11 @@ internal sealed class ServerCallTable
         return TryAddSlow(call, ref slot);
     }
 
-    private bool TryAddSlow(MuxServerCall call, ref MuxServerCall? slot)
+    private bool TryAddSlow(IncomingCall call, ref IncomingCall? slot)
     {
         lock (_overflowLock)
         {
-            MuxServerCall? occupant = Volatile.Read(ref slot);
+            IncomingCall? occupant = Volatile.Read(ref slot);
             if ((occupant is not null && occupant.CallId == call.CallId) || _overflow.ContainsKey(call.CallId))
             {
                 return false;
@@ -89,9 +89,9 @@ internal sealed class ServerCallTable
     }
 
     /// <summary>Removes a call that is in the table; returns the number of calls left.</summary>
-    public int Remove(MuxServerCall call)
+    public int Remove(IncomingCall call)
     {
-        ref MuxServerCall? slot = ref _slots[call.CallId & (uint)_mask];
+        ref IncomingCall? slot = ref _slots[call.CallId & (uint)_mask];
         if (!ReferenceEquals(Interlocked.CompareExchange(ref slot, null, call), call))
         {
             lock (_overflowLock)
@@ -107,9 +107,9 @@ internal sealed class ServerCallTable
 
     /// <summary>The running call with this id, if any. A call found here may finish at any moment;
     /// it cannot be reused for another call before the reader loop (the caller) adds again.</summary>
-    public MuxServerCall? Find(uint callId)
+    public IncomingCall? Find(uint callId)
     {
-        MuxServerCall? call = Volatile.Read(ref _slots[callId & (uint)_mask]);
+        IncomingCall? call = Volatile.Read(ref _slots[callId & (uint)_mask]);
         if (call is not null && call.CallId == callId)
         {
             return call;
@@ -127,12 +127,12 @@ internal sealed class ServerCallTable
     }
 
     /// <summary>Every call running at this moment (for the close, which cancels them all).</summary>
-    public List<MuxServerCall> Snapshot()
+    public List<IncomingCall> Snapshot()
     {
-        var running = new List<MuxServerCall>();
-        foreach (ref MuxServerCall? slot in _slots.AsSpan())
+        var running = new List<IncomingCall>();
+        foreach (ref IncomingCall? slot in _slots.AsSpan())
         {
-            MuxServerCall? call = Volatile.Read(ref slot);
+            IncomingCall? call = Volatile.Read(ref slot);
             if (call is not null)
             {
                 running.Add(call);

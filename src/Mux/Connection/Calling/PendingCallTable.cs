@@ -1,6 +1,6 @@
 using System.Diagnostics;
 
-namespace Mux.Client;
+namespace Mux.Connection;
 
 /// <summary>
 /// The calls of one client connection that are waiting for a response, by call id. Removal is the

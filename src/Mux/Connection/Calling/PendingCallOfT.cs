@@ -3,7 +3,7 @@ using System.Collections.Concurrent;
 using System.Threading.Tasks.Sources;
 using MessagePack;
 
-namespace Mux.Client;
+namespace Mux.Connection;
 
 /// <summary>
 /// A pending call whose result is a <typeparamref name="T"/>. The caller awaits it through a
@@ -28,7 +28,7 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
 
     public short Version => _core.Version;
 
-    public static PendingCall<T> Rent(IPendingCallHost connection, uint callId, uint methodId, long deadline)
+    public static PendingCall<T> Rent(OutgoingCalls calls, uint methodId, long deadline)
     {
         if (s_pool.TryDequeue(out PendingCall<T>? call))
         {
@@ -39,7 +39,7 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
             call = new PendingCall<T>();
         }
 
-        call.Initialize(connection, callId, methodId, deadline);
+        call.Initialize(calls, methodId, deadline);
         return call;
     }
 
@@ -64,7 +64,7 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
         T result;
         try
         {
-            result = MessagePackSerializer.Deserialize<T>(payload, Connection!.SerializerOptions);
+            result = MessagePackSerializer.Deserialize<T>(payload, Calls!.Connection.SerializerOptions);
         }
         catch (Exception ex)
         {

@@ -1,4 +1,4 @@
-namespace Mux.Client;
+namespace Mux.Connection;
 
 /// <summary>
 /// Deadlines kept as <see cref="TimeProvider"/> timestamps of the client's (or server's)

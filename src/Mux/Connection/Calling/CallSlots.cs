@@ -1,4 +1,4 @@
-namespace Mux.Client;
+namespace Mux.Connection;
 
 /// <summary>
 /// The calls a client may have outstanding on one connection: the server's advertised
@@ -8,7 +8,7 @@ namespace Mux.Client;
 /// Taking a free slot is one compare-and-swap; only callers that find none take the lock and wait
 /// (asynchronously, cancellably, within their deadline), oldest first.
 /// </summary>
-internal sealed class ClientCallSlots
+internal sealed class CallSlots
 {
     private readonly Lock _lock = new();
 
@@ -27,7 +27,7 @@ internal sealed class ClientCallSlots
     // Set once, under _lock, when the connection can send no more calls; waiters fail with it.
     private Exception? _failure;
 
-    public ClientCallSlots(int count) => _free = count;
+    public CallSlots(int count) => _free = count;
 
     /// <summary>Takes a free slot if there is one, without waiting.</summary>
     public bool TryTake()

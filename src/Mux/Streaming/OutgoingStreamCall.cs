@@ -1,34 +1,37 @@
 using System.Runtime.CompilerServices;
 using System.Runtime.ExceptionServices;
-using Mux.Client;
+using Mux.Connection;
 using Mux.Serialization;
 
 namespace Mux.Streaming;
 
 /// <summary>
-/// A streaming call on the client. One call carries the streams: its Request starts it, items flow
-/// both ways as StreamItem frames within each consumer's credit, the client's stream ends with
-/// StreamEnd and the server's with the call's Response (or Error). So a stream ends exactly once,
+/// The caller's side of a streaming call, on either side (a client's call to its server, or a
+/// server's call to its client). One call carries the streams: its Request starts it, items flow
+/// both ways as StreamItem frames within each consumer's credit, the caller's stream ends with
+/// StreamEnd and the callee's with the call's Response (or Error). So a stream ends exactly once,
 /// as a call does, also when the connection is lost. The call's token is linked to the caller's:
-/// a consumer that stops early, a caller that cancels and a client producer that fails all cancel
-/// the call, which sends Cancel and ends the server's side.
+/// a consumer that stops early, a caller that cancels and a caller's producer that fails all
+/// cancel the call, which sends Cancel and ends the callee's side.
 /// </summary>
-internal static class ClientStreamCall
+internal static class OutgoingStreamCall
 {
-    /// <summary>Server or duplex streaming: enumerates the server's items, sending
+    /// <summary>Callee or duplex streaming: enumerates the callee's items, sending
     /// <paramref name="items"/> (when not null) at the same time.</summary>
     public static async IAsyncEnumerable<TResult> ReceiveAsync<TArguments, TItem, TResult>(
-        MuxClient client, uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items, [EnumeratorCancellation] CancellationToken cancellationToken)
+        IOutgoingCallsSource source, uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items, [EnumeratorCancellation] CancellationToken cancellationToken)
         where TArguments : struct
     {
-        ClientConnection connection = await client.GetConnectionAsync(cancellationToken).ConfigureAwait(false);
+        OutgoingCalls calls = await source.GetOutgoingCallsAsync(cancellationToken).ConfigureAwait(false);
+        calls.RequireStreams();
+        MuxConnection connection = calls.Connection;
         using var linked = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
         var receiver = new StreamReceiver(connection, connection.StreamWindow);
         var streams = new CallStreams(receiver, items is null ? null : new StreamSendWindow(0));
         Task pump = Task.CompletedTask;
         try
         {
-            ValueTask<VoidResult> call = connection.InvokeAsync<TArguments, VoidResult>(methodId, arguments, CallDeadline.None, 0, linked.Token, streams);
+            ValueTask<VoidResult> call = calls.InvokeAsync<TArguments, VoidResult>(methodId, arguments, CallDeadline.None, 0, linked.Token, streams);
             _ = EndWhenCallEndsAsync(call, receiver);
             if (items is not null)
             {
@@ -50,26 +53,28 @@ internal static class ClientStreamCall
         }
         finally
         {
-            // A consumer that stops early (or fails) cancels the call: the server's producer stops.
+            // A consumer that stops early (or fails) cancels the call: the callee's producer stops.
             linked.Cancel();
-            connection.UnregisterStreams(streams);
+            calls.UnregisterStreams(streams);
             receiver.Abandon();
             await pump.ConfigureAwait(false);
         }
     }
 
-    /// <summary>Client streaming: sends <paramref name="items"/> and returns the server's result.</summary>
+    /// <summary>Caller streaming: sends <paramref name="items"/> and returns the callee's result.</summary>
     public static async ValueTask<TResult> SendAsync<TArguments, TItem, TResult>(
-        MuxClient client, uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+        IOutgoingCallsSource source, uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        ClientConnection connection = await client.GetConnectionAsync(cancellationToken).ConfigureAwait(false);
+        OutgoingCalls calls = await source.GetOutgoingCallsAsync(cancellationToken).ConfigureAwait(false);
+        calls.RequireStreams();
+        MuxConnection connection = calls.Connection;
         using var linked = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
         var streams = new CallStreams(null, new StreamSendWindow(0));
         Task pump = Task.CompletedTask;
         try
         {
-            ValueTask<TResult> call = connection.InvokeAsync<TArguments, TResult>(methodId, arguments, CallDeadline.None, 0, linked.Token, streams);
+            ValueTask<TResult> call = calls.InvokeAsync<TArguments, TResult>(methodId, arguments, CallDeadline.None, 0, linked.Token, streams);
             pump = PumpAsync(connection, streams, items, linked);
             return await call.ConfigureAwait(false);
         }
@@ -82,14 +87,14 @@ internal static class ClientStreamCall
         }
         finally
         {
-            // The server answered (perhaps before reading everything): stop the client's producer.
+            // The callee answered (perhaps before reading everything): stop the caller's producer.
             linked.Cancel();
-            connection.UnregisterStreams(streams);
+            calls.UnregisterStreams(streams);
             await pump.ConfigureAwait(false);
         }
     }
 
-    /// <summary>Ends the server's stream when the call ends: its Response (or Error) comes after
+    /// <summary>Ends the callee's stream when the call ends: its Response (or Error) comes after
     /// its last item on the connection, so every item is buffered by then.</summary>
     private static async Task EndWhenCallEndsAsync(ValueTask<VoidResult> call, StreamReceiver receiver)
     {
@@ -104,10 +109,10 @@ internal static class ClientStreamCall
         }
     }
 
-    /// <summary>Sends the client's items within the server's credit, then StreamEnd. Never throws:
-    /// a producer that fails records why, tells the server (StreamEnd with an error) and cancels
+    /// <summary>Sends the caller's items within the callee's credit, then StreamEnd. Never throws:
+    /// a producer that fails records why, tells the callee (StreamEnd with an error) and cancels
     /// the call; a call that ends first (<paramref name="linked"/> cancelled) just stops it.</summary>
-    private static async Task PumpAsync<TItem>(ClientConnection connection, CallStreams streams, IAsyncEnumerable<TItem> items, CancellationTokenSource linked)
+    private static async Task PumpAsync<TItem>(MuxConnection connection, CallStreams streams, IAsyncEnumerable<TItem> items, CancellationTokenSource linked)
     {
         CancellationToken token = linked.Token;
         try
@@ -117,7 +122,7 @@ internal static class ClientStreamCall
             // then. The credit taken here is the first item's.
             await streams.Sender!.WaitAsync(token).ConfigureAwait(false);
             await StreamProducer.SendAsync(connection, items, streams.Sender, connection.SerializerOptions, token, holdsCredit: true).ConfigureAwait(false);
-            connection.SendStreamEnd(streams.CallId, MuxStatusCode.Ok, null);
+            connection.SendStreamEnd(streams.CallId, streams.IdSpace, MuxStatusCode.Ok, null);
         }
         catch (Exception) when (token.IsCancellationRequested)
         {
@@ -127,7 +132,7 @@ internal static class ClientStreamCall
         {
             streams.SendFailure = ex;
             MuxStatusCode code = ex is OperationCanceledException ? MuxStatusCode.Canceled : MuxStatusCode.HandlerFailed;
-            connection.SendStreamEnd(streams.CallId, code, $"The client's stream failed: {ex.GetType().FullName}: {ex.Message}");
+            connection.SendStreamEnd(streams.CallId, streams.IdSpace, code, $"The {connection.SideName}'s stream failed: {ex.GetType().FullName}: {ex.Message}");
             linked.Cancel();
         }
     }
@@ -140,7 +145,7 @@ internal static class ClientStreamCall
         }
     }
 
-    /// <summary>Throws why the server's stream ended, if it failed. A server that cancelled its
+    /// <summary>Throws why the callee's stream ended, if it failed. A callee that cancelled its
     /// producer ends the consumer's loop with OperationCanceledException, as a cancellation here does.</summary>
     private static void ThrowEnd(StreamReceiver receiver)
     {

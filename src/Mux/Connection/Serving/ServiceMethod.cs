@@ -1,8 +1,8 @@
 
-namespace Mux.Server;
+namespace Mux.Connection;
 
 /// <summary>A method bound to the implementation that serves it; the server's dispatch table holds these.</summary>
-internal abstract class ServerMethod(uint id, string name)
+internal abstract class ServiceMethod(uint id, string name)
 {
     public uint Id { get; } = id;
 
@@ -13,8 +13,8 @@ internal abstract class ServerMethod(uint id, string name)
 }
 
 /// <summary>A method served by a single shared implementation instance.</summary>
-internal sealed class SingletonServerMethod<TService>(string serviceName, MuxMethodDefinition<TService> method, TService implementation)
-    : ServerMethod(method.Id, MuxServiceRegistry.ShortServiceName(serviceName) + "." + method.Name)
+internal sealed class SingletonServiceMethod<TService>(string serviceName, MuxMethodDefinition<TService> method, TService implementation)
+    : ServiceMethod(method.Id, MuxServiceRegistry.ShortServiceName(serviceName) + "." + method.Name)
     where TService : class
 {
     private readonly MuxMethodHandler<TService> _handler = method.Handler;
@@ -24,8 +24,8 @@ internal sealed class SingletonServerMethod<TService>(string serviceName, MuxMet
 }
 
 /// <summary>A method served through a <see cref="MuxServiceActivator{TService}"/> (for example a DI scope per call).</summary>
-internal sealed class ActivatedServerMethod<TService>(string serviceName, MuxMethodDefinition<TService> method, MuxServiceActivator<TService> activator)
-    : ServerMethod(method.Id, MuxServiceRegistry.ShortServiceName(serviceName) + "." + method.Name)
+internal sealed class ActivatedServiceMethod<TService>(string serviceName, MuxMethodDefinition<TService> method, MuxServiceActivator<TService> activator)
+    : ServiceMethod(method.Id, MuxServiceRegistry.ShortServiceName(serviceName) + "." + method.Name)
     where TService : class
 {
     private readonly MuxMethodHandler<TService> _handler = method.Handler;

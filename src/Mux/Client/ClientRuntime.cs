@@ -1,0 +1,153 @@
+using System.Net;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+using Mux.Client.Balancing;
+using Mux.Connection;
+using Mux.Diagnostics;
+using Mux.Transport;
+
+namespace Mux.Client;
+
+/// <summary>
+/// What a <see cref="MuxClient"/> is made of behind its public face: the source of its connections
+/// (one endpoint's <see cref="ConnectionKeeper"/>, or an <see cref="EndPointBalancer"/> over
+/// several instances), the services it serves to its server, and the path of each call (its
+/// deadline fixed once, the wait for a connection, the resend of a call the server never ran:
+/// ClientRuntime.Calls.cs).
+/// </summary>
+internal sealed partial class ClientRuntime
+{
+    // One endpoint's ConnectionKeeper, or an EndPointBalancer over several instances. Set once by
+    // the constructor (the keeper may start connecting at once: see Start).
+    private IConnectionSource _keeper = null!;
+
+    // The clock calls' deadlines are fixed and kept on (MuxClientOptions.TimeProvider), and
+    // CallTimeout in its timestamp units (ClockDeadline.Never for none). Immutable.
+    private readonly TimeProvider _clock;
+    private readonly long _callTimeout;
+
+    private ClientRuntime(MuxClientOptions options, EndPoint? remoteEndPoint, ServiceMethods services)
+    {
+        Services = services;
+        RemoteEndPoint = remoteEndPoint;
+        _clock = options.TimeProvider;
+        _callTimeout = ClockDeadline.ToTimestampSpan(_clock, options.CallTimeout);
+    }
+
+    /// <summary>Where the client's connections come from.</summary>
+    public IConnectionSource Keeper => _keeper;
+
+    /// <summary>What the client serves to calls its server starts (MuxClient.AddService); shared by
+    /// every connection it opens, and kept across reconnects.</summary>
+    public ServiceMethods Services { get; }
+
+    /// <summary>The server's socket address once connected, else the configured endpoint; null in
+    /// memory and over several instances. Written by the keeper's loop as it connects.</summary>
+    public EndPoint? RemoteEndPoint { get; private set; }
+
+    /// <summary>A client whose first connection (to <paramref name="endPoint"/>) is open: the keeper
+    /// reconnects to the same endpoint when it is lost.</summary>
+    public static async Task<ClientRuntime> ConnectAsync(EndPoint endPoint, MuxClientOptions options, CancellationToken cancellationToken)
+    {
+        options.Validate();
+        ILogger logger = CreateLogger(options);
+        var services = new ServiceMethods();
+        ClientConnection first = await ClientConnector.OpenAsync(endPoint, options, logger, services, cancellationToken).ConfigureAwait(false);
+        var runtime = new ClientRuntime(options, first.RemoteEndPoint, services);
+        runtime._keeper = ConnectionKeeper.StartConnected(first, runtime.OpenFunction(endPoint, options, logger), options, logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
+        return runtime;
+    }
+
+    /// <summary>A client that connects to <paramref name="endPoint"/> in the background.</summary>
+    public static ClientRuntime Create(EndPoint endPoint, MuxClientOptions options)
+    {
+        options.Validate();
+        ILogger logger = CreateLogger(options);
+        var runtime = new ClientRuntime(options, endPoint, new ServiceMethods());
+        runtime._keeper = ConnectionKeeper.StartConnecting(runtime.OpenFunction(endPoint, options, logger), options, logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
+        return runtime;
+    }
+
+    /// <summary>A client over a transport opened by the caller (a stream, a pipe, in-memory pipes
+    /// in tests and benchmarks): it cannot reconnect.</summary>
+    public static async Task<ClientRuntime> ConnectAsync(IMuxTransport transport, MuxClientOptions options, string name, CancellationToken cancellationToken)
+    {
+        options.Validate();
+        ILogger logger = CreateLogger(options);
+        var services = new ServiceMethods();
+        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, services, logger, name, cancellationToken).ConfigureAwait(false);
+        var runtime = new ClientRuntime(options, null, services);
+        runtime._keeper = ConnectionKeeper.StartConnected(connection, null, options, logger, name, runtime.RaiseStateChanged);
+        return runtime;
+    }
+
+    /// <summary>A client over several instances (<see cref="MuxClientOptions.EndPoints"/>,
+    /// <see cref="MuxClientOptions.EndPointResolver"/>), each connecting in the background.</summary>
+    public static ClientRuntime CreateBalanced(MuxClientOptions options)
+    {
+        options.Validate();
+        var runtime = new ClientRuntime(options, null, new ServiceMethods());
+        runtime._keeper = EndPointBalancer.Start(options, CreateLogger(options), runtime.RaiseStateChanged, runtime.Services);
+        return runtime;
+    }
+
+    /// <summary>A client over several instances that returns once one is connected (within
+    /// ConnectTimeout); the others keep connecting in the background.</summary>
+    public static async Task<ClientRuntime> ConnectBalancedAsync(MuxClientOptions options, CancellationToken cancellationToken)
+    {
+        ClientRuntime runtime = CreateBalanced(options);
+        try
+        {
+            long deadline = ClockDeadline.After(options.TimeProvider, options.ConnectTimeout);
+            await ((EndPointBalancer)runtime._keeper).WaitUntilConnectedAsync(deadline, cancellationToken).ConfigureAwait(false);
+            return runtime;
+        }
+        catch
+        {
+            await runtime._keeper.DisposeAsync().ConfigureAwait(false);
+            throw;
+        }
+    }
+
+    private Func<CancellationToken, Task<ClientConnection>> OpenFunction(EndPoint endPoint, MuxClientOptions options, ILogger logger)
+    {
+        return async cancellationToken =>
+        {
+            ClientConnection connection = await ClientConnector.OpenAsync(endPoint, options, logger, Services, cancellationToken).ConfigureAwait(false);
+            RemoteEndPoint = connection.RemoteEndPoint;
+            return connection;
+        };
+    }
+
+    public static ILogger CreateLogger(MuxClientOptions options) =>
+        (options.LoggerFactory ?? NullLoggerFactory.Instance).CreateLogger("Mux.Client");
+
+    /// <summary>Calls waiting for their response right now, on every instance's connection.</summary>
+    public int PendingCalls => _keeper is EndPointBalancer balancer ? balancer.PendingCalls : _keeper.Latest?.PendingCallCount ?? 0;
+
+    /// <summary>What the client knows about each instance it spreads calls over; empty for a
+    /// client over one endpoint.</summary>
+    public IReadOnlyList<MuxEndPointStatistics> GetEndPointStatistics()
+    {
+        if (_keeper is not EndPointBalancer balancer)
+        {
+            return [];
+        }
+
+        IReadOnlyList<BalancedEndPoint> endPoints = balancer.EndPoints;
+        var statistics = new MuxEndPointStatistics[endPoints.Count];
+        for (int i = 0; i < statistics.Length; i++)
+        {
+            statistics[i] = endPoints[i].GetStatistics();
+        }
+
+        return statistics;
+    }
+
+    /// <summary>Where changes of the client's state go (MuxClient.StateChanged): set by the
+    /// MuxClient made over this runtime, once. A change before that has nobody to see it.</summary>
+    public Action<MuxClientState, MuxClientState, Exception?>? StateChanged { get; set; }
+
+    private void RaiseStateChanged(MuxClientState previous, MuxClientState state, Exception? error) =>
+        StateChanged?.Invoke(previous, state, error);
+}

@@ -1,0 +1,617 @@
+using System.Buffers;
+using System.Diagnostics;
+using System.Runtime.CompilerServices;
+using Mux.Diagnostics;
+using Mux.Protocol;
+using Mux.Serialization;
+using Mux.Streaming;
+
+namespace Mux.Connection;
+
+/// <summary>
+/// The caller role of a connection: the calls this side makes to its peer, on either side (a
+/// client's calls to its server, a server's calls to its client). It numbers them in this side's
+/// id space, keeps each in a <see cref="PendingCallTable"/> until it completes exactly once
+/// (answer, remote error, deadline, the caller's token, GoAway, connection loss), honours the
+/// peer's call cap (<see cref="CallSlots"/>) and the outbound limit, and tells the peer when a
+/// caller gives up (Cancel).
+/// </summary>
+internal sealed partial class OutgoingCalls
+{
+    private readonly MuxConnection _connection;
+    private readonly PendingCallTable _pending = new();
+
+    // The id space of these calls, carried by every frame of them: ServerInitiated for a server's
+    // calls to its client, none for a client's. Immutable.
+    private readonly FrameFlags _idSpace;
+
+    // The side's timeout for its calls (CallTimeout or ClientCallTimeout), for the expiry scan's
+    // period and the timeout's message. Immutable.
+    private readonly TimeSpan _timeout;
+
+    // Scans the table for expired calls, on the connection's TimeProvider. Created by the first
+    // call that has a deadline (CompareExchange); disposed by FailAll.
+    private ITimer? _expiryTimer;
+
+    // The last call id handed out; incremented atomically by callers.
+    private uint _lastCallId;
+
+    // Set (once) when the peer sent GoAway: new calls fail at once. Written by the reader loop.
+    private volatile bool _goingAway;
+
+    // The peer's maxConcurrentCalls, honoured here: a call holds a slot from before its Request is
+    // sent until the peer's answer for it arrives. Replaced by the reader loop from the peer's
+    // handshake, before any call; used by callers after.
+    private volatile CallSlots _slots = new(int.MaxValue);
+
+    // Calls the caller gave up on (cancelled or timed out) whose answer has not arrived yet: their
+    // slots stay taken until it does, because the peer still counts them. Guarded by itself;
+    // touched only on those rare paths.
+    private readonly HashSet<uint> _abandoned = [];
+
+    // Whether the peer reads the trace-context header of Requests, and whether it takes streams on
+    // these calls (a client of an older build does not, on its server's calls): its handshake said
+    // so. Written once by the reader loop before any call; read by callers after.
+    private volatile bool _peerReadsTraceContext;
+    private volatile bool _peerTakesStreams = true;
+
+    // Lets callers that wait for room in the outbound queue (MaxOutboundBytesPerConnection) queue
+    // their requests one at a time. Taken only on that slow path; never by a call that finds room.
+    private readonly SemaphoreSlim _roomGate = new(1, 1);
+
+    public OutgoingCalls(MuxConnection connection, TimeSpan timeout)
+    {
+        _connection = connection;
+        _timeout = timeout;
+        _idSpace = connection.IsServer ? FrameFlags.ServerInitiated : FrameFlags.None;
+    }
+
+    /// <summary>The connection these calls travel on.</summary>
+    public MuxConnection Connection => _connection;
+
+    /// <summary>Calls waiting for their answer now (read without a lock; exact at quiet moments).</summary>
+    public int Count => _pending.Count;
+
+    /// <summary>Whether the peer sent GoAway: no new call is sent.</summary>
+    public bool IsGoingAway => _goingAway;
+
+    /// <summary>The server's address and port for span tags; null in memory or on a server. Set
+    /// once, before any call.</summary>
+    public ServerPeer? Peer { get; set; }
+
+    // The connection's clock: deadlines are its timestamps.
+    private TimeProvider Clock => _connection.TimeProvider;
+
+    /// <summary>Takes what the peer's handshake says about these calls: its cap, whether it reads
+    /// trace context and whether it takes streams on them. Reader loop, before any call.</summary>
+    public void OnPeerSettings(int maxConcurrentCalls, bool readsTraceContext, bool takesStreams)
+    {
+        _slots = new CallSlots(maxConcurrentCalls);
+        _peerReadsTraceContext = readsTraceContext;
+        _peerTakesStreams = takesStreams;
+    }
+
+    /// <summary>Throws unless the peer takes streams on these calls: a client of an older Mux does
+    /// not on its server's calls, and would close the connection on their frames.</summary>
+    public void RequireStreams()
+    {
+        if (!_peerTakesStreams)
+        {
+            throw new NotSupportedException($"The Mux {_connection.PeerName} at {_connection.Name} does not take IAsyncEnumerable streams on the calls its server starts (it did not announce serverCallStreams: an older Mux); call it with methods that take and return no stream.");
+        }
+    }
+
+    /// <summary>Starts a call that must end by <paramref name="deadline"/>, fixed when the user made
+    /// it (<see cref="CallDeadline.Fix"/>); <paramref name="now"/> is the caller's latest reading of
+    /// the clock (0 for a call without a deadline), so that a call sent at once reads it no more.
+    /// <paramref name="streams"/> are the call's streams when its method takes or returns an
+    /// IAsyncEnumerable (Mux.Streaming); such a call has no deadline: it lasts as long as its
+    /// streams do, and its token ends it.</summary>
+    public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, CallStreams? streams = null)
+        where TArguments : struct
+    {
+        if (cancellationToken.IsCancellationRequested)
+        {
+            return ValueTask.FromCanceled<TResult>(cancellationToken);
+        }
+
+        if (_connection.IsOutboundFull || !_slots.TryTake())
+        {
+            return InvokeWhenASlotIsFreeAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams);
+        }
+
+        PendingCall<TResult>? call = StartHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken, streams, out Exception? failure);
+        return call is not null ? new ValueTask<TResult>(call, call.Version) : ValueTask.FromException<TResult>(failure!);
+    }
+
+    /// <summary>Starts a call that returns no value; see
+    /// <see cref="InvokeAsync{TArguments, TResult}(uint, in TArguments, in CallDeadline, long, CancellationToken, CallStreams?)"/>.</summary>
+    public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken)
+        where TArguments : struct
+    {
+        if (cancellationToken.IsCancellationRequested)
+        {
+            return ValueTask.FromCanceled(cancellationToken);
+        }
+
+        if (_connection.IsOutboundFull || !_slots.TryTake())
+        {
+            return IgnoreResult(InvokeWhenASlotIsFreeAsync<TArguments, VoidResult>(methodId, arguments, deadline, cancellationToken, null));
+        }
+
+        PendingCall<VoidResult>? call = StartHoldingSlot<TArguments, VoidResult>(methodId, arguments, deadline, now, cancellationToken, null, out Exception? failure);
+        return call is not null ? new ValueTask(call, call.Version) : ValueTask.FromException(failure!);
+    }
+
+    private static async ValueTask IgnoreResult(ValueTask<VoidResult> call) => await call.ConfigureAwait(false);
+
+    /// <summary>Holding a slot: rents the call, starts its telemetry (a client's calls), and starts
+    /// it. Null (with why) when it failed before anything was sent, its slot then given back.</summary>
+    private PendingCall<TResult>? StartHoldingSlot<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, CallStreams? streams, out Exception? failure)
+        where TArguments : struct
+    {
+        PendingCall<TResult> call = PendingCall<TResult>.Rent(this, methodId, deadline.At);
+        call.InheritedFrom = deadline.InheritedFrom;
+        call.Streams = streams;
+
+        // Only a client's calls are spans of their own: a server's call to its client runs inside
+        // the handler's server span.
+        ClientCallTelemetry telemetry = call.Telemetry = _connection.IsServer ? default : ClientCallTelemetry.Start(methodId, Peer, Clock);
+        failure = StartCall(call, methodId, arguments, now, cancellationToken);
+        if (failure is null)
+        {
+            return call;
+        }
+
+        _slots.Release(); // Nothing was sent: the peer will not answer it.
+        telemetry.Stop(failure);
+        return null;
+    }
+
+    /// <summary>The socket is behind (the peer is not reading) or the peer runs as many calls as it
+    /// allows: wait (asynchronously, cancellably, within the call's deadline) for one of ours to be
+    /// answered, then for room in the outbound queue, then send.</summary>
+    private async ValueTask<TResult> InvokeWhenASlotIsFreeAsync<TArguments, TResult>(uint methodId, TArguments arguments, CallDeadline deadline, CancellationToken cancellationToken, CallStreams? streams)
+        where TArguments : struct
+    {
+        try
+        {
+            await _slots.WaitAsync(TimeLeft(deadline), Clock, cancellationToken).ConfigureAwait(false);
+        }
+        catch (TimeoutException)
+        {
+            throw CreateTimeoutException(methodId, deadline.InheritedFrom, $" (it waited for one of the {_connection.PeerName}'s MaxConcurrentCallsPerConnection slots all that time)");
+        }
+
+        bool gated = _connection.IsOutboundFull;
+        if (gated)
+        {
+            await EnterRoomGateAsync(methodId, deadline, cancellationToken).ConfigureAwait(false);
+        }
+
+        PendingCall<TResult>? call;
+        Exception? failure;
+        try
+        {
+            call = StartHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(Clock), cancellationToken, streams, out failure);
+        }
+        finally
+        {
+            if (gated)
+            {
+                _roomGate.Release();
+            }
+        }
+
+        return call is not null ? await new ValueTask<TResult>(call, call.Version).ConfigureAwait(false) : throw failure!;
+    }
+
+    /// <summary>
+    /// Holding a slot, waits until the outbound queue is under MaxOutboundBytesPerConnection (the
+    /// writer took it, which it does once the socket accepted the previous batch) or the connection
+    /// closed (the send then fails as "not run"), then holds <see cref="_roomGate"/>: the caller
+    /// releases it once its request is queued, so waiters go one at a time and the queue passes the
+    /// limit by at most one request each time it drains, instead of by every waiter's at once. A
+    /// caller that gives up queues nothing and gives its slot back.
+    /// </summary>
+    private async ValueTask EnterRoomGateAsync(uint methodId, CallDeadline deadline, CancellationToken cancellationToken)
+    {
+        // SemaphoreSlim takes no TimeProvider, so the deadline is a token on the connection's
+        // clock, one for the whole wait. Rare path (the peer stopped reading): allocations are fine.
+        using CancellationTokenSource? expiry = deadline.IsSet ? new CancellationTokenSource(TimeLeft(deadline), Clock) : null;
+        using CancellationTokenSource? linked = expiry is not null && cancellationToken.CanBeCanceled
+            ? CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, expiry.Token)
+            : null;
+        CancellationToken token = linked?.Token ?? expiry?.Token ?? cancellationToken;
+        bool entered = false;
+        try
+        {
+            await _roomGate.WaitAsync(token).ConfigureAwait(false);
+            entered = true;
+            while (_connection.IsOutboundFull && !_connection.IsClosed)
+            {
+                await _connection.WaitForOutboundRoomAsync().WaitAsync(token).ConfigureAwait(false);
+            }
+        }
+        catch (Exception ex)
+        {
+            if (entered)
+            {
+                _roomGate.Release();
+            }
+
+            _slots.Release(); // Nothing was sent.
+            if (ex is OperationCanceledException && expiry is not null)
+            {
+                // The deadline's token fired, or the caller's: each is reported as the caller knows it.
+                throw cancellationToken.IsCancellationRequested
+                    ? new OperationCanceledException(ex.Message, ex, cancellationToken)
+                    : CreateTimeoutException(methodId, deadline.InheritedFrom, $" (it waited all that time to be sent: the connection already had {MuxConnection.DescribeSize(_connection.MaxQueuedOutboundBytes)} of requests queued for a {_connection.PeerName} that is not reading them, {_connection.OptionsName}.MaxOutboundBytesPerConnection)");
+            }
+
+            throw;
+        }
+    }
+
+    /// <summary>How long a wait may last before the call's deadline: infinite without one, zero
+    /// once it has passed (the wait then times out at once).</summary>
+    private TimeSpan TimeLeft(in CallDeadline deadline)
+    {
+        ClockDeadline.TryGetRemaining(Clock, deadline.At, out TimeSpan left);
+        return left;
+    }
+
+    /// <summary>The timeout a call that had <paramref name="inheritedFrom"/>'s deadline (or, when
+    /// null, the side's own timeout) fails with; <paramref name="detail"/> says what it waited for.</summary>
+    private TimeoutException CreateTimeoutException(uint methodId, string? inheritedFrom, string detail)
+    {
+        string method = MuxServiceRegistry.GetMethodDisplayName(methodId);
+        if (inheritedFrom is not null)
+        {
+            return new($"The Mux call to {method} did not complete by the deadline it inherited from the call this server handler serves ({inheritedFrom}, MuxCallContext.Current), which came sooner than MuxClientOptions.CallTimeout{detail}.");
+        }
+
+        return _connection.IsServer
+            ? new($"The Mux call to the client's {method} did not complete within {DurationText.Format(_timeout)} (MuxServerOptions.ClientCallTimeout){detail}.")
+            : new($"The Mux call to {method} did not complete within {DurationText.Format(_timeout)} (MuxClientOptions.CallTimeout){detail}.");
+    }
+
+    private TimeoutException CreateExpiredException(PendingCall call) =>
+        CreateTimeoutException(call.MethodId, call.InheritedFrom, "");
+
+    /// <summary>
+    /// Publishes the call, sends its request (its deadline header measured at <paramref name="now"/>)
+    /// and hooks up cancellation. Returns an exception when the call failed before anything was
+    /// sent (the call object is then back in its pool).
+    /// </summary>
+    private Exception? StartCall<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, long now, CancellationToken cancellationToken)
+        where TArguments : struct
+    {
+        if (call.Deadline <= now)
+        {
+            // Its deadline passed while it waited (for a connection, a slot, room, or a resend):
+            // the peer would only refuse it, so it is not sent, and no retry would help either.
+            Exception expired = CreateTimeoutException(methodId, call.InheritedFrom, " (its time ran out while it waited to be sent; it was not sent)");
+            call.ReturnUnused();
+            return expired;
+        }
+
+        if (_expiryTimer is null && call.Deadline != ClockDeadline.Never)
+        {
+            StartExpiryScan(call.Deadline, now);
+        }
+
+        if (_goingAway)
+        {
+            call.ReturnUnused();
+            return MuxConnectionException.NotRun($"The Mux {_connection.PeerName} at {_connection.Name} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null);
+        }
+
+        // Read before the Request goes out: from then on the call may complete and be reused.
+        CallStreams? streams = call.Streams;
+        while (true)
+        {
+            call.SetCallId(NextCallId());
+            if (_pending.TryAdd(call, out bool closed))
+            {
+                break;
+            }
+
+            if (closed)
+            {
+                call.ReturnUnused();
+                MuxConnectionException error = _connection.CloseError;
+                return MuxConnectionException.NotRun($"The call was not sent: {error.Message}", error.Reason, error.InnerException);
+            }
+
+            // The id is still in use after wrapping around 2^32 calls: take the next one.
+        }
+
+        if (streams is not null)
+        {
+            RegisterStreams(call.CallId, streams); // Before the Request: the peer may stream at once.
+        }
+
+        try
+        {
+            // A call that streams its arguments gets its send window only once its Request is out
+            // whole, which for a Request in fragments is a few writer turns from now.
+            SendRequest(call, methodId, arguments, now, streams?.Sender is null ? null : new SendWindowOpener(streams, _connection.PeerStreamWindow));
+        }
+        catch (Exception ex)
+        {
+            if (_pending.TryRemove(call.CallId, call))
+            {
+                call.ReturnUnused();
+
+                // SendFrame throws MuxConnectionException only before it queues anything.
+                return ex is MuxConnectionException { IsSafeToRetry: false } closed
+                    ? MuxConnectionException.NotRun($"The call was not sent: {closed.Message}", closed.Reason, closed.InnerException)
+                    : ex;
+            }
+
+            // A close removed the call first and is already failing it: let that outcome stand.
+            return null;
+        }
+
+        if (cancellationToken.CanBeCanceled)
+        {
+            call.RegisterCancellation(cancellationToken);
+        }
+
+        return null;
+    }
+
+    /// <summary>Sends the call's Request with the optional headers it needs: its deadline (when it
+    /// has one: what is left of it at <paramref name="now"/>) and the caller's trace context (when
+    /// the peer reads it). A server's calls to its client carry neither (docs/protocol.md, "Calls
+    /// from server to client").</summary>
+    private void SendRequest<TArguments>(PendingCall call, uint methodId, in TArguments arguments, long now, IMessageWrittenListener? whenWritten)
+        where TArguments : struct
+    {
+        var body = new ArgumentsBody<TArguments>(arguments, _connection.SerializerOptions);
+        if (_idSpace != FrameFlags.None)
+        {
+            _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref body, _idSpace, whenWritten);
+            return;
+        }
+
+        Activity? trace = _peerReadsTraceContext ? call.Telemetry.Activity ?? Activity.Current : null;
+        bool traced = trace is not null && TraceContextHeader.CanPropagate(trace);
+        if (call.Deadline == ClockDeadline.Never)
+        {
+            if (!traced)
+            {
+                _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref body, whenWritten: whenWritten);
+            }
+            else
+            {
+                var tracedBody = new TracedBody<ArgumentsBody<TArguments>>(body, trace!);
+                _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref tracedBody, FrameFlags.TraceContext, whenWritten);
+            }
+
+            return;
+        }
+
+        // now is the caller's latest reading: taken when the call was made when it is sent at once,
+        // or after its last wait; so the peer's clock starts from what is really left.
+        uint remaining = DeadlineHeader.RemainingMilliseconds(call.Deadline, now, Clock.TimestampFrequency);
+        if (!traced)
+        {
+            var timed = new DeadlineBody<ArgumentsBody<TArguments>>(body, remaining);
+            _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref timed, FrameFlags.Deadline, whenWritten);
+        }
+        else
+        {
+            var timed = new DeadlineBody<TracedBody<ArgumentsBody<TArguments>>>(new TracedBody<ArgumentsBody<TArguments>>(body, trace!), remaining);
+            _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref timed, FrameFlags.Deadline | FrameFlags.TraceContext, whenWritten);
+        }
+    }
+
+    private uint NextCallId()
+    {
+        uint id = Interlocked.Increment(ref _lastCallId);
+        return id != 0 ? id : Interlocked.Increment(ref _lastCallId); // 0 is reserved for the connection.
+    }
+
+    /// <summary>Starts the expiry scan, once per connection: first at the deadline of the call that
+    /// needs it, then every tenth of the side's timeout (or, without one, of that first call's time
+    /// left), which keeps deadlines within about 10% without waking often.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void StartExpiryScan(long deadline, long now)
+    {
+        TimeSpan first = deadline > now ? Clock.GetElapsedTime(now, deadline) : TimeSpan.Zero;
+        TimeSpan span = _timeout != Timeout.InfiniteTimeSpan ? _timeout : first;
+        var period = TimeSpan.FromMilliseconds(Math.Clamp((long)span.TotalMilliseconds / 10, 10, 1000));
+        ITimer created;
+        using (ExecutionContext.SuppressFlow())
+        {
+            created = Clock.CreateTimer(static state => ((OutgoingCalls)state!).FailExpiredCalls(), this, first, period);
+        }
+
+        if (Interlocked.CompareExchange(ref _expiryTimer, created, null) is not null || _connection.IsClosed)
+        {
+            // Another call started one first, or FailAll may already have disposed the field's.
+            created.Dispose();
+        }
+    }
+
+    private void FailExpiredCalls()
+    {
+        List<PendingCall>? expired = null;
+        _pending.RemoveExpired(Clock.GetTimestamp(), ref expired);
+        if (expired is null)
+        {
+            return;
+        }
+
+        NotifyIfDrainedAfterGoAway();
+        foreach (PendingCall call in expired)
+        {
+            Abandon(call.CallId);
+            SendCancelQuietly(call.CallId);
+            call.CompleteWithException(CreateExpiredException(call));
+        }
+    }
+
+    /// <summary>Removes a call its caller gave up on (cancellation). Its slot stays taken until
+    /// the peer answers: the handler still runs there until it sees the Cancel.</summary>
+    public bool TryRemovePending(uint callId, PendingCall call)
+    {
+        bool removed = _pending.TryRemove(callId, call);
+        if (removed)
+        {
+            Abandon(callId);
+        }
+
+        NotifyIfDrainedAfterGoAway();
+        return removed;
+    }
+
+    private void Abandon(uint callId)
+    {
+        lock (_abandoned)
+        {
+            _abandoned.Add(callId);
+        }
+    }
+
+    /// <summary>Whether an answer with this id is worth reading: a call waits for it, or a call that
+    /// gave up does (its answer frees its slot). Reader loop, for a message in fragments.</summary>
+    public bool ExpectsAnswer(uint callId)
+    {
+        if (_pending.Contains(callId))
+        {
+            return true;
+        }
+
+        lock (_abandoned)
+        {
+            return _abandoned.Contains(callId);
+        }
+    }
+
+    /// <summary>The peer answered a call: its slot is free again, whether the caller still waits
+    /// for the answer (<paramref name="call"/>) or gave up on it. An answer to an id we never sent
+    /// (or already counted) frees nothing.</summary>
+    private void OnAnswered(uint callId, PendingCall? call)
+    {
+        if (call is null)
+        {
+            lock (_abandoned)
+            {
+                if (!_abandoned.Remove(callId))
+                {
+                    return;
+                }
+            }
+        }
+
+        _slots.Release();
+    }
+
+    /// <summary>After GoAway, once the last call the peer promised to serve has completed, the
+    /// connection is told (a client then closes it).</summary>
+    private void NotifyIfDrainedAfterGoAway()
+    {
+        if (_goingAway && _pending.Count == 0)
+        {
+            _connection.OnCallsDrainedAfterGoAway();
+        }
+    }
+
+    /// <summary>Tells the peer the caller gave up; best effort (the connection may be gone).</summary>
+    public void SendCancelQuietly(uint callId)
+    {
+        try
+        {
+            _connection.SendRawFrame(FrameType.Cancel, callId, ReadOnlySpan<byte>.Empty, _idSpace);
+        }
+        catch (MuxConnectionException)
+        {
+            // Closed: the peer cancels every handler of a closed connection anyway.
+        }
+    }
+
+    /// <summary>A Response or Error to one of these calls. Reader loop only.</summary>
+    public void OnAnswer(in Frame frame)
+    {
+        CallOutcome outcome = frame.Type == FrameType.Response ? CallOutcome.Response : CallOutcome.Error;
+        PendingCall? call = _pending.TryRemove(frame.CallId);
+        OnAnswered(frame.CallId, call);
+        if (call is not null)
+        {
+            if (outcome == CallOutcome.Error && call.Deadline != ClockDeadline.Never && IsDeadlineExceeded(frame.Payload))
+            {
+                // The peer saw this call's deadline pass (before our own expiry scan, which runs
+                // every tenth of the timeout, did): the caller gets the same timeout either way.
+                call.CompleteWithException(CreateExpiredException(call));
+            }
+            else
+            {
+                call.CompleteWithPayload(outcome, frame.Payload, _connection);
+            }
+        }
+
+        NotifyIfDrainedAfterGoAway();
+    }
+
+    /// <summary>Whether an Error body (MessagePack <c>[code, message, type]</c>) carries
+    /// <see cref="MuxStatusCode.DeadlineExceeded"/>: its first two bytes are 0x93 and the code's fixint.</summary>
+    private static bool IsDeadlineExceeded(in ReadOnlySequence<byte> payload)
+    {
+        ReadOnlySpan<byte> start = payload.FirstSpan;
+        return start.Length >= 2 && start[0] == 0x93 && start[1] == (byte)MuxStatusCode.DeadlineExceeded;
+    }
+
+    /// <summary>An answer over this side's MaxMessageSize, from a peer that ignored the limit this
+    /// side announced: its call fails now (its remaining fragments are skipped); the connection
+    /// stays up. Reader loop only.</summary>
+    public void OnAnswerTooLarge(in Frame first)
+    {
+        PendingCall? call = _pending.TryRemove(first.CallId);
+        OnAnswered(first.CallId, call);
+        if (call is not null)
+        {
+            string options = _connection.OptionsName;
+            string side = _connection.IsServer ? "server" : "client";
+            call.CompleteWithException(new MuxRemoteException(
+                MuxStatusCode.MessageTooLarge,
+                $"The {_connection.PeerName}'s {(first.Type == FrameType.Response ? "response" : "error")} to {MuxServiceRegistry.GetMethodDisplayName(call.MethodId)} is {first.MessageSize} bytes, over this {side}'s MaxMessageSize of {_connection.MaxMessageSize} bytes ({MuxConnection.DescribeSize(_connection.MaxMessageSize)}, {options}.MaxMessageSize); it was skipped. Raise {options}.MaxMessageSize, or ask the {_connection.PeerName} for less.",
+                null));
+        }
+
+        NotifyIfDrainedAfterGoAway();
+    }
+
+    /// <summary>The peer sent GoAway: it serves the calls up to <paramref name="lastServedCallId"/>
+    /// and none above, which fail as never run (safe to retry); no new call is sent. Reader loop.</summary>
+    public void OnGoAway(uint lastServedCallId)
+    {
+        _goingAway = true;
+        string peer = $"The Mux {_connection.PeerName} at {_connection.Name}";
+        _slots.Fail(MuxConnectionException.NotRun($"{peer} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null));
+        var notServed = new List<PendingCall>();
+        _pending.RemoveAbove(lastServedCallId, notServed);
+        foreach (PendingCall call in notServed)
+        {
+            call.CompleteWithException(MuxConnectionException.NotRun($"{peer} is shutting down and did not run this call; it is safe to retry.", MuxCloseReason.GoAway, null));
+        }
+
+        NotifyIfDrainedAfterGoAway();
+    }
+
+    /// <summary>The connection closed: every call still waiting fails with <paramref name="error"/>;
+    /// calls still waiting for a slot were never sent, so they fail as safe to send again elsewhere.</summary>
+    public void FailAll(MuxConnectionException error)
+    {
+        Volatile.Read(ref _expiryTimer)?.Dispose();
+        _slots.Fail(MuxConnectionException.NotRun($"The call was not sent: {error.Message}", error.Reason, error.InnerException));
+        var calls = new List<PendingCall>();
+        _pending.Close(calls);
+        foreach (PendingCall call in calls)
+        {
+            call.CompleteWithException(error);
+        }
+    }
+}

@@ -1,0 +1,546 @@
+using System.Buffers;
+using System.Diagnostics;
+using System.Runtime.CompilerServices;
+using MessagePack;
+using Mux.Diagnostics;
+using Mux.Protocol;
+using Mux.Serialization;
+
+namespace Mux.Connection;
+
+/// <summary>
+/// One call being served, on either side (a server's call from its client, or a client's call
+/// from its server): its arguments, its cancellation token and deadline, and the way back to the
+/// caller. The handler sees it as <see cref="MuxServerCall"/> (<see cref="Public"/>), whose
+/// generated dispatcher reads the arguments, invokes the service and hands the result to one of
+/// the <c>ReturnAsync</c> methods. Runs on the thread pool, never on the connection's reader loop,
+/// so a slow handler delays only its own call. Pooled by its <see cref="IncomingCalls"/>: once the
+/// handler's task completes, the object serves a later request of the same connection (the
+/// <see cref="CancellationToken"/> a handler took is its own call's, and may be kept).
+/// </summary>
+internal sealed partial class IncomingCall : IThreadPoolWorkItem
+{
+    // Arguments up to this size are copied into _ownedArguments, kept across the lives of this
+    // pooled object; larger ones into an array rented for the call. Small, because a connection
+    // keeps as many calls as it ever ran at once (up to its call cap).
+    private const int MaxOwnedArguments = 1024;
+
+    // The longest delay CancellationTokenSource.CancelAfter accepts (uint.MaxValue - 1 ms).
+    private static readonly TimeSpan s_longestTimer = TimeSpan.FromMilliseconds(uint.MaxValue - 1);
+
+    // The deadline timer's callback (see _deadlineTimer): one delegate for every call object.
+    private static readonly TimerCallback s_onDeadline = static state => ((IncomingCall)state!).OnDeadline();
+
+    // The serving role of the connection the call arrived on: where its answer goes, and where the
+    // object returns when the call has finished. Immutable.
+    private readonly IncomingCalls _calls;
+
+    // The method being called. Set by Start on the reader loop before the call is queued.
+    private ServiceMethod _method = null!;
+
+    // The request's MessagePack arguments, copied out of the receive buffer (which the reader loop
+    // reuses) into _ownedArguments or a rented array. Set by Start; given back by Finish.
+    private byte[]? _arguments;
+    private int _argumentsLength;
+    private bool _argumentsRented;
+    private byte[]? _ownedArguments;
+
+    // Instead of a copy: the pooled chunks of arguments that arrived in fragments, taken over from
+    // the reader loop (copying 16 MiB there held up every small call's frame behind it). Set by
+    // Start (then _arguments is empty); released by Finish or Abandon.
+    private MessageReassembly? _argumentsMessage;
+
+    // The handler's token source: created on first use of CancellationToken (most handlers never
+    // ask), one per call and never reused, because a handler may keep its token after its call (in
+    // work it left running) and a reused source would fire that token for a later call. Installed
+    // only via CompareExchange; disposed by Finish; reset to null by Start.
+    private CancellationTokenSource? _cancellation;
+
+    // 0 while the call runs, 1 once a cancel was requested (even before _cancellation existed),
+    // 2 once Finish has claimed it: a Cancel read after that finds the call done and does nothing.
+    // Reset to 0 by Start.
+    private int _cancelRequested;
+
+    // The deadline timer of the calls this object serves, on the server's clock: created for the
+    // first call that asks for its token and carries a deadline, then armed per such call and
+    // disarmed by Finish, so that a token's deadline costs no timer object per call (a source's own
+    // CancelAfter would allocate one each time). Its callback may run late, for a call that has
+    // finished: OnDeadline checks the deadline of the call being served against the clock.
+    private ITimer? _deadlineTimer;
+
+    // The caller's deadline (see DeadlineTimestamp). Written by Start before it bumps _generation;
+    // read by the handler's side, and by OnDeadline on any thread.
+    private long _deadlineTimestamp;
+
+    // Whether _deadlineTimer is armed for the current call. Set by CreateCancellation, cleared by
+    // Finish: both on the handler's side of the call.
+    private bool _deadlineArmed;
+
+    // While the handler completes asynchronously: its task, and the continuation that finishes the
+    // call (created once per pooled object). Set by Execute before the continuation is registered;
+    // read and cleared by OnHandlerCompleted.
+    private ValueTask _pendingHandler;
+    private Action? _onHandlerCompleted;
+
+    // 1 once this call has given back its connection's call slot: just before its answer is
+    // queued, or when it is retired without one. Exchanged by whichever of those comes first; reset
+    // by Start.
+    private int _slotReleased;
+
+    // Bumped by Start and by Finish, so a MuxCallContext made during one call can tell that its
+    // call is over (this object is then reused). Written by the call's own owner of the moment
+    // (reader loop in Start, handler side in Finish); read by any thread holding a context.
+    private uint _generation;
+
+    // The context a handler asked for (Context), made once per call; reset by Start.
+    private MuxCallContext? _context;
+
+    // Whether the call's span and duration are being recorded (ServerCallTelemetry holds them, so
+    // that an unobserved call carries nothing for them). Set by Start only.
+    private bool _observed;
+
+    public IncomingCall(IncomingCalls calls)
+    {
+        _calls = calls;
+        Public = new MuxServerCall(this);
+    }
+
+    /// <summary>What the handler and its generated dispatcher see of this call; one per pooled
+    /// object, made with it. Immutable.</summary>
+    public MuxServerCall Public { get; }
+
+    /// <summary>The connection the call arrived on (for MuxRemoteClient: the client to call back).</summary>
+    public MuxConnection Connection => _calls.Connection;
+
+    // What the arguments are read and the answer written with.
+    private MessagePackSerializerOptions SerializerOptions => _calls.Connection.SerializerOptions;
+
+    /// <summary>The next call in the connection's pool of finished calls; only the pool touches it.</summary>
+    public IncomingCall? NextPooled;
+
+    /// <summary>Prepares this (new or reused) object for a request. Reader loop only, before the
+    /// call is published anywhere.</summary>
+    internal void Start(uint callId, ServiceMethod method, in ReadOnlySequence<byte> arguments, long deadlineTimestamp)
+    {
+        _method = method;
+        CallId = callId;
+        _deadlineTimestamp = deadlineTimestamp;
+        _context = null;
+        Volatile.Write(ref _generation, _generation + 1);
+
+        // In this order: a context of the previous call that creates a source late (see
+        // MuxCallContext.CancellationToken) and installs it after the null then sees this call's
+        // state and deadline, as this call's handler would.
+        _cancelRequested = 0;
+        Volatile.Write(ref _cancellation, null);
+        _slotReleased = 0;
+        ResetStreams();
+        int length = checked((int)arguments.Length);
+        if (length <= MaxOwnedArguments)
+        {
+            if (_ownedArguments is null || _ownedArguments.Length < length)
+            {
+                _ownedArguments = new byte[Math.Max(length, 64)];
+            }
+
+            _arguments = _ownedArguments;
+            _argumentsRented = false;
+        }
+        else if (Connection.TakeDeliveredMessage(arguments) is { } message)
+        {
+            _argumentsMessage = message;
+            _arguments = [];
+            _argumentsRented = false;
+            _argumentsLength = length;
+            _observed = false;
+            return;
+        }
+        else
+        {
+            _arguments = ArrayPool<byte>.Shared.Rent(length);
+            _argumentsRented = true;
+        }
+
+        arguments.CopyTo(_arguments);
+        _argumentsLength = length;
+        _observed = false;
+    }
+
+    /// <summary>Starts the span and duration if anyone listens. Reader loop only, once the call
+    /// has been admitted, so that the span includes the time the call waits for a thread.</summary>
+    internal void StartTelemetry(in ReadOnlySequence<byte> traceContext)
+    {
+        if (ServerCallTelemetry.IsObserved)
+        {
+            _observed = true;
+            ServerCallTelemetry.Start(this, _method.Id, traceContext);
+        }
+    }
+
+    /// <summary>Gives back the arguments of a call that will not run (refused after GoAway).</summary>
+    internal void Abandon()
+    {
+        byte[]? arguments = _arguments;
+        _arguments = null;
+        if (arguments is not null && _argumentsRented)
+        {
+            ArrayPool<byte>.Shared.Return(arguments);
+        }
+
+        Interlocked.Exchange(ref _argumentsMessage, null)?.Release();
+    }
+
+    /// <summary>The call's id on its connection. Set by Start.</summary>
+    public uint CallId { get; private set; }
+
+    /// <summary>The method being called.</summary>
+    public uint MethodId => _method.Id;
+
+    /// <summary>"Service.Method" of the method being called.</summary>
+    public string MethodName => _method.Name;
+
+    /// <summary>The call's context (see <see cref="MuxServerCall.Context"/>), made on first use.</summary>
+    public MuxCallContext Context => _context ??= new MuxCallContext(this);
+
+    /// <summary>The caller's deadline (its Request's deadline header, measured from the socket read
+    /// that brought it) as a timestamp of <see cref="TimeProvider"/>; <see cref="long.MaxValue"/>
+    /// when the caller sent none. Set by Start.</summary>
+    internal long DeadlineTimestamp => _deadlineTimestamp;
+
+    /// <summary>The serving side's clock (its options' TimeProvider).</summary>
+    internal TimeProvider TimeProvider => Connection.TimeProvider;
+
+    /// <summary>Changes when the call finishes and when this object starts another call.</summary>
+    internal uint Generation => Volatile.Read(ref _generation);
+
+    /// <summary>The handler's token (see <see cref="MuxServerCall.CancellationToken"/>): a source
+    /// of this call's own, made on first use.</summary>
+    public CancellationToken CancellationToken => (Volatile.Read(ref _cancellation) ?? CreateCancellation()).Token;
+
+    /// <summary>Reads the request's argument list; unreadable arguments fail the call alone with
+    /// <see cref="MuxStatusCode.InvalidArguments"/>.</summary>
+    public TArguments ReadArguments<TArguments>()
+    {
+        try
+        {
+            return _argumentsMessage is { } message
+                ? MessagePackSerializer.Deserialize<TArguments>(message.Payload, SerializerOptions)
+                : MessagePackSerializer.Deserialize<TArguments>(_arguments.AsMemory(0, _argumentsLength), SerializerOptions);
+        }
+        catch (MessagePackSerializationException ex)
+        {
+            throw new InvalidArgumentsException($"The arguments of {MethodName} could not be read: {ex.GetBaseException().Message}", ex);
+        }
+    }
+
+    /// <summary>Sends a handler's result once it completes.</summary>
+    public ValueTask ReturnAsync<T>(ValueTask<T> result)
+    {
+        if (result.IsCompletedSuccessfully)
+        {
+            SendResult(result.Result);
+            return ValueTask.CompletedTask;
+        }
+
+        return AwaitResultAsync(result);
+    }
+
+    /// <summary>Sends a handler's (empty) result once it completes.</summary>
+    public ValueTask ReturnAsync(ValueTask result)
+    {
+        if (result.IsCompletedSuccessfully)
+        {
+            result.GetAwaiter().GetResult(); // Releases a pooled source, if any.
+            SendResult(default(VoidResult));
+            return ValueTask.CompletedTask;
+        }
+
+        return AwaitVoidAsync(result);
+    }
+
+    /// <summary>A service method returned a null Task.</summary>
+    public InvalidOperationException NullTask() => new($"{MethodName} returned a null Task; a service method must return a Task.");
+
+    // Pooled state machines: a handler that completes asynchronously allocates no box per request.
+    // Execute's continuation (OnHandlerCompleted) awaits exactly once, which returns the box.
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private async ValueTask AwaitResultAsync<T>(ValueTask<T> result) => SendResult(await result.ConfigureAwait(false));
+
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private async ValueTask AwaitVoidAsync(ValueTask result)
+    {
+        await result.ConfigureAwait(false);
+        SendResult(default(VoidResult));
+    }
+
+    private void SendResult<T>(T value)
+    {
+        var body = new ResultBody<T>(value, SerializerOptions);
+        _calls.SendResponse(this, ref body);
+    }
+
+    /// <summary>Runs the handler on the thread pool.</summary>
+    void IThreadPoolWorkItem.Execute()
+    {
+        ValueTask pending;
+        Activity? previous = _observed ? ServerCallTelemetry.EnterHandler(this) : null;
+
+        // Only with propagation on and a deadline to pass on: setting the ambient context costs an
+        // ExecutionContext per call. The handler's awaits capture it; this thread gets its own back.
+        bool ambient = DeadlineTimestamp != long.MaxValue && _calls.PropagatesCallContext;
+        MuxCallContext? outer = ambient ? MuxCallContext.Enter(Context) : null;
+        try
+        {
+            pending = _method.InvokeAsync(Public);
+        }
+        catch (Exception ex)
+        {
+            Finish(ex);
+            return;
+        }
+        finally
+        {
+            if (_observed)
+            {
+                Activity.Current = previous;
+            }
+
+            if (ambient)
+            {
+                MuxCallContext.Restore(outer);
+            }
+        }
+
+        if (pending.IsCompletedSuccessfully)
+        {
+            pending.GetAwaiter().GetResult();
+            Finish(null);
+            return;
+        }
+
+        _pendingHandler = pending;
+        if (pending.IsCompleted)
+        {
+            OnHandlerCompleted(); // Failed without ever waiting: no need to go through the pool.
+        }
+        else
+        {
+            // A continuation kept by this object rather than an async method, whose state machine
+            // would be allocated per request. Like an await with ConfigureAwait(false), it runs on
+            // the thread that completes the handler.
+            pending.ConfigureAwait(false).GetAwaiter().UnsafeOnCompleted(_onHandlerCompleted ??= OnHandlerCompleted);
+        }
+    }
+
+    private void OnHandlerCompleted()
+    {
+        ValueTask pending = _pendingHandler;
+        _pendingHandler = default;
+        Exception? failure = null;
+        try
+        {
+            pending.GetAwaiter().GetResult(); // Also gives a pooled source back.
+        }
+        catch (Exception ex)
+        {
+            failure = ex;
+        }
+
+        Finish(failure);
+    }
+
+    private void Finish(Exception? failure)
+    {
+        if (_observed)
+        {
+            ServerCallTelemetry.Stop(this, failure, IsCancellationRequested || (failure is not null && DeadlinePassed));
+        }
+
+        if (failure is not null)
+        {
+            _calls.SendFailure(this, failure);
+        }
+
+        byte[]? arguments = Interlocked.Exchange(ref _arguments, null);
+        Debug.Assert(arguments is not null, "A call finishes once.");
+        if (arguments is not null && _argumentsRented)
+        {
+            ArrayPool<byte>.Shared.Return(arguments);
+        }
+
+        Interlocked.Exchange(ref _argumentsMessage, null)?.Release();
+        ReleaseCancellation();
+        Volatile.Write(ref _generation, _generation + 1);
+        CloseStreams();
+
+        // Last: from here on the connection may reuse this object for another request.
+        _calls.OnCallFinished(this);
+    }
+
+    /// <summary>Ends the handler's token with its call. Once the claim below is made, RequestCancel
+    /// does nothing for this request; the deadline timer is disarmed, and disposing the source
+    /// drops the registrations the handler left, so a token kept past the call never fires. A
+    /// Cancel queued just before, or a timer callback already on its way, finds the source
+    /// disposed (CancelQuietly).</summary>
+    private void ReleaseCancellation()
+    {
+        Interlocked.CompareExchange(ref _cancelRequested, 2, 0);
+        if (_deadlineArmed)
+        {
+            _deadlineArmed = false;
+            _deadlineTimer!.Change(Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+        }
+
+        Volatile.Read(ref _cancellation)?.Dispose();
+    }
+
+    /// <summary>Gives the connection's call slot back, once per request.</summary>
+    internal void ReleaseSlot()
+    {
+        if (Interlocked.Exchange(ref _slotReleased, 1) == 0)
+        {
+            _calls.ReleaseSlot();
+        }
+    }
+
+    /// <summary>Whether the handler's token was cancelled (by the client or the connection).</summary>
+    internal bool IsCancellationRequested => Volatile.Read(ref _cancelRequested) == 1;
+
+    /// <summary>Whether the call carries a deadline and it has passed: by the clock, or the token
+    /// fired with no cancel requested, which only the deadline timer does (a timer may fire a
+    /// little before the clock's timestamp reaches the deadline).</summary>
+    internal bool DeadlinePassed =>
+        DeadlineTimestamp != long.MaxValue
+        && (TimeProvider.GetTimestamp() >= DeadlineTimestamp
+            || (Volatile.Read(ref _cancelRequested) == 0 && Volatile.Read(ref _cancellation) is { IsCancellationRequested: true }));
+
+    /// <summary>Cancels the handler's token. Runs the token's callbacks on the thread pool, so a
+    /// Cancel frame never runs user code on the reader loop.</summary>
+    internal void RequestCancel()
+    {
+        if (Interlocked.CompareExchange(ref _cancelRequested, 1, 0) != 0)
+        {
+            return; // Requested already, or the call has finished.
+        }
+
+        CancelStreams();
+
+        CancellationTokenSource? cancellation = Volatile.Read(ref _cancellation);
+        if (cancellation is not null)
+        {
+            ThreadPool.UnsafeQueueUserWorkItem(static cts => CancelQuietly(cts), cancellation, preferLocal: false);
+        }
+    }
+
+    private CancellationTokenSource CreateCancellation()
+    {
+        // A source per call that asks (48 B; its deadline timer more), never a reused one: see
+        // _cancellation. Methods without a CancellationToken parameter never get here.
+        CancellationTokenSource created = NewCancellation();
+        CancellationTokenSource? existing = Interlocked.CompareExchange(ref _cancellation, created, null);
+        if (existing is not null)
+        {
+            created.Dispose();
+            return existing;
+        }
+
+        int state = Volatile.Read(ref _cancelRequested);
+        if (state == 1)
+        {
+            // A Cancel that arrived before the source existed could not cancel it: do it now.
+            created.Cancel();
+        }
+        else if (state == 0 && DeadlineTimestamp != long.MaxValue)
+        {
+            // Only a handler that asks for its token gets its deadline armed (not once the call has
+            // finished: nothing would ever read the token).
+            CancelAtDeadline(created);
+        }
+
+        return created;
+    }
+
+    /// <summary>A plain source: its deadline is this object's timer on the server's clock
+    /// (<see cref="CancelAtDeadline"/>), not a timer of its own.</summary>
+    private static CancellationTokenSource NewCancellation() => new();
+
+    private void CancelAtDeadline(CancellationTokenSource cancellation)
+    {
+        long now = TimeProvider.GetTimestamp();
+        if (now >= DeadlineTimestamp)
+        {
+            cancellation.Cancel(); // Nothing is registered on it yet: runs no callback here.
+            return;
+        }
+
+        // The header allows up to uint.MaxValue ms, one more than a timer takes; a deadline that far
+        // away (about 49.7 days) is left unarmed rather than failing the handler.
+        TimeSpan remaining = TimeProvider.GetElapsedTime(now, DeadlineTimestamp);
+        if (remaining < s_longestTimer)
+        {
+            (_deadlineTimer ??= CreateDeadlineTimer()).Change(remaining, Timeout.InfiniteTimeSpan);
+            _deadlineArmed = true;
+        }
+    }
+
+    private ITimer CreateDeadlineTimer()
+    {
+        // Created inside a handler: without this, every later callback would run in the execution
+        // context (the AsyncLocals) of that first handler.
+        if (ExecutionContext.IsFlowSuppressed())
+        {
+            return TimeProvider.CreateTimer(s_onDeadline, this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+        }
+
+        using (ExecutionContext.SuppressFlow())
+        {
+            return TimeProvider.CreateTimer(s_onDeadline, this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+        }
+    }
+
+    /// <summary>The deadline timer fired. It may fire late, for a call that has finished (Finish's
+    /// disarm came too late to stop it) while this object serves another: so it cancels only the
+    /// source of the call running now, and only once the clock says that call's own deadline has
+    /// passed; earlier, it re-arms for what remains.</summary>
+    private void OnDeadline()
+    {
+        // Read between two reads of the generation, which Start and Finish bump: unchanged, the
+        // source and the deadline are one running call's. Changed, a call started or finished
+        // meanwhile, and a call that starts arms the timer itself if it needs it.
+        uint generation = Volatile.Read(ref _generation);
+        CancellationTokenSource? cancellation = Volatile.Read(ref _cancellation);
+        long deadline = Volatile.Read(ref _deadlineTimestamp);
+        bool finished = Volatile.Read(ref _cancelRequested) == 2;
+        if (cancellation is null || deadline == long.MaxValue || finished || Volatile.Read(ref _generation) != generation)
+        {
+            return;
+        }
+
+        long now = TimeProvider.GetTimestamp();
+        if (now >= deadline)
+        {
+            CancelQuietly(cancellation);
+            return;
+        }
+
+        // Early (a timer's granularity is coarser than the clock's) or for an earlier call: wait for
+        // the rest, in whole milliseconds so that an early fire cannot spin.
+        TimeSpan remaining = TimeSpan.FromMilliseconds(Math.Ceiling(TimeProvider.GetElapsedTime(now, deadline).TotalMilliseconds));
+        if (remaining < s_longestTimer)
+        {
+            _deadlineTimer?.Change(remaining, Timeout.InfiniteTimeSpan);
+        }
+    }
+
+    private static void CancelQuietly(CancellationTokenSource cancellation)
+    {
+        try
+        {
+            cancellation.Cancel();
+        }
+        catch (ObjectDisposedException)
+        {
+            // The call finished first.
+        }
+    }
+}

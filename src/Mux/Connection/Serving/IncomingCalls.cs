@@ -1,0 +1,468 @@
+using System.Diagnostics.CodeAnalysis;
+using System.Runtime.CompilerServices;
+using Mux.Protocol;
+using Mux.Serialization;
+
+namespace Mux.Connection;
+
+/// <summary>
+/// The serving role of a connection: the calls its peer makes to this side, on either side (a
+/// server's calls from its client, a client's calls from its server). It runs each Request's
+/// handler on the thread pool (never on the reader loop), caps the calls running at once (a
+/// Request past the cap this side announced is refused, never queued), relays Cancel and stream
+/// frames to the running call, answers each call exactly once, and keeps the line a GoAway draws:
+/// every call up to its id is served, none above it.
+/// </summary>
+internal sealed class IncomingCalls
+{
+    private readonly MuxConnection _connection;
+
+    // What this side serves. Shared with the other connections of the server or client.
+    private readonly ServiceMethods _methods;
+
+    // One slot per call allowed to run at once (the cap this side announced). Taken by the reader
+    // loop; given back by a call just before its answer is queued, so a caller that sends its next
+    // request on reading the answer always finds the slot free.
+    private readonly CallSlots _slots;
+    private readonly int _maxConcurrentCalls;
+
+    // Running calls by id, for Cancel and stream frames and for cancelling everything on close.
+    // Lock-free in steady state; the reader loop is its only adder.
+    private readonly IncomingCallTable _calls;
+
+    // Finished calls kept for the next requests (rented by the reader loop, returned by finishers).
+    private readonly IncomingCallPool _pool = new();
+
+    // The id space of these calls, carried by every frame of them: ServerInitiated when a client
+    // serves its server's calls, none on a server. Immutable.
+    private readonly FrameFlags _idSpace;
+
+    // Taken when GoAway begins, and by the reader loop only after GoAway has begun: requests in
+    // steady state never take it.
+    private readonly Lock _goAwayLock = new();
+
+    // The highest call id of any Request read so far. Written only by the reader loop; read by
+    // BeginGoAway to choose the id GoAway carries.
+    private volatile uint _highestReceivedCallId;
+
+    // Whether GoAway was sent, and the id it carried: every call with an id up to it is served
+    // (including ones that arrive later: ids may reach the wire slightly out of order) and none
+    // above it. Written under _goAwayLock, and the id read only under it. A call being dispatched at
+    // the same moment is on one side of the line or the other, never both: Dispatch writes
+    // _highestReceivedCallId, then (after a full fence) reads _goingAway; BeginGoAway writes
+    // _goingAway, then (after a full fence) reads _highestReceivedCallId, so one sees the other.
+    private volatile bool _goingAway;
+    private uint _goAwayCallId;
+
+    // Whether the peer has ended its stream (it sends nothing more) after GoAway. Written under
+    // _goAwayLock once _goingAway is set; read by finishing calls without the lock.
+    private volatile bool _peerFinished;
+
+    // Completed once GoAway has been sent, no call is running and the peer has ended its stream (or
+    // the connection closed).
+    private readonly TaskCompletionSource _drained = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    // TimeProvider timestamp of when the last running call finished (or the connection opened);
+    // kept only when TracksIdle. Written by Retire; read by the connection's timer.
+    private long _idleSince;
+
+    public IncomingCalls(MuxConnection connection, ServiceMethods methods, int maxConcurrentCalls)
+    {
+        _connection = connection;
+        _methods = methods;
+        _maxConcurrentCalls = maxConcurrentCalls;
+        _slots = new CallSlots(maxConcurrentCalls);
+        _calls = new IncomingCallTable(maxConcurrentCalls);
+        _idSpace = connection.IsServer ? FrameFlags.None : FrameFlags.ServerInitiated;
+        _idleSince = connection.TimeProvider.GetTimestamp();
+    }
+
+    /// <summary>The connection the calls arrive on.</summary>
+    public MuxConnection Connection => _connection;
+
+    /// <summary>The id space of these calls, which their answers and stream frames carry.</summary>
+    public FrameFlags IdSpace => _idSpace;
+
+    /// <summary>Whether a handler's exception message and type reach its caller
+    /// (MuxServerOptions.EnableDetailedErrors). A client never sends them. Immutable.</summary>
+    public bool SendsDetailedErrors { get; init; }
+
+    /// <summary>Whether handlers run with MuxCallContext.Current set
+    /// (MuxServerOptions.EnableCallContextPropagation). Immutable.</summary>
+    public bool PropagatesCallContext { get; init; }
+
+    /// <summary>Whether the calls are observed as server spans and durations (a server's; a
+    /// client's served calls run inside its server's span). Immutable.</summary>
+    public bool IsObserved { get; init; }
+
+    /// <summary>Whether <see cref="IdleSince"/> is kept (MuxServerOptions.IdleTimeout). Immutable.</summary>
+    public bool TracksIdle { get; init; }
+
+    /// <summary>Calls running now.</summary>
+    public int Count => _calls.Count;
+
+    /// <summary>The highest call id received so far (for GoAway, tests and diagnostics).</summary>
+    public uint HighestReceivedCallId => _highestReceivedCallId;
+
+    /// <summary>Whether GoAway was sent: calls above its id are not run.</summary>
+    public bool IsGoingAway => _goingAway;
+
+    /// <summary>When the last running call finished, as a TimeProvider timestamp (see TracksIdle).</summary>
+    public long IdleSince => Volatile.Read(ref _idleSince);
+
+    /// <summary>Completes once GoAway was sent, no call runs and the peer has ended its stream.</summary>
+    public Task Drained => _drained.Task;
+
+    /// <summary>Whether the reader loop has stopped taking requests because the peer does not read
+    /// the answers (for tests and diagnostics). Written by the reader loop only.</summary>
+    public volatile bool IsWaitingForOutboundRoom;
+
+    /// <summary>A Request of the peer's. Reader loop only; an incomplete task pauses reading.</summary>
+    public ValueTask OnRequestAsync(Frame frame)
+    {
+        if (_connection.IsOutboundFull)
+        {
+            // The peer is not reading our answers: run nothing more for it (not even a refusal)
+            // until the socket takes what is queued. TCP pushes back on it.
+            return WaitForRoomThenDispatchAsync(frame);
+        }
+
+        NoteReceived(frame.CallId);
+        if (!_slots.TryTake())
+        {
+            RefuseOverLimit(frame);
+        }
+        else
+        {
+            Dispatch(frame);
+        }
+
+        return ValueTask.CompletedTask;
+    }
+
+    private async ValueTask WaitForRoomThenDispatchAsync(Frame frame)
+    {
+        IsWaitingForOutboundRoom = true;
+        try
+        {
+            while (_connection.IsOutboundFull && !_connection.IsClosed)
+            {
+                await _connection.WaitForOutboundRoomAsync().ConfigureAwait(false);
+            }
+        }
+        finally
+        {
+            IsWaitingForOutboundRoom = false;
+        }
+
+        if (!_connection.IsClosed)
+        {
+            // The frame is still valid: the reader loop has not advanced past it.
+            await OnRequestAsync(frame).ConfigureAwait(false);
+        }
+    }
+
+    private void NoteReceived(uint callId)
+    {
+        if (callId > _highestReceivedCallId)
+        {
+            _highestReceivedCallId = callId;
+        }
+    }
+
+    /// <summary>Starts a call on the thread pool. Caller has taken a slot for it.</summary>
+    private void Dispatch(Frame frame)
+    {
+        if (!_methods.TryGet(frame.MethodId, out ServiceMethod? method))
+        {
+            _slots.Release();
+            RefuseUnknownMethod(frame.CallId, frame.MethodId);
+            return;
+        }
+
+        long deadline = long.MaxValue;
+        if (frame.HasDeadline)
+        {
+            if (frame.RemainingMilliseconds == 0)
+            {
+                RefuseExpired(frame.CallId, method);
+                return;
+            }
+
+            deadline = DeadlineHeader.ToTimestamp(_connection.TimeProvider, _connection.ArrivalTimestamp, frame.RemainingMilliseconds);
+        }
+
+        IncomingCall call = _pool.TryRent() ?? new IncomingCall(this);
+        call.Start(frame.CallId, method, frame.Payload, deadline);
+
+        // Counted as running before _goingAway is read (TryAdd's increment is the full fence that
+        // pairs with BeginGoAway), so a drain cannot find the connection idle meanwhile.
+        if (!_calls.TryAdd(call))
+        {
+            ThrowCallIdReused(frame.CallId);
+        }
+
+        if (_goingAway && IsAboveGoAway(frame.CallId))
+        {
+            // Above the id GoAway carried: the caller fails this call itself ("not run, safe to
+            // retry"), so it must not run.
+            call.Abandon();
+            Retire(call);
+            return;
+        }
+
+        if (IsObserved)
+        {
+            call.StartTelemetry(frame.TraceContext);
+        }
+
+        ThreadPool.UnsafeQueueUserWorkItem(call, preferLocal: false);
+    }
+
+    private bool IsAboveGoAway(uint callId)
+    {
+        lock (_goAwayLock)
+        {
+            return callId > _goAwayCallId;
+        }
+    }
+
+    [DoesNotReturn]
+    private void ThrowCallIdReused(uint callId) =>
+        throw new MuxProtocolException($"The {_connection.PeerName} reused call id {callId} while that call was still running.");
+
+    /// <summary>A request beyond the cap this side announced in its handshake (a Mux caller waits
+    /// for a slot instead of sending it): answered with an Error, the connection stays up.</summary>
+    private void RefuseOverLimit(in Frame frame) =>
+        SendError(frame.CallId, MuxStatusCode.TooManyCalls, $"The {_connection.SideName} did not run {MuxServiceRegistry.GetMethodDisplayName(frame.MethodId)}: this connection already runs {_maxConcurrentCalls} calls, the most it allows ({_connection.OptionsName}.MaxConcurrentCallsPerConnection, advertised in the handshake). A {_connection.PeerName} must wait for an answer before sending more.");
+
+    /// <summary>A request whose caller's time was up before it arrived (its deadline header says
+    /// 0 ms): running it would only waste this side, as nobody waits for the answer.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void RefuseExpired(uint callId, ServiceMethod method)
+    {
+        _slots.Release();
+        SendError(callId, MuxStatusCode.DeadlineExceeded, $"The {_connection.SideName} did not run {method.Name}: the caller's deadline had passed when the request arrived.");
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void RefuseUnknownMethod(uint callId, uint methodId)
+    {
+        string name = MuxServiceRegistry.GetMethodDisplayName(methodId);
+        bool known = !name.StartsWith("method ", StringComparison.Ordinal);
+        string message;
+        if (_connection.IsServer)
+        {
+            ServingLog.UnknownMethod(_connection.Logger, _connection.Name, name);
+            message = $"The server has no method {(known ? $"{name} (id 0x{methodId:x8})" : $"with id 0x{methodId:x8}")}. The client and server contracts differ, or the service was not added to the server.";
+        }
+        else if (known)
+        {
+            string service = name[..name.LastIndexOf('.')];
+            message = $"The client does not serve {name} (id 0x{methodId:x8}): it did not add {service} with MuxClient.AddService<{service}>.";
+        }
+        else
+        {
+            message = $"The client has no method with id 0x{methodId:x8}: it did not add that service with MuxClient.AddService, or the client and server contracts differ.";
+        }
+
+        SendError(callId, MuxStatusCode.UnknownMethod, message);
+    }
+
+    /// <summary>A Request over this side's MaxMessageSize (from a peer that ignored the limit this
+    /// side announced): answered at once with MessageTooLarge and not run; the rest of it is skipped
+    /// as it arrives and the connection stays up. Reader loop only.</summary>
+    public void OnRequestTooLarge(in Frame first)
+    {
+        NoteReceived(first.CallId);
+        int max = _connection.MaxMessageSize;
+        string options = _connection.OptionsName;
+        SendError(first.CallId, MuxStatusCode.MessageTooLarge, $"The {_connection.PeerName}'s call to {MuxServiceRegistry.GetMethodDisplayName(first.MethodId)} is {first.MessageSize} bytes, over this {_connection.SideName}'s MaxMessageSize of {max} bytes ({MuxConnection.DescribeSize(max)}, {options}.MaxMessageSize); it was not run. Send a smaller argument, or raise {options}.MaxMessageSize.");
+    }
+
+    /// <summary>The peer's caller gave up. Unknown ids are calls that already finished; a call
+    /// found may finish meanwhile, but it cannot be reused for another request before this
+    /// (reader loop) thread dispatches again. Reader loop only.</summary>
+    public void OnCancel(uint callId) => _calls.Find(callId)?.RequestCancel();
+
+    /// <summary>An item of the stream the caller sends a running call. Reader loop only.</summary>
+    public void OnStreamItem(in Frame frame) => _calls.Find(frame.CallId)?.OnStreamItem(frame.Payload);
+
+    /// <summary>The end of the stream the caller sends a running call. Reader loop only.</summary>
+    public void OnStreamEnd(in Frame frame) => _calls.Find(frame.CallId)?.OnStreamEnd(frame.Payload);
+
+    /// <summary>Credit for the stream a running call returns. Reader loop only.</summary>
+    public void OnStreamCredit(uint callId, uint count) => _calls.Find(callId)?.OnStreamCredit(count);
+
+    /// <summary>Queues a call's result; its slot is given back first, so that a caller sending its
+    /// next request on reading the answer finds it free.</summary>
+    public void SendResponse<T>(IncomingCall call, ref ResultBody<T> body)
+    {
+        call.ReleaseSlot();
+        _connection.SendFrame(FrameType.Response, call.CallId, 0, ref body, _idSpace);
+    }
+
+    /// <summary>Turns a failed call into an Error frame its caller can act on.</summary>
+    public void SendFailure(IncomingCall call, Exception failure)
+    {
+        call.ReleaseSlot();
+        if (_connection.IsClosed)
+        {
+            return; // Nobody is listening.
+        }
+
+        if (TryDescribeFailure(call, failure, out ErrorBody error))
+        {
+            SendError(call.CallId, error.Code, error.Message, error.RemoteType);
+            return;
+        }
+
+        if (!_connection.IsServer)
+        {
+            // Like a server without EnableDetailedErrors: an exception's message may carry internals.
+            ServingLog.ServerCallFailed(_connection.Logger, call.MethodName, _connection.Name, failure);
+            SendError(call.CallId, MuxStatusCode.HandlerFailed, $"{call.MethodName} failed on the client. The client's log has the exception.");
+            return;
+        }
+
+        ServingLog.HandlerFailed(_connection.Logger, call.MethodName, _connection.Name, failure);
+        if (SendsDetailedErrors)
+        {
+            SendError(call.CallId, MuxStatusCode.HandlerFailed, failure.Message, failure.GetType().FullName);
+        }
+        else
+        {
+            // An exception's message may carry internals (SQL, paths, names); only the log gets it.
+            SendError(call.CallId, MuxStatusCode.HandlerFailed, $"{call.MethodName} failed on the server. The server's log has the exception; MuxServerOptions.EnableDetailedErrors sends its message to callers.");
+        }
+    }
+
+    /// <summary>The Error body for the failures whose status the caller can act on (bad arguments,
+    /// a frame or message too large, past the caller's deadline, cancelled, or a
+    /// <see cref="MuxRemoteException"/> the handler chose); false for any other exception.</summary>
+    private static bool TryDescribeFailure(IncomingCall call, Exception failure, out ErrorBody error)
+    {
+        switch (failure)
+        {
+            case InvalidArgumentsException:
+                error = new ErrorBody(MuxStatusCode.InvalidArguments, failure.Message, null);
+                return true;
+            case FrameTooLargeException:
+                error = new ErrorBody(MuxStatusCode.FrameTooLarge, failure.Message, null);
+                return true;
+            case OperationCanceledException when call.DeadlinePassed:
+                // Before Canceled: the caller gave up at its deadline, whatever else happened.
+                error = new ErrorBody(MuxStatusCode.DeadlineExceeded, $"{call.MethodName} stopped at the caller's deadline.", failure.GetType().FullName);
+                return true;
+            case MessageTooLargeException:
+                error = new ErrorBody(MuxStatusCode.MessageTooLarge, $"The response of {call.MethodName} was not sent: {failure.Message}", null);
+                return true;
+            case OperationCanceledException when call.IsCancellationRequested:
+                error = new ErrorBody(MuxStatusCode.Canceled, $"{call.MethodName} was canceled.", failure.GetType().FullName);
+                return true;
+            case MuxRemoteException chosen:
+                // The handler chose the status and message its caller sees.
+                error = new ErrorBody(chosen.StatusCode == MuxStatusCode.Ok ? MuxStatusCode.HandlerFailed : chosen.StatusCode, chosen.Message, chosen.RemoteExceptionType);
+                return true;
+            default:
+                error = default;
+                return false;
+        }
+    }
+
+    private void SendError(uint callId, MuxStatusCode code, string message, string? remoteType = null)
+    {
+        var body = new ErrorBody(code, message, remoteType);
+        try
+        {
+            _connection.SendFrame(FrameType.Error, callId, 0, ref body, _idSpace);
+        }
+        catch (MuxConnectionException)
+        {
+            // The connection closed meanwhile: the caller fails the call itself.
+        }
+        catch (FrameTooLargeException)
+        {
+            // An enormous message: send a short one instead.
+            var shortBody = new ErrorBody(code, message[..Math.Min(message.Length, 1024)], remoteType);
+            _connection.SendFrame(FrameType.Error, callId, 0, ref shortBody, _idSpace);
+        }
+    }
+
+    /// <summary>Gives back the slot a call held (see <see cref="IncomingCall.ReleaseSlot"/>).</summary>
+    public void ReleaseSlot() => _slots.Release();
+
+    /// <summary>A call has finished (answered or not): forget it and keep its object for reuse.</summary>
+    public void OnCallFinished(IncomingCall call) => Retire(call);
+
+    /// <summary>Takes a finished (or refused) call out of the table and keeps its object for reuse;
+    /// frees its slot if its answer did not already.</summary>
+    private void Retire(IncomingCall call)
+    {
+        // The decrement is a full fence before _peerFinished is read; OnPeerFinishedSending writes
+        // _peerFinished before it counts, so one of the two completes the drain.
+        int running = _calls.Remove(call);
+        call.ReleaseSlot(); // Only if no answer was queued (refused after GoAway, or the connection closed).
+        _pool.Return(call);
+        if (running == 0 && TracksIdle)
+        {
+            Volatile.Write(ref _idleSince, _connection.TimeProvider.GetTimestamp());
+        }
+
+        if (running == 0 && _peerFinished)
+        {
+            _drained.TrySetResult();
+        }
+    }
+
+    /// <summary>Draws the GoAway line, once: returns the id GoAway carries (the highest received so
+    /// far), every call up to which is served and none above.</summary>
+    public uint BeginGoAway()
+    {
+        lock (_goAwayLock)
+        {
+            if (!_goingAway)
+            {
+                _goingAway = true;
+                Interlocked.MemoryBarrier(); // Pairs with Dispatch: see _goingAway.
+                _goAwayCallId = _highestReceivedCallId;
+            }
+
+            return _goAwayCallId;
+        }
+    }
+
+    /// <summary>The peer ended its stream. After GoAway it is done sending: the drain completes once
+    /// the running calls finish, and true keeps the connection open for their answers. Otherwise it
+    /// left: false closes the connection. Reader loop only.</summary>
+    public bool OnPeerFinishedSending()
+    {
+        lock (_goAwayLock)
+        {
+            if (!_goingAway)
+            {
+                return false;
+            }
+
+            _peerFinished = true;
+        }
+
+        Interlocked.MemoryBarrier(); // Pairs with Retire's decrement: see there.
+        if (_calls.Count == 0)
+        {
+            _drained.TrySetResult();
+        }
+
+        return true;
+    }
+
+    /// <summary>The connection closed: the drain is over, and every running handler is cancelled.</summary>
+    public void CancelAll()
+    {
+        _drained.TrySetResult();
+        foreach (IncomingCall call in _calls.Snapshot())
+        {
+            call.RequestCancel();
+        }
+    }
+}

@@ -1,0 +1,13 @@
+using Mux.Connection;
+
+namespace Mux.Streaming;
+
+/// <summary>Where a streaming call goes: the current connection of a <see cref="MuxClient"/>
+/// (waiting for one when none is up), or the connection of a <see cref="MuxRemoteClient"/>.</summary>
+internal interface IOutgoingCallsSource
+{
+    /// <summary>The calls of the connection the streaming call runs on, once it is there.</summary>
+    /// <exception cref="MuxConnectionException">No connection came within the client's CallTimeout.</exception>
+    /// <exception cref="NotSupportedException">The peer does not take streams on such calls.</exception>
+    ValueTask<OutgoingCalls> GetOutgoingCallsAsync(CancellationToken cancellationToken);
+}
