@@ -3,18 +3,28 @@ using System.Net.Security;
 using System.Net.Sockets;
 using System.Runtime.CompilerServices;
 using System.Threading.Tasks.Sources;
+using Mux.Diagnostics;
 using Mux.Samples.Contracts;
 
 namespace Mux.LoadRunner;
 
-/// <summary>Frame and socket counters of the client's one connection.</summary>
-internal readonly record struct TransportCounters(long FramesSent, long SocketSends, long FramesReceived, long SocketReceives)
+/// <summary>Frame and socket counters of a connection (or a server's connections), and for Mux the
+/// time its reader loop and writer role spent (the library's stage clock).</summary>
+internal readonly record struct TransportCounters(long FramesSent, long SocketSends, long FramesReceived, long SocketReceives, StageTimes Stages = default)
 {
+    public static TransportCounters operator +(TransportCounters a, TransportCounters b) => new(
+        a.FramesSent + b.FramesSent,
+        a.SocketSends + b.SocketSends,
+        a.FramesReceived + b.FramesReceived,
+        a.SocketReceives + b.SocketReceives,
+        a.Stages + b.Stages);
+
     public static TransportCounters operator -(TransportCounters end, TransportCounters start) => new(
         end.FramesSent - start.FramesSent,
         end.SocketSends - start.SocketSends,
         end.FramesReceived - start.FramesReceived,
-        end.SocketReceives - start.SocketReceives);
+        end.SocketReceives - start.SocketReceives,
+        end.Stages - start.Stages);
 }
 
 /// <summary>The client side of one system: one connection shared by every caller.</summary>
@@ -120,7 +130,7 @@ internal sealed class MuxBenchClient : IBenchClient
     public TransportCounters? GetCounters()
     {
         MuxConnectionStatistics stats = _client.GetStatistics();
-        return new TransportCounters(stats.FramesSent, stats.SocketSends, stats.FramesReceived, stats.SocketReceives);
+        return new TransportCounters(stats.FramesSent, stats.SocketSends, stats.FramesReceived, stats.SocketReceives, _client.Connection.GetStageTimes());
     }
 
     public async Task<ServerStats> GetServerStatsAsync(CancellationToken cancellationToken)

@@ -74,6 +74,7 @@ internal static class Orchestrator
         clock.Stop();
         Console.WriteLine();
         table.WriteUnavailable(points);
+        ScalingCounters.WriteTable(Console.Out, points);
 
         var report = new RunReport
         {
@@ -229,9 +230,11 @@ internal static class Orchestrator
             point.ClientGen0 = clientDelta.Gen0;
             point.ClientGen1 = clientDelta.Gen1;
             point.ClientGen2 = clientDelta.Gen2;
+            TransportCounters? clientTransport = null;
             if (transportBegin is TransportCounters transportStart && transportEnd is TransportCounters transportStop)
             {
                 TransportCounters transport = transportStop - transportStart;
+                clientTransport = transport;
                 point.ClientFramesPerSend = Ratio(transport.FramesSent, transport.SocketSends);
                 point.ClientFramesPerReceive = Ratio(transport.FramesReceived, transport.SocketReceives);
             }
@@ -246,7 +249,12 @@ internal static class Orchestrator
                 point.ServerGen0 = stats.Gen0;
                 point.ServerGen1 = stats.Gen1;
                 point.ServerGen2 = stats.Gen2;
-                point.ServerFramesPerSend = BenchSystems.IsRaw(system) ? Ratio(stats.FramesSent, stats.SocketSends) : null;
+                point.ServerFramesPerSend = BenchSystems.IsRaw(system) || IsMux(system) ? Ratio(stats.FramesSent, stats.SocketSends) : null;
+                if (IsMux(system) && clientTransport is TransportCounters clientConnection)
+                {
+                    ScalingCounters.Fill(point, calls, clientDelta, clientConnection, stats);
+                }
+
                 if (machineBegin is MachineCpu machineStart && machineEnd is MachineCpu machineStop && window.WindowSeconds > 0)
                 {
                     // Everything the machine ran in the window that was not this point's two processes.
@@ -295,6 +303,8 @@ internal static class Orchestrator
             }
         }
     }
+
+    private static bool IsMux(string system) => system is BenchSystems.Mux or BenchSystems.MuxTls;
 
     private static double Ratio(long frames, long operations) => operations == 0 ? 0 : Math.Round((double)frames / operations, 2);
 }

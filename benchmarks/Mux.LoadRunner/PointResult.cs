@@ -59,7 +59,7 @@ internal sealed class PointResult
     /// <summary>Client: frames received per socket receive in the window (null for the peers).</summary>
     public double? ClientFramesPerReceive { get; set; }
 
-    /// <summary>Raw servers: frames sent per socket send in the window (Mux and the peers do not expose it).</summary>
+    /// <summary>Raw and Mux servers: frames sent per socket send in the window (the peers do not expose it).</summary>
     public double? ServerFramesPerSend { get; set; }
 
     /// <summary>CPU cores that processes other than this point's client and server kept busy
@@ -68,6 +68,56 @@ internal sealed class PointResult
 
     /// <summary>CPU cores' worth of time the hypervisor gave to other guests during the window.</summary>
     public double? StealCpuCores { get; set; }
+
+    // What predicts how one connection scales with cores (Mux points only; null elsewhere), each
+    // per call over the window, per process: the client is the runner's process, the server the
+    // child. docs/benchmarks.md, "Counters that predict scaling", says what each counts.
+
+    /// <summary>Thread-pool work items completed per call (ThreadPool.CompletedWorkItemCount).</summary>
+    public double? ClientWorkItemsPerCall { get; set; }
+
+    public double? ServerWorkItemsPerCall { get; set; }
+
+    /// <summary>Lock contentions per call (Monitor.LockContentionCount, System.Threading.Lock's included).</summary>
+    public double? ClientLockContentionsPerCall { get; set; }
+
+    public double? ServerLockContentionsPerCall { get; set; }
+
+    /// <summary>Voluntary context switches per call (a thread blocked or waited), every thread of the process (getrusage).</summary>
+    public double? ClientVoluntaryContextSwitchesPerCall { get; set; }
+
+    public double? ServerVoluntaryContextSwitchesPerCall { get; set; }
+
+    /// <summary>Involuntary context switches per call (a thread was preempted), every thread of the process (getrusage).</summary>
+    public double? ClientInvoluntaryContextSwitchesPerCall { get; set; }
+
+    public double? ServerInvoluntaryContextSwitchesPerCall { get; set; }
+
+    /// <summary>Socket send operations per call, from Mux's connection statistics.</summary>
+    public double? ClientSocketSendsPerCall { get; set; }
+
+    public double? ServerSocketSendsPerCall { get; set; }
+
+    /// <summary>Socket receive operations per call, from Mux's connection statistics.</summary>
+    public double? ClientSocketReceivesPerCall { get; set; }
+
+    public double? ServerSocketReceivesPerCall { get; set; }
+
+    /// <summary>Microseconds per call the connection's reader loop spent, by its own stage clock:
+    /// from each read's buffer in hand to its AdvanceTo, less backpressure waits.</summary>
+    public double? ClientReaderUsPerCall { get; set; }
+
+    public double? ServerReaderUsPerCall { get; set; }
+
+    /// <summary>Microseconds per call the connection's writer role spent, by its own stage clock:
+    /// from the start of each turn's gathering to the return of its flush call.</summary>
+    public double? ClientWriterUsPerCall { get; set; }
+
+    public double? ServerWriterUsPerCall { get; set; }
+
+    /// <summary>1e6 / the largest of the four stage figures: the calls/s at which the busiest serial
+    /// stage would be busy all the time, whatever the cores.</summary>
+    public double? SerialCeilingCallsPerSecond { get; set; }
 
     public long Errors { get; set; }
 

@@ -1,19 +1,38 @@
 using System.Diagnostics;
+using System.Runtime.InteropServices;
 
 namespace Mux.LoadRunner;
 
-/// <summary>The process-wide counters a window is measured with: CPU time, allocations, GCs.</summary>
-internal readonly record struct ProcessCounters(TimeSpan Cpu, long AllocatedBytes, int Gen0, int Gen1, int Gen2)
+/// <summary>
+/// The process-wide counters a window is measured with: CPU time, allocations, GCs, and what
+/// predicts how a process scales with cores: thread-pool work items completed, lock contentions
+/// (Monitor.LockContentionCount, which counts System.Threading.Lock's too), and context switches.
+/// </summary>
+internal readonly record struct ProcessCounters(
+    TimeSpan Cpu,
+    long AllocatedBytes,
+    int Gen0,
+    int Gen1,
+    int Gen2,
+    long WorkItems,
+    long LockContentions,
+    long VoluntaryContextSwitches,
+    long InvoluntaryContextSwitches)
 {
     public static ProcessCounters Take()
     {
         using Process self = Process.GetCurrentProcess();
+        ContextSwitches.Take(out long voluntary, out long involuntary);
         return new ProcessCounters(
             self.TotalProcessorTime,
             GC.GetTotalAllocatedBytes(precise: true),
             GC.CollectionCount(0),
             GC.CollectionCount(1),
-            GC.CollectionCount(2));
+            GC.CollectionCount(2),
+            ThreadPool.CompletedWorkItemCount,
+            Monitor.LockContentionCount,
+            voluntary,
+            involuntary);
     }
 
     public static ProcessCounters operator -(ProcessCounters end, ProcessCounters start) => new(
@@ -21,21 +40,81 @@ internal readonly record struct ProcessCounters(TimeSpan Cpu, long AllocatedByte
         end.AllocatedBytes - start.AllocatedBytes,
         end.Gen0 - start.Gen0,
         end.Gen1 - start.Gen1,
-        end.Gen2 - start.Gen2);
+        end.Gen2 - start.Gen2,
+        end.WorkItems - start.WorkItems,
+        end.LockContentions - start.LockContentions,
+        end.VoluntaryContextSwitches - start.VoluntaryContextSwitches,
+        end.InvoluntaryContextSwitches - start.InvoluntaryContextSwitches);
+}
+
+/// <summary>
+/// The process's context switches, every thread's, from getrusage(RUSAGE_SELF). Not from
+/// /proc/self/status: on Linux its voluntary_ctxt_switches and nonvoluntary_ctxt_switches are the
+/// main thread's alone (they stay put while other threads switch thousands of times). Summing
+/// /proc/self/task/*/status covers the live threads but drops a thread's switches when it exits,
+/// and thread-pool threads come and go; getrusage keeps the counts of exited threads too.
+/// </summary>
+internal static class ContextSwitches
+{
+    private const int RusageSelf = 0;
+
+    /// <summary>Whether the counts are real: getrusage is there (Linux, macOS). Elsewhere both are 0.</summary>
+    public static bool Available { get; } = OperatingSystem.IsLinux() || OperatingSystem.IsMacOS();
+
+    public static void Take(out long voluntary, out long involuntary)
+    {
+        voluntary = 0;
+        involuntary = 0;
+        if (Available && GetRUsage(RusageSelf, out RUsage usage) == 0)
+        {
+            voluntary = usage.VoluntaryContextSwitches;
+            involuntary = usage.InvoluntaryContextSwitches;
+        }
+    }
+
+    [DllImport("libc", EntryPoint = "getrusage")]
+    private static extern int GetRUsage(int who, out RUsage usage);
+
+    /// <summary>struct rusage on 64-bit Linux and macOS: two struct timevals, then fourteen longs,
+    /// of which ru_nvcsw and ru_nivcsw are the last two.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    private struct RUsage
+    {
+        public long UserSeconds;
+        public long UserMicroseconds;
+        public long SystemSeconds;
+        public long SystemMicroseconds;
+        public long MaxResidentSet;
+        public long SharedMemory;
+        public long UnsharedData;
+        public long UnsharedStack;
+        public long MinorFaults;
+        public long MajorFaults;
+        public long Swaps;
+        public long BlockInputs;
+        public long BlockOutputs;
+        public long MessagesSent;
+        public long MessagesReceived;
+        public long Signals;
+        public long VoluntaryContextSwitches;
+        public long InvoluntaryContextSwitches;
+    }
 }
 
 /// <summary>
 /// The server side of the measured window: the orchestrator writes "begin" and "end" to the
 /// server's stdin at the window's edges, and the server snapshots its counters at each. The
 /// control request (after the window) reads the difference.
+/// The transport counters are the server's frame and socket counts (raw echo: frames and sends;
+/// Mux: every counter of its open connections, stage clocks included; the peers: none).
 /// </summary>
-internal sealed class WindowMarks(Func<(long FramesSent, long SocketSends)> transportCounters)
+internal sealed class WindowMarks(Func<TransportCounters> transportCounters)
 {
     private readonly Lock _gate = new();
     private ProcessCounters _begin;
     private ProcessCounters _end;
-    private (long FramesSent, long SocketSends) _transportBegin;
-    private (long FramesSent, long SocketSends) _transportEnd;
+    private TransportCounters _transportBegin;
+    private TransportCounters _transportEnd;
     private bool _hasBegin;
     private bool _hasEnd;
     private TaskCompletionSource _ended = new(TaskCreationOptions.RunContinuationsAsynchronously);
@@ -43,7 +122,7 @@ internal sealed class WindowMarks(Func<(long FramesSent, long SocketSends)> tran
     public void Begin()
     {
         ProcessCounters now = ProcessCounters.Take();
-        (long, long) transport = transportCounters();
+        TransportCounters transport = transportCounters();
         lock (_gate)
         {
             _begin = now;
@@ -60,7 +139,7 @@ internal sealed class WindowMarks(Func<(long FramesSent, long SocketSends)> tran
     public void End()
     {
         ProcessCounters now = ProcessCounters.Take();
-        (long, long) transport = transportCounters();
+        TransportCounters transport = transportCounters();
         lock (_gate)
         {
             _end = now;
@@ -96,6 +175,7 @@ internal sealed class WindowMarks(Func<(long FramesSent, long SocketSends)> tran
             }
 
             ProcessCounters delta = _end - _begin;
+            TransportCounters transport = _transportEnd - _transportBegin;
             return new ServerStats(
                 true,
                 (long)delta.Cpu.TotalMicroseconds,
@@ -104,8 +184,16 @@ internal sealed class WindowMarks(Func<(long FramesSent, long SocketSends)> tran
                 delta.Gen1,
                 delta.Gen2,
                 connectionsAccepted,
-                _transportEnd.FramesSent - _transportBegin.FramesSent,
-                _transportEnd.SocketSends - _transportBegin.SocketSends);
+                transport.FramesSent,
+                transport.SocketSends,
+                delta.WorkItems,
+                delta.LockContentions,
+                delta.VoluntaryContextSwitches,
+                delta.InvoluntaryContextSwitches,
+                transport.FramesReceived,
+                transport.SocketReceives,
+                transport.Stages.ReaderMicroseconds,
+                transport.Stages.WriterMicroseconds);
         }
     }
 }

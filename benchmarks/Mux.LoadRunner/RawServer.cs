@@ -26,7 +26,7 @@ internal sealed class RawServer : IAsyncDisposable
     public RawServer(bool batched, int port)
     {
         _batched = batched;
-        _marks = new WindowMarks(() => (Interlocked.Read(ref _framesSent), Interlocked.Read(ref _socketSends)));
+        _marks = new WindowMarks(() => new TransportCounters(Interlocked.Read(ref _framesSent), Interlocked.Read(ref _socketSends), 0, 0));
         _listener = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
         _listener.Bind(new IPEndPoint(IPAddress.Loopback, port));
         _listener.Listen(512);

@@ -170,7 +170,12 @@ internal static class Report
         csv.Append("system,method,callers,status,request_frame_bytes,response_frame_bytes,calls,window_s,calls_per_s,p50_us,p99_us,p999_us,max_us,")
            .Append("client_cpu_us_per_call,server_cpu_us_per_call,client_bytes_per_call,server_bytes_per_call,")
            .Append("client_gen0,client_gen1,client_gen2,server_gen0,server_gen1,server_gen2,connections,")
-           .Append("client_frames_per_send,client_frames_per_receive,server_frames_per_send,other_cpu_cores,steal_cpu_cores,errors,error_messages,point_s\n");
+           .Append("client_frames_per_send,client_frames_per_receive,server_frames_per_send,other_cpu_cores,steal_cpu_cores,errors,error_messages,point_s,")
+           .Append("client_work_items_per_call,server_work_items_per_call,client_lock_contentions_per_call,server_lock_contentions_per_call,")
+           .Append("client_voluntary_context_switches_per_call,server_voluntary_context_switches_per_call,")
+           .Append("client_involuntary_context_switches_per_call,server_involuntary_context_switches_per_call,")
+           .Append("client_socket_sends_per_call,server_socket_sends_per_call,client_socket_receives_per_call,server_socket_receives_per_call,")
+           .Append("client_reader_us_per_call,server_reader_us_per_call,client_writer_us_per_call,server_writer_us_per_call,serial_ceiling_calls_per_s\n");
         foreach (PointResult p in report.Points)
         {
             object?[] values =
@@ -180,6 +185,11 @@ internal static class Report
                 p.ClientCpuUsPerCall, p.ServerCpuUsPerCall, p.ClientBytesPerCall, p.ServerBytesPerCall,
                 p.ClientGen0, p.ClientGen1, p.ClientGen2, p.ServerGen0, p.ServerGen1, p.ServerGen2, p.Connections,
                 p.ClientFramesPerSend, p.ClientFramesPerReceive, p.ServerFramesPerSend, p.OtherCpuCores, p.StealCpuCores, p.Errors, string.Join(" | ", p.ErrorMessages), p.PointSeconds,
+                p.ClientWorkItemsPerCall, p.ServerWorkItemsPerCall, p.ClientLockContentionsPerCall, p.ServerLockContentionsPerCall,
+                p.ClientVoluntaryContextSwitchesPerCall, p.ServerVoluntaryContextSwitchesPerCall,
+                p.ClientInvoluntaryContextSwitchesPerCall, p.ServerInvoluntaryContextSwitchesPerCall,
+                p.ClientSocketSendsPerCall, p.ServerSocketSendsPerCall, p.ClientSocketReceivesPerCall, p.ServerSocketReceivesPerCall,
+                p.ClientReaderUsPerCall, p.ServerReaderUsPerCall, p.ClientWriterUsPerCall, p.ServerWriterUsPerCall, p.SerialCeilingCallsPerSecond,
             ];
             csv.AppendJoin(',', values.Select(Field)).Append('\n');
         }
@@ -254,7 +264,7 @@ internal sealed class ResultTable(TextWriter output)
             allocated per call; cGC, sGC = gen0/gen1/gen2 collections in the window; conns = TCP
             connections the server accepted for the load; cfr/snd, cfr/rcv = client frames per socket
             send / receive (- where the library does not expose them: grpc, streamjsonrpc, signalr);
-            sfr/snd = raw server frames per socket send (Mux's server does not expose it);
+            sfr/snd = raw and Mux server frames per socket send (- for the peers);
             other = CPU cores used by other processes during the window (/proc/stat): well above 0 means
             the point shared the machine and its numbers are low.
             """);

@@ -19,7 +19,8 @@ internal static class ServerRole
         int boundPort;
         if (system is BenchSystems.Mux or BenchSystems.MuxTls)
         {
-            marks = new WindowMarks(static () => (0, 0));
+            MuxServer? counted = null;
+            marks = new WindowMarks(() => ConnectionCounters(counted));
             mux = new MuxServer(new MuxServerOptions
             {
                 EndPoint = new IPEndPoint(IPAddress.Loopback, port),
@@ -27,6 +28,7 @@ internal static class ServerRole
                 Tls = system == BenchSystems.MuxTls ? new SslServerAuthenticationOptions { ServerCertificate = BenchCertificate.Create() } : null,
             });
             MuxServer server = mux;
+            counted = mux;
             mux.AddService<IBenchService>(new BenchService());
             mux.AddService<IBenchStreams>(new BenchStreams());
             mux.AddService<IBenchControl>(new BenchControl(marks, () => server.ConnectionsAccepted));
@@ -104,5 +106,28 @@ internal static class ServerRole
                 await peer.DisposeAsync();
             }
         }
+    }
+
+    /// <summary>
+    /// The frame, socket and stage-clock counters of every connection the Mux server has open:
+    /// during the window that is the load's one connection (the control connection that asks for
+    /// the stats comes after "begin", so at most its handshake lands in "end"). A connection that
+    /// closed between the marks would drop out of the sum; none does in a point.
+    /// </summary>
+    private static TransportCounters ConnectionCounters(MuxServer? server)
+    {
+        TransportCounters total = default;
+        if (server is null)
+        {
+            return total;
+        }
+
+        foreach (Mux.Server.ServerConnection connection in server.Connections)
+        {
+            MuxConnectionStatistics stats = connection.GetStatistics();
+            total += new TransportCounters(stats.FramesSent, stats.SocketSends, stats.FramesReceived, stats.SocketReceives, connection.GetStageTimes());
+        }
+
+        return total;
     }
 }

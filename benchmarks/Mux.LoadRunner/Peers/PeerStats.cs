@@ -12,7 +12,7 @@ internal sealed class PeerStats
     private long _connectionsAccepted;
 
     /// <summary>The peers expose no frame counters, so the marks record none.</summary>
-    public WindowMarks Marks { get; } = new(static () => (0, 0));
+    public WindowMarks Marks { get; } = new(static () => default);
 
     public void ConnectionAccepted() => Interlocked.Increment(ref _connectionsAccepted);
 

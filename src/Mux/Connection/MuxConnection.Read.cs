@@ -139,6 +139,7 @@ internal abstract partial class MuxConnection
                 }
 
                 ReadOnlySequence<byte> buffer = result.Buffer;
+                long readStarted = StageClock.Now(); // stage clock: the read's buffer is in hand
                 _reads++;
                 NoteRead();
                 long framesBefore = _framesReceived;
@@ -152,7 +153,9 @@ internal abstract partial class MuxConnection
                         {
                             // Backpressure: stop reading until the subclass has room again. The
                             // buffer stays valid because we have not advanced past it yet.
+                            long pausedAt = StageClock.Now(); // stage clock: a backpressure wait is not reader work
                             await handled.ConfigureAwait(false);
+                            readStarted += StageClock.Now() - pausedAt; // stage clock
                         }
                     }
                 }
@@ -163,6 +166,7 @@ internal abstract partial class MuxConnection
                     _input.AdvanceTo(buffer.Start, buffer.End);
                     MuxMetrics.Reads.Add(1);
                     MuxMetrics.FramesReceived.Add(_framesReceived - framesBefore);
+                    _stages.AddReader(readStarted); // stage clock: the read is done
                 }
 
                 if (result.IsCompleted)

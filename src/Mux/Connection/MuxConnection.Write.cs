@@ -501,6 +501,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     /// the writer role.</summary>
     private int DrainQueueIntoOutputLocked()
     {
+        _stages.StartWriter(); // stage clock: a writer turn starts gathering
         if (_queuedFrames == 0)
         {
             return WriteNextFragmentLocked();
@@ -588,6 +589,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
                     Close(MuxCloseReason.TransportError, ex);
                 }
 
+                _stages.StopWriter(); // stage clock: the turn's flush call returned
                 if (!flush.IsCompleted)
                 {
                     // The socket is behind (backpressure): finish on the pool, keeping the role.

@@ -1,0 +1,81 @@
+using System.Diagnostics;
+using System.Runtime.InteropServices;
+
+namespace Mux.Diagnostics;
+
+/// <summary>
+/// The time a connection's two serial stages spend working, so a benchmark can tell how close one
+/// connection is to the ceiling those stages put on it (1 / the busier stage's time per call),
+/// whatever the cores. The reader loop counts each read from the moment its buffer is in hand to
+/// its AdvanceTo, less any backpressure wait; the writer role counts each turn from the moment it
+/// starts gathering queued frames into the PipeWriter to the return of that turn's flush call (so a
+/// flush that completes later, and the thread-pool queue before a writer turn, are not counted).
+/// </summary>
+/// <remarks>
+/// Cost: two clock reads per read and per writer turn, never per frame; plain stores, no lock, no
+/// allocation. Each half is written by its stage only (the reader loop, or whoever holds the writer
+/// role, which is handed over with a full fence) and read racily by diagnostics. The two halves sit
+/// at least a cache line apart from each other and from the fields around the struct, so the
+/// reader's and the writer's stores never invalidate each other's lines.
+/// <para>
+/// The clock is <see cref="Stopwatch.GetTimestamp"/>, not the connection's TimeProvider, on purpose:
+/// this is a statistic of CPU spent, never compared with a deadline, and a fake clock in a test
+/// would only make it read zero. TimeProvider is for timers and timeouts.
+/// </para>
+/// </remarks>
+[StructLayout(LayoutKind.Explicit, Size = 256)]
+internal struct StageClock
+{
+    // Reader loop only: ticks spent and reads counted.
+    [FieldOffset(64)]
+    private long _readerTicks;
+
+    [FieldOffset(72)]
+    private long _readerSpans;
+
+    // Writer role holder only: ticks spent, turns counted, and the start of the turn under way
+    // (0 when none is open).
+    [FieldOffset(160)]
+    private long _writerTicks;
+
+    [FieldOffset(168)]
+    private long _writerSpans;
+
+    [FieldOffset(176)]
+    private long _writerStart;
+
+    /// <summary>A timestamp for <see cref="AddReader"/> and for measuring a pause to leave out.</summary>
+    public static long Now() => Stopwatch.GetTimestamp();
+
+    /// <summary>Reader loop: one read is done (its AdvanceTo made); <paramref name="start"/> is
+    /// when its buffer was in hand, moved later by any backpressure wait.</summary>
+    public void AddReader(long start)
+    {
+        long elapsed = Stopwatch.GetTimestamp() - start;
+        Volatile.Write(ref _readerTicks, _readerTicks + elapsed);
+        Volatile.Write(ref _readerSpans, _readerSpans + 1);
+    }
+
+    /// <summary>Writer role holder: a turn starts gathering frames.</summary>
+    public void StartWriter() => _writerStart = Stopwatch.GetTimestamp();
+
+    /// <summary>Writer role holder: the turn's flush call has returned. A stop without a start
+    /// (a turn that began somewhere not hooked) counts nothing.</summary>
+    public void StopWriter()
+    {
+        long start = _writerStart;
+        if (start != 0)
+        {
+            _writerStart = 0;
+            Volatile.Write(ref _writerTicks, _writerTicks + (Stopwatch.GetTimestamp() - start));
+            Volatile.Write(ref _writerSpans, _writerSpans + 1);
+        }
+    }
+
+    /// <summary>The totals so far (each exact, the set not a snapshot).</summary>
+    public readonly StageTimes Read() => new(
+        Volatile.Read(in _readerTicks),
+        Volatile.Read(in _readerSpans),
+        Volatile.Read(in _writerTicks),
+        Volatile.Read(in _writerSpans));
+}
