@@ -1,0 +1,331 @@
+using System.Collections.Concurrent;
+using System.IO.Pipelines;
+using System.Net;
+using System.Net.Sockets;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+using Mux.Connection;
+using Mux.Transport;
+
+namespace Mux.Server;
+
+/// <summary>
+/// What a <see cref="MuxServer"/> is made of behind its public face: the services it serves, the
+/// accept loop (and TLS handshakes, off the loop), the set of open connections, and the stop that
+/// drains them all with GoAway.
+/// </summary>
+internal sealed class ServerRuntime
+{
+    private readonly MuxServerOptions _options;
+    private readonly ILogger _logger;
+
+    // What the server serves, by method id. Filled by AddService before start.
+    private readonly ServiceMethods _methods = new();
+
+    // Open connections. Added by the accept loop, removed when each one closes.
+    private readonly ConcurrentDictionary<ServerConnection, byte> _connections = new();
+
+    private Socket? _listener;
+
+    // Cancelled by StopAsync: ends the TLS handshakes still running (they have no connection yet).
+    private readonly CancellationTokenSource _stopping = new();
+
+    // TLS handshakes in flight, each completed when its handshake ends (added by the accept loop or
+    // AcceptAsync, removed by the handshake itself); StopAsync waits for them.
+    private readonly ConcurrentDictionary<TaskCompletionSource, byte> _handshakes = new();
+
+    // Set once by StartAsync (after _state became 1); read by StopAsync and IsListening.
+    private Task? _acceptLoop;
+    private long _connectionsAccepted;
+
+    // 0 = not started, 1 = running, 2 = stopping or stopped. Changed with Interlocked.
+    private int _state;
+
+    public ServerRuntime(MuxServerOptions options)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        _options = options;
+        _logger = (options.LoggerFactory ?? NullLoggerFactory.Instance).CreateLogger("Mux.Server");
+    }
+
+    public EndPoint? LocalEndPoint { get; private set; }
+
+    public long ConnectionsAccepted => Interlocked.Read(ref _connectionsAccepted);
+
+    public int ActiveConnections => _connections.Count;
+
+    /// <summary>The open connections (for tests and diagnostics).</summary>
+    public ICollection<ServerConnection> Connections => _connections.Keys;
+
+    public bool IsListening => Volatile.Read(ref _state) == 1 && _acceptLoop is { IsCompleted: false };
+
+    public void AddMethods<TService>(Func<string, MuxMethodDefinition<TService>, ServiceMethod> bind)
+        where TService : class
+    {
+        if (Volatile.Read(ref _state) != 0)
+        {
+            throw new InvalidOperationException("Services must be added before the Mux server starts.");
+        }
+
+        _methods.Add(bind, static (existing, added) => $"{existing.Name} and {added.Name} have the same method id 0x{added.Id:x8}; a server cannot serve both. Rename one of them.");
+    }
+
+    public Task StartAsync(CancellationToken cancellationToken = default)
+    {
+        _options.Validate();
+        if (Interlocked.CompareExchange(ref _state, 1, 0) != 0)
+        {
+            throw new InvalidOperationException("The Mux server has already been started.");
+        }
+
+        EndPoint endPoint = _options.EndPoint!;
+        Socket listener;
+        try
+        {
+            listener = ServerTransport.Listen(endPoint, _options.ListenBacklog);
+        }
+        catch
+        {
+            Volatile.Write(ref _state, 0);
+            throw;
+        }
+
+        ServerTransport.WarnIfTokenInPlaintext(_options, endPoint, _logger);
+
+        _listener = listener;
+        LocalEndPoint = listener.LocalEndPoint;
+        ServerLog.ServerStarted(_logger, (LocalEndPoint ?? endPoint).ToString() ?? "?");
+        _acceptLoop = AcceptLoopAsync(listener);
+        return Task.CompletedTask;
+    }
+
+    /// <summary>Starts without a listening socket, to serve in-memory transports through
+    /// <see cref="Accept(IMuxTransport, string)"/> (tests and benchmarks).</summary>
+    public void StartWithoutListener()
+    {
+        _options.Validate(requireEndPoint: false);
+        if (Interlocked.CompareExchange(ref _state, 1, 0) != 0)
+        {
+            throw new InvalidOperationException("The Mux server has already been started.");
+        }
+
+    }
+
+    /// <summary>Connects a client to this server over in-memory pipes (no socket), starting the
+    /// server without a listener first if it has not started (tests and benchmarks).</summary>
+    public Task<MuxClient> ConnectInMemoryAsync(MuxClientOptions? clientOptions = null)
+    {
+        if (Volatile.Read(ref _state) == 0)
+        {
+            StartWithoutListener();
+        }
+
+        (DuplexPipeTransport clientSide, DuplexPipeTransport serverSide) = DuplexPipeTransport.CreatePair();
+        Accept(serverSide, "in-memory");
+        return MuxClient.ConnectAsync(clientSide, clientOptions);
+    }
+
+    private async Task AcceptLoopAsync(Socket listener)
+    {
+        while (true)
+        {
+            Socket socket;
+            try
+            {
+                socket = await listener.AcceptAsync().ConfigureAwait(false);
+            }
+            catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
+            {
+                if (Volatile.Read(ref _state) == 1)
+                {
+                    ServerLog.AcceptFailed(_logger, LocalEndPoint?.ToString() ?? "?", ex);
+                }
+
+                return;
+            }
+
+            long acceptedAt = _options.TimeProvider.GetTimestamp(); // Before it is counted: the TLS handshake timeout runs from here.
+            Interlocked.Increment(ref _connectionsAccepted);
+            string name = socket.RemoteEndPoint?.ToString() is { Length: > 0 } remote ? remote : "unix socket peer";
+            if (_options.Tls is null)
+            {
+                Accept(new SocketConnection(socket, _options.MaxFrameSize), name);
+            }
+            else
+            {
+                // The handshake runs off the accept loop: a slow or silent client must not hold up the next.
+                _ = AcceptTlsAsync(socket, name, acceptedAt);
+            }
+        }
+    }
+
+    /// <summary>Authenticates TLS over <paramref name="socket"/> (bounded by the handshake timeout),
+    /// then serves it; a failed handshake is logged and costs only this connection.</summary>
+    /// <returns>Whether the connection is being served.</returns>
+    private async Task<bool> AcceptTlsAsync(Socket socket, string name, long acceptedAt)
+    {
+        var handshake = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        _handshakes.TryAdd(handshake, 0);
+        try
+        {
+            StreamConnection? transport = await ServerTransport.AuthenticateAsync(new NetworkStream(socket, ownsSocket: true), socket, _options, _logger, name, acceptedAt, _stopping.Token).ConfigureAwait(false);
+            if (transport is null)
+            {
+                return false;
+            }
+
+            Accept(transport, name);
+            return true;
+        }
+        finally
+        {
+            _handshakes.TryRemove(handshake, out _);
+            handshake.SetResult();
+        }
+    }
+
+    public async Task AcceptAsync(Stream stream, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(stream);
+        if (!stream.CanRead || !stream.CanWrite)
+        {
+            throw new ArgumentException("A Mux connection needs a stream that can both read and write.", nameof(stream));
+        }
+
+        EnsureServingUserConnections();
+        long acceptedAt = _options.TimeProvider.GetTimestamp();
+        long number = Interlocked.Increment(ref _connectionsAccepted);
+        string name = $"stream #{number}";
+        if (_options.Tls is null)
+        {
+            Accept(new StreamConnection(stream, socket: null, _options.MaxFrameSize), name);
+            return;
+        }
+
+        using var linked = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, _stopping.Token);
+        var handshake = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        _handshakes.TryAdd(handshake, 0);
+        try
+        {
+            StreamConnection? transport = await ServerTransport.AuthenticateAsync(stream, socket: null, _options, _logger, name, acceptedAt, linked.Token).ConfigureAwait(false)
+                ?? throw new MuxConnectionException($"The TLS handshake with {name} failed, timed out or was cancelled; the stream was closed (the server's log says why).", MuxCloseReason.ProtocolError, null);
+            Accept(transport, name);
+        }
+        finally
+        {
+            _handshakes.TryRemove(handshake, out _);
+            handshake.SetResult();
+        }
+    }
+
+    public void Accept(IDuplexPipe pipe)
+    {
+        ArgumentNullException.ThrowIfNull(pipe);
+        if (_options.Tls is not null)
+        {
+            throw new InvalidOperationException("MuxServerOptions.Tls is set, but a pipe is used as it is and cannot carry TLS. Accept a Stream with AcceptAsync instead (for example PipeReader.AsStream and PipeWriter.AsStream over your transport).");
+        }
+
+        EnsureServingUserConnections();
+        long number = Interlocked.Increment(ref _connectionsAccepted);
+        Accept(new DuplexPipeTransport(pipe), $"pipe #{number}");
+    }
+
+    private void EnsureServingUserConnections()
+    {
+        if (Volatile.Read(ref _state) == 0)
+        {
+            try
+            {
+                StartWithoutListener();
+            }
+            catch (InvalidOperationException) when (Volatile.Read(ref _state) == 1)
+            {
+                // Another thread started it first: serve.
+            }
+        }
+
+        if (Volatile.Read(ref _state) != 1)
+        {
+            throw new InvalidOperationException("The Mux server is stopping or stopped; it accepts no more connections.");
+        }
+    }
+
+    /// <summary>Serves one connection over an already-connected transport.</summary>
+    public void Accept(IMuxTransport transport, string name)
+    {
+        var connection = new ServerConnection(transport, _methods, _options, _logger, name);
+        _connections.TryAdd(connection, 0);
+        ServerLog.ConnectionAccepted(_logger, name);
+        _ = ForgetWhenClosedAsync(connection);
+        connection.Start();
+        if (Volatile.Read(ref _state) != 1)
+        {
+            // Raced with StopAsync: it may have missed this connection.
+            _ = connection.DrainAndCloseAsync(CancellationToken.None);
+        }
+    }
+
+    private async Task ForgetWhenClosedAsync(ServerConnection connection)
+    {
+        await connection.Completion.ConfigureAwait(false);
+        _connections.TryRemove(connection, out _);
+    }
+
+    public async Task StopAsync(CancellationToken cancellationToken = default)
+    {
+        if (Interlocked.Exchange(ref _state, 2) == 2)
+        {
+            await WaitForConnectionsAsync().ConfigureAwait(false);
+            return;
+        }
+
+        if (_listener is not null)
+        {
+            ServerTransport.StopListening(_listener, LocalEndPoint);
+        }
+
+        if (_acceptLoop is not null)
+        {
+            await _acceptLoop.ConfigureAwait(false);
+        }
+
+        // No connection may arrive after the drain below starts: end the TLS handshakes in flight.
+        await _stopping.CancelAsync().ConfigureAwait(false);
+        foreach (TaskCompletionSource handshake in _handshakes.Keys)
+        {
+            await handshake.Task.ConfigureAwait(false);
+        }
+
+        int open = _connections.Count;
+        var drains = new List<Task>(open);
+        foreach (ServerConnection connection in _connections.Keys)
+        {
+            drains.Add(connection.DrainAndCloseAsync(cancellationToken));
+        }
+
+        await Task.WhenAll(drains).ConfigureAwait(false);
+        await WaitForConnectionsAsync().ConfigureAwait(false);
+        ServerLog.ServerStopped(_logger, open);
+    }
+
+    private async Task WaitForConnectionsAsync()
+    {
+        foreach (ServerConnection connection in _connections.Keys)
+        {
+            await connection.Completion.ConfigureAwait(false);
+
+            // ForgetWhenClosedAsync does the same, but its continuation may run after ours: a
+            // stopped server must report no active connections.
+            _connections.TryRemove(connection, out _);
+        }
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        using var deadline = _options.ShutdownTimeout == Timeout.InfiniteTimeSpan
+            ? new CancellationTokenSource()
+            : new CancellationTokenSource(_options.ShutdownTimeout, _options.TimeProvider);
+        await StopAsync(deadline.Token).ConfigureAwait(false);
+    }
+}
