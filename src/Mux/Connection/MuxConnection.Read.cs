@@ -139,7 +139,7 @@ internal abstract partial class MuxConnection
                 }
 
                 ReadOnlySequence<byte> buffer = result.Buffer;
-                long readStarted = StageClock.Now(); // stage clock: the read's buffer is in hand
+                long readStarted = TimeProvider.GetTimestamp(); // stage clock: the read's buffer is in hand
                 _reads++;
                 NoteRead();
                 long framesBefore = _framesReceived;
@@ -153,9 +153,9 @@ internal abstract partial class MuxConnection
                         {
                             // Backpressure: stop reading until the subclass has room again. The
                             // buffer stays valid because we have not advanced past it yet.
-                            long pausedAt = StageClock.Now(); // stage clock: a backpressure wait is not reader work
+                            long pausedAt = TimeProvider.GetTimestamp(); // stage clock: a backpressure wait is not reader work
                             await handled.ConfigureAwait(false);
-                            readStarted += StageClock.Now() - pausedAt; // stage clock
+                            readStarted += TimeProvider.GetTimestamp() - pausedAt; // stage clock
                         }
                     }
                 }
@@ -166,7 +166,7 @@ internal abstract partial class MuxConnection
                     _input.AdvanceTo(buffer.Start, buffer.End);
                     MuxMetrics.Reads.Add(1);
                     MuxMetrics.FramesReceived.Add(_framesReceived - framesBefore);
-                    _stages.AddReader(readStarted); // stage clock: the read is done
+                    _stages.AddReader(readStarted, TimeProvider.GetTimestamp()); // stage clock: the read is done
                 }
 
                 if (result.IsCompleted)

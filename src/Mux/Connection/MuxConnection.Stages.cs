@@ -13,5 +13,5 @@ internal abstract partial class MuxConnection
 
     /// <summary>The time the reader loop and the writer role have spent working since the
     /// connection opened (see <see cref="StageClock"/>). Safe to call from any thread.</summary>
-    internal StageTimes GetStageTimes() => _stages.Read();
+    internal StageTimes GetStageTimes() => _stages.Read(TimeProvider.TimestampFrequency);
 }

@@ -205,7 +205,7 @@ internal abstract partial class MuxConnection : IAsyncDisposable
                 {
                     try
                     {
-                        await _readLoop.WaitAsync(drainTimeout).ConfigureAwait(false);
+                        await _readLoop.WaitAsync(drainTimeout, TimeProvider).ConfigureAwait(false);
                     }
                     catch (TimeoutException)
                     {

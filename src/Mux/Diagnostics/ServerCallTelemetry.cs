@@ -23,7 +23,7 @@ internal sealed class ServerCallTelemetry
     // The server span; null when nobody traces Mux or the sampler dropped this call.
     private readonly Activity? _activity;
 
-    // Stopwatch timestamp at the start; 0 when nobody listens to rpc.server.call.duration.
+    // The call clock's timestamp at the start; 0 when nobody listens to rpc.server.call.duration.
     private readonly long _startTimestamp;
 
     private readonly MethodTelemetryName _name;

@@ -1,4 +1,3 @@
-using System.Diagnostics;
 using System.Runtime.InteropServices;
 
 namespace Mux.Diagnostics;
@@ -18,9 +17,8 @@ namespace Mux.Diagnostics;
 /// at least a cache line apart from each other and from the fields around the struct, so the
 /// reader's and the writer's stores never invalidate each other's lines.
 /// <para>
-/// The clock is <see cref="Stopwatch.GetTimestamp"/>, not the connection's TimeProvider, on purpose:
-/// this is a statistic of CPU spent, never compared with a deadline, and a fake clock in a test
-/// would only make it read zero. TimeProvider is for timers and timeouts.
+/// The timestamps are the connection's TimeProvider's, as every clock read of the engine is (a
+/// fake clock in a test makes these read zero, which nothing asserts otherwise).
 /// </para>
 /// </remarks>
 [StructLayout(LayoutKind.Explicit, Size = 256)]
@@ -44,38 +42,36 @@ internal struct StageClock
     [FieldOffset(176)]
     private long _writerStart;
 
-    /// <summary>A timestamp for <see cref="AddReader"/> and for measuring a pause to leave out.</summary>
-    public static long Now() => Stopwatch.GetTimestamp();
-
-    /// <summary>Reader loop: one read is done (its AdvanceTo made); <paramref name="start"/> is
-    /// when its buffer was in hand, moved later by any backpressure wait.</summary>
-    public void AddReader(long start)
+    /// <summary>Reader loop: one read is done (its AdvanceTo made) at <paramref name="now"/>;
+    /// <paramref name="start"/> is when its buffer was in hand, moved later by any backpressure wait.</summary>
+    public void AddReader(long start, long now)
     {
-        long elapsed = Stopwatch.GetTimestamp() - start;
+        long elapsed = now - start;
         Volatile.Write(ref _readerTicks, _readerTicks + elapsed);
         Volatile.Write(ref _readerSpans, _readerSpans + 1);
     }
 
     /// <summary>Writer role holder: a turn starts gathering frames.</summary>
-    public void StartWriter() => _writerStart = Stopwatch.GetTimestamp();
+    public void StartWriter(long now) => _writerStart = now;
 
     /// <summary>Writer role holder: the turn's flush call has returned. A stop without a start
     /// (a turn that began somewhere not hooked) counts nothing.</summary>
-    public void StopWriter()
+    public void StopWriter(long now)
     {
         long start = _writerStart;
         if (start != 0)
         {
             _writerStart = 0;
-            Volatile.Write(ref _writerTicks, _writerTicks + (Stopwatch.GetTimestamp() - start));
+            Volatile.Write(ref _writerTicks, _writerTicks + (now - start));
             Volatile.Write(ref _writerSpans, _writerSpans + 1);
         }
     }
 
-    /// <summary>The totals so far (each exact, the set not a snapshot).</summary>
-    public readonly StageTimes Read() => new(
-        Volatile.Read(in _readerTicks),
+    /// <summary>The totals so far (each exact, the set not a snapshot), the ticks counted at
+    /// <paramref name="frequency"/> per second.</summary>
+    public readonly StageTimes Read(long frequency) => new(
+        Volatile.Read(in _readerTicks) * 1e6 / frequency,
         Volatile.Read(in _readerSpans),
-        Volatile.Read(in _writerTicks),
+        Volatile.Read(in _writerTicks) * 1e6 / frequency,
         Volatile.Read(in _writerSpans));
 }

@@ -149,7 +149,7 @@ internal sealed class ServerRuntime
             string name = socket.RemoteEndPoint?.ToString() is { Length: > 0 } remote ? remote : "unix socket peer";
             if (_options.Tls is null)
             {
-                Accept(new SocketConnection(socket, _options.MaxFrameSize), name);
+                Accept(new SocketConnection(socket, _options.MaxFrameSize, _options.TimeProvider), name);
             }
             else
             {
@@ -198,7 +198,7 @@ internal sealed class ServerRuntime
         string name = $"stream #{number}";
         if (_options.Tls is null)
         {
-            Accept(new StreamConnection(stream, socket: null, _options.MaxFrameSize), name);
+            Accept(new StreamConnection(stream, socket: null, _options.MaxFrameSize, _options.TimeProvider), name);
             return;
         }
 

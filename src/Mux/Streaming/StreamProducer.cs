@@ -1,4 +1,3 @@
-using System.Diagnostics;
 using MessagePack;
 using Mux.Connection;
 
@@ -31,7 +30,6 @@ internal static class StreamProducer
     private const int SlowItemMicroseconds = 100;
 
     private static readonly TimeSpan s_maxBatchDelay = TimeSpan.FromMicroseconds(MaxBatchDelayMicroseconds);
-    private static readonly long s_slowItem = Stopwatch.Frequency * SlowItemMicroseconds / 1_000_000;
 
     // Flushes a batch whose producer is still making the next item. Any thread; a batch already
     // flushed leaves nothing to send.
@@ -45,18 +43,21 @@ internal static class StreamProducer
     /// <exception cref="MuxConnectionException">The connection closed.</exception>
     public static async ValueTask SendAsync<T>(MuxConnection connection, IAsyncEnumerable<T> items, StreamSendWindow window, MessagePackSerializerOptions options, CancellationToken cancellationToken, bool holdsCredit = false, IncomingCall? servedCall = null)
     {
+        // On the connection's clock, as every timer and clock read of the engine.
+        TimeProvider clock = connection.TimeProvider;
+        long slowItem = clock.TimestampFrequency * SlowItemMicroseconds / 1_000_000;
         IAsyncEnumerator<T> enumerator = items.GetAsyncEnumerator(cancellationToken);
         int batchBytes = 0;
         int lastSize = 0;
 
         // Armed when a batch starts; created with the first batch (a stream of large or slowly
         // made items never needs one). Only this method touches it.
-        Timer? batchTimer = null;
+        ITimer? batchTimer = null;
         try
         {
             while (true)
             {
-                long asked = Stopwatch.GetTimestamp();
+                long asked = clock.GetTimestamp();
                 ValueTask<bool> next = enumerator.MoveNextAsync();
                 if (!next.IsCompleted && batchBytes > 0)
                 {
@@ -69,7 +70,7 @@ internal static class StreamProducer
                     break;
                 }
 
-                long made = Stopwatch.GetTimestamp();
+                long made = clock.GetTimestamp();
 
                 if (holdsCredit)
                 {
@@ -86,7 +87,7 @@ internal static class StreamProducer
                     await window.WaitAsync(cancellationToken).ConfigureAwait(false);
                 }
 
-                if (lastSize >= MaxBatchBytes || made - asked >= s_slowItem)
+                if (lastSize >= MaxBatchBytes || made - asked >= slowItem)
                 {
                     // Large items (the last was) and slowly made ones go straight out, with
                     // whatever is queued before them, as any other frame.
@@ -98,7 +99,7 @@ internal static class StreamProducer
                 int size = lastSize = connection.SendStreamItem(window.CallId, window.IdSpace, enumerator.Current, options, defer: true);
                 if (batchBytes == 0)
                 {
-                    batchTimer ??= new Timer(s_flushBatch, connection, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+                    batchTimer ??= clock.CreateTimer(s_flushBatch, connection, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
                     batchTimer.Change(s_maxBatchDelay, Timeout.InfiniteTimeSpan);
                 }
 

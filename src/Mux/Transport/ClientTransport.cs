@@ -20,20 +20,21 @@ internal static class ClientTransport
     {
         WarnIfTokenInPlaintext(endPoint, options, logger);
         Socket socket = SocketEndPoints.CreateSocket(endPoint);
-        using var timeout = CreateTimeout(options, cancellationToken);
+        using CancellationTokenSource expiry = StartConnectTimeout(options);
+        using var timeout = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, expiry.Token);
         try
         {
             await socket.ConnectAsync(endPoint, timeout.Token).ConfigureAwait(false);
             EndPoint? remote = socket.RemoteEndPoint;
             if (options.Tls is null)
             {
-                return (new SocketConnection(socket, options.MaxFrameSize), remote);
+                return (new SocketConnection(socket, options.MaxFrameSize, options.TimeProvider), remote);
             }
 
             var network = new NetworkStream(socket, ownsSocket: true);
             SslStream ssl = await TlsHandshake.AuthenticateAsClientAsync(network, options.Tls, SocketEndPoints.TlsTargetHost(endPoint), endPoint.ToString() ?? "server", timeout.Token).ConfigureAwait(false);
             TransportLog.TlsEstablished(logger, endPoint.ToString() ?? "server", ssl.SslProtocol, ssl.NegotiatedCipherSuite);
-            return (new StreamConnection(ssl, socket, options.MaxFrameSize), remote);
+            return (new StreamConnection(ssl, socket, options.MaxFrameSize, options.TimeProvider), remote);
         }
         catch (OperationCanceledException ex) when (!cancellationToken.IsCancellationRequested)
         {
@@ -57,15 +58,16 @@ internal static class ClientTransport
     {
         if (options.Tls is null)
         {
-            return new StreamConnection(stream, socket: null, options.MaxFrameSize);
+            return new StreamConnection(stream, socket: null, options.MaxFrameSize, options.TimeProvider);
         }
 
-        using var timeout = CreateTimeout(options, cancellationToken);
+        using CancellationTokenSource expiry = StartConnectTimeout(options);
+        using var timeout = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, expiry.Token);
         try
         {
             SslStream ssl = await TlsHandshake.AuthenticateAsClientAsync(stream, options.Tls, defaultTargetHost: null, "the stream's server", timeout.Token).ConfigureAwait(false);
             TransportLog.TlsEstablished(logger, "stream", ssl.SslProtocol, ssl.NegotiatedCipherSuite);
-            return new StreamConnection(ssl, (stream as NetworkStream)?.Socket, options.MaxFrameSize);
+            return new StreamConnection(ssl, (stream as NetworkStream)?.Socket, options.MaxFrameSize, options.TimeProvider);
         }
         catch (OperationCanceledException ex) when (!cancellationToken.IsCancellationRequested)
         {
@@ -73,16 +75,9 @@ internal static class ClientTransport
         }
     }
 
-    private static CancellationTokenSource CreateTimeout(MuxClientOptions options, CancellationToken cancellationToken)
-    {
-        var timeout = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
-        if (options.ConnectTimeout != Timeout.InfiniteTimeSpan)
-        {
-            timeout.CancelAfter(options.ConnectTimeout);
-        }
-
-        return timeout;
-    }
+    /// <summary>Cancelled at ConnectTimeout, on the options' clock (never, when it is infinite).</summary>
+    private static CancellationTokenSource StartConnectTimeout(MuxClientOptions options) =>
+        options.ConnectTimeout == Timeout.InfiniteTimeSpan ? new CancellationTokenSource() : new CancellationTokenSource(options.ConnectTimeout, options.TimeProvider);
 
     private static void WarnIfTokenInPlaintext(EndPoint endPoint, MuxClientOptions options, ILogger logger)
     {

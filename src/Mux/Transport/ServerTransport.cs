@@ -70,7 +70,7 @@ internal static class ServerTransport
         {
             SslStream ssl = await TlsHandshake.AuthenticateAsServerAsync(stream, options.Tls!, linked.Token).ConfigureAwait(false);
             TransportLog.TlsEstablished(logger, name, ssl.SslProtocol, ssl.NegotiatedCipherSuite);
-            return new StreamConnection(ssl, socket ?? (stream as NetworkStream)?.Socket, options.MaxFrameSize);
+            return new StreamConnection(ssl, socket ?? (stream as NetworkStream)?.Socket, options.MaxFrameSize, options.TimeProvider);
         }
         catch (Exception ex)
         {

@@ -17,6 +17,9 @@ internal sealed class SocketConnection : IMuxTransport
     private readonly Pipe _input;
     private readonly Pipe _output;
     private readonly SocketSender _sender = new();
+
+    // The side's clock, for the close's grace period. Immutable.
+    private readonly TimeProvider _clock;
     private Task? _receiveLoop;
     private Task? _sendLoop;
 
@@ -29,8 +32,9 @@ internal sealed class SocketConnection : IMuxTransport
     // 0 until DisposeAsync or a transport fault shuts the socket down; set with Interlocked.
     private int _shutdown;
 
-    public SocketConnection(Socket socket, int maxFrameSize)
+    public SocketConnection(Socket socket, int maxFrameSize, TimeProvider clock)
     {
+        _clock = clock;
         _socket = socket;
         if (socket.ProtocolType == ProtocolType.Tcp)
         {
@@ -197,7 +201,7 @@ internal sealed class SocketConnection : IMuxTransport
     /// </summary>
     public async ValueTask DisposeAsync()
     {
-        await TransportClose.DrainAndShutdownAsync(_sendLoop, _receiveLoop, ShutdownSocket).ConfigureAwait(false);
+        await TransportClose.DrainAndShutdownAsync(_sendLoop, _receiveLoop, ShutdownSocket, _clock).ConfigureAwait(false);
 
         _sender.Dispose();
     }

@@ -25,6 +25,9 @@ internal sealed class StreamConnection : IMuxTransport
     private readonly Socket? _socket;
     private readonly Pipe _input;
     private readonly Pipe _output;
+
+    // The side's clock, for the close's grace period. Immutable.
+    private readonly TimeProvider _clock;
     private Task? _receiveLoop;
     private Task? _sendLoop;
 
@@ -39,9 +42,11 @@ internal sealed class StreamConnection : IMuxTransport
     /// <param name="socket">The socket under <paramref name="stream"/> when the caller knows it
     /// (an <see cref="SslStream"/> hides its inner stream); found by itself for a <see cref="NetworkStream"/>.</param>
     /// <param name="maxFrameSize">The largest frame the reader accepts, which sizes the input pipe.</param>
-    public StreamConnection(Stream stream, Socket? socket, int maxFrameSize)
+    /// <param name="clock">The side's clock, for the close's grace period.</param>
+    public StreamConnection(Stream stream, Socket? socket, int maxFrameSize, TimeProvider clock)
     {
         _stream = stream;
+        _clock = clock;
         _socket = socket ?? (stream as NetworkStream)?.Socket;
         if (_socket is { ProtocolType: ProtocolType.Tcp })
         {
@@ -248,6 +253,6 @@ internal sealed class StreamConnection : IMuxTransport
     /// </summary>
     public async ValueTask DisposeAsync()
     {
-        await TransportClose.DrainAndShutdownAsync(_sendLoop, _receiveLoop, Shutdown).ConfigureAwait(false);
+        await TransportClose.DrainAndShutdownAsync(_sendLoop, _receiveLoop, Shutdown, _clock).ConfigureAwait(false);
     }
 }

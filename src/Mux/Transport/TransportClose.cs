@@ -8,13 +8,13 @@ internal static class TransportClose
     /// <summary>How long a close waits for the peer to take what was flushed before dropping it.</summary>
     private static readonly TimeSpan s_sendGracePeriod = TimeSpan.FromSeconds(5);
 
-    public static async ValueTask DrainAndShutdownAsync(Task? sendLoop, Task? receiveLoop, Action shutdown)
+    public static async ValueTask DrainAndShutdownAsync(Task? sendLoop, Task? receiveLoop, Action shutdown, TimeProvider clock)
     {
         if (sendLoop is not null)
         {
             try
             {
-                await sendLoop.WaitAsync(s_sendGracePeriod).ConfigureAwait(false);
+                await sendLoop.WaitAsync(s_sendGracePeriod, clock).ConfigureAwait(false);
             }
             catch (TimeoutException)
             {

@@ -189,10 +189,12 @@ public sealed class DeadlineFixedOnceTests
             return new Connected(await connecting.WaitAsync(TestHost.Patience), server);
         }
 
+        // The server first: the client's graceful close waits (on the fake clock, which the test
+        // no longer moves) for its peer to close, as it would for a real server's.
         public async ValueTask DisposeAsync()
         {
-            await Client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
             await Server.DisposeAsync();
+            await Client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
         }
     }
 }

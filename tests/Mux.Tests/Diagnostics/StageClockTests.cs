@@ -29,7 +29,7 @@ public sealed class StageClockTests
         foreach (StageTimes side in new[] { stages.Client, stages.Server })
         {
             Assert.True(side.Reads > 0 && side.WriterTurns > 0, $"{side}");
-            Assert.True(side.ReaderTicks > 0 && side.WriterTicks > 0, $"{side}");
+            Assert.True(side.ReaderMicroseconds > 0 && side.WriterMicroseconds > 0, $"{side}");
             Assert.True(side.ReaderMicroseconds < wall.Elapsed.TotalMicroseconds, $"reader {side.ReaderMicroseconds} µs in {wall.Elapsed.TotalMicroseconds} µs");
             Assert.True(side.WriterMicroseconds < wall.Elapsed.TotalMicroseconds, $"writer {side.WriterMicroseconds} µs in {wall.Elapsed.TotalMicroseconds} µs");
         }

@@ -365,7 +365,7 @@ internal sealed partial class EndPointBalancer : IConnectionSource
         {
             TimeProvider clock = _options.TimeProvider;
             long deadline = ClockDeadline.After(clock, _options.CallTimeout);
-            using var poll = new PeriodicTimer(TimeSpan.FromMilliseconds(20));
+            using var poll = new PeriodicTimer(TimeSpan.FromMilliseconds(20), clock);
             while ((endPoint.Keeper.Latest?.PendingCallCount ?? 0) > 0 && clock.GetTimestamp() < deadline)
             {
                 await poll.WaitForNextTickAsync(_disposing.Token).ConfigureAwait(false);

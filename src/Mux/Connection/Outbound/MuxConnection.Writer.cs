@@ -33,7 +33,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     /// writer role.</summary>
     private int DrainQueueIntoOutputLocked()
     {
-        _stages.StartWriter(); // stage clock: a writer turn starts gathering
+        _stages.StartWriter(TimeProvider.GetTimestamp()); // stage clock: a writer turn starts gathering
         bool drop = DropsQueuedFrames;
         int frames = 0;
         if (_queue.QueuedFrames != 0)
@@ -77,7 +77,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
                     Close(MuxCloseReason.TransportError, ex);
                 }
 
-                _stages.StopWriter(); // stage clock: the turn's flush call returned
+                _stages.StopWriter(TimeProvider.GetTimestamp()); // stage clock: the turn's flush call returned
                 if (!flush.IsCompleted)
                 {
                     // The socket is behind (backpressure): finish on the pool, keeping the role.
