@@ -190,7 +190,8 @@ internal sealed class SocketConnection : IMuxTransport
         _socket.Dispose();
     }
 
-    /// <summary>Closes the socket at once (pending output is dropped) and waits for both loops.</summary>
+    /// <summary>Shuts the socket down at once, both ways (pending output is dropped); the loops end
+    /// on their own, and <see cref="DisposeAsync"/> waits for them.</summary>
     public void Abort() => ShutdownSocket();
 
     /// <summary>
