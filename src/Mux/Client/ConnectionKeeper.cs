@@ -1,5 +1,6 @@
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
+using Mux.Transport;
 
 namespace Mux.Client;
 

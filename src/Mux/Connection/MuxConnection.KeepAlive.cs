@@ -1,5 +1,6 @@
 using System.Buffers.Binary;
 using Mux.Protocol;
+using Mux.Transport;
 
 namespace Mux.Connection;
 

@@ -1,8 +1,6 @@
 using System.Collections.Concurrent;
 using System.Diagnostics.Metrics;
-using Mux.Client;
 using Mux.Connection;
-using Mux.Server;
 
 namespace Mux.Diagnostics;
 
@@ -43,7 +41,7 @@ internal static class ConnectionGauges
         int count = 0;
         foreach (MuxConnection connection in s_open.Keys)
         {
-            if (connection is ServerConnection == server)
+            if (connection.IsServer == server)
             {
                 count++;
             }
@@ -57,9 +55,9 @@ internal static class ConnectionGauges
         int calls = 0;
         foreach (MuxConnection connection in s_open.Keys)
         {
-            if (connection is ServerConnection server)
+            if (connection.IsServer)
             {
-                calls += server.RunningCalls;
+                calls += connection.Incoming.Count;
             }
         }
 
@@ -76,10 +74,10 @@ internal static class ConnectionGauges
         var byServer = new Dictionary<(string? Address, object? Port), int>();
         foreach (MuxConnection connection in s_open.Keys)
         {
-            if (connection is ClientConnection client)
+            if (!connection.IsServer)
             {
-                (string? Address, object? Port) key = (client.Outgoing.Peer?.Address, client.Outgoing.Peer?.Port);
-                byServer[key] = byServer.GetValueOrDefault(key) + (calls ? client.PendingCallCount : 1);
+                (string? Address, object? Port) key = (connection.Outgoing.Peer?.Address, connection.Outgoing.Peer?.Port);
+                byServer[key] = byServer.GetValueOrDefault(key) + (calls ? connection.Outgoing.Count : 1);
             }
         }
 
@@ -100,7 +98,7 @@ internal static class ConnectionGauges
         long server = 0;
         foreach (MuxConnection connection in s_open.Keys)
         {
-            if (connection is ServerConnection)
+            if (connection.IsServer)
             {
                 server += connection.QueuedOutboundBytes;
             }

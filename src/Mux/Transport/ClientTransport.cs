@@ -2,7 +2,6 @@ using System.Net;
 using System.Net.Security;
 using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
-using Mux.Connection;
 
 namespace Mux.Transport;
 

@@ -79,7 +79,7 @@ internal static class ServerTransport
             if (!stopping.IsCancellationRequested)
             {
                 TransportLog.TlsHandshakeFailed(logger, name, ex is OperationCanceledException
-                    ? new TimeoutException($"The client did not complete the TLS handshake within {Connection.DurationText.Format(options.HandshakeTimeout)} (MuxServerOptions.HandshakeTimeout).")
+                    ? new TimeoutException($"The client did not complete the TLS handshake within {DurationText.Format(options.HandshakeTimeout)} (MuxServerOptions.HandshakeTimeout).")
                     : ex);
             }
 

@@ -1,6 +1,5 @@
 using System.Net.Security;
 using System.Security.Authentication;
-using Mux.Connection;
 
 namespace Mux.Transport;
 

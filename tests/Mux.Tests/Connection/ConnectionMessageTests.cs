@@ -1,4 +1,5 @@
 using Mux.Connection;
+using Mux.Transport;
 using Mux.Tests.Infrastructure;
 
 namespace Mux.Tests.Connection;

@@ -1,6 +1,7 @@
 using System.Net;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
+using Mux.Transport;
 
 namespace Mux.Client.Balancing;
 

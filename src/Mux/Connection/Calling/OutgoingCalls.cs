@@ -5,6 +5,7 @@ using Mux.Diagnostics;
 using Mux.Protocol;
 using Mux.Serialization;
 using Mux.Streaming;
+using Mux.Transport;
 
 namespace Mux.Connection;
 

@@ -1,6 +1,6 @@
 using System.Globalization;
 
-namespace Mux.Connection;
+namespace Mux.Transport;
 
 /// <summary>Writes a <see cref="TimeSpan"/> the way a person reads it in an error message:
 /// "300 ms", "30 s", "2 min", not "00:00:00.3000000".</summary>
