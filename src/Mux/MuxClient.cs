@@ -295,28 +295,13 @@ public sealed class MuxClient : IMuxCallInvoker, IOutgoingCallsSource, IAsyncDis
         return this;
     }
 
-    /// <summary>Calls a method that returns a stream (server streaming). The call starts when the
-    /// stream is enumerated; each enumeration is a call of its own.</summary>
-    /// <typeparam name="TArguments">The argument list (the stream parameter, if any, left out).</typeparam>
-    /// <typeparam name="TResult">The type of the items the server streams.</typeparam>
-    /// <param name="methodId">The method's wire id.</param>
-    /// <param name="arguments">The arguments.</param>
-    /// <param name="cancellationToken">Cancels the call; so does the enumerator's token.</param>
-    /// <returns>The server's items, in order.</returns>
+    /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public IAsyncEnumerable<TResult> InvokeServerStream<TArguments, TResult>(uint methodId, TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct =>
         OutgoingStreamCall.ReceiveAsync<TArguments, TResult, TResult>(this, methodId, arguments, null, cancellationToken);
 
-    /// <summary>Calls a method that takes a stream and returns a stream (duplex): both flow at once.</summary>
-    /// <typeparam name="TArguments">The argument list (the stream parameter left out).</typeparam>
-    /// <typeparam name="TItem">The type of the items the client streams.</typeparam>
-    /// <typeparam name="TResult">The type of the items the server streams.</typeparam>
-    /// <param name="methodId">The method's wire id.</param>
-    /// <param name="arguments">The arguments.</param>
-    /// <param name="items">The client's stream, enumerated once the call has started.</param>
-    /// <param name="cancellationToken">Cancels the call; so does the enumerator's token.</param>
-    /// <returns>The server's items, in order.</returns>
+    /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public IAsyncEnumerable<TResult> InvokeDuplexStream<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
@@ -325,15 +310,7 @@ public sealed class MuxClient : IMuxCallInvoker, IOutgoingCallsSource, IAsyncDis
         return OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, cancellationToken);
     }
 
-    /// <summary>Calls a method that takes a stream and returns one value (client streaming).</summary>
-    /// <typeparam name="TArguments">The argument list (the stream parameter left out).</typeparam>
-    /// <typeparam name="TItem">The type of the items the client streams.</typeparam>
-    /// <typeparam name="TResult">The method's result type.</typeparam>
-    /// <param name="methodId">The method's wire id.</param>
-    /// <param name="arguments">The arguments.</param>
-    /// <param name="items">The client's stream, enumerated once the call has started.</param>
-    /// <param name="cancellationToken">Cancels the call.</param>
-    /// <returns>The result.</returns>
+    /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask<TResult> InvokeClientStreamAsync<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
@@ -342,14 +319,7 @@ public sealed class MuxClient : IMuxCallInvoker, IOutgoingCallsSource, IAsyncDis
         return OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, cancellationToken);
     }
 
-    /// <summary>Calls a method that takes a stream and returns no value (client streaming).</summary>
-    /// <typeparam name="TArguments">The argument list (the stream parameter left out).</typeparam>
-    /// <typeparam name="TItem">The type of the items the client streams.</typeparam>
-    /// <param name="methodId">The method's wire id.</param>
-    /// <param name="arguments">The arguments.</param>
-    /// <param name="items">The client's stream, enumerated once the call has started.</param>
-    /// <param name="cancellationToken">Cancels the call.</param>
-    /// <returns>A task that completes when the server has run the method.</returns>
+    /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public async ValueTask InvokeClientStreamAsync<TArguments, TItem>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct

@@ -54,14 +54,7 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
         where TService : class
         => MuxServiceRegistry.CreateProxy<TService>(this);
 
-    /// <summary>Calls a method of the client by id and returns its result. This is what proxies
-    /// call; use a proxy instead. Completes as the class describes.</summary>
-    /// <typeparam name="TArguments">The argument list: a struct whose generated formatter writes it as a MessagePack array.</typeparam>
-    /// <typeparam name="TResult">The method's result type.</typeparam>
-    /// <param name="methodId">The method's wire id.</param>
-    /// <param name="arguments">The arguments.</param>
-    /// <param name="cancellationToken">Cancels the call.</param>
-    /// <returns>The result.</returns>
+    /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct
@@ -70,12 +63,7 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
         return _connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken);
     }
 
-    /// <summary>Calls a method of the client that returns no value; completes as the class describes.</summary>
-    /// <typeparam name="TArguments">The argument list: a struct whose generated formatter writes it as a MessagePack array.</typeparam>
-    /// <param name="methodId">The method's wire id.</param>
-    /// <param name="arguments">The arguments.</param>
-    /// <param name="cancellationToken">Cancels the call.</param>
-    /// <returns>A task that completes when the client has run the method.</returns>
+    /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct
@@ -84,27 +72,13 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
         return _connection.Outgoing.InvokeAsync(methodId, arguments, deadline, now, cancellationToken);
     }
 
-    /// <summary>Calls a method of the client that returns a stream; see <see cref="IMuxCallInvoker"/>.</summary>
-    /// <typeparam name="TArguments">The argument list (the stream parameter, if any, left out).</typeparam>
-    /// <typeparam name="TResult">The type of the items the client streams.</typeparam>
-    /// <param name="methodId">The method's wire id.</param>
-    /// <param name="arguments">The arguments.</param>
-    /// <param name="cancellationToken">Cancels the call; so does the enumerator's token.</param>
-    /// <returns>The client's items, in order.</returns>
+    /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public IAsyncEnumerable<TResult> InvokeServerStream<TArguments, TResult>(uint methodId, TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct =>
         OutgoingStreamCall.ReceiveAsync<TArguments, TResult, TResult>(this, methodId, arguments, null, cancellationToken);
 
-    /// <summary>Calls a method of the client that takes a stream and returns a stream.</summary>
-    /// <typeparam name="TArguments">The argument list (the stream parameter left out).</typeparam>
-    /// <typeparam name="TItem">The type of the items the server streams.</typeparam>
-    /// <typeparam name="TResult">The type of the items the client streams.</typeparam>
-    /// <param name="methodId">The method's wire id.</param>
-    /// <param name="arguments">The arguments.</param>
-    /// <param name="items">The server's stream, enumerated once the call has started.</param>
-    /// <param name="cancellationToken">Cancels the call; so does the enumerator's token.</param>
-    /// <returns>The client's items, in order.</returns>
+    /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public IAsyncEnumerable<TResult> InvokeDuplexStream<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
@@ -113,15 +87,7 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
         return OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, cancellationToken);
     }
 
-    /// <summary>Calls a method of the client that takes a stream and returns one value.</summary>
-    /// <typeparam name="TArguments">The argument list (the stream parameter left out).</typeparam>
-    /// <typeparam name="TItem">The type of the items the server streams.</typeparam>
-    /// <typeparam name="TResult">The method's result type.</typeparam>
-    /// <param name="methodId">The method's wire id.</param>
-    /// <param name="arguments">The arguments.</param>
-    /// <param name="items">The server's stream, enumerated once the call has started.</param>
-    /// <param name="cancellationToken">Cancels the call.</param>
-    /// <returns>The result.</returns>
+    /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask<TResult> InvokeClientStreamAsync<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
@@ -130,14 +96,7 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
         return OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, cancellationToken);
     }
 
-    /// <summary>Calls a method of the client that takes a stream and returns no value.</summary>
-    /// <typeparam name="TArguments">The argument list (the stream parameter left out).</typeparam>
-    /// <typeparam name="TItem">The type of the items the server streams.</typeparam>
-    /// <param name="methodId">The method's wire id.</param>
-    /// <param name="arguments">The arguments.</param>
-    /// <param name="items">The server's stream, enumerated once the call has started.</param>
-    /// <param name="cancellationToken">Cancels the call.</param>
-    /// <returns>A task that completes when the client has run the method.</returns>
+    /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public async ValueTask InvokeClientStreamAsync<TArguments, TItem>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct

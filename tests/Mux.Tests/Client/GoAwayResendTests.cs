@@ -72,6 +72,10 @@ public sealed class GoAwayResendTests
         }
 
         Assert.Equal(0, client.PendingCalls);
+
+        // The drained connection's graceful close waits, on the fake clock, for its server to
+        // close too: a hand-written server only does when the test closes it.
+        await first.DisposeAsync();
     }
 
     [Fact]
@@ -109,6 +113,9 @@ public sealed class GoAwayResendTests
         Assert.Equal(3, FirstArgument(request));
         await second.SendAsync(Response(request.CallId, 33));
         Assert.Equal(33, await next.WaitAsync(TestHost.Patience));
+
+        // As above: the drained connection's close waits for its hand-written server to close.
+        await first.DisposeAsync();
     }
 
     /// <summary>Receives <paramref name="count"/> Requests; fails the test if a call comes twice.</summary>

@@ -19,20 +19,23 @@ public sealed class ResolverFaultTests
     private static readonly TimeSpan InitialDelay = TimeSpan.FromSeconds(1);
     private static readonly TimeSpan MaxDelay = TimeSpan.FromSeconds(4);
 
-    /// <summary>A fake clock that records the due time of every one-shot timer made on it (the
-    /// waits of the resolve loop and the reconnect backoff), so a test knows when the resolve loop
-    /// has started waiting for its next round (and for how long). Periodic timers (the scan for
-    /// calls past their CallTimeout, on the same clock) are not waits and are left out.</summary>
+    /// <summary>A fake clock that records the due time of every <c>Task.Delay</c> made on it (the
+    /// waits of the resolve loop and of the reconnect backoff), so a test knows when the resolve
+    /// loop has started waiting for its next round (and for how long). Other timers on the same
+    /// clock are not those waits and are left out: the calls' expiry scan, the connect and handshake
+    /// timeouts (a CancellationTokenSource, a WaitAsync) and a closing connection's drain (a
+    /// WaitAsync of 1 s, which would look like a backoff step). A Task.Delay's timer is the one whose
+    /// state is the BCL's delay promise.</summary>
     private sealed class WatchedClock : FakeTimeProvider
     {
         private readonly ConcurrentQueue<TimeSpan> _dueTimes = new();
 
-        /// <summary>The due times of the one-shot timers made so far that were armed at once, in order.</summary>
+        /// <summary>The due times of the Task.Delay waits made so far, in order.</summary>
         public TimeSpan[] DueTimes => [.. _dueTimes];
 
         public override ITimer CreateTimer(TimerCallback callback, object? state, TimeSpan dueTime, TimeSpan period)
         {
-            if (dueTime != Timeout.InfiniteTimeSpan && period == Timeout.InfiniteTimeSpan)
+            if (state?.GetType().Name.StartsWith("DelayPromise", StringComparison.Ordinal) == true)
             {
                 _dueTimes.Enqueue(dueTime);
             }
