@@ -15,8 +15,9 @@ public sealed class StageClockTests
     [InlineData(TransportKind.Tcp)]
     public async Task StageClock_CountsEveryReadAndFlush_OnBothSides(TransportKind kind)
     {
-        await using TestHost host = await Hosts.StartAsync(kind);
+        // Started before the connection: its stages count from its first read and flush (the handshake).
         var wall = Stopwatch.StartNew();
+        await using TestHost host = await Hosts.StartAsync(kind);
         await Task.WhenAll(Enumerable.Range(0, 200).Select(i => host.Proxy.Add(i, 1).AsTask())).WaitAsync(TestHost.Patience);
         ServerConnection server = Assert.Single(host.Server.Connections);
 
