@@ -69,9 +69,13 @@ internal sealed class ClientConnection : MuxConnection
             await connection.Completion.ConfigureAwait(false);
             throw new MuxConnectionException($"The Mux server at {name} did not answer the handshake within {DurationText.Format(options.ConnectTimeout)} (MuxClientOptions.ConnectTimeout).", MuxCloseReason.HandshakeTimeout, ex);
         }
-        catch
+        catch (Exception ex)
         {
-            await connection.DisposeAsync().ConfigureAwait(false);
+            // Cancelled (the client is being disposed) or refused. No call rides on a connection
+            // whose handshake never completed, so it is dropped, not drained: a graceful close would
+            // wait for a server that may never answer (forever on a clock that does not move).
+            connection.Abort(MuxCloseReason.LocalShutdown, ex is OperationCanceledException ? null : ex);
+            await connection.Completion.ConfigureAwait(false);
             throw;
         }
     }

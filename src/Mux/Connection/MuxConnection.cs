@@ -144,6 +144,13 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     }
 
     /// <summary>
+    /// Drops the connection at once, whatever <paramref name="reason"/> is: nothing queued is written
+    /// and the peer is not waited for. For a connection that carries nothing worth a drain (its
+    /// handshake never completed).
+    /// </summary>
+    public void Abort(MuxCloseReason reason, Exception? error) => CloseCore(reason, error, drainTimeout: null);
+
+    /// <summary>
     /// Closes without losing anything in flight: what is queued is written (by a server) or dropped
     /// (by a client, whose calls the close fails), the send side is flushed and shut down, and the
     /// reader keeps reading and discarding until the peer ends the stream or
