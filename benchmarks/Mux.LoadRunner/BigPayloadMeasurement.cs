@@ -196,6 +196,8 @@ internal static class BigPayloadMeasurement
             await Task.Delay(500);
             IReadOnlyList<string> large = sampler.Describe(first.UtcNow, last.UtcNow);
             Console.WriteLine($"    arrays on the large object heap in the window: {(large.Count == 0 ? "none" : string.Join(", ", large))}");
+            IReadOnlyList<string> full = sampler.DescribeFullCollections(first.UtcNow, last.UtcNow);
+            Console.WriteLine($"    full collections in the window, by reason: {(full.Count == 0 ? "none" : string.Join(", ", full))}");
         }
 
         return new Phase(name, merged, seconds, uploads, other, fullCollections, pauseMs);

@@ -45,6 +45,10 @@ internal sealed class BufferSegmentPool
     // Segments this pool has created (never decremented), for tests and diagnostics. Interlocked.
     private long _created;
 
+    // Segments rented (oversized ones included) and not yet returned: by every renter and
+    // returner, once per 64 KiB. Read by tests, to see that a message gave back all it took. Interlocked.
+    private long _outstanding;
+
     /// <summary>Creates a pool that keeps up to <paramref name="maxRetained"/> free segments.
     /// Only <see cref="Shared"/> trims itself at full collections.</summary>
     public BufferSegmentPool(int maxRetained)
@@ -58,6 +62,9 @@ internal sealed class BufferSegmentPool
 
     /// <summary>How many segments this pool has created (allocated) so far.</summary>
     public long Created => Interlocked.Read(ref _created);
+
+    /// <summary>How many segments (oversized ones included) are rented and not yet returned.</summary>
+    public long Outstanding => Interlocked.Read(ref _outstanding);
 
     /// <summary>How many free segments this pool holds now.</summary>
     public int FreeCount
@@ -74,6 +81,7 @@ internal sealed class BufferSegmentPool
     /// <summary>An empty segment of <see cref="SegmentSize"/> bytes, unlinked.</summary>
     public BufferSegment Rent()
     {
+        Interlocked.Increment(ref _outstanding);
         lock (_lock)
         {
             if (_count != 0)
@@ -96,9 +104,10 @@ internal sealed class BufferSegmentPool
     /// <summary>An empty segment of at least <paramref name="size"/> bytes (more than
     /// <see cref="SegmentSize"/>), for a formatter that asks for that much contiguous room (a long
     /// string, a type of the user's): its array comes from ArrayPool.Shared and goes back there.</summary>
-    public static BufferSegment RentOversized(int size)
+    public BufferSegment RentOversized(int size)
     {
         Debug.Assert(size > SegmentSize);
+        Interlocked.Increment(ref _outstanding);
         return new BufferSegment(ArrayPool<byte>.Shared.Rent(size));
     }
 
@@ -117,6 +126,8 @@ internal sealed class BufferSegmentPool
     /// <summary>Takes back one segment (unlinked from whatever chain it was in).</summary>
     public void Return(BufferSegment segment)
     {
+        long outstanding = Interlocked.Decrement(ref _outstanding);
+        Debug.Assert(outstanding >= 0, "A segment was returned twice.");
         if (segment.IsOversized)
         {
             ArrayPool<byte>.Shared.Return(segment.Array);

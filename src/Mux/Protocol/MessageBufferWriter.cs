@@ -174,7 +174,7 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
 
         if (_last.Free < needed)
         {
-            BufferSegment next = needed <= BufferSegmentPool.SegmentSize ? _pool.Rent() : BufferSegmentPool.RentOversized(needed);
+            BufferSegment next = needed <= BufferSegmentPool.SegmentSize ? _pool.Rent() : _pool.RentOversized(needed);
             _last.Link(next);
             _last = next;
         }
