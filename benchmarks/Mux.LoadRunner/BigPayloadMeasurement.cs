@@ -43,13 +43,15 @@ internal static class BigPayloadMeasurement
         await using MuxClient client = await MuxClient.ConnectAsync(server.LocalEndPoint!, new MuxClientOptions { MaxFrameSize = FrameSize, MaxMessageSize = messageSize, CallTimeout = TimeSpan.FromMinutes(5) });
         IBigPayloadService proxy = client.CreateProxy<IBigPayloadService>();
         string transfer = options.BigDownload ? "download" : "upload";
+        using LargeObjectSampler? sampler = options.LohEvents ? new LargeObjectSampler() : null;
 
-        Console.WriteLine($"Large-payload measurement: {callers} callers of Add (each pausing {options.PauseMs} ms after every call) on one connection, with and without one caller that {transfer}s {mebibytes} MiB back to back; window {options.Seconds} s after {options.Warmup} s warm-up per phase; {Environment.ProcessorCount} cores, .NET {Environment.Version}.");
+        string window = options.BigTransfers is { } count ? $"window {options.Seconds} s idle and exactly {count} {transfer}s during" : $"window {options.Seconds} s";
+        Console.WriteLine($"Large-payload measurement: {callers} callers of Add (each pausing {options.PauseMs} ms after every call) on one connection, with and without one caller that {transfer}s {mebibytes} MiB back to back; {window}, after {options.Warmup} s warm-up per phase; {Environment.ProcessorCount} cores, .NET {Environment.Version}.");
         var phases = new List<Phase>
         {
-            await MeasureAsync("idle", proxy, callers, null, options),
-            await MeasureAsync($"during {mebibytes} MiB {transfer}s", proxy, callers, payload, options),
-            await MeasureAsync("idle (again)", proxy, callers, null, options),
+            await MeasureAsync("idle", proxy, callers, null, options, sampler),
+            await MeasureAsync($"during {mebibytes} MiB {transfer}s", proxy, callers, payload, options, sampler),
+            await MeasureAsync("idle (again)", proxy, callers, null, options, sampler),
         };
 
         Console.WriteLine();
@@ -68,10 +70,16 @@ internal static class BigPayloadMeasurement
         Console.WriteLine();
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
             $"Goal (issue 10): p99 during the transfer <= 2 x idle p99 + 1 ms = {goal:N0} µs; measured {busyP99:N0} µs: {(busyP99 <= goal ? "met" : "NOT met")}."));
+        if (options.BigTransfers is { } transfers)
+        {
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                $"Full collections during {transfers} x {mebibytes} MiB {transfer}s: {phases[1].FullCollections} (GC pauses {phases[1].GcPauseMs:N1} ms in {phases[1].Seconds:N1} s)."));
+        }
+
         return 0;
     }
 
-    private static async Task<Phase> MeasureAsync(string name, IBigPayloadService proxy, int callers, byte[]? payload, RunnerOptions options)
+    private static async Task<Phase> MeasureAsync(string name, IBigPayloadService proxy, int callers, byte[]? payload, RunnerOptions options, LargeObjectSampler? sampler)
     {
         using var stop = new CancellationTokenSource();
         bool measuring = false;
@@ -107,19 +115,35 @@ internal static class BigPayloadMeasurement
             });
         }
 
+        // With --big-transfers N, the window of a transfer phase is exactly N whole transfers: the
+        // transfer loop itself opens it before one transfer and closes it after the Nth, reading the
+        // collection counters at those two points.
+        int? counted = payload is null ? null : options.BigTransfers;
+        var windowOpen = new TaskCompletionSource<WindowMark>(TaskCreationOptions.RunContinuationsAsynchronously);
+        var windowClosed = new TaskCompletionSource<WindowMark>(TaskCreationOptions.RunContinuationsAsynchronously);
+        bool openRequested = false;
         Task upload = payload is null ? Task.CompletedTask : Task.Run(async () =>
         {
+            bool open = false;
             while (!stop.IsCancellationRequested)
             {
+                if (counted is not null && !open && Volatile.Read(ref openRequested))
+                {
+                    open = true;
+                    windowOpen.SetResult(WindowMark.Take());
+                    Volatile.Write(ref measuring, true);
+                }
+
                 int length = options.BigDownload ? (await proxy.Download().ConfigureAwait(false)).Length : await proxy.Upload(payload).ConfigureAwait(false);
                 if (length != payload.Length)
                 {
                     throw new InvalidOperationException($"{length} of {payload.Length} bytes arrived.");
                 }
 
-                if (Volatile.Read(ref measuring))
+                if (Volatile.Read(ref measuring) && Interlocked.Increment(ref uploads) == counted)
                 {
-                    Interlocked.Increment(ref uploads);
+                    Volatile.Write(ref measuring, false);
+                    windowClosed.SetResult(WindowMark.Take());
                 }
             }
         });
@@ -129,17 +153,28 @@ internal static class BigPayloadMeasurement
         MachineCpu? machineStart = MachineCpu.Take();
         TimeSpan cpuStart = self.TotalProcessorTime;
         // Client and server share this process, so its collections pause both sides of every call.
-        int fullStart = GC.CollectionCount(2);
-        TimeSpan pauseStart = GC.GetTotalPauseDuration();
-        var window = Stopwatch.StartNew();
-        Volatile.Write(ref measuring, true);
-        await Task.Delay(TimeSpan.FromSeconds(options.Seconds));
-        Volatile.Write(ref measuring, false);
-        double seconds = window.Elapsed.TotalSeconds;
+        WindowMark first;
+        WindowMark last;
+        if (counted is not null)
+        {
+            Volatile.Write(ref openRequested, true);
+            first = await windowOpen.Task;
+            last = await windowClosed.Task;
+        }
+        else
+        {
+            first = WindowMark.Take();
+            Volatile.Write(ref measuring, true);
+            await Task.Delay(TimeSpan.FromSeconds(options.Seconds));
+            Volatile.Write(ref measuring, false);
+            last = WindowMark.Take();
+        }
+
+        double seconds = Stopwatch.GetElapsedTime(first.Timestamp, last.Timestamp).TotalSeconds;
         self.Refresh();
         TimeSpan cpu = self.TotalProcessorTime - cpuStart;
-        int fullCollections = GC.CollectionCount(2) - fullStart;
-        double pauseMs = (GC.GetTotalPauseDuration() - pauseStart).TotalMilliseconds;
+        int fullCollections = last.FullCollections - first.FullCollections;
+        double pauseMs = (last.Pause - first.Pause).TotalMilliseconds;
         MachineCpu? machineStop = MachineCpu.Take();
         stop.Cancel();
         await Task.WhenAll(small.Append(upload));
@@ -154,7 +189,23 @@ internal static class BigPayloadMeasurement
         }
 
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-            $"  {name}: {merged.Count:N0} small calls, p50 {merged.PercentileMicroseconds(50):N0} µs, p99 {merged.PercentileMicroseconds(99):N0} µs, uploads {uploads}, other {other:N2} cores"));
+            $"  {name}: {merged.Count:N0} small calls, p50 {merged.PercentileMicroseconds(50):N0} µs, p99 {merged.PercentileMicroseconds(99):N0} µs, transfers {uploads}, {fullCollections} gen2 GCs in {seconds:N1} s, other {other:N2} cores"));
+        if (sampler is not null)
+        {
+            // The listener hears of allocations a little late: let the window's last events arrive.
+            await Task.Delay(500);
+            IReadOnlyList<string> large = sampler.Describe(first.UtcNow, last.UtcNow);
+            Console.WriteLine($"    arrays on the large object heap in the window: {(large.Count == 0 ? "none" : string.Join(", ", large))}");
+            IReadOnlyList<string> full = sampler.DescribeFullCollections(first.UtcNow, last.UtcNow);
+            Console.WriteLine($"    full collections in the window, by reason: {(full.Count == 0 ? "none" : string.Join(", ", full))}");
+        }
+
         return new Phase(name, merged, seconds, uploads, other, fullCollections, pauseMs);
+    }
+
+    /// <summary>The clocks and collection counters at one edge of a window.</summary>
+    private readonly record struct WindowMark(long Timestamp, DateTime UtcNow, int FullCollections, TimeSpan Pause)
+    {
+        public static WindowMark Take() => new(Stopwatch.GetTimestamp(), DateTime.UtcNow, GC.CollectionCount(2), GC.GetTotalPauseDuration());
     }
 }

@@ -55,6 +55,10 @@ internal sealed class RunnerOptions
           while one more caller uploads N MiB back to back, then alone again; prints small-call p50/p99 per phase, the uploads' MB/s
           and the other-CPU column (both sides allow 32 MiB frames, so N <= 31 also runs on a
           build that sends a message in one frame).
+          --big-transfers T  the transfer phase's window is exactly T whole transfers (after the
+                           warm-up) instead of --seconds, and the full collections in it are reported
+          --loh-events     also lists, per phase, the arrays allocated on the large object heap
+                           (the runtime's allocation events; costs a little CPU, so measure latency without it)
 
           Server role: listens on 127.0.0.1:P (0 = any free port), prints "LISTENING <port>", and
           serves until stdin closes. Lines "begin"/"end" on stdin mark the measured window.
@@ -91,6 +95,12 @@ internal sealed class RunnerOptions
 
     /// <summary>The large-payload measurement's big caller downloads (a response of that size) instead of uploading.</summary>
     public bool BigDownload { get; private set; }
+
+    /// <summary>Set, the large-payload measurement's transfer window is exactly this many transfers.</summary>
+    public int? BigTransfers { get; private set; }
+
+    /// <summary>The large-payload measurement lists the large-object-heap allocations of each phase.</summary>
+    public bool LohEvents { get; private set; }
 
     /// <summary>The large-payload measurement's pause of each small caller after each call, in ms.</summary>
     public int PauseMs { get; private set; } = 5;
@@ -178,6 +188,14 @@ internal sealed class RunnerOptions
                     break;
                 case "--big-download":
                     options.BigDownload = true;
+                    break;
+                case "--big-transfers":
+                    options.BigTransfers = int.TryParse(Value(), NumberStyles.None, CultureInfo.InvariantCulture, out int transfers) && transfers is > 0 and <= 100_000
+                        ? transfers
+                        : throw new ArgumentException("--big-transfers needs a number from 1 to 100000.");
+                    break;
+                case "--loh-events":
+                    options.LohEvents = true;
                     break;
                 case "--pause-ms":
                     options.PauseMs = int.TryParse(Value(), NumberStyles.None, CultureInfo.InvariantCulture, out int pause) && pause <= 10_000

@@ -5,37 +5,41 @@ namespace Mux.Connection;
 
 /// <summary>
 /// One message arriving in fragments (docs/protocol.md, *Fragments*): what its first fragment said,
-/// and its payload so far in chunks rented from the shared pool, added as bytes arrive (so memory
-/// follows what the peer actually sent, never what it announced, and is at most about twice that)
-/// and returned when the message has been handed on, or by the call that took it over
-/// (<see cref="MuxConnection.TakeDeliveredMessage"/>). A message over MaxMessageSize keeps no
-/// bytes at all: it is only counted until its last fragment. Filled by the reader loop only.
+/// and its payload so far in 64 KiB segments from <see cref="BufferSegmentPool"/>, added as bytes
+/// arrive (so memory follows what the peer actually sent, never what it announced) and returned
+/// when the message has been handed on, or by the call that took it over
+/// (<see cref="MuxConnection.TakeDeliveredMessage"/>), which deserializes straight from them as one
+/// multi-segment sequence. A message over MaxMessageSize keeps no bytes at all: it is only counted
+/// until its last fragment. Filled by the reader loop only.
 /// </summary>
 internal sealed class MessageReassembly
 {
-    // Chunk sizes: the first at most FirstChunkSize, each later one as large as all before it, up
-    // to MaxChunkSize. Chunks are never copied into a larger array: growing one array fourfold put
-    // a copy of up to 64 MiB (a 100 MiB message) on the reader loop, into freshly allocated memory
-    // (page faults), during which no small call's frame was read (small-call p99 0.1-0.3 s during 100 MiB uploads); the
-    // largest single copy is now a fragment. 4 MiB chunks also stay in the shared pool (a 128 MiB
-    // array is rarely there twice, so it was allocated again for the next large message).
-    private const int FirstChunkSize = 256 * 1024;
-    private const int MaxChunkSize = 4 * 1024 * 1024;
+    // Why segments, and why that size: bytes are never copied into a larger array (growing one
+    // array fourfold put a copy of up to 64 MiB on the reader loop, into fresh memory, during which
+    // no small call's frame was read: p99 0.1-0.3 s during 100 MiB uploads), so the largest single
+    // copy is a fragment. Chunks of 256 KiB doubling to 4 MiB came from ArrayPool.Shared, which
+    // keeps a few per size and per thread: rented on the reader loop and returned by the call on a
+    // worker, they were now and then allocated afresh on the large object heap (full collections).
+    // 64 KiB segments stay below it, from a pool that keeps enough of them (BufferSegmentPool).
 
-    // The chunks holding the payload so far, first to last, linked as a ReadOnlySequence.
-    private Chunk? _first;
-    private Chunk? _last;
+    // The segments holding the payload so far, first to last, linked as a ReadOnlySequence.
+    private BufferSegment? _first;
+    private BufferSegment? _last;
 
-    // Payload bytes kept in the chunks (Received counts skipped ones too).
+    // Where the segments come from and go back to. Immutable.
+    private readonly BufferSegmentPool _pool;
+
+    // Payload bytes kept in the segments (Received counts skipped ones too).
     private long _kept;
 
     // The connection whose reassembly memory this message counts in (see
     // MuxConnection.ReassemblyBytesRented); null in unit tests. Immutable.
     private readonly MuxConnection? _owner;
 
-    public MessageReassembly(in Frame first, bool skip, MuxConnection? owner = null)
+    public MessageReassembly(in Frame first, bool skip, MuxConnection? owner = null, BufferSegmentPool? pool = null)
     {
         _owner = owner;
+        _pool = pool ?? BufferSegmentPool.Shared;
         Type = first.Type;
         Flags = first.Flags & ~FrameFlags.MoreFragments;
         CallId = first.CallId;
@@ -90,40 +94,39 @@ internal sealed class MessageReassembly
             return;
         }
 
-        foreach (ReadOnlyMemory<byte> segment in bytes)
+        foreach (ReadOnlyMemory<byte> piece in bytes)
         {
-            ReadOnlySpan<byte> source = segment.Span;
+            ReadOnlySpan<byte> source = piece.Span;
             while (!source.IsEmpty)
             {
-                Chunk chunk = _last is { Free: > 0 } last ? last : AddChunk();
-                int count = Math.Min(source.Length, chunk.Free);
-                source[..count].CopyTo(chunk.Array.AsSpan(chunk.Used));
-                chunk.Used += count;
+                BufferSegment segment = _last is { Free: > 0 } last ? last : AddSegment();
+                int count = Math.Min(source.Length, segment.Free);
+                source[..count].CopyTo(segment.Array.AsSpan(segment.Used));
+                segment.Used += count;
                 _kept += count;
                 source = source[count..];
             }
         }
     }
 
-    private Chunk AddChunk()
+    private BufferSegment AddSegment()
     {
-        long size = Math.Min(PayloadSize - _kept, _first is null ? FirstChunkSize : Math.Clamp(_kept, FirstChunkSize, MaxChunkSize));
-        var chunk = new Chunk(ArrayPool<byte>.Shared.Rent((int)size), _kept);
-        _owner?.CountReassemblyBytes(chunk.Array.Length);
+        BufferSegment segment = _pool.Rent();
+        _owner?.CountReassemblyBytes(segment.Array.Length);
         if (_last is null)
         {
-            _first = chunk;
+            _first = segment;
         }
         else
         {
-            _last.SetNext(chunk);
+            _last.Link(segment);
         }
 
-        _last = chunk;
-        return chunk;
+        _last = segment;
+        return segment;
     }
 
-    /// <summary>The whole payload: one array's bytes, or the chunks in order. Valid until <see cref="Release"/>.</summary>
+    /// <summary>The whole payload: one array's bytes, or the segments in order. Valid until <see cref="Release"/>.</summary>
     public ReadOnlySequence<byte> Payload
     {
         get
@@ -138,7 +141,7 @@ internal sealed class MessageReassembly
                 return new ReadOnlySequence<byte>(_first.Array, 0, _first.Used);
             }
 
-            // Every chunk but the last is full; the last one's Memory covers what it holds.
+            // Every segment but the last is full; the last one's Memory covers what it holds.
             _last.Seal();
             return new ReadOnlySequence<byte>(_first, 0, _last, _last.Used);
         }
@@ -159,62 +162,32 @@ internal sealed class MessageReassembly
         _traceContext is null ? default : new ReadOnlySequence<byte>(_traceContext),
         RemainingMilliseconds);
 
-    /// <summary>Returns the chunks to the pool. Called once, by the reader loop or by the call
-    /// that took the message over.</summary>
+    /// <summary>Returns the segments to the pool. Called once, by the reader loop or by the call
+    /// that took the message over (on its own thread).</summary>
     public void Release()
     {
-        Chunk? chunk = _first;
+        BufferSegment? first = _first;
         _first = null;
         _last = null;
         _kept = 0;
         long returned = 0;
-        while (chunk is not null)
+        for (BufferSegment? segment = first; segment is not null; segment = segment.NextSegment)
         {
-            returned += chunk.Array.Length;
-            ArrayPool<byte>.Shared.Return(chunk.Array);
-            chunk = chunk.NextChunk;
+            returned += segment.Array.Length;
         }
 
+        _pool.ReturnChain(first);
         if (returned != 0)
         {
             _owner?.CountReassemblyBytes(-returned);
         }
     }
 
-    /// <summary>Its call was cancelled while it arrived: gives its chunks back now, and drops the
+    /// <summary>Its call was cancelled while it arrived: gives its segments back now, and drops the
     /// rest of its bytes as they arrive (counting them, to check the sequence). Reader loop only.</summary>
     public void Abandon()
     {
         IsSkipped = true;
         Release();
-    }
-
-    /// <summary>One rented array of the payload, and its place in the sequence.</summary>
-    private sealed class Chunk : ReadOnlySequenceSegment<byte>
-    {
-        public Chunk(byte[] array, long runningIndex)
-        {
-            Array = array;
-            RunningIndex = runningIndex;
-        }
-
-        public byte[] Array { get; }
-
-        /// <summary>Bytes of <see cref="Array"/> holding payload, from its start.</summary>
-        public int Used { get; set; }
-
-        public int Free => Array.Length - Used;
-
-        public Chunk? NextChunk => (Chunk?)Next;
-
-        /// <summary>Links the next chunk; this one is full (it only gets a successor once full).</summary>
-        public void SetNext(Chunk next)
-        {
-            Seal();
-            Next = next;
-        }
-
-        /// <summary>Makes the sequence see the bytes written so far.</summary>
-        public void Seal() => Memory = Array.AsMemory(0, Used);
     }
 }

@@ -24,9 +24,9 @@ internal abstract partial class MuxConnection
     // (TakeDeliveredMessage) or OnFrameAsync returns. Reader loop only.
     private MessageReassembly? _deliveredMessage;
 
-    // Bytes of the arrays the messages arriving here, or handed over whole to calls, hold rented
-    // from the shared pool. Changed once per chunk (256 KiB to 4 MiB), never per frame: by the
-    // reader loop as chunks are rented, and by whoever releases a message (a call may, on its own
+    // Bytes of the segments the messages arriving here, or handed over whole to calls, hold rented
+    // from the segment pool. Changed once per 64 KiB segment, never per small frame: by the
+    // reader loop as segments are rented, and by whoever releases a message (a call may, on its own
     // thread). Read by tests and diagnostics.
     private long _reassemblyBytes;
 
@@ -35,7 +35,7 @@ internal abstract partial class MuxConnection
     /// released, cancelled, or dropped with the connection.</summary>
     internal long ReassemblyBytesRented => Interlocked.Read(ref _reassemblyBytes);
 
-    /// <summary>Counts a chunk rented (positive) or returned (negative) by a <see cref="MessageReassembly"/>.</summary>
+    /// <summary>Counts a segment rented (positive) or returned (negative) by a <see cref="MessageReassembly"/>.</summary>
     internal void CountReassemblyBytes(long delta) => Interlocked.Add(ref _reassemblyBytes, delta);
 
     /// <summary>The largest message (all its fragments after their common headers) this side
@@ -170,7 +170,7 @@ internal abstract partial class MuxConnection
         }
         finally
         {
-            // Unless a call took the chunks over, the subclass copied what it keeps (as it does
+            // Unless a call took the segments over, the subclass copied what it keeps (as it does
             // from the receive buffer). A taken message is the call's to release, maybe already.
             if (_deliveredMessage == message)
             {

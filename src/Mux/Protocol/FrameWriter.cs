@@ -1,14 +1,16 @@
 using System.Buffers;
 using System.Buffers.Binary;
+using System.Diagnostics;
 using MessagePack;
 
 namespace Mux.Protocol;
 
 /// <summary>
-/// Encodes frames. A frame with a MessagePack body is encoded into a <see cref="PooledBufferWriter"/>:
-/// the body is serialized straight after a reserved header, and the length prefix, known only
-/// afterwards, is patched in by offset (the buffer may have been reallocated while the body grew,
-/// so no span or memory of the header is held across the body).
+/// Encodes frames. A frame with a MessagePack body is encoded into a <see cref="PooledBufferWriter"/>,
+/// or a <see cref="MessageBufferWriter"/> when it may be a large message: the body is serialized
+/// straight after a reserved header, and the length prefix, known only afterwards, is patched in by
+/// offset (the buffer may have been reallocated, or the frame moved into segments, while the body
+/// grew, so no span or memory of the header is held across the body).
 /// </summary>
 internal static class FrameWriter
 {
@@ -16,7 +18,7 @@ internal static class FrameWriter
     public static int Write<TBody>(PooledBufferWriter output, FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None)
         where TBody : struct, IFrameBody
     {
-        int headerSize = ProtocolConstants.FrameHeaderSize + (type == FrameType.Request ? ProtocolConstants.RequestHeaderSize : 0);
+        int headerSize = HeaderSize(type);
         int start = output.WrittenCount;
         output.GetSpan(headerSize);
         output.Advance(headerSize);
@@ -26,19 +28,28 @@ internal static class FrameWriter
         writer.Flush();
 
         long frameSize = output.WrittenCount - start;
-        if (frameSize > int.MaxValue)
-        {
-            throw new InvalidOperationException($"A frame of {frameSize} bytes cannot be sent.");
-        }
-
-        Span<byte> header = output.Buffer.AsSpan(start, headerSize);
-        WriteHeader(header, type, callId, (int)frameSize, flags);
-        if (type == FrameType.Request)
-        {
-            BinaryPrimitives.WriteUInt32LittleEndian(header[ProtocolConstants.FrameHeaderSize..], methodId);
-        }
-
+        WriteHeader(output.Buffer.AsSpan(start, headerSize), type, callId, methodId, frameSize, flags);
         return (int)frameSize;
+    }
+
+    /// <summary>Encodes a frame whose body is MessagePack into <paramref name="output"/>, which has
+    /// just been started: a frame that may be a large message, and then continues in pooled
+    /// segments. Returns the frame's size on the wire.</summary>
+    public static long Write<TBody>(MessageBufferWriter output, FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None)
+        where TBody : struct, IFrameBody
+    {
+        Debug.Assert(output.WrittenCount == 0, "A frame starts its writer.");
+        int headerSize = HeaderSize(type);
+        output.GetSpan(headerSize);
+        output.Advance(headerSize);
+
+        var writer = new MessagePackWriter(output);
+        body.Write(ref writer);
+        writer.Flush();
+
+        long frameSize = output.WrittenCount;
+        WriteHeader(output.FirstBytes(headerSize), type, callId, methodId, frameSize, flags);
+        return frameSize;
     }
 
     /// <summary>Writes a frame whose body is the given raw bytes (Cancel, Ping, Pong, GoAway).</summary>
@@ -60,6 +71,24 @@ internal static class FrameWriter
         BinaryPrimitives.WriteUInt16LittleEndian(prefix[4..], settings.Version);
         writer.Advance(ProtocolConstants.HelloHeaderSize);
         settings.WriteMap(ref writer);
+    }
+
+    private static int HeaderSize(FrameType type) =>
+        ProtocolConstants.FrameHeaderSize + (type == FrameType.Request ? ProtocolConstants.RequestHeaderSize : 0);
+
+    /// <summary>Patches the header reserved before the body, now that the frame's size is known.</summary>
+    private static void WriteHeader(Span<byte> header, FrameType type, uint callId, uint methodId, long frameSize, FrameFlags flags)
+    {
+        if (frameSize > int.MaxValue)
+        {
+            throw new InvalidOperationException($"A frame of {frameSize} bytes cannot be sent.");
+        }
+
+        WriteHeader(header, type, callId, (int)frameSize, flags);
+        if (type == FrameType.Request)
+        {
+            BinaryPrimitives.WriteUInt32LittleEndian(header[ProtocolConstants.FrameHeaderSize..], methodId);
+        }
     }
 
     private static void WriteHeader(Span<byte> header, FrameType type, uint callId, int frameSize, FrameFlags flags)

@@ -10,7 +10,9 @@ namespace Mux.Serialization;
 /// enums they use), then the resolver the user configured (<see cref="StandardResolver"/> unless
 /// they chose another). Generated formatters come first because they need no run-time code
 /// generation, which keeps Native AOT working, and write exactly what MessagePack's own dynamic
-/// formatters write.
+/// formatters write. MessagePack's own formatters of bytes are replaced by ones that write the same
+/// bytes in pieces (<see cref="BinaryInPieces"/>), so that a large message is encoded into pooled
+/// segments rather than one large array.
 /// </summary>
 internal sealed class MuxResolver : IFormatterResolver
 {
@@ -31,13 +33,13 @@ internal sealed class MuxResolver : IFormatterResolver
     public IFormatterResolver Fallback { get; }
 
     public IMessagePackFormatter<T>? GetFormatter<T>() =>
-        GeneratedFormatter<T>.Instance ?? (ReferenceEquals(this, Default) ? StandardFormatter<T>.Instance : Fallback.GetFormatter<T>());
+        GeneratedFormatter<T>.Instance ?? (ReferenceEquals(this, Default) ? StandardFormatter<T>.Instance : BinaryInPieces.Replace(Fallback.GetFormatter<T>()));
 
     // StandardResolver's formatter of T, read once: a string member of a [MessagePackObject] type is
     // looked up on every call, and this saves that lookup a second generic virtual call.
     private static class StandardFormatter<T>
     {
-        public static readonly IMessagePackFormatter<T>? Instance = StandardResolver.Instance.GetFormatter<T>();
+        public static readonly IMessagePackFormatter<T>? Instance = BinaryInPieces.Replace(StandardResolver.Instance.GetFormatter<T>());
     }
 
     /// <summary>Puts generated formatters in front of <paramref name="resolver"/> (once: a resolver that

@@ -42,10 +42,12 @@ public class FragmentFrameReaderTests
     public void OutboundMessage_SplitsAFrameIntoAFirstFragmentAndContinuations_ThatReadBackAsTheSameBytes()
     {
         byte[] arguments = FragmentWire.BytesArgument(Enumerable.Range(0, 2500).Select(static i => (byte)i).ToArray());
-        var staged = new PooledBufferWriter();
+        var pool = new BufferSegmentPool(8);
+        var staged = new MessageBufferWriter(pool);
+        staged.Start(new PooledBufferWriter());
         var body = new Mux.Tests.Protocol.RawBody(arguments);
-        FrameWriter.Write(staged, FrameType.Request, 9, 0x01020304, ref body);
-        using var message = new OutboundMessage(staged, 1024);
+        long length = FrameWriter.Write(staged, FrameType.Request, 9, 0x01020304, ref body);
+        using var message = new OutboundMessage(staged.Detach(), length, 1024, pool);
         var output = new ArrayBufferWriter<byte>();
         int fragments = 1;
         while (!message.WriteNextFragment(output))

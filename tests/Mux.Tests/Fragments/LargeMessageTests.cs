@@ -75,4 +75,31 @@ public class LargeMessageTests
             Assert.Equal(BlobService.Pattern((i + 1) * 10_000), results[i]);
         }
     }
+
+    [Theory]
+    [InlineData(0)] // The default, 64 KiB: a frame that outgrows one segment is sent in fragments (but for a few bytes around 64 KiB).
+    [InlineData(MiB)] // Raised: frames up to 1 MiB go whole, put back together from the segments they were encoded into.
+    public async Task PayloadsAroundOneEncodingSegment_RoundTripIntact_AsOneFrameOrInFragments(int fragmentSize)
+    {
+        var serverOptions = new MuxServerOptions();
+        var clientOptions = new MuxClientOptions();
+        if (fragmentSize != 0)
+        {
+            serverOptions.FragmentSize = fragmentSize;
+            clientOptions.FragmentSize = fragmentSize;
+        }
+
+        await using BlobHost host = await BlobHost.StartAsync(serverOptions, clientOptions);
+
+        // Every size whose frame ends within 40 bytes of 64 KiB, and some frames of several segments.
+        int[] sizes = [.. Enumerable.Range((64 * 1024) - 60, 80), 200_000, MiB - 100];
+        foreach (int size in sizes)
+        {
+            byte[] data = BlobService.Pattern(size);
+            Assert.Equal(data, await host.Proxy.Echo(data).WaitAsync(TestHost.Patience));
+            Assert.Equal(data, await host.Proxy.Make(size).WaitAsync(TestHost.Patience));
+        }
+
+        Assert.Equal(sizes.Length, host.Service.Echoes);
+    }
 }

@@ -7,16 +7,16 @@ namespace Mux.Tests.Fragments;
 public sealed class MessageReassemblyTests
 {
     [Fact]
-    public void AMessageLargerThanOneChunk_ArrivingInOddSizedPiecesFromSplitBuffers_ReadsBackByteForByte()
+    public void AMessageLargerThanOneSegment_ArrivingInOddSizedPiecesFromSplitBuffers_ReadsBackByteForByte()
     {
-        const int Size = (10 * 1024 * 1024) + 12_345; // Several pooled chunks, the last one partly filled.
+        const int Size = (10 * 1024 * 1024) + 12_345; // Many pooled segments, the last one partly filled.
         byte[] expected = BlobService.Pattern(Size);
         var message = new MessageReassembly(FirstFragment(expected.AsMemory(0, 1000), Size), skip: false);
         int offset = 1000;
         for (int piece = 0; offset < Size; piece++)
         {
             // Pieces of varying sizes, each in two buffers (as a fragment spanning two receives is),
-            // so that pieces straddle chunk boundaries.
+            // so that pieces straddle segment boundaries.
             int length = Math.Min(Size - offset, 60_000 + (piece * 7919 % 20_000));
             message.Append(TwoSegments(expected.AsMemory(offset, length)));
             offset += length;
@@ -34,9 +34,9 @@ public sealed class MessageReassemblyTests
     }
 
     [Fact]
-    public void AMessageThatFitsTheFirstChunk_IsOneSegment()
+    public void AMessageThatFitsOneSegment_IsOneSegment()
     {
-        byte[] expected = BlobService.Pattern(100_000);
+        byte[] expected = BlobService.Pattern(BufferSegmentPool.SegmentSize);
         var message = new MessageReassembly(FirstFragment(expected.AsMemory(0, 40_000), expected.Length), skip: false);
         message.Append(new ReadOnlySequence<byte>(expected.AsMemory(40_000)));
 

@@ -61,24 +61,29 @@ internal abstract partial class MuxConnection
     {
         ThrowIfClosed();
         PooledBufferWriter staging = StagingBuffers.Rent();
+        MessageBufferWriter? message = null;
         int length;
         try
         {
-            // The peer's limit applies to the length field, which does not count its own 4 bytes.
-            length = FrameWriter.Write(staging, type, callId, methodId, ref body, flags) - ProtocolConstants.LengthPrefixSize;
-            int fragmentSize = Math.Min(FragmentSize, PeerMaxFrameSize - ProtocolConstants.CommonHeaderSize - ProtocolConstants.FragmentTotalSize);
-            if (length - ProtocolConstants.CommonHeaderSize > fragmentSize && callId != 0 && type is FrameType.Request or FrameType.Response or FrameType.Error)
+            if (callId != 0 && type is FrameType.Request or FrameType.Response or FrameType.Error)
             {
-                if (length - ProtocolConstants.CommonHeaderSize > PeerMaxMessageSize)
+                // May be a large message: encoded into the staging buffer while it fits one segment,
+                // then into pooled segments (MessageBufferWriter), never into one large array.
+                message = MessageBufferWriter.ForCurrentThread(staging);
+                long encoded = FrameWriter.Write(message, type, callId, methodId, ref body, flags);
+                if (TrySendMessage(message, type, encoded, whenWritten))
                 {
-                    ThrowMessageTooLarge(type, length - ProtocolConstants.CommonHeaderSize);
+                    return (int)encoded;
                 }
 
-                // The staging buffer now belongs to the message; this thread gets a fresh one.
-                StagingBuffers.Forget();
-                _queue.EnqueueMessage(new OutboundMessage(staging, fragmentSize) { WhenWritten = whenWritten });
-                WakeWriter();
-                return length + ProtocolConstants.LengthPrefixSize;
+                // One frame after all: it is in the staging buffer now, as any small frame.
+                message = null;
+                length = staging.WrittenCount - ProtocolConstants.LengthPrefixSize;
+            }
+            else
+            {
+                // The peer's limit applies to the length field, which does not count its own 4 bytes.
+                length = FrameWriter.Write(staging, type, callId, methodId, ref body, flags) - ProtocolConstants.LengthPrefixSize;
             }
 
             if (length > PeerMaxFrameSize)
@@ -89,6 +94,7 @@ internal abstract partial class MuxConnection
         catch
         {
             // Never reuse a buffer that a failed serializer may have left in a strange state.
+            message?.Discard();
             StagingBuffers.Discard(staging);
             throw;
         }
@@ -96,6 +102,40 @@ internal abstract partial class MuxConnection
         Send(staging, defer);
         whenWritten?.OnMessageWritten();
         return length + ProtocolConstants.LengthPrefixSize;
+    }
+
+    /// <summary>
+    /// Queues a just-encoded Request, Response or Error as a message in fragments when its message
+    /// bytes are over the fragment size: its segments go to the queue's messages, and the writer
+    /// sends one fragment per turn (<see cref="OutboundMessage"/>). Otherwise leaves the frame,
+    /// whole, in the staging buffer <paramref name="message"/> started on, and returns false.
+    /// </summary>
+    private bool TrySendMessage(MessageBufferWriter message, FrameType type, long frameLength, IMessageWrittenListener? whenWritten)
+    {
+        long messageLength = frameLength - ProtocolConstants.FrameHeaderSize; // After the common header.
+        int fragmentSize = Math.Min(FragmentSize, PeerMaxFrameSize - ProtocolConstants.CommonHeaderSize - ProtocolConstants.FragmentTotalSize);
+        if (messageLength <= fragmentSize)
+        {
+            if (message.IsInSegments)
+            {
+                message.MoveBackToHead(); // Only with a FragmentSize raised past one segment.
+            }
+            else
+            {
+                message.End();
+            }
+
+            return false;
+        }
+
+        if (messageLength > PeerMaxMessageSize)
+        {
+            ThrowMessageTooLarge(type, messageLength);
+        }
+
+        _queue.EnqueueMessage(new OutboundMessage(message.Detach(), frameLength, fragmentSize, BufferSegmentPool.Shared) { WhenWritten = whenWritten });
+        WakeWriter();
+        return true;
     }
 
     /// <summary>Sends a frame whose body is raw bytes (Cancel, Ping, Pong, GoAway, StreamCredit). A
@@ -183,7 +223,7 @@ internal abstract partial class MuxConnection
     }
 
     [DoesNotReturn]
-    private void ThrowMessageTooLarge(FrameType type, int size) =>
+    private void ThrowMessageTooLarge(FrameType type, long size) =>
         throw new MessageTooLargeException($"The {type} is {size} bytes, over the peer's MaxMessageSize of {PeerMaxMessageSize} bytes ({DescribeSize(PeerMaxMessageSize)}). Send a smaller message, or raise {PeerOptionsName}.MaxMessageSize on the receiving side.");
 
     /// <summary>"64 MiB", "64 KiB" or "1000 bytes", for messages about sizes.</summary>

@@ -1,25 +1,51 @@
 using System.Buffers;
 using System.Buffers.Binary;
+using System.Diagnostics;
 using Mux.Protocol;
 
 namespace Mux.Connection;
 
 /// <summary>
 /// A message too large for one fragment, queued for the writer: the whole frame as FrameWriter
-/// encoded it (in the staging buffer its sender handed over), sent as fragments of at most
-/// <see cref="FragmentSize"/> message bytes, one per writer turn (docs/protocol.md, *Fragments*).
+/// encoded it, in the pooled segments its sender handed over (<see cref="MessageBufferWriter"/>),
+/// sent as fragments of at most <see cref="FragmentSize"/> message bytes, one per writer turn
+/// (docs/protocol.md, *Fragments*). Each segment goes back to its pool as soon as its last byte has
+/// been written, so a message holds less and less memory as it goes out.
 /// Created by the sender; after that only the writer role holder touches it.
 /// </summary>
 internal sealed class OutboundMessage : IDisposable
 {
-    private readonly PooledBufferWriter _frame;
+    private readonly BufferSegmentPool _pool;
 
-    // The offset in _frame of the next message byte to send; starts right after the common header.
-    private int _position = ProtocolConstants.FrameHeaderSize;
+    // The frame's size on the wire, its length prefix included.
+    private readonly long _length;
 
-    public OutboundMessage(PooledBufferWriter frame, int fragmentSize)
+    // The message's own type and flags, and its call id, from its header (read once: the segment
+    // holding the header is returned once written, and a Cancel may ask IsRequestOf any time).
+    private readonly byte _type;
+    private readonly byte _flags;
+    private readonly uint _callId;
+
+    // The segment holding the next byte to send (null once all are returned), and that byte's
+    // offset in it; the segments before it have been returned.
+    private BufferSegment? _segment;
+    private int _offset = ProtocolConstants.FrameHeaderSize;
+
+    // The offset in the frame of the next message byte to send; starts right after the common header.
+    private long _position = ProtocolConstants.FrameHeaderSize;
+
+    /// <summary>Takes over the segments holding a frame of <paramref name="length"/> bytes (from
+    /// <see cref="MessageBufferWriter.Detach"/>), which go back to <paramref name="pool"/>.</summary>
+    public OutboundMessage(BufferSegment frame, long length, int fragmentSize, BufferSegmentPool pool)
     {
-        _frame = frame;
+        Debug.Assert(frame.Used >= ProtocolConstants.FrameHeaderSize, "The header is in the first segment.");
+        ReadOnlySpan<byte> header = frame.Array;
+        _type = header[4];
+        _flags = header[5];
+        _callId = BinaryPrimitives.ReadUInt32LittleEndian(header[6..]);
+        _segment = frame;
+        _length = length;
+        _pool = pool;
         FragmentSize = fragmentSize;
     }
 
@@ -41,21 +67,17 @@ internal sealed class OutboundMessage : IDisposable
 
     /// <summary>Whether this is the Request of call <paramref name="callId"/> in the id space of
     /// <paramref name="flags"/> (ServerInitiated or not): what a Cancel with those would end.</summary>
-    public bool IsRequestOf(uint callId, FrameFlags flags)
-    {
-        ReadOnlySpan<byte> header = _frame.WrittenSpan;
-        return header[4] == (byte)FrameType.Request
-            && BinaryPrimitives.ReadUInt32LittleEndian(header[6..]) == callId
-            && (((FrameFlags)header[5] ^ flags) & FrameFlags.ServerInitiated) == 0;
-    }
+    public bool IsRequestOf(uint callId, FrameFlags flags) =>
+        _type == (byte)FrameType.Request
+        && _callId == callId
+        && (((FrameFlags)_flags ^ flags) & FrameFlags.ServerInitiated) == 0;
 
     /// <summary>Writes the next fragment into <paramref name="output"/>. Returns true when it was the last.</summary>
     public bool WriteNextFragment(IBufferWriter<byte> output)
     {
-        ReadOnlySpan<byte> whole = _frame.WrittenSpan;
         bool first = _position == ProtocolConstants.FrameHeaderSize;
-        int remaining = whole.Length - _position;
-        int chunk = Math.Min(remaining, FragmentSize);
+        long remaining = _length - _position;
+        int chunk = (int)Math.Min(remaining, FragmentSize);
         bool last = chunk == remaining;
 
         int headerSize = ProtocolConstants.FrameHeaderSize + (first ? ProtocolConstants.FragmentTotalSize : 0);
@@ -64,25 +86,52 @@ internal sealed class OutboundMessage : IDisposable
         if (first)
         {
             // The message's own type and flags, plus MoreFragments, then its total size.
-            header[4] = whole[4];
-            header[5] = (byte)(whole[5] | (byte)FrameFlags.MoreFragments);
-            BinaryPrimitives.WriteUInt32LittleEndian(header[ProtocolConstants.FrameHeaderSize..], (uint)(whole.Length - ProtocolConstants.FrameHeaderSize));
+            header[4] = _type;
+            header[5] = (byte)(_flags | (byte)FrameFlags.MoreFragments);
+            BinaryPrimitives.WriteUInt32LittleEndian(header[ProtocolConstants.FrameHeaderSize..], (uint)(_length - ProtocolConstants.FrameHeaderSize));
         }
         else
         {
             // A call the server started keeps ServerInitiated on every fragment: the receiver keeps
             // the two id spaces' messages apart by it.
             header[4] = (byte)FrameType.Continuation;
-            header[5] = (byte)((last ? FrameFlags.None : FrameFlags.MoreFragments) | ((FrameFlags)whole[5] & FrameFlags.ServerInitiated));
+            header[5] = (byte)((last ? FrameFlags.None : FrameFlags.MoreFragments) | ((FrameFlags)_flags & FrameFlags.ServerInitiated));
         }
 
-        whole.Slice(6, 4).CopyTo(header[6..]); // The call id.
+        BinaryPrimitives.WriteUInt32LittleEndian(header[6..], _callId);
         output.Advance(headerSize);
-        output.Write(whole.Slice(_position, chunk));
+        CopyTo(output, chunk);
         _position += chunk;
         return last;
     }
 
-    /// <summary>Returns the frame's buffer to the pool.</summary>
-    public void Dispose() => _frame.Dispose();
+    /// <summary>Copies the next <paramref name="count"/> bytes of the frame, returning each segment
+    /// once it has been read to its end.</summary>
+    private void CopyTo(IBufferWriter<byte> output, int count)
+    {
+        while (count > 0)
+        {
+            BufferSegment segment = _segment!;
+            if (_offset == segment.Used)
+            {
+                _segment = segment.NextSegment;
+                _offset = 0;
+                _pool.Return(segment);
+                continue;
+            }
+
+            int part = Math.Min(count, segment.Used - _offset);
+            output.Write(segment.Array.AsSpan(_offset, part));
+            _offset += part;
+            count -= part;
+        }
+    }
+
+    /// <summary>Returns the segments not yet returned to their pool. Safe to call twice.</summary>
+    public void Dispose()
+    {
+        BufferSegment? segment = _segment;
+        _segment = null;
+        _pool.ReturnChain(segment);
+    }
 }
