@@ -55,6 +55,18 @@ internal readonly struct CallDeadline
         return Inherit(clock, ClockDeadline.After(now, timeout), now);
     }
 
+    /// <summary>
+    /// The deadline of a call made at <paramref name="madeAt"/> (an earlier reading of
+    /// <paramref name="clock"/>), fixed once its client interceptors have run and may have changed
+    /// its timeout: <paramref name="timeout"/> from when the user made the call, not from now, so the
+    /// interceptors' own time spends from it too; or the inherited deadline, as in <see cref="Fix"/>.
+    /// </summary>
+    public static CallDeadline FixAt(TimeProvider clock, long timeout, long madeAt)
+    {
+        long own = ClockDeadline.After(madeAt, timeout);
+        return MuxCallContext.IsPropagating ? Inherit(clock, own, madeAt) : new CallDeadline(own, null);
+    }
+
     /// <summary>The deadline of a call made now that inherits none: <paramref name="timeout"/>
     /// from now. Reads the clock only when there is a timeout (<paramref name="now"/> is 0 otherwise).</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
