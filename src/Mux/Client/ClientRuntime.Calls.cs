@@ -37,7 +37,7 @@ internal sealed partial class ClientRuntime
         }
 
         // The one place a call's deadline is fixed: every wait and any resend spend from it.
-        CallDeadline deadline = CallDeadline.Fix(_clock, TimeoutOf(settings), out long now);
+        CallDeadline deadline = FixDeadline(settings, out long now);
         return SendAsync<TArguments, TResult>(methodId, arguments, deadline, now, settings?.EncodedMetadata, WaitsForConnection(settings), cancellationToken);
     }
 
@@ -50,11 +50,24 @@ internal sealed partial class ClientRuntime
             return IgnoreResult(InterceptAsync<TArguments, VoidResult>(methodId, arguments, settings, cancellationToken));
         }
 
-        CallDeadline deadline = CallDeadline.Fix(_clock, TimeoutOf(settings), out long now);
+        CallDeadline deadline = FixDeadline(settings, out long now);
         return SendAsync(methodId, arguments, deadline, now, settings?.EncodedMetadata, WaitsForConnection(settings), cancellationToken);
     }
 
     private static async ValueTask IgnoreResult(ValueTask<VoidResult> call) => await call.ConfigureAwait(false);
+
+    /// <summary>Fixes the deadline of a call made now: CallTimeout from now, or the bound proxy's own
+    /// Timeout, which replaces it (and names itself in the timeout's message).</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private CallDeadline FixDeadline(CallSettings? settings, out long now)
+    {
+        if (settings?.Timeout is not { } own)
+        {
+            return CallDeadline.Fix(_clock, _callTimeout, out now);
+        }
+
+        return CallDeadline.Fix(_clock, ClockDeadline.ToTimestampSpan(_clock, own), out now).WithOwnTimeout(own);
+    }
 
     /// <summary>The call's timeout in the clock's units: the bound proxy's, else CallTimeout.</summary>
     private long TimeoutOf(CallSettings? settings) =>
@@ -102,25 +115,25 @@ internal sealed partial class ClientRuntime
     /// <summary>The calls of the connection a streaming call runs on: the current one, or the next
     /// one (within <paramref name="timeout"/>, in the clock's units) when <paramref name="waits"/>.
     /// A streaming call is never retried: its stream cannot be replayed.</summary>
-    public ValueTask<OutgoingCalls> GetOutgoingCallsAsync(long timeout, bool waits, uint methodId, CancellationToken cancellationToken)
+    public ValueTask<OutgoingCalls> GetOutgoingCallsAsync(long timeout, TimeSpan? ownTimeout, bool waits, uint methodId, CancellationToken cancellationToken)
     {
         if (_keeper.Current is { } connection)
         {
             return new ValueTask<OutgoingCalls>(connection.Outgoing);
         }
 
-        return waits ? WaitForOutgoingCallsAsync(timeout, cancellationToken) : ValueTask.FromException<OutgoingCalls>(NotConnected(methodId));
+        return waits ? WaitForOutgoingCallsAsync(timeout, ownTimeout, cancellationToken) : ValueTask.FromException<OutgoingCalls>(NotConnected(methodId));
     }
 
-    private async ValueTask<OutgoingCalls> WaitForOutgoingCallsAsync(long timeout, CancellationToken cancellationToken)
+    private async ValueTask<OutgoingCalls> WaitForOutgoingCallsAsync(long timeout, TimeSpan? ownTimeout, CancellationToken cancellationToken)
     {
-        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, ClockDeadline.After(_clock.GetTimestamp(), timeout), cancellationToken).ConfigureAwait(false);
+        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, ClockDeadline.After(_clock.GetTimestamp(), timeout), ownTimeout, cancellationToken).ConfigureAwait(false);
         return connection.Outgoing;
     }
 
     /// <summary>Where a streaming call with <paramref name="settings"/> finds its connection.</summary>
     private IOutgoingCallsSource SourceFor(CallSettings? settings) =>
-        settings is null ? _defaultSource : new CallsSource(this, TimeoutOf(settings), WaitsForConnection(settings));
+        settings is null ? _defaultSource : new CallsSource(this, TimeoutOf(settings), settings.Timeout, WaitsForConnection(settings));
 
     /// <summary>The failure of a call that does not wait for a connection, made while there is none:
     /// nothing was sent, so it is safe to retry.</summary>
@@ -142,7 +155,7 @@ internal sealed partial class ClientRuntime
     {
         if (waits)
         {
-            return _keeper.WaitForConnectionAsync(failed, deadline.At, cancellationToken);
+            return _keeper.WaitForConnectionAsync(failed, deadline.At, deadline.OwnTimeout, cancellationToken);
         }
 
         if (_keeper.Current is { } next && next != failed)
@@ -204,7 +217,7 @@ internal sealed partial class ClientRuntime
     private async ValueTask<TResult> InvokeWhenConnectedAsync<TArguments, TResult>(uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, deadline.At, cancellationToken).ConfigureAwait(false);
+        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, deadline.At, deadline.OwnTimeout, cancellationToken).ConfigureAwait(false);
         ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata: metadata);
         return await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits: true, cancellationToken) : call).ConfigureAwait(false);
     }
@@ -212,16 +225,16 @@ internal sealed partial class ClientRuntime
     private async ValueTask InvokeWhenConnectedAsync<TArguments>(uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, deadline.At, cancellationToken).ConfigureAwait(false);
+        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, deadline.At, deadline.OwnTimeout, cancellationToken).ConfigureAwait(false);
         ValueTask call = connection.Outgoing.InvokeAsync(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata);
         await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits: true, cancellationToken) : call).ConfigureAwait(false);
     }
 
     /// <summary>Where a streaming call finds its connection: the client's current one, with a
     /// timeout and a wait policy (the client's, or a bound proxy's, or an interceptor's choice).</summary>
-    private sealed class CallsSource(ClientRuntime runtime, long timeout, bool waits) : IOutgoingCallsSource
+    private sealed class CallsSource(ClientRuntime runtime, long timeout, TimeSpan? ownTimeout, bool waits) : IOutgoingCallsSource
     {
         public ValueTask<OutgoingCalls> GetOutgoingCallsAsync(uint methodId, CancellationToken cancellationToken) =>
-            runtime.GetOutgoingCallsAsync(timeout, waits, methodId, cancellationToken);
+            runtime.GetOutgoingCallsAsync(timeout, ownTimeout, waits, methodId, cancellationToken);
     }
 }

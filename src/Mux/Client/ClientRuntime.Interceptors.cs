@@ -126,6 +126,11 @@ internal sealed partial class ClientRuntime
         protected override ValueTask<TResult> SendAsync()
         {
             CallDeadline deadline = CallDeadline.FixAt(Runtime._clock, Timeout, MadeAt);
+            if (OwnTimeout is { } own)
+            {
+                deadline = deadline.WithOwnTimeout(own); // Not CallTimeout: the message names the call's own.
+            }
+
             return Runtime.SendAsync<TArguments, TResult>(MethodId, arguments, deadline, deadline.Now(Runtime._clock), Metadata, Waits, Call.CancellationToken);
         }
     }
@@ -136,7 +141,7 @@ internal sealed partial class ClientRuntime
         where TArguments : struct
     {
         protected override ValueTask<TResult> SendAsync() =>
-            OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(new CallsSource(Runtime, Timeout, Waits), MethodId, arguments, items, Metadata, Call.CancellationToken);
+            OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(new CallsSource(Runtime, Timeout, OwnTimeout, Waits), MethodId, arguments, items, Metadata, Call.CancellationToken);
     }
 
     /// <summary>A call whose answer is a stream: next() starts it (<see cref="Started"/>) and lasts
@@ -179,7 +184,7 @@ internal sealed partial class ClientRuntime
 
         protected override async ValueTask InvokeCallAsync()
         {
-            IAsyncEnumerable<TResult> stream = OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(new CallsSource(Runtime, Timeout, Waits), MethodId, arguments, items, Metadata, Call.CancellationToken);
+            IAsyncEnumerable<TResult> stream = OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(new CallsSource(Runtime, Timeout, OwnTimeout, Waits), MethodId, arguments, items, Metadata, Call.CancellationToken);
             _started.TrySetResult(stream.GetAsyncEnumerator());
             await _ended.Task.ConfigureAwait(false);
         }
@@ -217,6 +222,9 @@ internal sealed partial class ClientRuntime
         protected long Timeout => ClockDeadline.ToTimestampSpan(Runtime._clock, Call.Timeout);
 
         protected bool Waits => Runtime.WaitsForConnection(Settings);
+
+        /// <summary>The call's timeout when it is its own (the bound proxy's, or an interceptor's), for messages.</summary>
+        protected TimeSpan? OwnTimeout => Call.Timeout != Runtime._callTimeoutSpan || Settings?.Timeout is not null ? Call.Timeout : null;
 
         protected override ValueTask InvokeInterceptorAsync(int index, Func<ValueTask> next) => Runtime._interceptors[index].InvokeAsync(Call, next);
 

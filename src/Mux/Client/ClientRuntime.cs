@@ -50,7 +50,7 @@ internal sealed partial class ClientRuntime
         _callTimeoutSpan = options.CallTimeout;
         _waitForConnection = options.WaitForConnection;
         _interceptors = [.. options.Interceptors];
-        _defaultSource = new CallsSource(this, _callTimeout, _waitForConnection);
+        _defaultSource = new CallsSource(this, _callTimeout, null, _waitForConnection);
     }
 
     /// <summary>Where the client's connections come from.</summary>

@@ -34,6 +34,10 @@ internal sealed partial class OutgoingCalls
     // call that has a deadline (CompareExchange); disposed by FailAll.
     private ITimer? _expiryTimer;
 
+    // The scan's period in milliseconds: set when it starts, lowered (never raised) by a call whose
+    // own timeout is shorter (ShortenExpiryScan, CompareExchange).
+    private long _scanPeriodMs;
+
     // The last call id handed out; incremented atomically by callers.
     private uint _lastCallId;
 
@@ -200,6 +204,7 @@ internal sealed partial class OutgoingCalls
     {
         PendingCall<TResult> call = PendingCall<TResult>.Rent(this, methodId, deadline.At);
         call.InheritedFrom = deadline.InheritedFrom;
+        call.OwnTimeout = deadline.OwnTimeout;
         call.Streams = streams;
 
         // Only a client's calls are spans of their own: a server's call to its client runs inside
@@ -228,7 +233,7 @@ internal sealed partial class OutgoingCalls
         }
         catch (TimeoutException)
         {
-            throw CreateTimeoutException(methodId, deadline.InheritedFrom, $" (it waited for one of the {_connection.PeerName}'s MaxConcurrentCallsPerConnection slots all that time)");
+            throw CreateTimeoutException(methodId, deadline.InheritedFrom, deadline.OwnTimeout, $" (it waited for one of the {_connection.PeerName}'s MaxConcurrentCallsPerConnection slots all that time)");
         }
 
         bool gated = _connection.IsOutboundFull;
@@ -294,7 +299,7 @@ internal sealed partial class OutgoingCalls
                 // The deadline's token fired, or the caller's: each is reported as the caller knows it.
                 throw cancellationToken.IsCancellationRequested
                     ? new OperationCanceledException(ex.Message, ex, cancellationToken)
-                    : CreateTimeoutException(methodId, deadline.InheritedFrom, $" (it waited all that time to be sent: the connection already had {MuxConnection.DescribeSize(_connection.MaxQueuedOutboundBytes)} of requests queued for a {_connection.PeerName} that is not reading them, {_connection.OptionsName}.MaxOutboundBytesPerConnection)");
+                    : CreateTimeoutException(methodId, deadline.InheritedFrom, deadline.OwnTimeout, $" (it waited all that time to be sent: the connection already had {MuxConnection.DescribeSize(_connection.MaxQueuedOutboundBytes)} of requests queued for a {_connection.PeerName} that is not reading them, {_connection.OptionsName}.MaxOutboundBytesPerConnection)");
             }
 
             throw;
@@ -310,13 +315,19 @@ internal sealed partial class OutgoingCalls
     }
 
     /// <summary>The timeout a call that had <paramref name="inheritedFrom"/>'s deadline (or, when
-    /// null, the side's own timeout) fails with; <paramref name="detail"/> says what it waited for.</summary>
-    private TimeoutException CreateTimeoutException(uint methodId, string? inheritedFrom, string detail)
+    /// null, its <paramref name="ownTimeout"/>, or when that is null too, the side's own timeout)
+    /// fails with; <paramref name="detail"/> says what it waited for.</summary>
+    private TimeoutException CreateTimeoutException(uint methodId, string? inheritedFrom, TimeSpan? ownTimeout, string detail)
     {
         string method = MuxServiceRegistry.GetMethodDisplayName(methodId);
         if (inheritedFrom is not null)
         {
-            return new($"The Mux call to {method} did not complete by the deadline it inherited from the call this server handler serves ({inheritedFrom}, MuxCallContext.Current), which came sooner than MuxClientOptions.CallTimeout{detail}.");
+            return new($"The Mux call to {method} did not complete by the deadline it inherited from the call this server handler serves ({inheritedFrom}, MuxCallContext.Current), which came sooner than {(ownTimeout is null ? "MuxClientOptions.CallTimeout" : "its own Timeout")}{detail}.");
+        }
+
+        if (ownTimeout is { } own)
+        {
+            return new($"The Mux call to {(_connection.IsServer ? "the client's " : "")}{method} did not complete within {DurationText.Format(own)} (its own Timeout: MuxCallOptions.Timeout, or MuxClientCall.Timeout as an interceptor set it){detail}.");
         }
 
         return _connection.IsServer
@@ -325,7 +336,7 @@ internal sealed partial class OutgoingCalls
     }
 
     private TimeoutException CreateExpiredException(PendingCall call) =>
-        CreateTimeoutException(call.MethodId, call.InheritedFrom, "");
+        CreateTimeoutException(call.MethodId, call.InheritedFrom, call.OwnTimeout, "");
 
     /// <summary>
     /// Publishes the call, sends its request (its deadline header measured at <paramref name="now"/>)
@@ -339,14 +350,21 @@ internal sealed partial class OutgoingCalls
         {
             // Its deadline passed while it waited (for a connection, a slot, room, or a resend):
             // the peer would only refuse it, so it is not sent, and no retry would help either.
-            Exception expired = CreateTimeoutException(methodId, call.InheritedFrom, " (its time ran out while it waited to be sent; it was not sent)");
+            Exception expired = CreateTimeoutException(methodId, call.InheritedFrom, call.OwnTimeout, " (its time ran out while it waited to be sent; it was not sent)");
             call.ReturnUnused();
             return expired;
         }
 
-        if (_expiryTimer is null && call.Deadline != ClockDeadline.Never)
+        if (call.Deadline != ClockDeadline.Never)
         {
-            StartExpiryScan(call.Deadline, now);
+            if (_expiryTimer is null)
+            {
+                StartExpiryScan(call.Deadline, now, call.OwnTimeout);
+            }
+            else if (call.OwnTimeout is { } own)
+            {
+                ShortenExpiryScan(own);
+            }
         }
 
         if (_goingAway)
@@ -483,11 +501,13 @@ internal sealed partial class OutgoingCalls
     /// needs it, then every tenth of the side's timeout (or, without one, of that first call's time
     /// left), which keeps deadlines within about 10% without waking often.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private void StartExpiryScan(long deadline, long now)
+    private void StartExpiryScan(long deadline, long now, TimeSpan? ownTimeout)
     {
         TimeSpan first = deadline > now ? Clock.GetElapsedTime(now, deadline) : TimeSpan.Zero;
-        TimeSpan span = _timeout != Timeout.InfiniteTimeSpan ? _timeout : first;
-        var period = TimeSpan.FromMilliseconds(Math.Clamp((long)span.TotalMilliseconds / 10, 10, 1000));
+        TimeSpan span = ownTimeout ?? (_timeout != Timeout.InfiniteTimeSpan ? _timeout : first);
+        long periodMs = ScanPeriodMilliseconds(span);
+        Volatile.Write(ref _scanPeriodMs, periodMs);
+        var period = TimeSpan.FromMilliseconds(periodMs);
         ITimer created;
         using (ExecutionContext.SuppressFlow())
         {
@@ -498,6 +518,30 @@ internal sealed partial class OutgoingCalls
         {
             // Another call started one first, or FailAll may already have disposed the field's.
             created.Dispose();
+        }
+    }
+
+    /// <summary>A tenth of <paramref name="timeout"/>, between 10 ms and 1 s.</summary>
+    private static long ScanPeriodMilliseconds(TimeSpan timeout) => Math.Clamp((long)timeout.TotalMilliseconds / 10, 10, 1000);
+
+    /// <summary>A call whose own timeout (MuxCallOptions.Timeout) is shorter than the one the scan
+    /// was started for: scan more often from now on, so its deadline is kept within about 10% too.
+    /// The period only ever shrinks, so this happens at most a few times per connection.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ShortenExpiryScan(TimeSpan ownTimeout)
+    {
+        long period = ScanPeriodMilliseconds(ownTimeout);
+        long current = Volatile.Read(ref _scanPeriodMs);
+        while (period < current)
+        {
+            long seen = Interlocked.CompareExchange(ref _scanPeriodMs, period, current);
+            if (seen == current)
+            {
+                Volatile.Read(ref _expiryTimer)?.Change(TimeSpan.FromMilliseconds(period), TimeSpan.FromMilliseconds(period));
+                return;
+            }
+
+            current = seen;
         }
     }
 
