@@ -227,8 +227,8 @@ public sealed class MuxClientOptions
     /// <see cref="MuxRemoteClient"/>), in bytes of its encoded map; announced in the handshake, so the
     /// server fails such a call before sending it, and one that arrives with more fails alone with
     /// <see cref="MuxStatusCode.MessageTooLarge"/>. What this client may send is bounded by its
-    /// server's <see cref="MuxServerOptions.MaxMetadataSize"/>. Between 1 and
-    /// <see cref="MaxMessageSize"/>. Defaults to 8 KiB.
+    /// server's <see cref="MuxServerOptions.MaxMetadataSize"/>. At least 1; a value above
+    /// <see cref="MaxMessageSize"/> acts as MaxMessageSize. Defaults to 8 KiB.
     /// </summary>
     public int MaxMetadataSize { get; set; } = Protocol.MetadataSection.DefaultMaxSize;
 
@@ -304,7 +304,7 @@ public sealed class MuxClientOptions
             throw new InvalidOperationException($"MuxClientOptions.MaxOutboundBytesPerConnection is {MaxOutboundBytesPerConnection}; it must be at least 4096 bytes (the default is 1 MiB).");
         }
 
-        OptionsValidation.RequireMetadataSize(MaxMetadataSize, MaxMessageSize, nameof(MuxClientOptions));
+        OptionsValidation.RequireMetadataSize(MaxMetadataSize, nameof(MuxClientOptions));
         OptionsValidation.RequireNoNulls(Interceptors, nameof(MuxClientOptions));
     }
 }

@@ -238,8 +238,8 @@ public sealed class MuxServerOptions
     /// values in UTF-8 plus a few bytes each; see docs/protocol.md, *Metadata*). The server announces
     /// it in the handshake, so a Mux client fails a call with more before sending it
     /// (<see cref="InvalidOperationException"/>); a call that arrives with more anyway fails alone
-    /// with <see cref="MuxStatusCode.MessageTooLarge"/>, and the connection stays up. Between 1 and
-    /// <see cref="MaxMessageSize"/>. Defaults to 8 KiB.
+    /// with <see cref="MuxStatusCode.MessageTooLarge"/>, and the connection stays up. At least 1; a
+    /// value above <see cref="MaxMessageSize"/> acts as MaxMessageSize. Defaults to 8 KiB.
     /// </summary>
     public int MaxMetadataSize { get; set; } = Protocol.MetadataSection.DefaultMaxSize;
 
@@ -290,7 +290,7 @@ public sealed class MuxServerOptions
         }
         OptionsValidation.RequirePositive(IdleTimeout, nameof(MuxServerOptions), nameof(IdleTimeout), allowInfinite: true);
         OptionsValidation.RequirePositive(ClientCallTimeout, nameof(MuxServerOptions), nameof(ClientCallTimeout), allowInfinite: true);
-        OptionsValidation.RequireMetadataSize(MaxMetadataSize, MaxMessageSize, nameof(MuxServerOptions));
+        OptionsValidation.RequireMetadataSize(MaxMetadataSize, nameof(MuxServerOptions));
         OptionsValidation.RequireNoNulls(Interceptors, nameof(MuxServerOptions));
     }
 }

@@ -28,7 +28,7 @@ internal sealed class ClientConnection : MuxConnection
         MaxQueuedOutboundBytes = options.MaxOutboundBytesPerConnection;
         StreamWindow = options.StreamWindow;
         MaxMessageSize = options.MaxMessageSize;
-        MaxMetadataSize = options.MaxMetadataSize;
+        MaxMetadataSize = OptionsValidation.EffectiveMetadataSize(options.MaxMetadataSize, options.MaxMessageSize);
         FragmentSize = options.FragmentSize;
         SerializerOptions = MuxSerializerOptions.ForClient(options.SerializerOptions);
         Outgoing = new OutgoingCalls(this, options.CallTimeout);
@@ -58,7 +58,7 @@ internal sealed class ClientConnection : MuxConnection
         connection.StartLoops();
         try
         {
-            var settings = new HandshakeSettings(ProtocolConstants.Version, options.MaxFrameSize, int.MaxValue, options.AuthToken) { StreamWindow = options.StreamWindow, MaxMessageSize = options.MaxMessageSize, MaxMetadataSize = options.MaxMetadataSize };
+            var settings = new HandshakeSettings(ProtocolConstants.Version, options.MaxFrameSize, int.MaxValue, options.AuthToken) { StreamWindow = options.StreamWindow, MaxMessageSize = options.MaxMessageSize, MaxMetadataSize = connection.MaxMetadataSize };
             var hello = new HelloBody(settings);
             connection.SendFrame(FrameType.Hello, 0, 0, ref hello);
             await connection._handshake.Task.WaitAsync(options.ConnectTimeout, options.TimeProvider, cancellationToken).ConfigureAwait(false);

@@ -59,13 +59,20 @@ internal static class OptionsValidation
         }
     }
 
-    public static void RequireMetadataSize(int maxMetadataSize, int maxMessageSize, string owner)
+    /// <summary>At least 1. A value above MaxMessageSize is allowed (the section is part of the
+    /// message, so MaxMessageSize bounds it anyway; see EffectiveMetadataSize): a client or server
+    /// configured with a MaxMessageSize below the 8 KiB default must not fail to start.</summary>
+    public static void RequireMetadataSize(int maxMetadataSize, string owner)
     {
-        if (maxMetadataSize < 1 || maxMetadataSize > maxMessageSize)
+        if (maxMetadataSize < 1)
         {
-            throw new InvalidOperationException($"{owner}.MaxMetadataSize is {maxMetadataSize}; it must be between 1 and {owner}.MaxMessageSize ({maxMessageSize}). The default is 8 KiB.");
+            throw new InvalidOperationException($"{owner}.MaxMetadataSize is {maxMetadataSize}; it must be at least 1 (the default is 8 KiB).");
         }
     }
+
+    /// <summary>The metadata limit a side announces and enforces: its MaxMetadataSize, but no more
+    /// than its MaxMessageSize (a message that holds the section is bounded by that already).</summary>
+    public static int EffectiveMetadataSize(int maxMetadataSize, int maxMessageSize) => Math.Min(maxMetadataSize, maxMessageSize);
 
     public static void RequireNoNulls<T>(IList<T> interceptors, string owner)
         where T : class

@@ -45,7 +45,7 @@ internal sealed class ServerConnection : MuxConnection
         MaxQueuedOutboundBytes = options.MaxOutboundBytesPerConnection;
         StreamWindow = options.StreamWindow;
         MaxMessageSize = options.MaxMessageSize;
-        MaxMetadataSize = options.MaxMetadataSize;
+        MaxMetadataSize = OptionsValidation.EffectiveMetadataSize(options.MaxMetadataSize, options.MaxMessageSize);
         FragmentSize = options.FragmentSize;
         MaxMessagesInProgress = options.MaxConcurrentCallsPerConnection; // A client keeps at most that many calls outstanding.
         SerializerOptions = MuxSerializerOptions.ForServer(options.SerializerOptions);
@@ -165,7 +165,7 @@ internal sealed class ServerConnection : MuxConnection
         OnPeerSettings(client);
         Outgoing.OnPeerSettings(client.MaxConcurrentCalls, readsTraceContext: false, client.ServerCallStreams); // A server's calls carry no headers.
         IsHandshakeDone = true;
-        var body = new HelloBody(new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow, MaxMessageSize = _options.MaxMessageSize, MaxMetadataSize = _options.MaxMetadataSize });
+        var body = new HelloBody(new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow, MaxMessageSize = _options.MaxMessageSize, MaxMetadataSize = MaxMetadataSize });
         SendFrame(FrameType.HelloAck, 0, 0, ref body);
     }
 

@@ -67,6 +67,26 @@ public sealed class MetadataTests
     }
 
     [Fact]
+    public async Task AMaxMessageSizeBelowTheMetadataDefault_StillStarts_AndBoundsTheMetadataItAnnounces()
+    {
+        // 4096 was a valid MaxMessageSize before metadata existed; the 8 KiB default must not refuse it.
+        await using PipelineHost host = await PipelineHost.StartAsync(TransportKind.Tcp, new MuxServerOptions { MaxMessageSize = 4096 }, new MuxClientOptions { MaxMessageSize = 4096 });
+        await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!);
+        HandshakeSettings server = await raw.HandshakeAsync();
+        Assert.Equal(4096, server.MaxMetadataSize);
+
+        IPipelineService acme = host.Client.CreateProxy<IPipelineService>(new MuxCallOptions { Metadata = { ["tenant"] = "acme" } });
+        Assert.Equal("acme", await acme.Lookup("tenant").WaitAsync(TestHost.Patience));
+    }
+
+    [Fact]
+    public void AMaxMetadataSizeBelowOne_IsRefused_WithWhatToFix()
+    {
+        var invalid = Assert.Throws<InvalidOperationException>(() => MuxClient.Create(new MuxClientOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 1), MaxMetadataSize = 0 }));
+        Assert.Equal("MuxClientOptions.MaxMetadataSize is 0; it must be at least 1 (the default is 8 KiB).", invalid.Message);
+    }
+
+    [Fact]
     public void Keys_AreCaseInsensitive_InTheOptions()
     {
         var options = new MuxCallOptions { Metadata = { ["Tenant"] = "a" } };
