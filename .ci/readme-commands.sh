@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the README's commands the way a newcomer types them, from the repository root, each bounded
-# to a few seconds: the Hello sample, the hosted Server sample (started, loaded by the Load sample
+# to a few seconds: the Hello sample, the Pipeline sample, the hosted Server sample (started, loaded by the Load sample
 # over one connection, stopped with SIGTERM as a service manager would, and checked to drain and
 # exit 0), the Telemetry sample (one trace across client and server), and `dotnet pack -c Release`. The test command, the Load sample alone, the packages and
 # the load runner are run by .ci/run itself. The last check fails when the README gains a
@@ -41,6 +41,19 @@ if timeout 300 dotnet run --project samples/Mux.Samples.Hello >"$hello_log" 2>&1
 else
   cat "$hello_log"
   fail "the Hello sample did not print 'Hello, world!'"
+fi
+
+# dotnet run --project samples/Mux.Samples.Pipeline: Authenticate, a server interceptor refusing a
+# call without a tenant, a client interceptor's correlation id, and a refused unknown token.
+pipeline_log="$work/pipeline.log"
+if timeout 300 dotnet run --project samples/Mux.Samples.Pipeline >"$pipeline_log" 2>&1 \
+  && grep -q '^without a tenant: PermissionDenied: ' "$pipeline_log" \
+  && grep -qE '^order for tea placed by alice for tenant acme \(correlation id [0-9a-f]{12}\)$' "$pipeline_log" \
+  && grep -q '^unknown token: .*refused the connection (Unauthenticated)' "$pipeline_log"; then
+  echo "readme: Pipeline sample refused the call without a tenant and the unknown token, and served alice's call for acme"
+else
+  cat "$pipeline_log"
+  fail "the Pipeline sample did not show the refusal, alice's call for acme with a correlation id, and the refused token"
 fi
 
 # dotnet run -c Release --project samples/Mux.Samples.Server, then the Load sample against it.

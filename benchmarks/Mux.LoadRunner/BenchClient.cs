@@ -96,11 +96,11 @@ internal sealed class MuxBenchClient : IBenchClient
 
     // The benchmark measures TLS's cost, not trust: the server's throwaway self-signed certificate is
     // accepted without checks. Never do this outside a benchmark.
-    private static MuxClientOptions Options(bool tls) => new()
+    private static MuxClientOptions Options(bool tls) => PassThroughInterceptor.AddTo(new MuxClientOptions
     {
         ConnectTimeout = TimeSpan.FromSeconds(10),
         Tls = tls ? new SslClientAuthenticationOptions { TargetHost = "localhost", RemoteCertificateValidationCallback = static (_, _, _, _) => true } : null,
-    };
+    });
 
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
     public async ValueTask CallAsync(int caller)

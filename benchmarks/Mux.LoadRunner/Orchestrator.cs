@@ -32,6 +32,11 @@ internal static class Orchestrator
         var table = new ResultTable(Console.Out);
         Console.WriteLine($"Mux load runner: {machine.Summary}");
         Console.WriteLine($"window {options.Seconds:0.###} s after {options.Warmup:0.###} s warm-up per point (plus one discarded client warm-up run per system and method); one connection per point; servers in child processes.");
+        if (PassThroughInterceptor.Enabled)
+        {
+            Console.WriteLine("--interceptors: Mux servers and clients run one interceptor each that only awaits next().");
+        }
+
         foreach (BenchMethod method in methods)
         {
             Console.WriteLine($"  {method.Name,-8} {method.Description,-34} request frame {method.RequestFrameBytes} B, response frame {method.ResponseFrameBytes} B");

@@ -28,6 +28,8 @@ internal sealed class RunnerOptions
           --warmup S       warm-up before each window (default 1)
           --out DIR        where the files go (default artifacts/loadrunner under the
                            repository root, else under the current directory)
+          --interceptors   Mux servers and clients get one interceptor each that only awaits
+                           next() (the call pipeline's own cost; docs/benchmarks.md)
 
           Restart measurement (instead of the sweep): --restart-server-after S [--server-down S2]
           [--restarts N] with one Mux system (--systems mux or mux-tls), the first method and the
@@ -204,6 +206,9 @@ internal sealed class RunnerOptions
                     break;
                 case "--out":
                     options.OutDirectory = Value();
+                    break;
+                case "--interceptors":
+                    PassThroughInterceptor.Enabled = true;
                     break;
                 default:
                     throw new ArgumentException($"Unknown option '{name}'.");

@@ -68,6 +68,11 @@ internal sealed class ServerProcess : IAsyncDisposable
             start.ArgumentList.Add(argument);
         }
 
+        if (PassThroughInterceptor.Enabled)
+        {
+            start.ArgumentList.Add("--interceptors");
+        }
+
         Process process = Process.Start(start) ?? throw new InvalidOperationException($"Could not start {host}.");
         s_live.TryAdd(process, 0);
         var server = new ServerProcess(process);

@@ -21,12 +21,12 @@ internal static class ServerRole
         {
             MuxServer? counted = null;
             marks = new WindowMarks(() => ConnectionCounters(counted));
-            mux = new MuxServer(new MuxServerOptions
+            mux = new MuxServer(PassThroughInterceptor.AddTo(new MuxServerOptions
             {
                 EndPoint = new IPEndPoint(IPAddress.Loopback, port),
                 ShutdownTimeout = TimeSpan.FromSeconds(2),
                 Tls = system == BenchSystems.MuxTls ? new SslServerAuthenticationOptions { ServerCertificate = BenchCertificate.Create() } : null,
-            });
+            }));
             MuxServer server = mux;
             counted = mux;
             mux.AddService<IBenchService>(new BenchService());

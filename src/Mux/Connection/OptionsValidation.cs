@@ -58,4 +58,31 @@ internal static class OptionsValidation
             throw new InvalidOperationException($"{owner}.MaxMessageSize is {maxMessageSize}; it must be between {ProtocolConstants.MinimumMaxFrameSize} (4 KiB) and {MaximumMaxMessageSize} (1 GiB). The default is 64 MiB.");
         }
     }
+
+    /// <summary>At least 1. A value above MaxMessageSize is allowed (the section is part of the
+    /// message, so MaxMessageSize bounds it anyway; see EffectiveMetadataSize): a client or server
+    /// configured with a MaxMessageSize below the 8 KiB default must not fail to start.</summary>
+    public static void RequireMetadataSize(int maxMetadataSize, string owner)
+    {
+        if (maxMetadataSize < 1)
+        {
+            throw new InvalidOperationException($"{owner}.MaxMetadataSize is {maxMetadataSize}; it must be at least 1 (the default is 8 KiB).");
+        }
+    }
+
+    /// <summary>The metadata limit a side announces and enforces: its MaxMetadataSize, but no more
+    /// than its MaxMessageSize (a message that holds the section is bounded by that already).</summary>
+    public static int EffectiveMetadataSize(int maxMetadataSize, int maxMessageSize) => Math.Min(maxMetadataSize, maxMessageSize);
+
+    public static void RequireNoNulls<T>(IList<T> interceptors, string owner)
+        where T : class
+    {
+        for (int i = 0; i < interceptors.Count; i++)
+        {
+            if (interceptors[i] is null)
+            {
+                throw new InvalidOperationException($"{owner}.Interceptors[{i}] is null. Remove it, or add an interceptor instance.");
+            }
+        }
+    }
 }
