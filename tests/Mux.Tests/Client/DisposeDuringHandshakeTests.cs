@@ -20,7 +20,7 @@ public sealed class DisposeDuringHandshakeTests
     public async Task AClientDisposedWhileItsFirstConnectionWaitsForHelloAck_EndsAtOnce_AndDropsTheConnection()
     {
         var clock = new FakeTimeProvider();
-        using TcpListener listener = Listen();
+        using TcpListener listener = RawMuxPeer.Listen();
         MuxClient client = MuxClient.Create(Options(clock, listener.LocalEndpoint));
         await using RawMuxPeer server = await RawMuxPeer.AcceptAsync(listener);
         Assert.Equal(FrameType.Hello, (await server.ExpectFrameAsync()).Type);
@@ -34,7 +34,7 @@ public sealed class DisposeDuringHandshakeTests
     public async Task AClientDisposedWhileItReconnects_AndTheNewConnectionWaitsForHelloAck_EndsAtOnce()
     {
         var clock = new FakeTimeProvider();
-        using TcpListener listener = Listen();
+        using TcpListener listener = RawMuxPeer.Listen();
         MuxClient client = MuxClient.Create(Options(clock, listener.LocalEndpoint));
         RawMuxPeer first = await RawMuxPeer.AcceptAsync(listener);
         await first.AnswerHelloAsync();
@@ -53,13 +53,6 @@ public sealed class DisposeDuringHandshakeTests
         await client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
 
         await second.AssertClosedByOtherSideAsync();
-    }
-
-    private static TcpListener Listen()
-    {
-        var listener = new TcpListener(IPAddress.Loopback, 0);
-        listener.Start();
-        return listener;
     }
 
     // Keepalive off, so that the hand-written servers see only the handshake and the calls.

@@ -23,7 +23,7 @@ public sealed class GoAwayResendTests
     {
         const int Calls = 10;
         const int Served = 6;
-        using TcpListener listener = Listen();
+        using TcpListener listener = RawMuxPeer.Listen();
         Task<MuxClient> connecting = MuxClient.ConnectAsync(Options(new FakeTimeProvider(), listener.LocalEndpoint));
         await using RawMuxPeer first = await RawMuxPeer.AcceptAsync(listener);
         await first.AnswerHelloAsync();
@@ -82,7 +82,7 @@ public sealed class GoAwayResendTests
     public async Task GoAway_ACallAboveItWhoseDeadlinePassesWhileItWaitsForTheNextConnection_IsNeverSentAgain()
     {
         var clock = new FakeTimeProvider();
-        using TcpListener listener = Listen();
+        using TcpListener listener = RawMuxPeer.Listen();
         Task<MuxClient> connecting = MuxClient.ConnectAsync(Options(clock, listener.LocalEndpoint));
         await using RawMuxPeer first = await RawMuxPeer.AcceptAsync(listener);
         await first.AnswerHelloAsync();
@@ -130,13 +130,6 @@ public sealed class GoAwayResendTests
         }
 
         return requests;
-    }
-
-    private static TcpListener Listen()
-    {
-        var listener = new TcpListener(IPAddress.Loopback, 0);
-        listener.Start();
-        return listener;
     }
 
     // A CallTimeout longer than the test's patience: only the fake clock can make it pass. Keepalive

@@ -27,7 +27,7 @@ public sealed class DeadlineFixedOnceTests
     public async Task ACallMadeWhileDisconnected_ThatWaits1500MsForTheConnection_IsSentWith500MsLeft_AndTimesOut2SecondsAfterItWasMade()
     {
         var clock = new FakeTimeProvider();
-        using TcpListener listener = Listen();
+        using TcpListener listener = RawMuxPeer.Listen();
         await using MuxClient client = MuxClient.Create(Options(clock, listener.LocalEndpoint));
         await using RawMuxPeer server = await RawMuxPeer.AcceptAsync(listener);
         Assert.Equal(FrameType.Hello, (await server.ExpectFrameAsync()).Type); // The handshake waits for the test.
@@ -57,7 +57,7 @@ public sealed class DeadlineFixedOnceTests
     public async Task ACallThatWaits1500MsForACallSlot_IsSentWith500MsLeft()
     {
         var clock = new FakeTimeProvider();
-        using TcpListener listener = Listen();
+        using TcpListener listener = RawMuxPeer.Listen();
         await using Connected connected = await Connected.StartAsync(listener, clock, maxConcurrentCalls: 1);
         ITestService proxy = connected.Client.CreateProxy<ITestService>();
 
@@ -82,7 +82,7 @@ public sealed class DeadlineFixedOnceTests
     public async Task ACallSentAgainAfterGoAway1500MsAfterItWasMade_IsSentWith500MsLeft()
     {
         var clock = new FakeTimeProvider();
-        using TcpListener listener = Listen();
+        using TcpListener listener = RawMuxPeer.Listen();
         await using Connected connected = await Connected.StartAsync(listener, clock);
         Task<int> call = connected.Client.CreateProxy<ITestService>().Add(3, 0).AsTask();
         ReceivedFrame first = await connected.Server.ExpectFrameAsync();
@@ -105,7 +105,7 @@ public sealed class DeadlineFixedOnceTests
     {
         // The slot wait's own timer is late (a busy machine): the slot comes free after the deadline.
         var clock = new LateTimersClock();
-        using TcpListener listener = Listen();
+        using TcpListener listener = RawMuxPeer.Listen();
         await using Connected connected = await Connected.StartAsync(listener, clock, maxConcurrentCalls: 1);
         ITestService proxy = connected.Client.CreateProxy<ITestService>();
         Task<int> first = proxy.Add(1, 0).AsTask();
@@ -133,7 +133,7 @@ public sealed class DeadlineFixedOnceTests
     {
         // The connection comes up after the call's deadline, before the wait's own (late) timer fired.
         var clock = new LateTimersClock();
-        using TcpListener listener = Listen();
+        using TcpListener listener = RawMuxPeer.Listen();
         await using MuxClient client = MuxClient.Create(Options(clock, listener.LocalEndpoint));
         ITestService proxy = client.CreateProxy<ITestService>();
         await using RawMuxPeer server = await RawMuxPeer.AcceptAsync(listener);
@@ -150,13 +150,6 @@ public sealed class DeadlineFixedOnceTests
         Assert.Equal(2, FirstArgument(nextRequest));
         await server.SendAsync(Response(nextRequest.CallId, 20));
         Assert.Equal(20, await next.WaitAsync(TestHost.Patience));
-    }
-
-    private static TcpListener Listen()
-    {
-        var listener = new TcpListener(IPAddress.Loopback, 0);
-        listener.Start();
-        return listener;
     }
 
     // Keepalive off, so that the hand-written server sees only the client's calls.

@@ -45,6 +45,15 @@ internal sealed class RawMuxPeer : IAsyncDisposable, IDisposable
         return new RawMuxPeer(socket, chunkSize);
     }
 
+    /// <summary>A started listener on 127.0.0.1 and a free port, for a client under test to
+    /// connect to and <see cref="AcceptAsync"/> to take its connections from.</summary>
+    public static TcpListener Listen()
+    {
+        var listener = new TcpListener(IPAddress.Loopback, 0);
+        listener.Start();
+        return listener;
+    }
+
     /// <summary>Accepts one connection as a server (the client under test connects to
     /// <paramref name="listener"/>).</summary>
     public static async Task<RawMuxPeer> AcceptAsync(TcpListener listener)

@@ -24,7 +24,7 @@ public sealed class ConnectionWaitTests
     [InlineData(true)]
     public async Task WhileTheServerIsGone_ACallThatDoesNotWaitFailsAtOnce_SafeToRetry_AndOneThatWaitsIsSentOnTheNextConnection(bool failFastClientWide)
     {
-        using TcpListener listener = Listen();
+        using TcpListener listener = RawMuxPeer.Listen();
         Task<MuxClient> connecting = MuxClient.ConnectAsync(Options(listener.LocalEndpoint, waitForConnection: !failFastClientWide));
         RawMuxPeer first = await RawMuxPeer.AcceptAsync(listener);
         await first.AnswerHelloAsync();
@@ -66,7 +66,7 @@ public sealed class ConnectionWaitTests
     [InlineData(true)]
     public async Task ACallSentBeforeTheServerWentAway_AndRefusedAsNeverRun_FailsSafeToRetry_WhenItDoesNotWait_AndIsSentOnceMoreWhenItWaits(bool waits)
     {
-        using TcpListener listener = Listen();
+        using TcpListener listener = RawMuxPeer.Listen();
         Task<MuxClient> connecting = MuxClient.ConnectAsync(Options(listener.LocalEndpoint, waitForConnection: true));
         RawMuxPeer first = await RawMuxPeer.AcceptAsync(listener);
         await first.AnswerHelloAsync();
@@ -138,13 +138,6 @@ public sealed class ConnectionWaitTests
             await first.DisposeAsync();
             await client.DisposeAsync();
         }
-    }
-
-    private static TcpListener Listen()
-    {
-        var listener = new TcpListener(IPAddress.Loopback, 0);
-        listener.Start();
-        return listener;
     }
 
     // A fake clock nobody moves: no CallTimeout, ConnectTimeout or backoff can pass. Keepalive off,
