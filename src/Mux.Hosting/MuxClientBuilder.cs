@@ -23,7 +23,7 @@ public sealed class MuxClientBuilder
 
     /// <summary>
     /// Registers <typeparamref name="TService"/> as a singleton: a proxy, created with
-    /// <see cref="MuxClient.CreateProxy{TService}"/>, whose calls travel over the one shared
+    /// <see cref="MuxClient.CreateProxy{TService}()"/>, whose calls travel over the one shared
     /// connection. Inject it anywhere, also into services constructed before the host has started:
     /// its calls wait for the connection (within <see cref="MuxClientOptions.CallTimeout"/>).
     /// Adding the same proxy twice registers it once.
@@ -66,6 +66,27 @@ public sealed class MuxClientBuilder
         Services.AddSingleton(new MuxClientServiceRegistration(
             typeof(TService),
             static (client, provider) => client.AddService<TService>(provider.GetRequiredService<TImplementation>())));
+        return this;
+    }
+
+    /// <summary>
+    /// Runs <typeparamref name="TInterceptor"/> around every call the shared client makes, through
+    /// any of its proxies (see <see cref="IMuxClientInterceptor"/>), after the interceptors added
+    /// before it (and after those the configure delegate put in
+    /// <see cref="MuxClientOptions.Interceptors"/>): the first added is the outermost. It is a
+    /// singleton of the service collection (registered here unless it is already), resolved once,
+    /// when the client is created, with its dependencies by constructor injection; it serves every
+    /// call concurrently, so it must be thread-safe, and it must not depend on the client or its
+    /// proxies (the client needs it to exist). Adding the same type twice runs it twice.
+    /// </summary>
+    /// <typeparam name="TInterceptor">The interceptor's class.</typeparam>
+    /// <returns>This builder, for chaining.</returns>
+    public MuxClientBuilder AddInterceptor<[DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] TInterceptor>()
+        where TInterceptor : class, IMuxClientInterceptor
+    {
+        Services.TryAddSingleton<TInterceptor>();
+        Services.AddSingleton(new MuxInterceptorRegistration(typeof(TInterceptor), ForServer: false));
+        Services.TryAddEnumerable(ServiceDescriptor.Singleton<Microsoft.Extensions.Options.IPostConfigureOptions<MuxClientOptions>, MuxInterceptorSetup>());
         return this;
     }
 

@@ -48,6 +48,9 @@ internal sealed class MuxServerConfiguration
     public TimeSpan? KeepAliveTimeout { get; set; }
 
     public TimeSpan? IdleTimeout { get; set; }
+
+    // Issue 25: the call pipeline.
+    public int? MaxMetadataSize { get; set; }
 }
 
 /// <summary>The keys of the "Mux:Client" configuration section. Every key is optional; a missing
@@ -98,4 +101,9 @@ internal sealed class MuxClientConfiguration
     public string? Service { get; set; }
 
     public TimeSpan? ResolveInterval { get; set; }
+
+    // Issue 25: the call pipeline.
+    public int? MaxMetadataSize { get; set; }
+
+    public bool? WaitForConnection { get; set; }
 }

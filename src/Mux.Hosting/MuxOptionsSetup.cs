@@ -45,6 +45,7 @@ internal sealed class MuxServerOptionsSetup(IConfiguration? configuration = null
         options.StreamWindow = bound.StreamWindow ?? options.StreamWindow;
         options.EnableCallContextPropagation = bound.EnableCallContextPropagation ?? options.EnableCallContextPropagation;
         options.ClientCallTimeout = bound.ClientCallTimeout ?? options.ClientCallTimeout;
+        options.MaxMetadataSize = bound.MaxMetadataSize ?? options.MaxMetadataSize;
         if (bound.Tls is { } tls)
         {
             ConfigureTls(options, tls);
@@ -113,5 +114,7 @@ internal sealed class MuxClientOptionsSetup(IConfiguration? configuration = null
         options.StreamWindow = bound.StreamWindow ?? options.StreamWindow;
         options.Service = bound.Service ?? options.Service;
         options.ResolveInterval = bound.ResolveInterval ?? options.ResolveInterval;
+        options.MaxMetadataSize = bound.MaxMetadataSize ?? options.MaxMetadataSize;
+        options.WaitForConnection = bound.WaitForConnection ?? options.WaitForConnection;
     }
 }

@@ -75,6 +75,27 @@ public sealed class MuxServerBuilder
     }
 
     /// <summary>
+    /// Runs <typeparamref name="TInterceptor"/> around every call the server serves (see
+    /// <see cref="IMuxServerInterceptor"/>), after the interceptors added before it (and after those
+    /// the configure delegate put in <see cref="MuxServerOptions.Interceptors"/>): the first added is
+    /// the outermost. It is a singleton of the service collection (registered here unless it is
+    /// already), resolved once, when the server is created, with its dependencies by constructor
+    /// injection; it serves every call concurrently, so it must be thread-safe. For per-call
+    /// dependencies, inject <see cref="IServiceScopeFactory"/> and make a scope in
+    /// <see cref="IMuxServerInterceptor.InvokeAsync"/>. Adding the same type twice runs it twice.
+    /// </summary>
+    /// <typeparam name="TInterceptor">The interceptor's class.</typeparam>
+    /// <returns>This builder, for chaining.</returns>
+    public MuxServerBuilder AddInterceptor<[DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] TInterceptor>()
+        where TInterceptor : class, IMuxServerInterceptor
+    {
+        Services.TryAddSingleton<TInterceptor>();
+        Services.AddSingleton(new MuxInterceptorRegistration(typeof(TInterceptor), ForServer: true));
+        Services.TryAddEnumerable(ServiceDescriptor.Singleton<Microsoft.Extensions.Options.IPostConfigureOptions<MuxServerOptions>, MuxInterceptorSetup>());
+        return this;
+    }
+
+    /// <summary>
     /// Adds a health check (<c>Microsoft.Extensions.Diagnostics.HealthChecks</c>) that reports the
     /// server: <see cref="HealthStatus.Healthy"/> while it accepts connections, with its endpoint and
     /// open connections; <paramref name="failureStatus"/> before the host has started it, once it has

@@ -8,7 +8,7 @@ public sealed partial class MuxCallContext
     /// <summary>
     /// The client that made this call, to call the services it added with
     /// <see cref="MuxClient.AddService{TService}(TService)"/> on the same connection
-    /// (<see cref="MuxRemoteClient.CreateProxy{TService}"/>). The object may be kept after the call
+    /// (<see cref="MuxRemoteClient.CreateProxy{TService}()"/>). The object may be kept after the call
     /// has finished: it stays usable while the client's connection is open.
     /// </summary>
     /// <exception cref="InvalidOperationException">This context is of a call a server started,

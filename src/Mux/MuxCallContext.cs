@@ -1,10 +1,12 @@
+using System.Security.Claims;
 using Mux.Connection;
 
 namespace Mux;
 
 /// <summary>
-/// The Mux call a server handler is serving: its method, its cancellation token and the caller's
-/// deadline. A <see cref="MuxServiceAttribute">[MuxService]</see> method gets it by declaring a
+/// The Mux call a server handler is serving: its method, its cancellation token, the caller's
+/// deadline, its metadata, and who is calling (<see cref="User"/>, <see cref="Connection"/>).
+/// Server interceptors (<see cref="IMuxServerInterceptor"/>) get it too. A <see cref="MuxServiceAttribute">[MuxService]</see> method gets it by declaring a
 /// parameter of this type, which the generated dispatcher fills (like a
 /// <see cref="System.Threading.CancellationToken"/>, it never travels on the wire and is not part
 /// of the method id); code without such a parameter reads <see cref="MuxServerCall.Context"/>.
@@ -41,6 +43,7 @@ public sealed partial class MuxCallContext
         _generation = call.Generation;
         MethodName = call.MethodName;
         DeadlineTimestamp = call.DeadlineTimestamp;
+        Metadata = call.Metadata;
     }
 
     /// <summary>
@@ -59,6 +62,28 @@ public sealed partial class MuxCallContext
 
     /// <summary>"IService.Method" of the call being served.</summary>
     public string MethodName { get; }
+
+    /// <summary>
+    /// The metadata the caller sent with the call (<see cref="MuxCallOptions.Metadata"/>, and what its
+    /// client interceptors added): keys compared case-insensitively, never one reserved for Mux
+    /// (<c>mux-</c>). Empty when it sent none. Kept after the call has finished.
+    /// </summary>
+    public IReadOnlyDictionary<string, string> Metadata { get; }
+
+    /// <summary>
+    /// Who is calling: the principal <see cref="MuxServerOptions.Authenticate"/> returned for the
+    /// call's connection, or, without Authenticate (and in the handlers of a client, for calls its
+    /// server makes), an anonymous one (<c>User.Identity.IsAuthenticated</c> is false). The same
+    /// object for every call of a connection.
+    /// </summary>
+    public ClaimsPrincipal User => _call.Connection.PeerUser;
+
+    /// <summary>
+    /// The connection the call arrived on: the caller's address, the auth token and TLS certificate it
+    /// presented, and the <see cref="MuxConnectionInfo.Properties"/> the application keeps for it. The
+    /// same object for every call of a connection.
+    /// </summary>
+    public MuxConnectionInfo Connection => _call.Connection.PeerInfo;
 
     /// <summary>
     /// Cancelled when the caller gives up (cancellation, timeout, or its <see cref="Deadline"/>),

@@ -21,7 +21,7 @@ namespace Mux;
 /// hundreds of concurrent calls travel over its single TCP connection, each tagged with its own
 /// call id, and their frames are merged into few socket reads and writes.
 /// </summary>
-public sealed class MuxClient : IMuxCallInvoker, IOutgoingCallsSource, IAsyncDisposable
+public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
 {
     // The connections, services and call path behind this public face (Client/ClientRuntime).
     private readonly ClientRuntime _runtime;
@@ -214,6 +214,30 @@ public sealed class MuxClient : IMuxCallInvoker, IOutgoingCallsSource, IAsyncDis
         => MuxServiceRegistry.CreateProxy<TService>(this);
 
     /// <summary>
+    /// Creates a proxy whose every call carries <paramref name="options"/>: their
+    /// <see cref="MuxCallOptions.Metadata"/>, <see cref="MuxCallOptions.Timeout"/> (in place of
+    /// <see cref="MuxClientOptions.CallTimeout"/>) and <see cref="MuxCallOptions.WaitForConnection"/>.
+    /// The client's other proxies are unchanged, and the client's interceptors see these calls too.
+    /// Cheap: the options are checked, copied and their metadata encoded once, here; later changes
+    /// to <paramref name="options"/> change no proxy made from it.
+    /// </summary>
+    /// <example><code>
+    /// IUserService acme = client.CreateProxy&lt;IUserService&gt;(new MuxCallOptions
+    /// {
+    ///     Metadata = { ["tenant"] = "acme" }, Timeout = TimeSpan.FromSeconds(2), WaitForConnection = false,
+    /// });
+    /// </code></example>
+    /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface.</typeparam>
+    /// <param name="options">The settings of the proxy's calls.</param>
+    /// <returns>The proxy; it shares this client's connection.</returns>
+    /// <exception cref="InvalidOperationException">No proxy is registered for the interface.</exception>
+    /// <exception cref="ArgumentOutOfRangeException"><see cref="MuxCallOptions.Timeout"/> is not
+    /// positive (or <see cref="Timeout.InfiniteTimeSpan"/>).</exception>
+    public TService CreateProxy<TService>(MuxCallOptions options)
+        where TService : class
+        => MuxServiceRegistry.CreateProxy<TService>(new BoundCallInvoker(_runtime, CallSettings.From(options)));
+
+    /// <summary>
     /// Calls a method by id and returns its result. This is what proxies call; use a proxy instead.
     /// Completes exactly once: with the result; with <see cref="MuxRemoteException"/> if the server
     /// failed the call; with <see cref="TimeoutException"/> after
@@ -237,7 +261,7 @@ public sealed class MuxClient : IMuxCallInvoker, IOutgoingCallsSource, IAsyncDis
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken = default)
         where TArguments : struct
-        => _runtime.InvokeAsync<TArguments, TResult>(methodId, arguments, cancellationToken);
+        => _runtime.InvokeAsync<TArguments, TResult>(methodId, arguments, null, cancellationToken);
 
     /// <summary>Calls a method that returns no value; completes like
     /// <see cref="InvokeAsync{TArguments, TResult}(uint, in TArguments, CancellationToken)"/>.</summary>
@@ -250,7 +274,7 @@ public sealed class MuxClient : IMuxCallInvoker, IOutgoingCallsSource, IAsyncDis
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken = default)
         where TArguments : struct
-        => _runtime.InvokeAsync(methodId, arguments, cancellationToken);
+        => _runtime.InvokeAsync(methodId, arguments, null, cancellationToken);
 
     /// <summary>Counters of the newest connection: frames, flushes, socket operations (of one open
     /// connection for a client over several instances: see <see cref="GetEndPointStatistics"/>).</summary>
@@ -274,7 +298,7 @@ public sealed class MuxClient : IMuxCallInvoker, IOutgoingCallsSource, IAsyncDis
     /// <summary>
     /// Serves <typeparamref name="TService"/> to the server: its handlers can call it back on this
     /// client's connection (<see cref="MuxCallContext.Client"/>, then
-    /// <see cref="MuxRemoteClient.CreateProxy{TService}"/>). Calls run on the thread pool, never on
+    /// <see cref="MuxRemoteClient.CreateProxy{TService}()"/>). Calls run on the thread pool, never on
     /// the connection's reader loop, so a slow one holds up nothing else; their token fires when
     /// the server cancels the call (its caller gave up or it timed out) or the connection is lost.
     /// The service stays added across reconnects, and may be added before or after the client connects.
@@ -299,7 +323,7 @@ public sealed class MuxClient : IMuxCallInvoker, IOutgoingCallsSource, IAsyncDis
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public IAsyncEnumerable<TResult> InvokeServerStream<TArguments, TResult>(uint methodId, TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct =>
-        OutgoingStreamCall.ReceiveAsync<TArguments, TResult, TResult>(this, methodId, arguments, null, cancellationToken);
+        _runtime.ReceiveStream<TArguments, TResult, TResult>(methodId, arguments, null, null, cancellationToken);
 
     /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
@@ -307,7 +331,7 @@ public sealed class MuxClient : IMuxCallInvoker, IOutgoingCallsSource, IAsyncDis
         where TArguments : struct
     {
         ArgumentNullException.ThrowIfNull(items);
-        return OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, cancellationToken);
+        return _runtime.ReceiveStream<TArguments, TItem, TResult>(methodId, arguments, items, null, cancellationToken);
     }
 
     /// <inheritdoc/>
@@ -316,7 +340,7 @@ public sealed class MuxClient : IMuxCallInvoker, IOutgoingCallsSource, IAsyncDis
         where TArguments : struct
     {
         ArgumentNullException.ThrowIfNull(items);
-        return OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, cancellationToken);
+        return _runtime.SendStreamAsync<TArguments, TItem, TResult>(methodId, arguments, items, null, cancellationToken);
     }
 
     /// <inheritdoc/>
@@ -325,9 +349,6 @@ public sealed class MuxClient : IMuxCallInvoker, IOutgoingCallsSource, IAsyncDis
         where TArguments : struct
     {
         ArgumentNullException.ThrowIfNull(items);
-        await OutgoingStreamCall.SendAsync<TArguments, TItem, VoidResult>(this, methodId, arguments, items, cancellationToken).ConfigureAwait(false);
+        await _runtime.SendStreamAsync<TArguments, TItem, VoidResult>(methodId, arguments, items, null, cancellationToken).ConfigureAwait(false);
     }
-
-    ValueTask<OutgoingCalls> IOutgoingCallsSource.GetOutgoingCallsAsync(CancellationToken cancellationToken) =>
-        _runtime.GetOutgoingCallsAsync(cancellationToken);
 }

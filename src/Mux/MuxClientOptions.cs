@@ -202,6 +202,36 @@ public sealed class MuxClientOptions
     /// none is, on the reconnect backoff, and soon after a connection is lost). Defaults to 30 seconds.</summary>
     public TimeSpan ResolveInterval { get; set; } = TimeSpan.FromSeconds(30);
 
+    /// <summary>
+    /// Whether a call made while the client has no connection (it is connecting, or reconnecting
+    /// after a loss or the server's GoAway) waits for one, within its timeout and token.
+    /// <see langword="false"/> fails such a call at once with <see cref="MuxConnectionException"/>
+    /// (<see cref="MuxConnectionException.IsSafeToRetry"/> true: nothing was sent), like
+    /// StackExchange.Redis's fail-fast backlog policy; so does a call the server provably never ran
+    /// (sent just before the connection was lost, or above the server's GoAway), instead of waiting
+    /// to be sent again on the next connection. A proxy bound to <see cref="MuxCallOptions"/> may
+    /// choose otherwise for its calls (<see cref="MuxCallOptions.WaitForConnection"/>). Defaults to
+    /// <see langword="true"/>.
+    /// </summary>
+    public bool WaitForConnection { get; set; } = true;
+
+    /// <summary>
+    /// Run around every call the client makes, in this order (the first is the outermost); see
+    /// <see cref="IMuxClientInterceptor"/>. Read when the client is created. Defaults to empty: the
+    /// call path is then exactly what it is without interceptors.
+    /// </summary>
+    public IList<IMuxClientInterceptor> Interceptors { get; } = new List<IMuxClientInterceptor>();
+
+    /// <summary>
+    /// The largest metadata a call from the server to this client may carry (see
+    /// <see cref="MuxRemoteClient"/>), in bytes of its encoded map; announced in the handshake, so the
+    /// server fails such a call before sending it, and one that arrives with more fails alone with
+    /// <see cref="MuxStatusCode.MessageTooLarge"/>. What this client may send is bounded by its
+    /// server's <see cref="MuxServerOptions.MaxMetadataSize"/>. Between 1 and
+    /// <see cref="MaxMessageSize"/>. Defaults to 8 KiB.
+    /// </summary>
+    public int MaxMetadataSize { get; set; } = Protocol.MetadataSection.DefaultMaxSize;
+
     /// <summary>How a call picks its instance among several; the default, power of two choices, was
     /// measured to spread more evenly (see Balancing/EndPointBalancer).</summary>
     internal BalancingPolicy Balancing { get; set; } = BalancingPolicy.PowerOfTwoChoices;
@@ -273,5 +303,8 @@ public sealed class MuxClientOptions
         {
             throw new InvalidOperationException($"MuxClientOptions.MaxOutboundBytesPerConnection is {MaxOutboundBytesPerConnection}; it must be at least 4096 bytes (the default is 1 MiB).");
         }
+
+        OptionsValidation.RequireMetadataSize(MaxMetadataSize, MaxMessageSize, nameof(MuxClientOptions));
+        OptionsValidation.RequireNoNulls(Interceptors, nameof(MuxClientOptions));
     }
 }

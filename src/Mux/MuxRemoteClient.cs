@@ -10,7 +10,7 @@ namespace Mux;
 /// The client at the other end of a server connection, as the server calls it: a handler gets it
 /// from its <see cref="MuxCallContext"/> (<see cref="MuxCallContext.Client"/>) and calls the
 /// services that client added with <see cref="MuxClient.AddService{TService}(TService)"/> through
-/// <see cref="CreateProxy{TService}"/>, on the same connection. Such calls complete exactly once,
+/// <see cref="CreateProxy{TService}()"/>, on the same connection. Such calls complete exactly once,
 /// like calls the other way: with the result; with <see cref="MuxRemoteException"/> when the
 /// client's handler failed or the client has no such service
 /// (<see cref="MuxStatusCode.UnknownMethod"/>); with <see cref="TimeoutException"/> after
@@ -29,15 +29,28 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
 {
     private readonly ServerConnection _connection;
 
-    // MuxServerOptions.ClientCallTimeout in the server clock's timestamp units (ClockDeadline.Never
-    // for none). Immutable.
+    // MuxServerOptions.ClientCallTimeout (or the bound MuxCallOptions.Timeout) in the server clock's
+    // timestamp units (ClockDeadline.Never for none). Immutable.
     private readonly long _clientCallTimeout;
 
+    // The MuxCallOptions this object's proxies are bound to; null for the connection's own object.
+    // Immutable.
+    private readonly CallSettings? _settings;
+
     internal MuxRemoteClient(ServerConnection connection, TimeSpan clientCallTimeout)
+        : this(connection, ClockDeadline.ToTimestampSpan(connection.TimeProvider, clientCallTimeout), null)
+    {
+    }
+
+    private MuxRemoteClient(ServerConnection connection, long clientCallTimeout, CallSettings? settings)
     {
         _connection = connection;
-        _clientCallTimeout = ClockDeadline.ToTimestampSpan(connection.TimeProvider, clientCallTimeout);
+        _settings = settings;
+        _clientCallTimeout = settings?.Timeout is { } timeout ? ClockDeadline.ToTimestampSpan(connection.TimeProvider, timeout) : clientCallTimeout;
     }
+
+    // The bound options' metadata section, if any.
+    private byte[]? Metadata => _settings?.EncodedMetadata;
 
     /// <summary>Whether the connection to this client is still open.</summary>
     public bool IsConnected => !_connection.IsClosed;
@@ -54,13 +67,30 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
         where TService : class
         => MuxServiceRegistry.CreateProxy<TService>(this);
 
+    /// <summary>Creates a proxy whose calls to this client carry <paramref name="options"/>: their
+    /// <see cref="MuxCallOptions.Metadata"/> (the client's handler reads it as
+    /// <see cref="MuxCallContext.Metadata"/>) and <see cref="MuxCallOptions.Timeout"/> (in place of
+    /// <see cref="MuxServerOptions.ClientCallTimeout"/>); <see cref="MuxCallOptions.WaitForConnection"/>
+    /// does not apply (a client's connection is there or gone). Cheap: the options are checked,
+    /// copied and their metadata encoded once, here.</summary>
+    /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface the client
+    /// implements (MuxClient.AddService).</typeparam>
+    /// <param name="options">The settings of the proxy's calls.</param>
+    /// <returns>The proxy; its calls travel on this client's connection.</returns>
+    /// <exception cref="InvalidOperationException">No proxy is registered for the interface.</exception>
+    /// <exception cref="ArgumentOutOfRangeException"><see cref="MuxCallOptions.Timeout"/> is not
+    /// positive (or <see cref="Timeout.InfiniteTimeSpan"/>).</exception>
+    public TService CreateProxy<TService>(MuxCallOptions options)
+        where TService : class
+        => MuxServiceRegistry.CreateProxy<TService>(new MuxRemoteClient(_connection, _clientCallTimeout, CallSettings.From(options)));
+
     /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct
     {
         CallDeadline deadline = Deadline(out long now);
-        return _connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken);
+        return _connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken, metadata: Metadata);
     }
 
     /// <inheritdoc/>
@@ -69,14 +99,14 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
         where TArguments : struct
     {
         CallDeadline deadline = Deadline(out long now);
-        return _connection.Outgoing.InvokeAsync(methodId, arguments, deadline, now, cancellationToken);
+        return _connection.Outgoing.InvokeAsync(methodId, arguments, deadline, now, cancellationToken, Metadata);
     }
 
     /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public IAsyncEnumerable<TResult> InvokeServerStream<TArguments, TResult>(uint methodId, TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct =>
-        OutgoingStreamCall.ReceiveAsync<TArguments, TResult, TResult>(this, methodId, arguments, null, cancellationToken);
+        OutgoingStreamCall.ReceiveAsync<TArguments, TResult, TResult>(this, methodId, arguments, null, Metadata, cancellationToken);
 
     /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
@@ -84,7 +114,7 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
         where TArguments : struct
     {
         ArgumentNullException.ThrowIfNull(items);
-        return OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, cancellationToken);
+        return OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, Metadata, cancellationToken);
     }
 
     /// <inheritdoc/>
@@ -93,7 +123,7 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
         where TArguments : struct
     {
         ArgumentNullException.ThrowIfNull(items);
-        return OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, cancellationToken);
+        return OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, Metadata, cancellationToken);
     }
 
     /// <inheritdoc/>
@@ -102,13 +132,17 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
         where TArguments : struct
     {
         ArgumentNullException.ThrowIfNull(items);
-        await OutgoingStreamCall.SendAsync<TArguments, TItem, VoidResult>(this, methodId, arguments, items, cancellationToken).ConfigureAwait(false);
+        await OutgoingStreamCall.SendAsync<TArguments, TItem, VoidResult>(this, methodId, arguments, items, Metadata, cancellationToken).ConfigureAwait(false);
     }
 
-    ValueTask<OutgoingCalls> IOutgoingCallsSource.GetOutgoingCallsAsync(CancellationToken cancellationToken) => new(_connection.Outgoing);
+    ValueTask<OutgoingCalls> IOutgoingCallsSource.GetOutgoingCallsAsync(uint methodId, CancellationToken cancellationToken) => new(_connection.Outgoing);
 
     /// <summary>A call's deadline: MuxServerOptions.ClientCallTimeout from now (none when infinite).
     /// A server's call to its client inherits no deadline: the client's call it serves is another
     /// flow, whose caller waits for its own answer.</summary>
-    private CallDeadline Deadline(out long now) => CallDeadline.Within(_connection.TimeProvider, _clientCallTimeout, out now);
+    private CallDeadline Deadline(out long now)
+    {
+        CallDeadline deadline = CallDeadline.Within(_connection.TimeProvider, _clientCallTimeout, out now);
+        return _settings?.Timeout is { } own ? deadline.WithOwnTimeout(own) : deadline;
+    }
 }

@@ -1,5 +1,6 @@
 using System.Net;
 using System.Net.Security;
+using System.Security.Claims;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
 using Mux.Transport;
@@ -206,6 +207,42 @@ public sealed class MuxServerOptions
     /// </summary>
     public TimeSpan ClientCallTimeout { get; set; } = TimeSpan.FromSeconds(30);
 
+    /// <summary>
+    /// Who is calling: runs once per connection, after the client's handshake arrived and before the
+    /// server answers it, with what the server knows of the client
+    /// (<see cref="MuxConnectionInfo.RemoteEndPoint"/>, the <see cref="MuxConnectionInfo.AuthToken"/>
+    /// it sent, its TLS <see cref="MuxConnectionInfo.ClientCertificate"/>), and returns the user every
+    /// call on that connection runs as (<see cref="MuxCallContext.User"/>). Returning
+    /// <see langword="null"/> refuses the connection as <see cref="MuxStatusCode.Unauthenticated"/>;
+    /// throwing <see cref="MuxRemoteException"/> refuses it with that exception's status and message
+    /// (for example <see cref="MuxStatusCode.PermissionDenied"/>); any other exception refuses it as
+    /// Unauthenticated (the exception goes to the server's log, its message to the client only with
+    /// <see cref="EnableDetailedErrors"/>). A refused client's connect fails with
+    /// <see cref="MuxConnectionException"/> naming the status. The token fires when the connection
+    /// closes or <see cref="HandshakeTimeout"/> passes first. It runs on the thread pool; the
+    /// connection takes no call until it has returned. Defaults to <see langword="null"/>: every
+    /// connection is accepted (after the <see cref="AuthToken"/> check, if set) and its calls run as
+    /// an anonymous user.
+    /// </summary>
+    public Func<MuxConnectionInfo, CancellationToken, ValueTask<ClaimsPrincipal?>>? Authenticate { get; set; }
+
+    /// <summary>
+    /// Run around every call the server serves, in this order (the first is the outermost); see
+    /// <see cref="IMuxServerInterceptor"/>. Read when the server starts. Defaults to empty: the
+    /// call path is then exactly what it is without interceptors.
+    /// </summary>
+    public IList<IMuxServerInterceptor> Interceptors { get; } = new List<IMuxServerInterceptor>();
+
+    /// <summary>
+    /// The largest metadata a call to this server may carry, in bytes of its encoded map (keys and
+    /// values in UTF-8 plus a few bytes each; see docs/protocol.md, *Metadata*). The server announces
+    /// it in the handshake, so a Mux client fails a call with more before sending it
+    /// (<see cref="InvalidOperationException"/>); a call that arrives with more anyway fails alone
+    /// with <see cref="MuxStatusCode.MessageTooLarge"/>, and the connection stays up. Between 1 and
+    /// <see cref="MaxMessageSize"/>. Defaults to 8 KiB.
+    /// </summary>
+    public int MaxMetadataSize { get; set; } = Protocol.MetadataSection.DefaultMaxSize;
+
     /// <summary>Checks every option; <paramref name="requireEndPoint"/> is false for a server that only
     /// serves connections handed to it (<see cref="MuxServer.Accept(System.IO.Pipelines.IDuplexPipe)"/>).</summary>
     internal void Validate(bool requireEndPoint = true)
@@ -253,5 +290,7 @@ public sealed class MuxServerOptions
         }
         OptionsValidation.RequirePositive(IdleTimeout, nameof(MuxServerOptions), nameof(IdleTimeout), allowInfinite: true);
         OptionsValidation.RequirePositive(ClientCallTimeout, nameof(MuxServerOptions), nameof(ClientCallTimeout), allowInfinite: true);
+        OptionsValidation.RequireMetadataSize(MaxMetadataSize, MaxMessageSize, nameof(MuxServerOptions));
+        OptionsValidation.RequireNoNulls(Interceptors, nameof(MuxServerOptions));
     }
 }

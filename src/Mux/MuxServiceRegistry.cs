@@ -6,7 +6,7 @@ namespace Mux;
 /// <summary>
 /// Where generated code registers the proxy factory and the server definition of each
 /// <see cref="MuxServiceAttribute"/> interface (from a module initializer, so no reflection is
-/// needed at run time). <see cref="MuxClient.CreateProxy{TService}"/> and
+/// needed at run time). <see cref="MuxClient.CreateProxy{TService}()"/> and
 /// <see cref="MuxServer.AddService{TService}(TService)"/> look them up here.
 /// Generated code's plumbing: hidden from IntelliSense, since users never call it.
 /// </summary>

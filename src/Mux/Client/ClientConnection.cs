@@ -28,6 +28,7 @@ internal sealed class ClientConnection : MuxConnection
         MaxQueuedOutboundBytes = options.MaxOutboundBytesPerConnection;
         StreamWindow = options.StreamWindow;
         MaxMessageSize = options.MaxMessageSize;
+        MaxMetadataSize = options.MaxMetadataSize;
         FragmentSize = options.FragmentSize;
         SerializerOptions = MuxSerializerOptions.ForClient(options.SerializerOptions);
         Outgoing = new OutgoingCalls(this, options.CallTimeout);
@@ -57,7 +58,7 @@ internal sealed class ClientConnection : MuxConnection
         connection.StartLoops();
         try
         {
-            var settings = new HandshakeSettings(ProtocolConstants.Version, options.MaxFrameSize, int.MaxValue, options.AuthToken) { StreamWindow = options.StreamWindow, MaxMessageSize = options.MaxMessageSize };
+            var settings = new HandshakeSettings(ProtocolConstants.Version, options.MaxFrameSize, int.MaxValue, options.AuthToken) { StreamWindow = options.StreamWindow, MaxMessageSize = options.MaxMessageSize, MaxMetadataSize = options.MaxMetadataSize };
             var hello = new HelloBody(settings);
             connection.SendFrame(FrameType.Hello, 0, 0, ref hello);
             await connection._handshake.Task.WaitAsync(options.ConnectTimeout, options.TimeProvider, cancellationToken).ConfigureAwait(false);
@@ -106,7 +107,9 @@ internal sealed class ClientConnection : MuxConnection
     protected override void OnConnectionError(in Frame frame)
     {
         ErrorBody error = ErrorBody.Read(frame.Payload.ToArray());
-        var exception = new MuxConnectionException($"The Mux server at {Name} refused the connection: {error.Message}", MuxCloseReason.ProtocolError, new MuxRemoteException(error.Code, error.Message, error.RemoteType));
+        // A refusal by the server's Authenticate names its status (Unauthenticated, PermissionDenied, ...).
+        string status = error.Code == MuxStatusCode.ProtocolError ? string.Empty : $" ({error.Code})";
+        var exception = new MuxConnectionException($"The Mux server at {Name} refused the connection{status}: {error.Message}", MuxCloseReason.ProtocolError, new MuxRemoteException(error.Code, error.Message, error.RemoteType));
         _handshake.TrySetException(exception);
         Close(MuxCloseReason.ProtocolError, exception.InnerException);
     }

@@ -1,5 +1,8 @@
 using System.Runtime.CompilerServices;
+using System.Runtime.ExceptionServices;
 using Mux.Connection;
+using Mux.Serialization;
+using Mux.Streaming;
 
 namespace Mux.Client;
 
@@ -8,7 +11,11 @@ namespace Mux.Client;
 /// when the user makes it; then it goes to the current connection, waits for one when none is up,
 /// and is sent again on the next connection when the server provably never ran it
 /// (<see cref="MuxConnectionException.IsSafeToRetry"/>). Every wait and any resend spend from that
-/// one deadline, so a call whose deadline passed while it waited is not sent again.
+/// one deadline, so a call whose deadline passed while it waited is not sent again. A call made
+/// through a proxy bound to <see cref="MuxCallOptions"/> carries their <see cref="CallSettings"/>:
+/// its timeout replaces CallTimeout in that one place, its metadata goes with the Request, and
+/// without WaitForConnection it fails at once instead of waiting (ClientRuntime.Interceptors.cs has
+/// the path through the client's interceptors).
 /// </summary>
 /// <remarks>
 /// A call that is not complete when it returns goes through <c>RetryIfNotRunAsync</c>, so its
@@ -19,58 +26,154 @@ namespace Mux.Client;
 /// </remarks>
 internal sealed partial class ClientRuntime
 {
-    /// <summary>Calls a method and returns its result (see MuxClient.InvokeAsync).</summary>
-    public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
+    /// <summary>Calls a method and returns its result (see MuxClient.InvokeAsync);
+    /// <paramref name="settings"/> are the bound proxy's, or null.</summary>
+    public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CallSettings? settings, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        // The one place a call's deadline is fixed: every wait and any resend spend from it.
-        CallDeadline deadline = CallDeadline.Fix(_clock, _callTimeout, out long now);
-        ClientConnection? connection = _keeper.Current;
-        if (connection is null)
+        if (_interceptors.Length != 0)
         {
-            return InvokeWhenConnectedAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken);
+            return InterceptAsync<TArguments, TResult>(methodId, arguments, settings, cancellationToken);
         }
 
-        ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken);
-        return call.IsCompletedSuccessfully || !_keeper.Reconnects
-            ? call
-            : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, cancellationToken);
+        // The one place a call's deadline is fixed: every wait and any resend spend from it.
+        CallDeadline deadline = FixDeadline(settings, out long now);
+        return SendAsync<TArguments, TResult>(methodId, arguments, deadline, now, settings?.EncodedMetadata, WaitsForConnection(settings), cancellationToken);
     }
 
     /// <summary>Calls a method that returns no value (see MuxClient.InvokeAsync).</summary>
-    public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
+    public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CallSettings? settings, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        CallDeadline deadline = CallDeadline.Fix(_clock, _callTimeout, out long now);
+        if (_interceptors.Length != 0)
+        {
+            return IgnoreResult(InterceptAsync<TArguments, VoidResult>(methodId, arguments, settings, cancellationToken));
+        }
+
+        CallDeadline deadline = FixDeadline(settings, out long now);
+        return SendAsync(methodId, arguments, deadline, now, settings?.EncodedMetadata, WaitsForConnection(settings), cancellationToken);
+    }
+
+    private static async ValueTask IgnoreResult(ValueTask<VoidResult> call) => await call.ConfigureAwait(false);
+
+    /// <summary>Fixes the deadline of a call made now: CallTimeout from now, or the bound proxy's own
+    /// Timeout, which replaces it (and names itself in the timeout's message).</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private CallDeadline FixDeadline(CallSettings? settings, out long now)
+    {
+        if (settings?.Timeout is not { } own)
+        {
+            return CallDeadline.Fix(_clock, _callTimeout, out now);
+        }
+
+        return CallDeadline.Fix(_clock, ClockDeadline.ToTimestampSpan(_clock, own), out now).WithOwnTimeout(own);
+    }
+
+    /// <summary>The call's timeout in the clock's units: the bound proxy's, else CallTimeout.</summary>
+    private long TimeoutOf(CallSettings? settings) =>
+        settings?.Timeout is { } timeout ? ClockDeadline.ToTimestampSpan(_clock, timeout) : _callTimeout;
+
+    /// <summary>Whether the call waits for a connection: the bound proxy's say, else the client's.</summary>
+    private bool WaitsForConnection(CallSettings? settings) => settings?.WaitForConnection ?? _waitForConnection;
+
+    /// <summary>Sends a call whose deadline is fixed: on the current connection, or on the next one
+    /// when <paramref name="waits"/>, else failing at once while there is none.</summary>
+    private ValueTask<TResult> SendAsync<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, byte[]? metadata, bool waits, CancellationToken cancellationToken)
+        where TArguments : struct
+    {
         ClientConnection? connection = _keeper.Current;
         if (connection is null)
         {
-            return InvokeWhenConnectedAsync(methodId, arguments, deadline, cancellationToken);
+            return waits
+                ? InvokeWhenConnectedAsync<TArguments, TResult>(methodId, arguments, deadline, metadata, cancellationToken)
+                : ValueTask.FromException<TResult>(NotConnected(methodId));
         }
 
-        ValueTask call = connection.Outgoing.InvokeAsync(methodId, arguments, deadline, now, cancellationToken);
+        ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken, metadata: metadata);
         return call.IsCompletedSuccessfully || !_keeper.Reconnects
             ? call
-            : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, cancellationToken);
+            : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits, cancellationToken);
+    }
+
+    private ValueTask SendAsync<TArguments>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, byte[]? metadata, bool waits, CancellationToken cancellationToken)
+        where TArguments : struct
+    {
+        ClientConnection? connection = _keeper.Current;
+        if (connection is null)
+        {
+            return waits
+                ? InvokeWhenConnectedAsync(methodId, arguments, deadline, metadata, cancellationToken)
+                : ValueTask.FromException(NotConnected(methodId));
+        }
+
+        ValueTask call = connection.Outgoing.InvokeAsync(methodId, arguments, deadline, now, cancellationToken, metadata);
+        return call.IsCompletedSuccessfully || !_keeper.Reconnects
+            ? call
+            : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits, cancellationToken);
     }
 
     /// <summary>The calls of the connection a streaming call runs on: the current one, or the next
-    /// one (within CallTimeout). A streaming call is never retried: its stream cannot be replayed.</summary>
-    public ValueTask<OutgoingCalls> GetOutgoingCallsAsync(CancellationToken cancellationToken) =>
-        _keeper.Current is { } connection ? new ValueTask<OutgoingCalls>(connection.Outgoing) : WaitForOutgoingCallsAsync(cancellationToken);
-
-    private async ValueTask<OutgoingCalls> WaitForOutgoingCallsAsync(CancellationToken cancellationToken)
+    /// one (within <paramref name="timeout"/>, in the clock's units) when <paramref name="waits"/>.
+    /// A streaming call is never retried: its stream cannot be replayed.</summary>
+    public ValueTask<OutgoingCalls> GetOutgoingCallsAsync(long timeout, TimeSpan? ownTimeout, bool waits, uint methodId, CancellationToken cancellationToken)
     {
-        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, ClockDeadline.After(_clock.GetTimestamp(), _callTimeout), cancellationToken).ConfigureAwait(false);
+        if (_keeper.Current is { } connection)
+        {
+            return new ValueTask<OutgoingCalls>(connection.Outgoing);
+        }
+
+        return waits ? WaitForOutgoingCallsAsync(timeout, ownTimeout, cancellationToken) : ValueTask.FromException<OutgoingCalls>(NotConnected(methodId));
+    }
+
+    private async ValueTask<OutgoingCalls> WaitForOutgoingCallsAsync(long timeout, TimeSpan? ownTimeout, CancellationToken cancellationToken)
+    {
+        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, ClockDeadline.After(_clock.GetTimestamp(), timeout), ownTimeout, cancellationToken).ConfigureAwait(false);
         return connection.Outgoing;
     }
 
+    /// <summary>Where a streaming call with <paramref name="settings"/> finds its connection.</summary>
+    private IOutgoingCallsSource SourceFor(CallSettings? settings) =>
+        settings is null ? _defaultSource : new CallsSource(this, TimeoutOf(settings), settings.Timeout, WaitsForConnection(settings));
+
+    /// <summary>The failure of a call that does not wait for a connection, made while there is none:
+    /// nothing was sent, so it is safe to retry.</summary>
+    private MuxConnectionException NotConnected(uint methodId)
+    {
+        ClientConnection? latest = _keeper.Latest;
+        bool lost = latest is { IsClosed: true };
+        string why = lost ? $" The last connection: {latest!.CloseError.Message}" : string.Empty;
+        return MuxConnectionException.NotRun(
+            $"The Mux client has no connection to {RemoteEndPoint?.ToString() ?? "its servers"} right now (it is {_keeper.State}), and the call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} does not wait for one (WaitForConnection is false); it was not sent, so it is safe to retry.{why}",
+            latest?.CloseReason ?? MuxCloseReason.None,
+            lost ? latest!.CloseError : null);
+    }
+
+    /// <summary>The connection for a call the server never ran (<paramref name="failed"/> was the
+    /// one it failed on): the next one when the call waits, else one already up, else none, and
+    /// the call fails with <paramref name="notRun"/>.</summary>
+    private ValueTask<ClientConnection> ConnectionForResendAsync(ClientConnection failed, bool waits, in CallDeadline deadline, ExceptionDispatchInfo notRun, CancellationToken cancellationToken)
+    {
+        if (waits)
+        {
+            return _keeper.WaitForConnectionAsync(failed, deadline.At, deadline.OwnTimeout, cancellationToken);
+        }
+
+        if (_keeper.Current is { } next && next != failed)
+        {
+            return new ValueTask<ClientConnection>(next);
+        }
+
+        notRun.Throw();
+        return default; // Not reached.
+    }
+
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
-    private async ValueTask<TResult> RetryIfNotRunAsync<TArguments, TResult>(ValueTask<TResult> call, ClientConnection connection, uint methodId, TArguments arguments, CallDeadline deadline, CancellationToken cancellationToken)
+    private async ValueTask<TResult> RetryIfNotRunAsync<TArguments, TResult>(ValueTask<TResult> call, ClientConnection connection, uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
     {
         while (true)
         {
+            ExceptionDispatchInfo notRun;
             try
             {
                 return await call.ConfigureAwait(false);
@@ -78,19 +181,21 @@ internal sealed partial class ClientRuntime
             catch (MuxConnectionException ex) when (ex.IsSafeToRetry)
             {
                 // The server never ran it: send it again on the next connection.
+                notRun = ExceptionDispatchInfo.Capture(ex);
             }
 
-            connection = await _keeper.WaitForConnectionAsync(connection, deadline.At, cancellationToken).ConfigureAwait(false);
-            call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken);
+            connection = await ConnectionForResendAsync(connection, waits, deadline, notRun, cancellationToken).ConfigureAwait(false);
+            call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata: metadata);
         }
     }
 
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
-    private async ValueTask RetryIfNotRunAsync<TArguments>(ValueTask call, ClientConnection connection, uint methodId, TArguments arguments, CallDeadline deadline, CancellationToken cancellationToken)
+    private async ValueTask RetryIfNotRunAsync<TArguments>(ValueTask call, ClientConnection connection, uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
     {
         while (true)
         {
+            ExceptionDispatchInfo notRun;
             try
             {
                 await call.ConfigureAwait(false);
@@ -99,28 +204,37 @@ internal sealed partial class ClientRuntime
             catch (MuxConnectionException ex) when (ex.IsSafeToRetry)
             {
                 // The server never ran it: send it again on the next connection.
+                notRun = ExceptionDispatchInfo.Capture(ex);
             }
 
-            connection = await _keeper.WaitForConnectionAsync(connection, deadline.At, cancellationToken).ConfigureAwait(false);
-            call = connection.Outgoing.InvokeAsync(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken);
+            connection = await ConnectionForResendAsync(connection, waits, deadline, notRun, cancellationToken).ConfigureAwait(false);
+            call = connection.Outgoing.InvokeAsync(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata);
         }
     }
 
     /// <summary>A call made while no connection is up: waits for one (within the call's deadline
     /// and token), then runs as usual.</summary>
-    private async ValueTask<TResult> InvokeWhenConnectedAsync<TArguments, TResult>(uint methodId, TArguments arguments, CallDeadline deadline, CancellationToken cancellationToken)
+    private async ValueTask<TResult> InvokeWhenConnectedAsync<TArguments, TResult>(uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, deadline.At, cancellationToken).ConfigureAwait(false);
-        ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken);
-        return await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, cancellationToken) : call).ConfigureAwait(false);
+        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, deadline.At, deadline.OwnTimeout, cancellationToken).ConfigureAwait(false);
+        ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata: metadata);
+        return await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits: true, cancellationToken) : call).ConfigureAwait(false);
     }
 
-    private async ValueTask InvokeWhenConnectedAsync<TArguments>(uint methodId, TArguments arguments, CallDeadline deadline, CancellationToken cancellationToken)
+    private async ValueTask InvokeWhenConnectedAsync<TArguments>(uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, deadline.At, cancellationToken).ConfigureAwait(false);
-        ValueTask call = connection.Outgoing.InvokeAsync(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken);
-        await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, cancellationToken) : call).ConfigureAwait(false);
+        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, deadline.At, deadline.OwnTimeout, cancellationToken).ConfigureAwait(false);
+        ValueTask call = connection.Outgoing.InvokeAsync(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata);
+        await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits: true, cancellationToken) : call).ConfigureAwait(false);
+    }
+
+    /// <summary>Where a streaming call finds its connection: the client's current one, with a
+    /// timeout and a wait policy (the client's, or a bound proxy's, or an interceptor's choice).</summary>
+    private sealed class CallsSource(ClientRuntime runtime, long timeout, TimeSpan? ownTimeout, bool waits) : IOutgoingCallsSource
+    {
+        public ValueTask<OutgoingCalls> GetOutgoingCallsAsync(uint methodId, CancellationToken cancellationToken) =>
+            runtime.GetOutgoingCallsAsync(timeout, ownTimeout, waits, methodId, cancellationToken);
     }
 }

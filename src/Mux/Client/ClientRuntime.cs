@@ -4,6 +4,7 @@ using Microsoft.Extensions.Logging.Abstractions;
 using Mux.Client.Balancing;
 using Mux.Connection;
 using Mux.Diagnostics;
+using Mux.Streaming;
 using Mux.Transport;
 
 namespace Mux.Client;
@@ -26,12 +27,30 @@ internal sealed partial class ClientRuntime
     private readonly TimeProvider _clock;
     private readonly long _callTimeout;
 
+    // CallTimeout as the options gave it, for MuxClientCall.Timeout. Immutable.
+    private readonly TimeSpan _callTimeoutSpan;
+
+    // MuxClientOptions.WaitForConnection: whether calls made while no connection is up wait for
+    // one. Immutable.
+    private readonly bool _waitForConnection;
+
+    // MuxClientOptions.Interceptors as the client was created, outermost first; empty for a client
+    // without any, whose calls then never look at them again. Immutable.
+    private readonly IMuxClientInterceptor[] _interceptors;
+
+    // Where a streaming call with the client's own settings finds its connection. Immutable.
+    private readonly IOutgoingCallsSource _defaultSource;
+
     private ClientRuntime(MuxClientOptions options, EndPoint? remoteEndPoint, ServiceMethods services)
     {
         Services = services;
         RemoteEndPoint = remoteEndPoint;
         _clock = options.TimeProvider;
         _callTimeout = ClockDeadline.ToTimestampSpan(_clock, options.CallTimeout);
+        _callTimeoutSpan = options.CallTimeout;
+        _waitForConnection = options.WaitForConnection;
+        _interceptors = [.. options.Interceptors];
+        _defaultSource = new CallsSource(this, _callTimeout, null, _waitForConnection);
     }
 
     /// <summary>Where the client's connections come from.</summary>

@@ -126,7 +126,7 @@ internal sealed class ConnectionKeeper : IConnectionSource
     /// </summary>
     /// <exception cref="MuxConnectionException">No connection came in time (safe to retry), or the client is closed.</exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired.</exception>
-    public async ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, CancellationToken cancellationToken)
+    public async ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken)
     {
         while (true)
         {
@@ -149,7 +149,7 @@ internal sealed class ConnectionKeeper : IConnectionSource
 
             if (!ClockDeadline.TryGetRemaining(_options.TimeProvider, deadline, out TimeSpan wait))
             {
-                throw NoConnectionInTime();
+                throw NoConnectionInTime(ownTimeout);
             }
 
             try
@@ -158,19 +158,19 @@ internal sealed class ConnectionKeeper : IConnectionSource
             }
             catch (TimeoutException)
             {
-                throw NoConnectionInTime();
+                throw NoConnectionInTime(ownTimeout);
             }
         }
     }
 
-    private MuxConnectionException NoConnectionInTime()
+    private MuxConnectionException NoConnectionInTime(TimeSpan? ownTimeout)
     {
         Exception? attempt = _lastConnectError;
         string why = attempt is not null ? $" The last attempt to connect failed: {attempt.Message}"
             : _latest is { IsClosed: true } latest ? $" The last connection: {latest.CloseError.Message}"
             : string.Empty;
         return MuxConnectionException.NotRun(
-            $"No connection to the Mux server at {_server} was available within {DurationText.Format(_options.CallTimeout)} (MuxClientOptions.CallTimeout); the call was not sent.{why}",
+            $"No connection to the Mux server at {_server} was available within {DurationText.Format(ownTimeout ?? _options.CallTimeout)} ({(ownTimeout is null ? "MuxClientOptions.CallTimeout" : "the call's own Timeout")}); the call was not sent.{why}",
             _latest?.CloseReason ?? MuxCloseReason.None,
             attempt);
     }

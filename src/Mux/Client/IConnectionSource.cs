@@ -25,6 +25,8 @@ internal interface IConnectionSource : IAsyncDisposable
 
     /// <summary>Waits for a usable connection other than <paramref name="failed"/>, until
     /// <paramref name="deadline"/> (a <see cref="ClockDeadline"/> timestamp of
-    /// <see cref="MuxClientOptions.TimeProvider"/>, or <see cref="ClockDeadline.Never"/>).</summary>
-    ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, CancellationToken cancellationToken);
+    /// <see cref="MuxClientOptions.TimeProvider"/>, or <see cref="ClockDeadline.Never"/>);
+    /// <paramref name="ownTimeout"/> is the call's own timeout when it replaced CallTimeout (for the
+    /// message of a call that found no connection in time), else null.</summary>
+    ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken);
 }

@@ -67,8 +67,12 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     public MessagePackSerializerOptions SerializerOptions { get; protected init; } = null!;
 
     /// <summary>Whether the handshake has completed: until then only its frames are accepted.
-    /// Set once by the subclass on the reader loop.</summary>
-    protected bool IsHandshakeDone { get; set; }
+    /// Set once by the subclass: on the reader loop, or (a server whose Authenticate ran) on the
+    /// thread that finished it, before the HelloAck is sent.</summary>
+    protected bool IsHandshakeDone { get => _handshakeDone; set => _handshakeDone = value; }
+
+    // See IsHandshakeDone; volatile because a server may set it off the reader loop.
+    private volatile bool _handshakeDone;
 
     /// <summary>The largest frame we accept: checked by the reader before buffering a frame.</summary>
     protected int MaxFrameSize { get; }
@@ -84,6 +88,7 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         PeerStreamWindow = peer.StreamWindow;
         PeerMaxMessageSize = peer.MaxMessageSize;
         PeerEndsFragmentsOnCancel = peer.CancelEndsFragments;
+        OnPeerMetadataSettings(peer);
     }
 
     public ILogger Logger { get; }

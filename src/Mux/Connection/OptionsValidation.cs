@@ -58,4 +58,24 @@ internal static class OptionsValidation
             throw new InvalidOperationException($"{owner}.MaxMessageSize is {maxMessageSize}; it must be between {ProtocolConstants.MinimumMaxFrameSize} (4 KiB) and {MaximumMaxMessageSize} (1 GiB). The default is 64 MiB.");
         }
     }
+
+    public static void RequireMetadataSize(int maxMetadataSize, int maxMessageSize, string owner)
+    {
+        if (maxMetadataSize < 1 || maxMetadataSize > maxMessageSize)
+        {
+            throw new InvalidOperationException($"{owner}.MaxMetadataSize is {maxMetadataSize}; it must be between 1 and {owner}.MaxMessageSize ({maxMessageSize}). The default is 8 KiB.");
+        }
+    }
+
+    public static void RequireNoNulls<T>(IList<T> interceptors, string owner)
+        where T : class
+    {
+        for (int i = 0; i < interceptors.Count; i++)
+        {
+            if (interceptors[i] is null)
+            {
+                throw new InvalidOperationException($"{owner}.Interceptors[{i}] is null. Remove it, or add an interceptor instance.");
+            }
+        }
+    }
 }

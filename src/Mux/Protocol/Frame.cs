@@ -42,6 +42,9 @@ internal readonly struct Frame
     /// <summary>Whether a Request carries the caller's deadline (<see cref="RemainingMilliseconds"/>).</summary>
     public bool HasDeadline => (Flags & FrameFlags.Deadline) != 0;
 
+    /// <summary>Whether a Request's body starts with the call's metadata section (<see cref="MetadataSection"/>).</summary>
+    public bool HasMetadata => (Flags & FrameFlags.Metadata) != 0;
+
     /// <summary>A Request's deadline header (<see cref="DeadlineHeader"/>): the caller's remaining
     /// time in milliseconds; 0 when <see cref="HasDeadline"/> is false.</summary>
     public uint RemainingMilliseconds { get; }

@@ -1,7 +1,8 @@
 namespace Mux.Protocol;
 
 /// <summary>Per-frame flag bits: <see cref="MoreFragments"/> for messages split across frames, and
-/// <see cref="TraceContext"/>, sent only to peers that announce it in the handshake.</summary>
+/// the optional parts of a Request (<see cref="TraceContext"/>, <see cref="Deadline"/>,
+/// <see cref="Metadata"/>), each sent only to peers that read it.</summary>
 [Flags]
 internal enum FrameFlags : byte
 {
@@ -25,4 +26,9 @@ internal enum FrameFlags : byte
     /// docs/protocol.md "Calls from server to client"): its call id is in the server's own id space,
     /// so it never collides with the client's. Allowed on Request, Response, Error and Cancel.</summary>
     ServerInitiated = 8,
+
+    /// <summary>A Request carries the call's metadata (<see cref="MetadataSection"/>): its body starts
+    /// with the section, before the arguments. Only sent to a peer whose handshake announced
+    /// <c>maxMetadataSize</c> (an earlier build rejects the flag and closes the connection).</summary>
+    Metadata = 16,
 }

@@ -10,7 +10,7 @@ namespace Mux.Protocol;
 internal static class FrameReader
 {
     // The headers a Request may announce (see AllowedFlags for the flags of every type).
-    private const FrameFlags RequestFlags = FrameFlags.TraceContext | FrameFlags.Deadline;
+    private const FrameFlags RequestFlags = FrameFlags.TraceContext | FrameFlags.Deadline | FrameFlags.Metadata;
 
     /// <summary>
     /// Reads one complete frame from the start of <paramref name="buffer"/>. On success the buffer
@@ -67,7 +67,7 @@ internal static class FrameReader
         FrameFlags typeFlags = flags & ~FrameFlags.MoreFragments;
         if (typeFlags != FrameFlags.None && (typeFlags & ~AllowedFlags(type)) != 0)
         {
-            ThrowProtocol($"Frame flags 0x{(byte)flags:x2} are not supported by protocol version {ProtocolConstants.Version} on a {type} frame (a Request may carry TraceContext, 0x02, and Deadline, 0x04; the frames of a call, Request, Response, Error, Cancel, Continuation, StreamItem, StreamEnd and StreamCredit, may carry ServerInitiated, 0x08).");
+            ThrowProtocol($"Frame flags 0x{(byte)flags:x2} are not supported by protocol version {ProtocolConstants.Version} on a {type} frame (a Request may carry TraceContext, 0x02, Deadline, 0x04, and Metadata, 0x10; the frames of a call, Request, Response, Error, Cancel, Continuation, StreamItem, StreamEnd and StreamCredit, may carry ServerInitiated, 0x08).");
         }
 
         // A first fragment announces the size of its whole message before its type-specific header.
@@ -117,6 +117,10 @@ internal static class FrameReader
                 {
                     ThrowProtocol("A Request frame's trace-context header runs past the end of the frame.");
                 }
+
+                // A Metadata section (FrameFlags.Metadata) stays at the start of the body: the call
+                // reads it on its worker thread (MetadataSection), not this loop, and it may run on
+                // into a Continuation when the Request is in fragments.
 
                 break;
             case FrameType.Hello:

@@ -36,6 +36,12 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
     /// false when the peer did not say.</summary>
     public bool ServerCallStreams { get; init; } = true;
 
+    /// <summary>The largest metadata section (its map's bytes, docs/protocol.md "Metadata") this
+    /// side accepts in a Request; 0 when the peer did not announce the key, which means it does not
+    /// read the section at all (an earlier build, which closes the connection on the Metadata flag):
+    /// such a peer is sent no metadata.</summary>
+    public int MaxMetadataSize { get; init; }
+
     private const string MaxFrameSizeKey = "maxFrameSize";
     private const string MaxMessageSizeKey = "maxMessageSize";
     private const string MaxConcurrentCallsKey = "maxConcurrentCalls";
@@ -44,10 +50,11 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
     private const string StreamWindowKey = "streamWindow";
     private const string CancelEndsFragmentsKey = "cancelEndsFragments";
     private const string ServerCallStreamsKey = "serverCallStreams";
+    private const string MaxMetadataSizeKey = "maxMetadataSize";
 
     public void WriteMap(ref MessagePackWriter writer)
     {
-        writer.WriteMapHeader(AuthToken is null ? 7 : 8);
+        writer.WriteMapHeader(7 + (AuthToken is null ? 0 : 1) + (MaxMetadataSize > 0 ? 1 : 0));
         writer.Write(MaxFrameSizeKey);
         writer.Write(MaxFrameSize);
         writer.Write(MaxMessageSizeKey);
@@ -62,6 +69,12 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
         writer.Write(CancelEndsFragments);
         writer.Write(ServerCallStreamsKey);
         writer.Write(ServerCallStreams);
+        if (MaxMetadataSize > 0)
+        {
+            writer.Write(MaxMetadataSizeKey);
+            writer.Write(MaxMetadataSize);
+        }
+
         if (AuthToken is not null)
         {
             writer.Write(AuthTokenKey);
@@ -98,6 +111,7 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
         int streamWindow = DefaultStreamWindow;
         bool cancelEndsFragments = false;
         bool serverCallStreams = false;
+        int maxMetadataSize = 0;
         readsTraceContext = false;
         try
         {
@@ -131,6 +145,9 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
                     case ServerCallStreamsKey:
                         serverCallStreams = reader.ReadBoolean();
                         break;
+                    case MaxMetadataSizeKey:
+                        maxMetadataSize = reader.ReadInt32();
+                        break;
                     default:
                         reader.Skip();
                         break;
@@ -142,11 +159,11 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
             throw new MuxProtocolException("The handshake settings are not a valid MessagePack map: " + ex.Message, ex);
         }
 
-        if (maxFrameSize < ProtocolConstants.MinimumMaxFrameSize || maxConcurrentCalls < 1 || streamWindow < 1 || maxMessageSize < 1)
+        if (maxFrameSize < ProtocolConstants.MinimumMaxFrameSize || maxConcurrentCalls < 1 || streamWindow < 1 || maxMessageSize < 1 || maxMetadataSize < 0)
         {
-            throw new MuxProtocolException($"The handshake settings are out of range: maxFrameSize {maxFrameSize} (at least {ProtocolConstants.MinimumMaxFrameSize}), maxConcurrentCalls {maxConcurrentCalls} (at least 1), streamWindow {streamWindow} (at least 1).");
+            throw new MuxProtocolException($"The handshake settings are out of range: maxFrameSize {maxFrameSize} (at least {ProtocolConstants.MinimumMaxFrameSize}), maxConcurrentCalls {maxConcurrentCalls} (at least 1), streamWindow {streamWindow} (at least 1), maxMessageSize {maxMessageSize} (at least 1), maxMetadataSize {maxMetadataSize} (at least 0).");
         }
 
-        return new HandshakeSettings(version, maxFrameSize, maxConcurrentCalls, authToken) { StreamWindow = streamWindow, MaxMessageSize = maxMessageSize, CancelEndsFragments = cancelEndsFragments, ServerCallStreams = serverCallStreams };
+        return new HandshakeSettings(version, maxFrameSize, maxConcurrentCalls, authToken) { StreamWindow = streamWindow, MaxMessageSize = maxMessageSize, CancelEndsFragments = cancelEndsFragments, ServerCallStreams = serverCallStreams, MaxMetadataSize = maxMetadataSize };
     }
 }

@@ -1,4 +1,5 @@
 using System.Buffers.Binary;
+using System.Security.Claims;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
 using Mux.Protocol;
@@ -30,7 +31,11 @@ internal sealed class ServerConnection : MuxConnection
     // What handlers call the client through; created on first use, set only through CompareExchange.
     private MuxRemoteClient? _remoteClient;
 
-    public ServerConnection(IMuxTransport transport, ServiceMethods methods, MuxServerOptions options, ILogger logger, string name)
+    // Set by the reader loop when it hands the client's Hello to Authenticate: another frame before
+    // the HelloAck breaks the protocol. Reader loop only.
+    private bool _authenticating;
+
+    public ServerConnection(IMuxTransport transport, ServiceMethods methods, MuxServerOptions options, IMuxServerInterceptor[] interceptors, ILogger logger, string name)
         : base(transport, options.MaxFrameSize, logger, name, isServer: true)
     {
         _options = options;
@@ -40,6 +45,7 @@ internal sealed class ServerConnection : MuxConnection
         MaxQueuedOutboundBytes = options.MaxOutboundBytesPerConnection;
         StreamWindow = options.StreamWindow;
         MaxMessageSize = options.MaxMessageSize;
+        MaxMetadataSize = options.MaxMetadataSize;
         FragmentSize = options.FragmentSize;
         MaxMessagesInProgress = options.MaxConcurrentCallsPerConnection; // A client keeps at most that many calls outstanding.
         SerializerOptions = MuxSerializerOptions.ForServer(options.SerializerOptions);
@@ -52,6 +58,7 @@ internal sealed class ServerConnection : MuxConnection
             PropagatesCallContext = options.EnableCallContextPropagation,
             IsObserved = true,
             TracksIdle = _closesWhenIdle,
+            Interceptors = interceptors,
         };
 
         if (options.EnableCallContextPropagation)
@@ -116,9 +123,11 @@ internal sealed class ServerConnection : MuxConnection
     /// server's settings, or refuses the connection.</summary>
     protected override void OnHandshakeFrame(in Frame frame)
     {
-        if (frame.Type != FrameType.Hello)
+        if (frame.Type != FrameType.Hello || _authenticating)
         {
-            throw new MuxProtocolException($"The first frame must be Hello; the client sent {frame.Type}.");
+            throw new MuxProtocolException(_authenticating
+                ? $"The client sent a {frame.Type} frame before the server answered its Hello."
+                : $"The first frame must be Hello; the client sent {frame.Type}.");
         }
 
         HandshakeSettings client = HandshakeSettings.Parse(frame.Payload);
@@ -134,19 +143,112 @@ internal sealed class ServerConnection : MuxConnection
             return;
         }
 
+        var info = new MuxConnectionInfo(PeerEndPoint, client.AuthToken, PeerCertificate);
+        if (_options.Authenticate is null)
+        {
+            SetPeer(info, null);
+            AcceptHandshake(client);
+            return;
+        }
+
+        // The application's code may wait (a database, a token service): never on the reader loop.
+        // The client sends nothing before HelloAck, so nothing is read meanwhile; a frame that comes
+        // anyway finds the handshake not done, and breaks the protocol as it would before Hello.
+        _authenticating = true;
+        _ = AuthenticateAsync(info, client);
+    }
+
+    /// <summary>Answers the client's Hello with this server's settings: from here on the
+    /// connection serves calls. On the reader loop, or after Authenticate, off it.</summary>
+    private void AcceptHandshake(in HandshakeSettings client)
+    {
         OnPeerSettings(client);
         Outgoing.OnPeerSettings(client.MaxConcurrentCalls, readsTraceContext: false, client.ServerCallStreams); // A server's calls carry no headers.
         IsHandshakeDone = true;
-        var body = new HelloBody(new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow, MaxMessageSize = _options.MaxMessageSize });
+        var body = new HelloBody(new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow, MaxMessageSize = _options.MaxMessageSize, MaxMetadataSize = _options.MaxMetadataSize });
         SendFrame(FrameType.HelloAck, 0, 0, ref body);
     }
 
-    private void RefuseHandshake(string reason)
+    /// <summary>Runs MuxServerOptions.Authenticate on the thread pool, then accepts the handshake
+    /// with the user it returned, or refuses the connection.</summary>
+    private async Task AuthenticateAsync(MuxConnectionInfo info, HandshakeSettings client)
     {
-        ServerLog.HandshakeRefused(Logger, Name, reason);
-        var body = new ErrorBody(MuxStatusCode.ProtocolError, reason, null);
-        SendFrame(FrameType.Error, 0, 0, ref body);
-        Close(MuxCloseReason.ProtocolError, new MuxProtocolException(reason));
+        await Task.Yield(); // Off the reader loop before any of the application's code runs.
+        ClaimsPrincipal? user;
+        try
+        {
+            // _closing fires when the connection closes, which the handshake timeout does too.
+            user = await _options.Authenticate!(info, _closing.Token).ConfigureAwait(false);
+        }
+        catch (MuxRemoteException refused)
+        {
+            RefuseAuthentication(refused.StatusCode == MuxStatusCode.Ok ? MuxStatusCode.Unauthenticated : refused.StatusCode, refused.Message, refused);
+            return;
+        }
+        catch (Exception ex)
+        {
+            if (IsClosed)
+            {
+                return; // Closed meanwhile (the handshake timeout, a stop): its token cancelled it.
+            }
+
+            RefuseAuthentication(
+                MuxStatusCode.Unauthenticated,
+                _options.EnableDetailedErrors ? $"MuxServerOptions.Authenticate threw {ex.GetType().FullName}: {ex.Message}" : "The server could not authenticate the client (MuxServerOptions.Authenticate failed; the server's log has why).",
+                ex);
+            return;
+        }
+
+        if (user is null)
+        {
+            RefuseAuthentication(MuxStatusCode.Unauthenticated, "The server did not accept the client's credentials (MuxServerOptions.Authenticate returned no user).", null);
+            return;
+        }
+
+        if (IsClosed)
+        {
+            return;
+        }
+
+        SetPeer(info, user);
+        try
+        {
+            AcceptHandshake(client);
+        }
+        catch (MuxConnectionException)
+        {
+            // Closed while answering: the client's connect fails with the close.
+        }
+    }
+
+    private void RefuseHandshake(string reason) => Refuse(MuxStatusCode.ProtocolError, reason, new MuxProtocolException(reason));
+
+    /// <summary>Refuses a connection Authenticate did not accept, with a status the client's
+    /// message names.</summary>
+    private void RefuseAuthentication(MuxStatusCode status, string message, Exception? error)
+    {
+        if (error is not null and not MuxRemoteException)
+        {
+            ServerLog.AuthenticateFailed(Logger, Name, error);
+        }
+
+        Refuse(status, message, new MuxRemoteException(status, message, null));
+    }
+
+    private void Refuse(MuxStatusCode status, string reason, Exception error)
+    {
+        ServerLog.HandshakeRefused(Logger, Name, $"{status}: {reason}");
+        var body = new ErrorBody(status, reason, null);
+        try
+        {
+            SendFrame(FrameType.Error, 0, 0, ref body);
+        }
+        catch (MuxConnectionException)
+        {
+            // Already closed: nobody to tell.
+        }
+
+        Close(MuxCloseReason.ProtocolError, error);
     }
 
     /// <summary>The idle close (<see cref="MuxServerOptions.IdleTimeout"/>), on the connection's

@@ -5,7 +5,7 @@ namespace Mux.Server;
 /// <summary>
 /// What a server logs (category "Mux.Server"): its lifecycle, its connections' handshakes, and calls
 /// that failed. Methods are named "IService.Method". Event ids are fixed across versions and unique
-/// within Mux (ConnectionLog has 1–2, ServingLog 6–7 and 29, MuxHostingLog 100–).
+/// within Mux (ConnectionLog has 1–2, ServingLog 6–7 and 29, MuxHostingLog 100–; 40 is Authenticate's).
 /// </summary>
 internal static partial class ServerLog
 {
@@ -23,4 +23,7 @@ internal static partial class ServerLog
 
     [LoggerMessage(EventId = 9, EventName = "HandshakeRefused", Level = LogLevel.Warning, Message = "Connection {Connection} was refused in the handshake: {Reason}")]
     public static partial void HandshakeRefused(ILogger logger, string connection, string reason);
+
+    [LoggerMessage(EventId = 40, EventName = "AuthenticateFailed", Level = LogLevel.Warning, Message = "MuxServerOptions.Authenticate threw for connection {Connection}; the connection is refused as Unauthenticated.")]
+    public static partial void AuthenticateFailed(ILogger logger, string connection, Exception error);
 }

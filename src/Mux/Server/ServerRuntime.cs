@@ -41,6 +41,10 @@ internal sealed class ServerRuntime
     // 0 = not started, 1 = running, 2 = stopping or stopped. Changed with Interlocked.
     private int _state;
 
+    // MuxServerOptions.Interceptors as the server started: written before _state becomes 1, read by
+    // every connection accepted after.
+    private IMuxServerInterceptor[] _interceptors = [];
+
     public ServerRuntime(MuxServerOptions options)
     {
         ArgumentNullException.ThrowIfNull(options);
@@ -73,6 +77,7 @@ internal sealed class ServerRuntime
     public Task StartAsync(CancellationToken cancellationToken = default)
     {
         _options.Validate();
+        Volatile.Write(ref _interceptors, [.. _options.Interceptors]);
         if (Interlocked.CompareExchange(ref _state, 1, 0) != 0)
         {
             throw new InvalidOperationException("The Mux server has already been started.");
@@ -104,6 +109,7 @@ internal sealed class ServerRuntime
     public void StartWithoutListener()
     {
         _options.Validate(requireEndPoint: false);
+        Volatile.Write(ref _interceptors, [.. _options.Interceptors]);
         if (Interlocked.CompareExchange(ref _state, 1, 0) != 0)
         {
             throw new InvalidOperationException("The Mux server has already been started.");
@@ -254,7 +260,7 @@ internal sealed class ServerRuntime
     /// <summary>Serves one connection over an already-connected transport.</summary>
     public void Accept(IMuxTransport transport, string name)
     {
-        var connection = new ServerConnection(transport, _methods, _options, _logger, name);
+        var connection = new ServerConnection(transport, _methods, _options, Volatile.Read(ref _interceptors), _logger, name);
         _connections.TryAdd(connection, 0);
         ServerLog.ConnectionAccepted(_logger, name);
         _ = ForgetWhenClosedAsync(connection);

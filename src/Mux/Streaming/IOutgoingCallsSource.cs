@@ -6,8 +6,10 @@ namespace Mux.Streaming;
 /// (waiting for one when none is up), or the connection of a <see cref="MuxRemoteClient"/>.</summary>
 internal interface IOutgoingCallsSource
 {
-    /// <summary>The calls of the connection the streaming call runs on, once it is there.</summary>
-    /// <exception cref="MuxConnectionException">No connection came within the client's CallTimeout.</exception>
+    /// <summary>The calls of the connection the streaming call (to <paramref name="methodId"/>) runs
+    /// on, once it is there.</summary>
+    /// <exception cref="MuxConnectionException">No connection came within the call's timeout, or
+    /// there is none and the call does not wait for one.</exception>
     /// <exception cref="NotSupportedException">The peer does not take streams on such calls.</exception>
-    ValueTask<OutgoingCalls> GetOutgoingCallsAsync(CancellationToken cancellationToken);
+    ValueTask<OutgoingCalls> GetOutgoingCallsAsync(uint methodId, CancellationToken cancellationToken);
 }

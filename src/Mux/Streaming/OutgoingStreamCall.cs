@@ -17,12 +17,13 @@ namespace Mux.Streaming;
 internal static class OutgoingStreamCall
 {
     /// <summary>Callee or duplex streaming: enumerates the callee's items, sending
-    /// <paramref name="items"/> (when not null) at the same time.</summary>
+    /// <paramref name="items"/> (when not null) at the same time. <paramref name="metadata"/> is the
+    /// call's metadata section, or null.</summary>
     public static async IAsyncEnumerable<TResult> ReceiveAsync<TArguments, TItem, TResult>(
-        IOutgoingCallsSource source, uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items, [EnumeratorCancellation] CancellationToken cancellationToken)
+        IOutgoingCallsSource source, uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items, byte[]? metadata, [EnumeratorCancellation] CancellationToken cancellationToken)
         where TArguments : struct
     {
-        OutgoingCalls calls = await source.GetOutgoingCallsAsync(cancellationToken).ConfigureAwait(false);
+        OutgoingCalls calls = await source.GetOutgoingCallsAsync(methodId, cancellationToken).ConfigureAwait(false);
         calls.RequireStreams();
         MuxConnection connection = calls.Connection;
         using var linked = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
@@ -31,7 +32,7 @@ internal static class OutgoingStreamCall
         Task pump = Task.CompletedTask;
         try
         {
-            ValueTask<VoidResult> call = calls.InvokeAsync<TArguments, VoidResult>(methodId, arguments, CallDeadline.None, 0, linked.Token, streams);
+            ValueTask<VoidResult> call = calls.InvokeAsync<TArguments, VoidResult>(methodId, arguments, CallDeadline.None, 0, linked.Token, streams, metadata);
             _ = EndWhenCallEndsAsync(call, receiver);
             if (items is not null)
             {
@@ -63,10 +64,10 @@ internal static class OutgoingStreamCall
 
     /// <summary>Caller streaming: sends <paramref name="items"/> and returns the callee's result.</summary>
     public static async ValueTask<TResult> SendAsync<TArguments, TItem, TResult>(
-        IOutgoingCallsSource source, uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+        IOutgoingCallsSource source, uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, byte[]? metadata, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        OutgoingCalls calls = await source.GetOutgoingCallsAsync(cancellationToken).ConfigureAwait(false);
+        OutgoingCalls calls = await source.GetOutgoingCallsAsync(methodId, cancellationToken).ConfigureAwait(false);
         calls.RequireStreams();
         MuxConnection connection = calls.Connection;
         using var linked = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
@@ -74,7 +75,7 @@ internal static class OutgoingStreamCall
         Task pump = Task.CompletedTask;
         try
         {
-            ValueTask<TResult> call = calls.InvokeAsync<TArguments, TResult>(methodId, arguments, CallDeadline.None, 0, linked.Token, streams);
+            ValueTask<TResult> call = calls.InvokeAsync<TArguments, TResult>(methodId, arguments, CallDeadline.None, 0, linked.Token, streams, metadata);
             pump = PumpAsync(connection, streams, items, linked);
             return await call.ConfigureAwait(false);
         }

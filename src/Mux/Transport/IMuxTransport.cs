@@ -1,4 +1,6 @@
 using System.IO.Pipelines;
+using System.Net;
+using System.Security.Cryptography.X509Certificates;
 
 namespace Mux.Transport;
 
@@ -13,6 +15,13 @@ internal interface IMuxTransport : IDuplexPipe, IAsyncDisposable
 
     /// <summary>Socket send operations so far (0 for in-memory transports).</summary>
     long SocketSends { get; }
+
+    /// <summary>The peer's socket address; null when there is no socket (a pipe, a stream without one).</summary>
+    EndPoint? RemoteEndPoint => null;
+
+    /// <summary>The certificate the peer presented in the TLS handshake; null without TLS or when
+    /// it presented none.</summary>
+    X509Certificate2? RemoteCertificate => null;
 
     /// <summary>Starts moving bytes.</summary>
     void Start();

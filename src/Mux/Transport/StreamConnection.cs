@@ -1,7 +1,9 @@
 using System.Buffers;
 using System.IO.Pipelines;
+using System.Net;
 using System.Net.Security;
 using System.Net.Sockets;
+using System.Security.Cryptography.X509Certificates;
 
 namespace Mux.Transport;
 
@@ -55,6 +57,27 @@ internal sealed class StreamConnection : IMuxTransport
 
         _input = TransportPipes.CreateInput(maxFrameSize);
         _output = TransportPipes.CreateOutput();
+
+        // Read once, now: both are settled by the time a connection is made over the stream (the
+        // TLS handshake has completed), and a socket's address cannot be read once it is disposed.
+        RemoteEndPoint = ReadRemoteEndPoint(_socket);
+        RemoteCertificate = (stream as SslStream)?.RemoteCertificate as X509Certificate2;
+    }
+
+    public EndPoint? RemoteEndPoint { get; }
+
+    public X509Certificate2? RemoteCertificate { get; }
+
+    private static EndPoint? ReadRemoteEndPoint(Socket? socket)
+    {
+        try
+        {
+            return socket?.RemoteEndPoint;
+        }
+        catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
+        {
+            return null; // Already gone: the connection fails on its first read anyway.
+        }
     }
 
     public PipeReader Input => _input.Reader;

@@ -135,7 +135,7 @@ public class BadInputIntegrationTests
         await using TestHost host = await TestHost.StartTcpAsync();
         await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!);
         HandshakeSettings serverSettings = await raw.HandshakeAsync();
-        Assert.Equal(new HandshakeSettings(ProtocolConstants.Version, 4 * 1024 * 1024, 1000, null) { MaxMessageSize = 64 * 1024 * 1024 }, serverSettings);
+        Assert.Equal(new HandshakeSettings(ProtocolConstants.Version, 4 * 1024 * 1024, 1000, null) { MaxMessageSize = 64 * 1024 * 1024, MaxMetadataSize = 8 * 1024 }, serverSettings);
 
         await raw.SendAsync(WriteFrame(FrameType.Request, 17, 0xdeadbeef, new RawBody([0x90])));
 

@@ -222,14 +222,14 @@ internal sealed partial class EndPointBalancer : IConnectionSource
     /// </summary>
     /// <exception cref="MuxConnectionException">No instance came in time (safe to retry), or the client is closed.</exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired.</exception>
-    public ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, CancellationToken cancellationToken) =>
-        WaitAsync(failed, deadline, count: true, cancellationToken);
+    public ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken) =>
+        WaitAsync(failed, deadline, ownTimeout, count: true, cancellationToken);
 
     /// <summary>Waits until some instance is connected (ConnectAsync); sends nothing.</summary>
     public async Task WaitUntilConnectedAsync(long deadline, CancellationToken cancellationToken) =>
-        await WaitAsync(null, deadline, count: false, cancellationToken).ConfigureAwait(false);
+        await WaitAsync(null, deadline, null, count: false, cancellationToken).ConfigureAwait(false);
 
-    private async ValueTask<ClientConnection> WaitAsync(ClientConnection? failed, long deadline, bool count, CancellationToken cancellationToken)
+    private async ValueTask<ClientConnection> WaitAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, bool count, CancellationToken cancellationToken)
     {
         while (true)
         {
@@ -247,7 +247,7 @@ internal sealed partial class EndPointBalancer : IConnectionSource
 
             if (!ClockDeadline.TryGetRemaining(_options.TimeProvider, deadline, out TimeSpan wait))
             {
-                throw NoInstanceInTime();
+                throw NoInstanceInTime(ownTimeout);
             }
 
             try
@@ -256,12 +256,12 @@ internal sealed partial class EndPointBalancer : IConnectionSource
             }
             catch (TimeoutException)
             {
-                throw NoInstanceInTime();
+                throw NoInstanceInTime(ownTimeout);
             }
         }
     }
 
-    private MuxConnectionException NoInstanceInTime()
+    private MuxConnectionException NoInstanceInTime(TimeSpan? ownTimeout)
     {
         BalancedEndPoint[] endPoints = _endPoints;
         Exception? resolverError = null;
@@ -269,7 +269,7 @@ internal sealed partial class EndPointBalancer : IConnectionSource
             ? DescribeNoInstance(out resolverError)
             : $" None of its {endPoints.Length} instance(s) had a usable connection.{LastError(endPoints)}";
         return MuxConnectionException.NotRun(
-            $"No connection to any instance of the Mux server ({_name}) was available within {DurationText.Format(_options.CallTimeout)} (MuxClientOptions.CallTimeout); the call was not sent.{why}",
+            $"No connection to any instance of the Mux server ({_name}) was available within {DurationText.Format(ownTimeout ?? _options.CallTimeout)} ({(ownTimeout is null ? "MuxClientOptions.CallTimeout" : "the call's own Timeout")}); the call was not sent.{why}",
             Latest?.CloseReason ?? MuxCloseReason.None,
             resolverError);
     }

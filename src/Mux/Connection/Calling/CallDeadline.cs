@@ -14,10 +14,11 @@ internal readonly struct CallDeadline
     /// <summary>No deadline (no CallTimeout and nothing inherited; streaming calls).</summary>
     public static CallDeadline None => new(ClockDeadline.Never, null);
 
-    private CallDeadline(long at, string? inheritedFrom)
+    private CallDeadline(long at, string? inheritedFrom, TimeSpan? ownTimeout = null)
     {
         At = at;
         InheritedFrom = inheritedFrom;
+        OwnTimeout = ownTimeout;
     }
 
     /// <summary>The client's clock timestamp at which the call times out;
@@ -27,6 +28,13 @@ internal readonly struct CallDeadline
     /// <summary>The served call's method when <see cref="At"/> is the deadline inherited from it
     /// (<see cref="MuxCallContext.Current"/>) rather than CallTimeout's; null otherwise.</summary>
     public string? InheritedFrom { get; }
+
+    /// <summary>The call's own timeout (MuxCallOptions.Timeout, MuxClientCall.Timeout) when it replaced
+    /// the side's own (CallTimeout, ClientCallTimeout), for the timeout's message; null otherwise.</summary>
+    public TimeSpan? OwnTimeout { get; }
+
+    /// <summary>This deadline, recorded as coming from the call's own <paramref name="timeout"/>.</summary>
+    public CallDeadline WithOwnTimeout(TimeSpan timeout) => new(At, InheritedFrom, timeout);
 
     /// <summary>Whether the call has a deadline at all.</summary>
     public bool IsSet => At != ClockDeadline.Never;
@@ -53,6 +61,18 @@ internal readonly struct CallDeadline
 
         now = clock.GetTimestamp();
         return Inherit(clock, ClockDeadline.After(now, timeout), now);
+    }
+
+    /// <summary>
+    /// The deadline of a call made at <paramref name="madeAt"/> (an earlier reading of
+    /// <paramref name="clock"/>), fixed once its client interceptors have run and may have changed
+    /// its timeout: <paramref name="timeout"/> from when the user made the call, not from now, so the
+    /// interceptors' own time spends from it too; or the inherited deadline, as in <see cref="Fix"/>.
+    /// </summary>
+    public static CallDeadline FixAt(TimeProvider clock, long timeout, long madeAt)
+    {
+        long own = ClockDeadline.After(madeAt, timeout);
+        return MuxCallContext.IsPropagating ? Inherit(clock, own, madeAt) : new CallDeadline(own, null);
     }
 
     /// <summary>The deadline of a call made now that inherits none: <paramref name="timeout"/>

@@ -34,6 +34,10 @@ internal sealed partial class OutgoingCalls
     // call that has a deadline (CompareExchange); disposed by FailAll.
     private ITimer? _expiryTimer;
 
+    // The scan's period in milliseconds: set when it starts, lowered (never raised) by a call whose
+    // own timeout is shorter (ShortenExpiryScan, CompareExchange).
+    private long _scanPeriodMs;
+
     // The last call id handed out; incremented atomically by callers.
     private uint _lastCallId;
 
@@ -107,8 +111,9 @@ internal sealed partial class OutgoingCalls
     /// the clock (0 for a call without a deadline), so that a call sent at once reads it no more.
     /// <paramref name="streams"/> are the call's streams when its method takes or returns an
     /// IAsyncEnumerable (Mux.Streaming); such a call has no deadline: it lasts as long as its
-    /// streams do, and its token ends it.</summary>
-    public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, CallStreams? streams = null)
+    /// streams do, and its token ends it. <paramref name="metadata"/> is the call's metadata section
+    /// (MetadataSection.Encode), or null for none.</summary>
+    public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, CallStreams? streams = null, byte[]? metadata = null)
         where TArguments : struct
     {
         if (cancellationToken.IsCancellationRequested)
@@ -116,18 +121,27 @@ internal sealed partial class OutgoingCalls
             return ValueTask.FromCanceled<TResult>(cancellationToken);
         }
 
-        if (_connection.IsOutboundFull || !_slots.TryTake())
+        if (metadata is not null)
         {
-            return InvokeWhenASlotIsFreeAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams);
+            metadata = MetadataForPeer(metadata, methodId, out Exception? refused);
+            if (refused is not null)
+            {
+                return ValueTask.FromException<TResult>(refused);
+            }
         }
 
-        PendingCall<TResult>? call = StartHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken, streams, out Exception? failure);
+        if (_connection.IsOutboundFull || !_slots.TryTake())
+        {
+            return InvokeWhenASlotIsFreeAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams, metadata);
+        }
+
+        PendingCall<TResult>? call = StartHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken, streams, metadata, out Exception? failure);
         return call is not null ? new ValueTask<TResult>(call, call.Version) : ValueTask.FromException<TResult>(failure!);
     }
 
     /// <summary>Starts a call that returns no value; see
-    /// <see cref="InvokeAsync{TArguments, TResult}(uint, in TArguments, in CallDeadline, long, CancellationToken, CallStreams?)"/>.</summary>
-    public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken)
+    /// <see cref="InvokeAsync{TArguments, TResult}(uint, in TArguments, in CallDeadline, long, CancellationToken, CallStreams?, byte[])"/>.</summary>
+    public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, byte[]? metadata = null)
         where TArguments : struct
     {
         if (cancellationToken.IsCancellationRequested)
@@ -135,30 +149,68 @@ internal sealed partial class OutgoingCalls
             return ValueTask.FromCanceled(cancellationToken);
         }
 
-        if (_connection.IsOutboundFull || !_slots.TryTake())
+        if (metadata is not null)
         {
-            return IgnoreResult(InvokeWhenASlotIsFreeAsync<TArguments, VoidResult>(methodId, arguments, deadline, cancellationToken, null));
+            metadata = MetadataForPeer(metadata, methodId, out Exception? refused);
+            if (refused is not null)
+            {
+                return ValueTask.FromException(refused);
+            }
         }
 
-        PendingCall<VoidResult>? call = StartHoldingSlot<TArguments, VoidResult>(methodId, arguments, deadline, now, cancellationToken, null, out Exception? failure);
+        if (_connection.IsOutboundFull || !_slots.TryTake())
+        {
+            return IgnoreResult(InvokeWhenASlotIsFreeAsync<TArguments, VoidResult>(methodId, arguments, deadline, cancellationToken, null, metadata));
+        }
+
+        PendingCall<VoidResult>? call = StartHoldingSlot<TArguments, VoidResult>(methodId, arguments, deadline, now, cancellationToken, null, metadata, out Exception? failure);
         return call is not null ? new ValueTask(call, call.Version) : ValueTask.FromException(failure!);
+    }
+
+    /// <summary>
+    /// The metadata section to send to the peer: <paramref name="metadata"/> itself; or null when the
+    /// peer reads none (its handshake announced no maxMetadataSize: an earlier build, which would
+    /// close the connection on the Metadata flag, and could not read the section anyway), or, with
+    /// <paramref name="refused"/> set, when it is over the limit the peer announced (nothing is sent:
+    /// the peer would refuse it).
+    /// </summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private byte[]? MetadataForPeer(byte[] metadata, uint methodId, out Exception? refused)
+    {
+        refused = null;
+        int limit = _connection.PeerMaxMetadataSize;
+        if (limit == 0)
+        {
+            return null;
+        }
+
+        int size = MetadataSection.MapSize(metadata);
+        if (size > limit)
+        {
+            string peerOptions = _connection.IsServer ? nameof(MuxClientOptions) : nameof(MuxServerOptions);
+            refused = new InvalidOperationException($"The metadata of the call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} is {size} bytes, over the {_connection.PeerName}'s MaxMetadataSize of {limit} bytes ({peerOptions}.MaxMetadataSize, announced in its handshake); the call was not sent. Send less metadata, or raise {peerOptions}.MaxMetadataSize.");
+            return null;
+        }
+
+        return metadata;
     }
 
     private static async ValueTask IgnoreResult(ValueTask<VoidResult> call) => await call.ConfigureAwait(false);
 
     /// <summary>Holding a slot: rents the call, starts its telemetry (a client's calls), and starts
     /// it. Null (with why) when it failed before anything was sent, its slot then given back.</summary>
-    private PendingCall<TResult>? StartHoldingSlot<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, CallStreams? streams, out Exception? failure)
+    private PendingCall<TResult>? StartHoldingSlot<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, CallStreams? streams, byte[]? metadata, out Exception? failure)
         where TArguments : struct
     {
         PendingCall<TResult> call = PendingCall<TResult>.Rent(this, methodId, deadline.At);
         call.InheritedFrom = deadline.InheritedFrom;
+        call.OwnTimeout = deadline.OwnTimeout;
         call.Streams = streams;
 
         // Only a client's calls are spans of their own: a server's call to its client runs inside
         // the handler's server span.
         ClientCallTelemetry telemetry = call.Telemetry = _connection.IsServer ? default : ClientCallTelemetry.Start(methodId, Peer, Clock);
-        failure = StartCall(call, methodId, arguments, now, cancellationToken);
+        failure = StartCall(call, methodId, arguments, now, cancellationToken, metadata);
         if (failure is null)
         {
             return call;
@@ -172,7 +224,7 @@ internal sealed partial class OutgoingCalls
     /// <summary>The socket is behind (the peer is not reading) or the peer runs as many calls as it
     /// allows: wait (asynchronously, cancellably, within the call's deadline) for one of ours to be
     /// answered, then for room in the outbound queue, then send.</summary>
-    private async ValueTask<TResult> InvokeWhenASlotIsFreeAsync<TArguments, TResult>(uint methodId, TArguments arguments, CallDeadline deadline, CancellationToken cancellationToken, CallStreams? streams)
+    private async ValueTask<TResult> InvokeWhenASlotIsFreeAsync<TArguments, TResult>(uint methodId, TArguments arguments, CallDeadline deadline, CancellationToken cancellationToken, CallStreams? streams, byte[]? metadata)
         where TArguments : struct
     {
         try
@@ -181,7 +233,7 @@ internal sealed partial class OutgoingCalls
         }
         catch (TimeoutException)
         {
-            throw CreateTimeoutException(methodId, deadline.InheritedFrom, $" (it waited for one of the {_connection.PeerName}'s MaxConcurrentCallsPerConnection slots all that time)");
+            throw CreateTimeoutException(methodId, deadline.InheritedFrom, deadline.OwnTimeout, $" (it waited for one of the {_connection.PeerName}'s MaxConcurrentCallsPerConnection slots all that time)");
         }
 
         bool gated = _connection.IsOutboundFull;
@@ -194,7 +246,7 @@ internal sealed partial class OutgoingCalls
         Exception? failure;
         try
         {
-            call = StartHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(Clock), cancellationToken, streams, out failure);
+            call = StartHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(Clock), cancellationToken, streams, metadata, out failure);
         }
         finally
         {
@@ -247,7 +299,7 @@ internal sealed partial class OutgoingCalls
                 // The deadline's token fired, or the caller's: each is reported as the caller knows it.
                 throw cancellationToken.IsCancellationRequested
                     ? new OperationCanceledException(ex.Message, ex, cancellationToken)
-                    : CreateTimeoutException(methodId, deadline.InheritedFrom, $" (it waited all that time to be sent: the connection already had {MuxConnection.DescribeSize(_connection.MaxQueuedOutboundBytes)} of requests queued for a {_connection.PeerName} that is not reading them, {_connection.OptionsName}.MaxOutboundBytesPerConnection)");
+                    : CreateTimeoutException(methodId, deadline.InheritedFrom, deadline.OwnTimeout, $" (it waited all that time to be sent: the connection already had {MuxConnection.DescribeSize(_connection.MaxQueuedOutboundBytes)} of requests queued for a {_connection.PeerName} that is not reading them, {_connection.OptionsName}.MaxOutboundBytesPerConnection)");
             }
 
             throw;
@@ -263,13 +315,19 @@ internal sealed partial class OutgoingCalls
     }
 
     /// <summary>The timeout a call that had <paramref name="inheritedFrom"/>'s deadline (or, when
-    /// null, the side's own timeout) fails with; <paramref name="detail"/> says what it waited for.</summary>
-    private TimeoutException CreateTimeoutException(uint methodId, string? inheritedFrom, string detail)
+    /// null, its <paramref name="ownTimeout"/>, or when that is null too, the side's own timeout)
+    /// fails with; <paramref name="detail"/> says what it waited for.</summary>
+    private TimeoutException CreateTimeoutException(uint methodId, string? inheritedFrom, TimeSpan? ownTimeout, string detail)
     {
         string method = MuxServiceRegistry.GetMethodDisplayName(methodId);
         if (inheritedFrom is not null)
         {
-            return new($"The Mux call to {method} did not complete by the deadline it inherited from the call this server handler serves ({inheritedFrom}, MuxCallContext.Current), which came sooner than MuxClientOptions.CallTimeout{detail}.");
+            return new($"The Mux call to {method} did not complete by the deadline it inherited from the call this server handler serves ({inheritedFrom}, MuxCallContext.Current), which came sooner than {(ownTimeout is null ? "MuxClientOptions.CallTimeout" : "its own Timeout")}{detail}.");
+        }
+
+        if (ownTimeout is { } own)
+        {
+            return new($"The Mux call to {(_connection.IsServer ? "the client's " : "")}{method} did not complete within {DurationText.Format(own)} (its own Timeout: MuxCallOptions.Timeout, or MuxClientCall.Timeout as an interceptor set it){detail}.");
         }
 
         return _connection.IsServer
@@ -278,28 +336,35 @@ internal sealed partial class OutgoingCalls
     }
 
     private TimeoutException CreateExpiredException(PendingCall call) =>
-        CreateTimeoutException(call.MethodId, call.InheritedFrom, "");
+        CreateTimeoutException(call.MethodId, call.InheritedFrom, call.OwnTimeout, "");
 
     /// <summary>
     /// Publishes the call, sends its request (its deadline header measured at <paramref name="now"/>)
     /// and hooks up cancellation. Returns an exception when the call failed before anything was
     /// sent (the call object is then back in its pool).
     /// </summary>
-    private Exception? StartCall<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, long now, CancellationToken cancellationToken)
+    private Exception? StartCall<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, long now, CancellationToken cancellationToken, byte[]? metadata)
         where TArguments : struct
     {
         if (call.Deadline <= now)
         {
             // Its deadline passed while it waited (for a connection, a slot, room, or a resend):
             // the peer would only refuse it, so it is not sent, and no retry would help either.
-            Exception expired = CreateTimeoutException(methodId, call.InheritedFrom, " (its time ran out while it waited to be sent; it was not sent)");
+            Exception expired = CreateTimeoutException(methodId, call.InheritedFrom, call.OwnTimeout, " (its time ran out while it waited to be sent; it was not sent)");
             call.ReturnUnused();
             return expired;
         }
 
-        if (_expiryTimer is null && call.Deadline != ClockDeadline.Never)
+        if (call.Deadline != ClockDeadline.Never)
         {
-            StartExpiryScan(call.Deadline, now);
+            if (_expiryTimer is null)
+            {
+                StartExpiryScan(call.Deadline, now, call.OwnTimeout);
+            }
+            else if (call.OwnTimeout is { } own)
+            {
+                ShortenExpiryScan(own);
+            }
         }
 
         if (_goingAway)
@@ -337,7 +402,7 @@ internal sealed partial class OutgoingCalls
         {
             // A call that streams its arguments gets its send window only once its Request is out
             // whole, which for a Request in fragments is a few writer turns from now.
-            SendRequest(call, methodId, arguments, now, streams?.Sender is null ? null : new SendWindowOpener(streams, _connection.PeerStreamWindow));
+            SendRequest(call, methodId, arguments, now, streams?.Sender is null ? null : new SendWindowOpener(streams, _connection.PeerStreamWindow), metadata);
         }
         catch (Exception ex)
         {
@@ -363,17 +428,34 @@ internal sealed partial class OutgoingCalls
         return null;
     }
 
-    /// <summary>Sends the call's Request with the optional headers it needs: its deadline (when it
-    /// has one: what is left of it at <paramref name="now"/>) and the caller's trace context (when
-    /// the peer reads it). A server's calls to its client carry neither (docs/protocol.md, "Calls
-    /// from server to client").</summary>
-    private void SendRequest<TArguments>(PendingCall call, uint methodId, in TArguments arguments, long now, IMessageWrittenListener? whenWritten)
+    /// <summary>Sends the call's Request: its arguments, after its metadata section when it has one
+    /// (<paramref name="metadata"/>, checked against the peer's limit already).</summary>
+    private void SendRequest<TArguments>(PendingCall call, uint methodId, in TArguments arguments, long now, IMessageWrittenListener? whenWritten, byte[]? metadata)
         where TArguments : struct
     {
         var body = new ArgumentsBody<TArguments>(arguments, _connection.SerializerOptions);
+        if (metadata is null)
+        {
+            SendRequest(call, methodId, ref body, FrameFlags.None, now, whenWritten);
+        }
+        else
+        {
+            var withMetadata = new MetadataBody<ArgumentsBody<TArguments>>(body, metadata);
+            SendRequest(call, methodId, ref withMetadata, FrameFlags.Metadata, now, whenWritten);
+        }
+    }
+
+    /// <summary>Sends the call's Request with the optional headers it needs before
+    /// <paramref name="body"/> (whose own flags are <paramref name="flags"/>): its deadline (when it
+    /// has one: what is left of it at <paramref name="now"/>) and the caller's trace context (when
+    /// the peer reads it). A server's calls to its client carry neither (docs/protocol.md, "Calls
+    /// from server to client").</summary>
+    private void SendRequest<TBody>(PendingCall call, uint methodId, ref TBody body, FrameFlags flags, long now, IMessageWrittenListener? whenWritten)
+        where TBody : struct, IFrameBody
+    {
         if (_idSpace != FrameFlags.None)
         {
-            _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref body, _idSpace, whenWritten);
+            _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref body, _idSpace | flags, whenWritten);
             return;
         }
 
@@ -383,12 +465,12 @@ internal sealed partial class OutgoingCalls
         {
             if (!traced)
             {
-                _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref body, whenWritten: whenWritten);
+                _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref body, flags, whenWritten);
             }
             else
             {
-                var tracedBody = new TracedBody<ArgumentsBody<TArguments>>(body, trace!);
-                _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref tracedBody, FrameFlags.TraceContext, whenWritten);
+                var tracedBody = new TracedBody<TBody>(body, trace!);
+                _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref tracedBody, flags | FrameFlags.TraceContext, whenWritten);
             }
 
             return;
@@ -399,13 +481,13 @@ internal sealed partial class OutgoingCalls
         uint remaining = DeadlineHeader.RemainingMilliseconds(call.Deadline, now, Clock.TimestampFrequency);
         if (!traced)
         {
-            var timed = new DeadlineBody<ArgumentsBody<TArguments>>(body, remaining);
-            _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref timed, FrameFlags.Deadline, whenWritten);
+            var timed = new DeadlineBody<TBody>(body, remaining);
+            _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref timed, flags | FrameFlags.Deadline, whenWritten);
         }
         else
         {
-            var timed = new DeadlineBody<TracedBody<ArgumentsBody<TArguments>>>(new TracedBody<ArgumentsBody<TArguments>>(body, trace!), remaining);
-            _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref timed, FrameFlags.Deadline | FrameFlags.TraceContext, whenWritten);
+            var timed = new DeadlineBody<TracedBody<TBody>>(new TracedBody<TBody>(body, trace!), remaining);
+            _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref timed, flags | FrameFlags.Deadline | FrameFlags.TraceContext, whenWritten);
         }
     }
 
@@ -419,11 +501,13 @@ internal sealed partial class OutgoingCalls
     /// needs it, then every tenth of the side's timeout (or, without one, of that first call's time
     /// left), which keeps deadlines within about 10% without waking often.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private void StartExpiryScan(long deadline, long now)
+    private void StartExpiryScan(long deadline, long now, TimeSpan? ownTimeout)
     {
         TimeSpan first = deadline > now ? Clock.GetElapsedTime(now, deadline) : TimeSpan.Zero;
-        TimeSpan span = _timeout != Timeout.InfiniteTimeSpan ? _timeout : first;
-        var period = TimeSpan.FromMilliseconds(Math.Clamp((long)span.TotalMilliseconds / 10, 10, 1000));
+        TimeSpan span = ownTimeout ?? (_timeout != Timeout.InfiniteTimeSpan ? _timeout : first);
+        long periodMs = ScanPeriodMilliseconds(span);
+        Volatile.Write(ref _scanPeriodMs, periodMs);
+        var period = TimeSpan.FromMilliseconds(periodMs);
         ITimer created;
         using (ExecutionContext.SuppressFlow())
         {
@@ -434,6 +518,30 @@ internal sealed partial class OutgoingCalls
         {
             // Another call started one first, or FailAll may already have disposed the field's.
             created.Dispose();
+        }
+    }
+
+    /// <summary>A tenth of <paramref name="timeout"/>, between 10 ms and 1 s.</summary>
+    private static long ScanPeriodMilliseconds(TimeSpan timeout) => Math.Clamp((long)timeout.TotalMilliseconds / 10, 10, 1000);
+
+    /// <summary>A call whose own timeout (MuxCallOptions.Timeout) is shorter than the one the scan
+    /// was started for: scan more often from now on, so its deadline is kept within about 10% too.
+    /// The period only ever shrinks, so this happens at most a few times per connection.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ShortenExpiryScan(TimeSpan ownTimeout)
+    {
+        long period = ScanPeriodMilliseconds(ownTimeout);
+        long current = Volatile.Read(ref _scanPeriodMs);
+        while (period < current)
+        {
+            long seen = Interlocked.CompareExchange(ref _scanPeriodMs, period, current);
+            if (seen == current)
+            {
+                Volatile.Read(ref _expiryTimer)?.Change(TimeSpan.FromMilliseconds(period), TimeSpan.FromMilliseconds(period));
+                return;
+            }
+
+            current = seen;
         }
     }
 

@@ -72,6 +72,10 @@ internal abstract class PendingCall : IThreadPoolWorkItem
     /// Set by the caller before the request is sent.</summary>
     public string? InheritedFrom;
 
+    /// <summary>The call's own timeout (MuxCallOptions.Timeout, MuxClientCall.Timeout) when it replaced
+    /// the side's, for the timeout message; null otherwise. Set with <see cref="InheritedFrom"/>.</summary>
+    public TimeSpan? OwnTimeout;
+
     /// <summary>The calls of the connection this call runs on, for cancellation and for reading its result.</summary>
     public OutgoingCalls? Calls { get; private set; }
 
@@ -84,6 +88,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem
         MethodId = methodId;
         Deadline = deadline;
         InheritedFrom = null;
+        OwnTimeout = null;
         _outcome = CallOutcome.None;
         _payload = null;
         _payloadLength = 0;

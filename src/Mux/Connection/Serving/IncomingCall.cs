@@ -119,10 +119,12 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem
     public IncomingCall? NextPooled;
 
     /// <summary>Prepares this (new or reused) object for a request. Reader loop only, before the
-    /// call is published anywhere.</summary>
-    internal void Start(uint callId, ServiceMethod method, in ReadOnlySequence<byte> arguments, long deadlineTimestamp)
+    /// call is published anywhere. <paramref name="hasMetadata"/>: the request's bytes start with a
+    /// metadata section (FrameFlags.Metadata), which Execute reads.</summary>
+    internal void Start(uint callId, ServiceMethod method, in ReadOnlySequence<byte> arguments, long deadlineTimestamp, bool hasMetadata = false)
     {
         _method = method;
+        StartPipeline(hasMetadata);
         CallId = callId;
         _deadlineTimestamp = deadlineTimestamp;
         _context = null;
@@ -223,9 +225,10 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem
     {
         try
         {
+            // _argumentsStart skips the metadata section, if any.
             return _argumentsMessage is { } message
-                ? MessagePackSerializer.Deserialize<TArguments>(message.Payload, SerializerOptions)
-                : MessagePackSerializer.Deserialize<TArguments>(_arguments.AsMemory(0, _argumentsLength), SerializerOptions);
+                ? MessagePackSerializer.Deserialize<TArguments>(message.Payload.Slice(_argumentsStart), SerializerOptions)
+                : MessagePackSerializer.Deserialize<TArguments>(_arguments.AsMemory(_argumentsStart, _argumentsLength - _argumentsStart), SerializerOptions);
         }
         catch (MessagePackSerializationException ex)
         {
@@ -275,6 +278,17 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem
 
     private void SendResult<T>(T value)
     {
+        if (_deferResult)
+        {
+            DeferResult(value); // Interceptors run around the handler: they answer once they return.
+            return;
+        }
+
+        SendResultNow(value);
+    }
+
+    private void SendResultNow<T>(T value)
+    {
         var body = new ResultBody<T>(value, SerializerOptions);
         _calls.SendResponse(this, ref body);
     }
@@ -288,10 +302,21 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem
         // Only with propagation on and a deadline to pass on: setting the ambient context costs an
         // ExecutionContext per call. The handler's awaits capture it; this thread gets its own back.
         bool ambient = DeadlineTimestamp != long.MaxValue && _calls.PropagatesCallContext;
-        MuxCallContext? outer = ambient ? MuxCallContext.Enter(Context) : null;
+        MuxCallContext? outer = null;
         try
         {
-            pending = _method.InvokeAsync(Public);
+            if (_hasMetadata)
+            {
+                ReadMetadata(); // Before anything makes the call's context, which keeps the metadata.
+            }
+
+            if (ambient)
+            {
+                outer = MuxCallContext.Enter(Context);
+            }
+
+            IMuxServerInterceptor[] interceptors = _calls.Interceptors;
+            pending = interceptors.Length == 0 ? _method.InvokeAsync(Public) : InvokeInterceptorsAsync(interceptors);
         }
         catch (Exception ex)
         {

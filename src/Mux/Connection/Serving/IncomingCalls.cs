@@ -95,6 +95,11 @@ internal sealed class IncomingCalls
     /// client's served calls run inside its server's span). Immutable.</summary>
     public bool IsObserved { get; init; }
 
+    /// <summary>The interceptors run around every handler, outermost first
+    /// (MuxServerOptions.Interceptors, as the server started); empty on a client, and on a server
+    /// without any, whose calls then go straight to their handler. Immutable.</summary>
+    public IMuxServerInterceptor[] Interceptors { get; init; } = [];
+
     /// <summary>Whether <see cref="IdleSince"/> is kept (MuxServerOptions.IdleTimeout). Immutable.</summary>
     public bool TracksIdle { get; init; }
 
@@ -193,7 +198,7 @@ internal sealed class IncomingCalls
         }
 
         IncomingCall call = _pool.TryRent() ?? new IncomingCall(this);
-        call.Start(frame.CallId, method, frame.Payload, deadline);
+        call.Start(frame.CallId, method, frame.Payload, deadline, frame.HasMetadata);
 
         // Counted as running before _goingAway is read (TryAdd's increment is the full fence that
         // pairs with BeginGoAway), so a drain cannot find the connection idle meanwhile.

@@ -1,0 +1,233 @@
+using System.Runtime.CompilerServices;
+using Mux.Connection;
+using Mux.Streaming;
+
+namespace Mux.Client;
+
+// Calls through the client's interceptors (MuxClientOptions.Interceptors). A client without any
+// never comes here: its calls go straight to ClientRuntime.Calls.cs.
+internal sealed partial class ClientRuntime
+{
+    /// <summary>Calls a method that returns a stream (callee or duplex streaming), through the
+    /// interceptors when the client has any.</summary>
+    public IAsyncEnumerable<TResult> ReceiveStream<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items, CallSettings? settings, CancellationToken cancellationToken)
+        where TArguments : struct =>
+        _interceptors.Length != 0
+            ? InterceptStreamAsync<TArguments, TItem, TResult>(methodId, arguments, items, settings, cancellationToken)
+            : OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(SourceFor(settings), methodId, arguments, items, settings?.EncodedMetadata, cancellationToken);
+
+    /// <summary>Calls a method that takes a stream and returns one value (caller streaming).</summary>
+    public ValueTask<TResult> SendStreamAsync<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CallSettings? settings, CancellationToken cancellationToken)
+        where TArguments : struct
+    {
+        if (_interceptors.Length == 0)
+        {
+            return OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(SourceFor(settings), methodId, arguments, items, settings?.EncodedMetadata, cancellationToken);
+        }
+
+        return new ClientStreamChain<TArguments, TItem, TResult>(this, NewCall(methodId, settings, cancellationToken), methodId, arguments, items, settings).RunAsync();
+    }
+
+    /// <summary>A unary call through the interceptors; its deadline is fixed once they let it go,
+    /// from when it was made (see CallDeadline.FixAt).</summary>
+    private ValueTask<TResult> InterceptAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CallSettings? settings, CancellationToken cancellationToken)
+        where TArguments : struct =>
+        new UnaryChain<TArguments, TResult>(this, NewCall(methodId, settings, cancellationToken), methodId, arguments, settings).RunAsync();
+
+    /// <summary>What the interceptors of one call see, starting from the bound proxy's settings.</summary>
+    private MuxClientCall NewCall(uint methodId, CallSettings? settings, CancellationToken cancellationToken) =>
+        new(MuxServiceRegistry.GetMethodDisplayName(methodId), settings?.CopyMetadata() ?? new CallMetadata(), settings?.Timeout ?? _callTimeoutSpan, cancellationToken);
+
+    /// <summary>
+    /// A streaming call through the interceptors, run once around the whole call: the last
+    /// interceptor's next() starts the stream and completes when the caller's enumeration has ended
+    /// (throwing what it failed with); the caller sees what the interceptors made of it at the end.
+    /// </summary>
+    private async IAsyncEnumerable<TResult> InterceptStreamAsync<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items, CallSettings? settings, [EnumeratorCancellation] CancellationToken cancellationToken)
+        where TArguments : struct
+    {
+        var chain = new ReceiveStreamChain<TArguments, TItem, TResult>(this, NewCall(methodId, settings, cancellationToken), methodId, arguments, items, settings);
+        Task interceptors = chain.RunAsync();
+        IAsyncEnumerator<TResult>? stream = await chain.Started.ConfigureAwait(false);
+        if (stream is null)
+        {
+            await interceptors.ConfigureAwait(false); // An interceptor threw before next(): that is the caller's exception.
+            throw chain.NotInvoked(chain.MethodName, "A client interceptor stops a call by throwing.");
+        }
+
+        Exception? failure = null;
+        try
+        {
+            while (true)
+            {
+                bool more;
+                try
+                {
+                    more = await stream.MoveNextAsync().ConfigureAwait(false);
+                }
+                catch (Exception ex)
+                {
+                    failure = ex; // next() throws it, in the interceptors, which decide what the caller gets.
+                    break;
+                }
+
+                if (!more)
+                {
+                    break;
+                }
+
+                yield return stream.Current;
+            }
+        }
+        finally
+        {
+            await stream.DisposeAsync().ConfigureAwait(false);
+            chain.End(failure);
+            await interceptors.ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>The interceptors of one call whose answer is a value: the last next() sends it.</summary>
+    private abstract class ValueChain<TResult>(ClientRuntime runtime, MuxClientCall call, uint methodId, CallSettings? settings)
+        : CallChain(runtime, call, methodId, settings)
+    {
+        // The call's result, once next() has it. Written by the call's completion; read after the chain.
+        private TResult? _result;
+
+        [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+        public async ValueTask<TResult> RunAsync()
+        {
+            await InvokeAsync().ConfigureAwait(false);
+            return CallInvoked ? _result! : throw NotInvoked(MethodName, "A client interceptor stops a call by throwing.");
+        }
+
+        protected abstract ValueTask<TResult> SendAsync();
+
+        protected override ValueTask InvokeCallAsync()
+        {
+            ValueTask<TResult> sent = SendAsync();
+            if (sent.IsCompletedSuccessfully)
+            {
+                _result = sent.Result;
+                return default;
+            }
+
+            return AwaitAsync(sent);
+        }
+
+        private async ValueTask AwaitAsync(ValueTask<TResult> sent) => _result = await sent.ConfigureAwait(false);
+    }
+
+    /// <summary>A call with arguments and one answer.</summary>
+    private sealed class UnaryChain<TArguments, TResult>(ClientRuntime runtime, MuxClientCall call, uint methodId, TArguments arguments, CallSettings? settings)
+        : ValueChain<TResult>(runtime, call, methodId, settings)
+        where TArguments : struct
+    {
+        protected override ValueTask<TResult> SendAsync()
+        {
+            CallDeadline deadline = CallDeadline.FixAt(Runtime._clock, Timeout, MadeAt);
+            if (OwnTimeout is { } own)
+            {
+                deadline = deadline.WithOwnTimeout(own); // Not CallTimeout: the message names the call's own.
+            }
+
+            return Runtime.SendAsync<TArguments, TResult>(MethodId, arguments, deadline, deadline.Now(Runtime._clock), Metadata, Waits, Call.CancellationToken);
+        }
+    }
+
+    /// <summary>A call that streams its arguments and has one answer.</summary>
+    private sealed class ClientStreamChain<TArguments, TItem, TResult>(ClientRuntime runtime, MuxClientCall call, uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CallSettings? settings)
+        : ValueChain<TResult>(runtime, call, methodId, settings)
+        where TArguments : struct
+    {
+        protected override ValueTask<TResult> SendAsync() =>
+            OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(new CallsSource(Runtime, Timeout, OwnTimeout, Waits), MethodId, arguments, items, Metadata, Call.CancellationToken);
+    }
+
+    /// <summary>A call whose answer is a stream: next() starts it (<see cref="Started"/>) and lasts
+    /// until the caller's enumeration has ended (<see cref="End"/>).</summary>
+    private sealed class ReceiveStreamChain<TArguments, TItem, TResult>(ClientRuntime runtime, MuxClientCall call, uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items, CallSettings? settings)
+        : CallChain(runtime, call, methodId, settings)
+        where TArguments : struct
+    {
+        // The stream once next() has started it; null when the chain ended without starting it.
+        private readonly TaskCompletionSource<IAsyncEnumerator<TResult>?> _started = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        // Completed when the caller's enumeration has ended, failed with what it failed with.
+        private readonly TaskCompletionSource _ended = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public Task<IAsyncEnumerator<TResult>?> Started => _started.Task;
+
+        public async Task RunAsync()
+        {
+            try
+            {
+                await InvokeAsync().ConfigureAwait(false);
+            }
+            finally
+            {
+                _started.TrySetResult(null);
+            }
+        }
+
+        public void End(Exception? failure)
+        {
+            if (failure is null)
+            {
+                _ended.TrySetResult();
+            }
+            else
+            {
+                _ended.TrySetException(failure);
+            }
+        }
+
+        protected override async ValueTask InvokeCallAsync()
+        {
+            IAsyncEnumerable<TResult> stream = OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(new CallsSource(Runtime, Timeout, OwnTimeout, Waits), MethodId, arguments, items, Metadata, Call.CancellationToken);
+            _started.TrySetResult(stream.GetAsyncEnumerator());
+            await _ended.Task.ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>What every client chain shares: the interceptors, and what they leave of the call.</summary>
+    private abstract class CallChain : InterceptorChain
+    {
+        protected CallChain(ClientRuntime runtime, MuxClientCall call, uint methodId, CallSettings? settings)
+            : base(runtime._interceptors.Length)
+        {
+            Runtime = runtime;
+            Call = call;
+            MethodId = methodId;
+            Settings = settings;
+            MadeAt = runtime._clock.GetTimestamp(); // When the user made the call: its deadline counts from here.
+        }
+
+        protected ClientRuntime Runtime { get; }
+
+        protected MuxClientCall Call { get; }
+
+        protected uint MethodId { get; }
+
+        protected CallSettings? Settings { get; }
+
+        protected long MadeAt { get; }
+
+        public string MethodName => Call.MethodName;
+
+        /// <summary>The metadata section to send: encoded again only when an interceptor changed it.</summary>
+        protected byte[]? Metadata => Call.CallMetadata.IsModified ? Call.CallMetadata.Encode() : Settings?.EncodedMetadata;
+
+        /// <summary>The call's timeout as the interceptors left it, in the clock's units.</summary>
+        protected long Timeout => ClockDeadline.ToTimestampSpan(Runtime._clock, Call.Timeout);
+
+        protected bool Waits => Runtime.WaitsForConnection(Settings);
+
+        /// <summary>The call's timeout when it is its own (the bound proxy's, or an interceptor's), for messages.</summary>
+        protected TimeSpan? OwnTimeout => Call.Timeout != Runtime._callTimeoutSpan || Settings?.Timeout is not null ? Call.Timeout : null;
+
+        protected override ValueTask InvokeInterceptorAsync(int index, Func<ValueTask> next) => Runtime._interceptors[index].InvokeAsync(Call, next);
+
+        protected override string DescribeInterceptor(int index) => Runtime._interceptors[index].GetType().FullName ?? "?";
+    }
+}

@@ -1,0 +1,128 @@
+using System.Buffers;
+using System.Collections.ObjectModel;
+using System.Runtime.CompilerServices;
+using Mux.Protocol;
+
+namespace Mux.Connection;
+
+// The call pipeline (issue 25): the call's metadata, and the server interceptors around its handler.
+// A call without metadata on a side without interceptors touches none of it but two tests.
+internal sealed partial class IncomingCall
+{
+    private static readonly IReadOnlyDictionary<string, string> s_noMetadata = ReadOnlyDictionary<string, string>.Empty;
+
+    // Whether the Request's body starts with a metadata section (FrameFlags.Metadata). Set by Start.
+    private bool _hasMetadata;
+
+    // The call's metadata, read from the section by Execute before any interceptor or the handler
+    // runs; null when it carried none. Reset by Start.
+    private Dictionary<string, string>? _metadata;
+
+    // Where the arguments start in the request's bytes: after the metadata section, if any. Set by
+    // ReadMetadata; reset by Start.
+    private int _argumentsStart;
+
+    // While interceptors run, the handler's answer waits here (DeferResult) until the last of them
+    // has returned, so that one that throws after next() still decides how the call ends. Both set
+    // and cleared on the handler's side of the call (its awaits order them); reset by Start.
+    private bool _deferResult;
+    private DeferredResult? _deferredResult;
+
+    /// <summary>The call's metadata (MuxCallContext.Metadata); empty when it carried none.</summary>
+    public IReadOnlyDictionary<string, string> Metadata => _metadata ?? s_noMetadata;
+
+    /// <summary>Resets the pipeline's state for a new request. Reader loop, in Start.</summary>
+    private void StartPipeline(bool hasMetadata)
+    {
+        _hasMetadata = hasMetadata;
+        _metadata = null;
+        _argumentsStart = 0;
+        _deferResult = false;
+        _deferredResult = null;
+    }
+
+    /// <summary>The request's bytes (the metadata section, if any, then the arguments).</summary>
+    private ReadOnlySequence<byte> RequestBytes =>
+        _argumentsMessage is { } message ? message.Payload : new ReadOnlySequence<byte>(_arguments!, 0, _argumentsLength);
+
+    /// <summary>Reads the metadata section at the start of the request's bytes, once, on the
+    /// handler's thread (never the reader loop). Throws what the caller gets: a section over this
+    /// side's MaxMetadataSize fails the call as MessageTooLarge, an unreadable one as
+    /// InvalidArguments; either way only this call fails.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ReadMetadata()
+    {
+        int max = Connection.MaxMetadataSize;
+        switch (MetadataSection.Read(RequestBytes, max, out Dictionary<string, string>? entries, out long consumed, out long size, out string? problem))
+        {
+            case MetadataSection.ReadStatus.Ok:
+                _metadata = entries!.Count == 0 ? null : entries;
+                _argumentsStart = (int)consumed;
+                return;
+            case MetadataSection.ReadStatus.TooLarge:
+                string options = Connection.OptionsName;
+                throw new MuxRemoteException(
+                    MuxStatusCode.MessageTooLarge,
+                    $"The metadata of the {Connection.PeerName}'s call to {MethodName} is {size} bytes, over this {Connection.SideName}'s MaxMetadataSize of {max} bytes ({options}.MaxMetadataSize); the call was not run. Send less metadata, or raise {options}.MaxMetadataSize.",
+                    null);
+            default:
+                throw new InvalidArgumentsException($"The metadata of the call to {MethodName} could not be read: {problem}.", null);
+        }
+    }
+
+    /// <summary>Runs the side's interceptors around the handler, then sends the answer the handler
+    /// left (see <see cref="DeferResult"/>). Its state machine comes from a pool, like the handler's.</summary>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private async ValueTask InvokeInterceptorsAsync(IMuxServerInterceptor[] interceptors)
+    {
+        var chain = new ServerInterceptorChain(this, interceptors);
+        DeferredResult? answer;
+        _deferResult = true;
+        try
+        {
+            await chain.InvokeAsync().ConfigureAwait(false);
+        }
+        finally
+        {
+            answer = _deferredResult;
+            _deferredResult = null;
+            _deferResult = false;
+        }
+
+        if (answer is null)
+        {
+            throw chain.CallInvoked
+                ? new InvalidOperationException($"{MethodName} has no answer to send: its handler failed, and a server interceptor caught the exception without throwing one of its own.")
+                : chain.NotInvoked(MethodName, "A server interceptor refuses a call by throwing, for example MuxRemoteException(MuxStatusCode.PermissionDenied, \"...\").");
+        }
+
+        answer.Send(this);
+    }
+
+    /// <summary>Keeps the handler's result until the interceptors have returned.</summary>
+    private void DeferResult<T>(T value) => _deferredResult = new DeferredResult<T>(value);
+
+    /// <summary>A handler's result held while interceptors run.</summary>
+    private abstract class DeferredResult
+    {
+        public abstract void Send(IncomingCall call);
+    }
+
+    private sealed class DeferredResult<T>(T value) : DeferredResult
+    {
+        public override void Send(IncomingCall call) => call.SendResultNow(value);
+    }
+
+    /// <summary>The server interceptors of one call; the last next() runs the handler.</summary>
+    private sealed class ServerInterceptorChain(IncomingCall call, IMuxServerInterceptor[] interceptors) : InterceptorChain(interceptors.Length)
+    {
+        // The context every interceptor of the call sees (and the handler too, if it asks).
+        private readonly MuxCallContext _context = call.Context;
+
+        protected override ValueTask InvokeInterceptorAsync(int index, Func<ValueTask> next) => interceptors[index].InvokeAsync(_context, next);
+
+        protected override ValueTask InvokeCallAsync() => call._method.InvokeAsync(call.Public);
+
+        protected override string DescribeInterceptor(int index) => interceptors[index].GetType().FullName ?? "?";
+    }
+}

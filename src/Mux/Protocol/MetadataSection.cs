@@ -1,0 +1,171 @@
+using System.Buffers;
+using System.Buffers.Binary;
+using MessagePack;
+
+namespace Mux.Protocol;
+
+/// <summary>
+/// The optional metadata section of a Request (docs/protocol.md, "Metadata"): present when the
+/// frame's <see cref="FrameFlags.Metadata"/> flag is set, at the start of the body, after the
+/// deadline and trace-context headers and before the arguments:
+/// <code>
+/// u32  n   the size of the map that follows
+/// n        MessagePack map: str key → str value (keys ASCII, compared case-insensitively, sent lower-case)
+/// </code>
+/// Keys starting with <see cref="ReservedPrefix"/> belong to Mux; a receiver skips the ones it does
+/// not know. The section travels inside the body rather than the frame's header, so it may be as
+/// large as the receiver's limit (not bounded by a first fragment) and is read by the call's
+/// worker thread rather than the reader loop.
+/// </summary>
+internal static class MetadataSection
+{
+    /// <summary>Keys starting with this (compared case-insensitively) are Mux's own.</summary>
+    public const string ReservedPrefix = "mux-";
+
+    /// <summary>The u32 size before the map.</summary>
+    public const int LengthSize = 4;
+
+    /// <summary>What a receiver takes as its limit when it does not say: the default of
+    /// MuxServerOptions.MaxMetadataSize and MuxClientOptions.MaxMetadataSize (8 KiB, as common HTTP
+    /// servers bound a request's headers).</summary>
+    public const int DefaultMaxSize = 8 * 1024;
+
+    /// <summary>Why a key cannot be metadata, or null when it can: one or more printable ASCII
+    /// characters without spaces (0x21-0x7E), not starting with <see cref="ReservedPrefix"/>.</summary>
+    public static string? DescribeInvalidKey(string key)
+    {
+        if (key.Length == 0)
+        {
+            return "A Mux metadata key cannot be empty.";
+        }
+
+        foreach (char c in key)
+        {
+            if (c is < '!' or > '~')
+            {
+                return $"The Mux metadata key '{key}' has the character U+{(int)c:X4}; keys are printable ASCII without spaces (0x21-0x7E), compared case-insensitively.";
+            }
+        }
+
+        return key.StartsWith(ReservedPrefix, StringComparison.OrdinalIgnoreCase)
+            ? $"The Mux metadata key '{key}' starts with '{ReservedPrefix}', which is reserved for Mux's own keys; choose another name."
+            : null;
+    }
+
+    /// <summary>The whole section (the u32 size, then the map) for <paramref name="entries"/>,
+    /// whose keys are valid (<see cref="DescribeInvalidKey"/>) and distinct case-insensitively;
+    /// keys are sent lower-case.</summary>
+    public static byte[] Encode(IReadOnlyCollection<KeyValuePair<string, string>> entries)
+    {
+        var buffer = new ArrayBufferWriter<byte>(64);
+        var writer = new MessagePackWriter(buffer);
+        writer.WriteMapHeader(entries.Count);
+        foreach (KeyValuePair<string, string> entry in entries)
+        {
+            writer.Write(entry.Key.ToLowerInvariant()); // ASCII keys: the invariant lower case is the ASCII one.
+            writer.Write(entry.Value);
+        }
+
+        writer.Flush();
+        byte[] section = new byte[LengthSize + buffer.WrittenCount];
+        BinaryPrimitives.WriteUInt32LittleEndian(section, (uint)buffer.WrittenCount);
+        buffer.WrittenSpan.CopyTo(section.AsSpan(LengthSize));
+        return section;
+    }
+
+    /// <summary>The size of the map in an encoded section (what a receiver's limit counts).</summary>
+    public static int MapSize(byte[] section) => section.Length - LengthSize;
+
+    /// <summary>
+    /// Reads the section at the start of a Request's <paramref name="payload"/>. The size is checked
+    /// against <paramref name="maxSize"/> before anything else is read. On <see cref="ReadStatus.Ok"/>,
+    /// <paramref name="entries"/> holds the keys not reserved for Mux (case-insensitive) and
+    /// <paramref name="consumed"/> the bytes of the section (where the arguments start).
+    /// </summary>
+    public static ReadStatus Read(in ReadOnlySequence<byte> payload, int maxSize, out Dictionary<string, string>? entries, out long consumed, out long size, out string? problem)
+    {
+        entries = null;
+        consumed = 0;
+        size = 0;
+        problem = null;
+        if (payload.Length < LengthSize)
+        {
+            problem = $"the Metadata flag is set but only {payload.Length} bytes follow the headers, fewer than the section's {LengthSize}-byte size";
+            return ReadStatus.Malformed;
+        }
+
+        Span<byte> lengthBytes = stackalloc byte[LengthSize];
+        payload.Slice(0, LengthSize).CopyTo(lengthBytes);
+        size = BinaryPrimitives.ReadUInt32LittleEndian(lengthBytes);
+        if (size > maxSize)
+        {
+            return ReadStatus.TooLarge;
+        }
+
+        if (size > payload.Length - LengthSize)
+        {
+            problem = $"the section announces {size} bytes but only {payload.Length - LengthSize} follow";
+            return ReadStatus.Malformed;
+        }
+
+        consumed = LengthSize + size;
+        var reader = new MessagePackReader(payload.Slice(LengthSize, size));
+        try
+        {
+            int count = reader.ReadMapHeader();
+            entries = new Dictionary<string, string>(Math.Min(count, 16), StringComparer.OrdinalIgnoreCase);
+            for (int i = 0; i < count; i++)
+            {
+                string? key = reader.ReadString();
+                string? value = reader.ReadString();
+                if (key is null || value is null)
+                {
+                    problem = "a key or value is nil; both must be strings";
+                    return ReadStatus.Malformed;
+                }
+
+                if (key.StartsWith(ReservedPrefix, StringComparison.OrdinalIgnoreCase))
+                {
+                    continue; // Mux's own keys: none has a meaning in this build.
+                }
+
+                if (DescribeInvalidKey(key) is { } invalid)
+                {
+                    problem = invalid;
+                    return ReadStatus.Malformed;
+                }
+
+                if (!entries.TryAdd(key, value))
+                {
+                    problem = $"the key '{key}' appears twice (keys are compared case-insensitively)";
+                    return ReadStatus.Malformed;
+                }
+            }
+
+            if (!reader.End)
+            {
+                problem = $"{reader.Sequence.Length - reader.Consumed} bytes follow the map inside the section";
+                return ReadStatus.Malformed;
+            }
+        }
+        catch (Exception ex) when (MalformedMessagePack.IsReadFailure(ex))
+        {
+            problem = "it is not a MessagePack map of strings: " + ex.Message;
+            return ReadStatus.Malformed;
+        }
+
+        return ReadStatus.Ok;
+    }
+
+    /// <summary>The outcome of <see cref="Read"/>.</summary>
+    public enum ReadStatus
+    {
+        Ok,
+
+        /// <summary>The section is larger than the receiver's limit; nothing of it was read.</summary>
+        TooLarge,
+
+        /// <summary>The section cannot be read (its sizes, its MessagePack, a key).</summary>
+        Malformed,
+    }
+}

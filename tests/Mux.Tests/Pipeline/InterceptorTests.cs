@@ -1,0 +1,280 @@
+using System.Collections.Concurrent;
+using Mux.Tests.Infrastructure;
+
+namespace Mux.Tests.Pipeline;
+
+/// <summary>
+/// Server and client interceptors (issue 25): their order on both sides, a refusal before next(),
+/// a failure after it, the status the caller gets, and streaming calls, around which each runs once.
+/// </summary>
+public sealed class InterceptorTests
+{
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task Interceptors_RunInRegistrationOrder_OnBothSides_TheFirstAddedOutermost(TransportKind kind)
+    {
+        var log = new ConcurrentQueue<string>();
+        var server = new MuxServerOptions();
+        server.Interceptors.Add(new LoggingServerInterceptor("s1", log));
+        server.Interceptors.Add(new LoggingServerInterceptor("s2", log));
+        var client = new MuxClientOptions();
+        client.Interceptors.Add(new LoggingClientInterceptor("c1", log));
+        client.Interceptors.Add(new LoggingClientInterceptor("c2", log));
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client, log);
+
+        Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
+
+        // The server's interceptors have all returned before the answer is sent, so the order is exact.
+        Assert.Equal(
+            [
+                "c1 enter IPipelineService.Add", "c2 enter IPipelineService.Add",
+                "s1 enter IPipelineService.Add", "s2 enter IPipelineService.Add",
+                "handler Add",
+                "s2 exit IPipelineService.Add", "s1 exit IPipelineService.Add",
+                "c2 exit IPipelineService.Add", "c1 exit IPipelineService.Add",
+            ],
+            log.ToArray());
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task AServerInterceptorThatThrowsBeforeNext_RefusesTheCall_TheHandlerDoesNotRun_AndTheCallerGetsItsStatus(TransportKind kind)
+    {
+        var server = new MuxServerOptions();
+        server.Interceptors.Add(new TenantCheck());
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server);
+
+        MuxRemoteException refused = await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+
+        Assert.Equal(MuxStatusCode.PermissionDenied, refused.StatusCode);
+        Assert.Equal("IPipelineService.Add needs a tenant.", refused.Message);
+        Assert.Equal(0, host.Service.Runs);
+
+        // The connection goes on: the same call with a tenant runs, once.
+        IPipelineService acme = host.Client.CreateProxy<IPipelineService>(new MuxCallOptions { Metadata = { ["tenant"] = "acme" } });
+        Assert.Equal(3, await acme.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+        Assert.Equal(1, host.Service.Runs);
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory, false)]
+    [InlineData(TransportKind.InMemory, true)]
+    [InlineData(TransportKind.Tcp, false)]
+    [InlineData(TransportKind.Tcp, true)]
+    public async Task AServerInterceptorThatThrowsAfterNext_FailsTheCallThoughTheHandlerSucceeded_AsHandlerFailed_WithDetailOnlyWhenEnabled(TransportKind kind, bool detailed)
+    {
+        var server = new MuxServerOptions { EnableDetailedErrors = detailed };
+        server.Interceptors.Add(new ThrowAfterNext(() => new InvalidOperationException("audit store is down")));
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server);
+
+        MuxRemoteException failed = await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+
+        Assert.Equal(MuxStatusCode.HandlerFailed, failed.StatusCode);
+        Assert.Equal(1, host.Service.Runs);
+        if (detailed)
+        {
+            Assert.Equal("audit store is down", failed.Message);
+            Assert.Equal("System.InvalidOperationException", failed.RemoteExceptionType);
+        }
+        else
+        {
+            Assert.Equal("IPipelineService.Add failed on the server. The server's log has the exception; MuxServerOptions.EnableDetailedErrors sends its message to callers.", failed.Message);
+            Assert.Null(failed.RemoteExceptionType);
+        }
+
+        // Only that call failed: the next one's answer arrives too (and fails the same way).
+        await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Add(3, 4).AsTask().WaitAsync(TestHost.Patience));
+        Assert.Equal(2, host.Service.Runs);
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task AServerInterceptorThatThrowsMuxRemoteExceptionAfterNext_SendsItsStatusAndMessage(TransportKind kind)
+    {
+        var server = new MuxServerOptions();
+        server.Interceptors.Add(new ThrowAfterNext(() => new MuxRemoteException(MuxStatusCode.Unavailable, "quota store unavailable")));
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server);
+
+        MuxRemoteException failed = await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+
+        Assert.Equal(MuxStatusCode.Unavailable, failed.StatusCode);
+        Assert.Equal("quota store unavailable", failed.Message);
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task AClientInterceptorThatThrowsAfterNext_GivesTheCallerItsException_AfterTheServerRanTheCall(TransportKind kind)
+    {
+        var client = new MuxClientOptions();
+        client.Interceptors.Add(new ThrowAfterNext(() => new TimeZoneNotFoundException("client-side check failed")));
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, clientOptions: client);
+
+        TimeZoneNotFoundException failed = await Assert.ThrowsAsync<TimeZoneNotFoundException>(() => host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+
+        Assert.Equal("client-side check failed", failed.Message);
+        Assert.Equal(1, host.Service.Runs);
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task AServerInterceptorThatNeverCallsNext_FailsTheCall_WithoutRunningTheHandler(TransportKind kind)
+    {
+        var server = new MuxServerOptions { EnableDetailedErrors = true };
+        server.Interceptors.Add(new Forgetful());
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server);
+
+        MuxRemoteException failed = await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+
+        Assert.Equal(MuxStatusCode.HandlerFailed, failed.StatusCode);
+        Assert.Equal($"The call to IPipelineService.Add was not made: an interceptor ({typeof(Forgetful).FullName}) returned without calling next() and without throwing. A server interceptor refuses a call by throwing, for example MuxRemoteException(MuxStatusCode.PermissionDenied, \"...\").", failed.Message);
+        Assert.Equal(0, host.Service.Runs);
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task AClientInterceptorThatCallsNextTwice_FailsTheCall_AndTheServerRunsItOnce(TransportKind kind)
+    {
+        var client = new MuxClientOptions();
+        client.Interceptors.Add(new Twice());
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, clientOptions: client);
+
+        InvalidOperationException failed = await Assert.ThrowsAsync<InvalidOperationException>(() => host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+
+        Assert.Equal($"The Mux interceptor {typeof(Twice).FullName} called next() twice; it runs the rest of the call, so call it once.", failed.Message);
+        Assert.Equal(1, host.Service.Runs);
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task Interceptors_RunOnceAroundAWholeServerStream_OnBothSides(TransportKind kind)
+    {
+        var log = new ConcurrentQueue<string>();
+        var server = new MuxServerOptions();
+        server.Interceptors.Add(new LoggingServerInterceptor("s", log));
+        var client = new MuxClientOptions();
+        client.Interceptors.Add(new LoggingClientInterceptor("c", log));
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client, log);
+
+        var items = new List<int>();
+        await foreach (int item in host.Proxy.Count(3).WithCancellation(new CancellationTokenSource(TestHost.Patience).Token))
+        {
+            items.Add(item);
+            log.Enqueue($"caller read {item}");
+        }
+
+        Assert.Equal([1, 2, 3], items);
+        string[] lines = log.ToArray();
+
+        // Once each, around everything: the client's interceptor exits only after the caller's loop ended.
+        Assert.Equal(1, lines.Count(l => l == "c enter IPipelineService.Count"));
+        Assert.Equal(1, lines.Count(l => l == "s enter IPipelineService.Count"));
+        Assert.Equal("c enter IPipelineService.Count", lines[0]);
+        Assert.Equal("s enter IPipelineService.Count", lines[1]);
+        Assert.Equal("handler Count", lines[2]);
+        Assert.True(Array.IndexOf(lines, "s exit IPipelineService.Count") > Array.IndexOf(lines, "item 3"), string.Join(" | ", lines));
+        Assert.Equal("c exit IPipelineService.Count", lines[^1]);
+        Assert.True(Array.IndexOf(lines, "s exit IPipelineService.Count") < lines.Length - 1, string.Join(" | ", lines));
+        Assert.True(Array.IndexOf(lines, "caller read 3") < lines.Length - 1, string.Join(" | ", lines));
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task Interceptors_RunOnceAroundAWholeClientStream_OnBothSides(TransportKind kind)
+    {
+        var log = new ConcurrentQueue<string>();
+        var server = new MuxServerOptions();
+        server.Interceptors.Add(new LoggingServerInterceptor("s", log));
+        var client = new MuxClientOptions();
+        client.Interceptors.Add(new LoggingClientInterceptor("c", log));
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client, log);
+
+        Assert.Equal(6, await host.Proxy.Sum(Values(log, 1, 2, 3)).WaitAsync(TestHost.Patience));
+
+        // Once each, around everything: the server's interceptor exits after the handler read the
+        // last item (which it could only after the caller's producer made it), the client's after that.
+        string[] lines = log.ToArray();
+        Assert.Equal(1, lines.Count(l => l == "c enter IPipelineService.Sum"));
+        Assert.Equal(1, lines.Count(l => l == "s enter IPipelineService.Sum"));
+        Assert.Equal(1, lines.Count(l => l == "s exit IPipelineService.Sum"));
+        Assert.Equal("c enter IPipelineService.Sum", lines[0]);
+        Assert.True(Array.IndexOf(lines, "s enter IPipelineService.Sum") < Array.IndexOf(lines, "handler Sum"), string.Join(" | ", lines));
+        Assert.True(Array.IndexOf(lines, "sent 3") < Array.IndexOf(lines, "s exit IPipelineService.Sum"), string.Join(" | ", lines));
+        Assert.Equal(["s exit IPipelineService.Sum", "c exit IPipelineService.Sum"], lines[^2..]);
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task AStreamThatFails_ReachesTheClientInterceptorsNext_AndTheCallerGetsWhatTheyMakeOfIt(TransportKind kind)
+    {
+        var client = new MuxClientOptions();
+        client.Interceptors.Add(new Translate());
+        var server = new MuxServerOptions();
+        server.Interceptors.Add(new ThrowAfterNext(() => new MuxRemoteException(MuxStatusCode.Unavailable, "stream store down")));
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client);
+
+        var items = new List<int>();
+        TimeoutException translated = await Assert.ThrowsAsync<TimeoutException>(async () =>
+        {
+            await foreach (int item in host.Proxy.Count(2).WithCancellation(new CancellationTokenSource(TestHost.Patience).Token))
+            {
+                items.Add(item);
+            }
+        });
+
+        // The items went out before the server's interceptor threw; the end of the stream is its error.
+        Assert.Equal([1, 2], items);
+        Assert.Equal("translated: Unavailable stream store down", translated.Message);
+    }
+
+    private static async IAsyncEnumerable<int> Values(ConcurrentQueue<string> log, params int[] values)
+    {
+        foreach (int value in values)
+        {
+            await Task.Yield();
+            log.Enqueue($"sent {value}");
+            yield return value;
+        }
+    }
+
+    /// <summary>Returns without calling next() and without throwing.</summary>
+    private sealed class Forgetful : IMuxServerInterceptor
+    {
+        public ValueTask InvokeAsync(MuxCallContext call, Func<ValueTask> next) => ValueTask.CompletedTask;
+    }
+
+    /// <summary>Calls next() twice.</summary>
+    private sealed class Twice : IMuxClientInterceptor
+    {
+        public async ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next)
+        {
+            await next();
+            await next();
+        }
+    }
+
+    /// <summary>Turns a remote failure into a TimeoutException naming it (what an application's
+    /// interceptor might do to map errors).</summary>
+    private sealed class Translate : IMuxClientInterceptor
+    {
+        public async ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next)
+        {
+            try
+            {
+                await next();
+            }
+            catch (MuxRemoteException ex)
+            {
+                throw new TimeoutException($"translated: {ex.StatusCode} {ex.Message}");
+            }
+        }
+    }
+}

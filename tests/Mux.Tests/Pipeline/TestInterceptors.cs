@@ -1,0 +1,81 @@
+using System.Collections.Concurrent;
+
+namespace Mux.Tests.Pipeline;
+
+/// <summary>A server interceptor that logs "{name} enter {method}" and "{name} exit {method}"
+/// around next(), and what it saw of the call.</summary>
+public sealed class LoggingServerInterceptor(string name, ConcurrentQueue<string> log) : IMuxServerInterceptor
+{
+    public async ValueTask InvokeAsync(MuxCallContext call, Func<ValueTask> next)
+    {
+        log.Enqueue($"{name} enter {call.MethodName}");
+        try
+        {
+            await next();
+        }
+        finally
+        {
+            log.Enqueue($"{name} exit {call.MethodName}");
+        }
+    }
+}
+
+/// <summary>A client interceptor that logs "{name} enter {method}" and "{name} exit {method}" around next().</summary>
+public sealed class LoggingClientInterceptor(string name, ConcurrentQueue<string> log) : IMuxClientInterceptor
+{
+    public async ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next)
+    {
+        log.Enqueue($"{name} enter {call.MethodName}");
+        try
+        {
+            await next();
+        }
+        finally
+        {
+            log.Enqueue($"{name} exit {call.MethodName}");
+        }
+    }
+}
+
+/// <summary>Refuses every call without a "tenant" in its metadata, before next().</summary>
+public sealed class TenantCheck : IMuxServerInterceptor
+{
+    public ValueTask InvokeAsync(MuxCallContext call, Func<ValueTask> next) =>
+        call.Metadata.ContainsKey("tenant")
+            ? next()
+            : throw new MuxRemoteException(MuxStatusCode.PermissionDenied, $"{call.MethodName} needs a tenant.");
+}
+
+/// <summary>Runs the call, then throws <see cref="Failure"/> (after next() returned).</summary>
+public sealed class ThrowAfterNext(Func<Exception> failure) : IMuxServerInterceptor, IMuxClientInterceptor
+{
+    public async ValueTask InvokeAsync(MuxCallContext call, Func<ValueTask> next)
+    {
+        await next();
+        throw failure();
+    }
+
+    public async ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next)
+    {
+        await next();
+        throw failure();
+    }
+}
+
+/// <summary>Adds metadata before next().</summary>
+public sealed class AddMetadata(string key, string value) : IMuxClientInterceptor
+{
+    public ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next)
+    {
+        call.Metadata[key] = value;
+        return next();
+    }
+}
+
+/// <summary>An interceptor that only awaits next(), as the benchmarks measure.</summary>
+public sealed class PassThrough : IMuxServerInterceptor, IMuxClientInterceptor
+{
+    public async ValueTask InvokeAsync(MuxCallContext call, Func<ValueTask> next) => await next();
+
+    public async ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next) => await next();
+}
