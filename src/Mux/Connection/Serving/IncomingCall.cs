@@ -18,7 +18,7 @@ namespace Mux.Connection;
 /// handler's task completes, the object serves a later request of the same connection (the
 /// <see cref="CancellationToken"/> a handler took is its own call's, and may be kept).
 /// </summary>
-internal sealed partial class IncomingCall : IThreadPoolWorkItem
+internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntry
 {
     // Arguments up to this size are copied into _ownedArguments, kept across the lives of this
     // pooled object; larger ones into an array rented for the call. Small, because a connection
