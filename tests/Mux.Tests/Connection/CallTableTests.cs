@@ -163,3 +163,44 @@ public class CallTableTests
         Assert.Equal((Threads * Changes / 2) + (Threads * (Threads - 1) / 2), counter.Sum());
     }
 }
+
+/// <summary>The call cap's slots, kept in per-core stripes: the total stays exact whichever core
+/// takes or gives back, and a take finds a slot on any stripe.</summary>
+public class CallSlotsTests
+{
+    [Fact]
+    public void EverySlotIsTakenOnce_FromWhicheverStripeHoldsIt_AndGivenBackToAnyStripe()
+    {
+        var slots = new CallSlots(3);
+        Assert.Equal(3, slots.Free);
+        Assert.True(slots.TryTake());
+        Assert.True(slots.TryTake());
+        Assert.True(slots.TryTake());
+        Assert.False(slots.TryTake());
+        Assert.Equal(0, slots.Free);
+
+        // Given back to a stripe no taker calls home (masked into range): still found.
+        slots.Release(slots.HomeStripe + 1);
+        Assert.Equal(1, slots.Free);
+        Assert.True(slots.TryTake());
+        Assert.False(slots.TryTake());
+
+        slots.Release();
+        slots.Release(7);
+        Assert.Equal(2, slots.Free);
+    }
+
+    [Fact]
+    public async Task AWaiter_GetsTheSlotAReleaseOnAnyStripeFrees()
+    {
+        var slots = new CallSlots(1);
+        Assert.True(slots.TryTake());
+        ValueTask waiting = slots.WaitAsync(Timeout.InfiniteTimeSpan, TimeProvider.System, CancellationToken.None);
+        Assert.False(waiting.IsCompleted);
+
+        slots.Release(slots.HomeStripe + 1);
+        await waiting.AsTask().WaitAsync(TestHost.Patience);
+        Assert.Equal(0, slots.Free); // The waiter holds it.
+        Assert.False(slots.TryTake());
+    }
+}

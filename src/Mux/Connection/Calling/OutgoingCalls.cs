@@ -222,6 +222,7 @@ internal sealed partial class OutgoingCalls
         call.InheritedFrom = deadline.InheritedFrom;
         call.OwnTimeout = deadline.OwnTimeout;
         call.Streams = streams;
+        call.SlotStripe = _slots.HomeStripe;
 
         // Only a client's calls are spans of their own: a server's call to its client runs inside
         // the handler's server span.
@@ -675,7 +676,9 @@ internal sealed partial class OutgoingCalls
             }
         }
 
-        _slots.Release();
+        // To the caller's stripe: its next take finds the slot there, and callers on other cores
+        // never write that line (an abandoned call's goes to this core's: any stripe keeps the count).
+        _slots.Release(call?.SlotStripe ?? _slots.HomeStripe);
     }
 
     /// <summary>After GoAway, once the last call the peer promised to serve has completed, the
