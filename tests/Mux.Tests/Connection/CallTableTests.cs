@@ -57,6 +57,57 @@ public class CallTableTests
     }
 
     [Fact]
+    public async Task ACallWaitingInTheOverflow_SendsOnlyItsOwnSlotsCallsToTheLock()
+    {
+        var table = new CallTable<Entry>(Expected);
+        Add(table, 1);
+        Entry waiting = Add(table, 1 + Slots); // In the overflow, as a slow call overtaken by later ids is.
+
+        // Hold the overflow's lock on another thread: a call path that takes it would now block.
+        var overflowLock = (Lock)typeof(CallTable<Entry>).GetField("_overflowLock", System.Reflection.BindingFlags.NonPublic | System.Reflection.BindingFlags.Instance)!.GetValue(table)!;
+        using var held = new ManualResetEventSlim();
+        using var release = new ManualResetEventSlim();
+        Task holder = Task.Factory.StartNew(
+            () =>
+            {
+                lock (overflowLock)
+                {
+                    held.Set();
+                    release.Wait();
+                }
+            },
+            CancellationToken.None,
+            TaskCreationOptions.LongRunning,
+            TaskScheduler.Default);
+        held.Wait(TestHost.Patience);
+
+        // Every other slot's calls are added, found and removed without the lock.
+        Task others = Task.Run(() =>
+        {
+            for (uint id = 2; id < 2 + (4 * Slots); id++)
+            {
+                if (id % Slots == 1)
+                {
+                    continue;
+                }
+
+                Entry entry = Add(table, id);
+                Assert.Same(entry, table.Find(id));
+                Assert.Null(table.Find(id + Slots));
+                Assert.True(table.TryRemove(id, entry));
+            }
+        });
+        Task finished = await Task.WhenAny(others, Task.Delay(TestHost.Patience));
+        release.Set();
+        await holder;
+        Assert.True(finished == others, "A call on another slot waited for the overflow's lock.");
+        await others;
+
+        Assert.Same(waiting, table.TryRemove(1 + Slots));
+        Assert.Equal(1, table.Count);
+    }
+
+    [Fact]
     public void AnIdInTheTable_IsRefused_InItsSlotAndInTheOverflow()
     {
         var table = new CallTable<Entry>(Expected);
