@@ -1,5 +1,4 @@
 using System.Buffers;
-using System.Collections.Concurrent;
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
 using Mux.Connection;
@@ -9,31 +8,22 @@ namespace Mux.Diagnostics;
 
 /// <summary>
 /// The server span and duration measurement of one call, from reading the request to the end of
-/// its handler. Kept in a side table keyed by the call, not in <see cref="IncomingCall"/>: the call
-/// object is allocated per request, and a field there would make every call allocate more even when
-/// nobody listens. The call keeps only a flag (which fits in its padding) saying whether it has an
-/// entry here.
+/// its handler, kept in the call itself (<see cref="IncomingCall"/>'s <c>Telemetry</c> field):
+/// call objects are pooled per connection, so the state costs no allocation per call, and starting
+/// or stopping it writes only the call's own memory. (It used to live in a process-wide
+/// ConcurrentDictionary keyed by the call: with metrics on, 88 B and one shared write per call.)
+/// <c>default</c> (all null/zero) when nobody listened as the call started.
 /// </summary>
-internal sealed class ServerCallTelemetry
+internal struct ServerCallTelemetry
 {
-    // Calls started while someone listened, until they finish. Added on the reader loop, removed by
-    // the call's Finish on whatever thread the handler ended.
-    private static readonly ConcurrentDictionary<IncomingCall, ServerCallTelemetry> s_running = new(ReferenceEqualityComparer.Instance);
-
     // The server span; null when nobody traces Mux or the sampler dropped this call.
-    private readonly Activity? _activity;
+    private Activity? _activity;
 
     // The call clock's timestamp at the start; 0 when nobody listens to rpc.server.call.duration.
-    private readonly long _startTimestamp;
+    private long _startTimestamp;
 
-    private readonly MethodTelemetryName _name;
-
-    private ServerCallTelemetry(Activity? activity, long startTimestamp, MethodTelemetryName name)
-    {
-        _activity = activity;
-        _startTimestamp = startTimestamp;
-        _name = name;
-    }
+    // The method's names; set whenever the call is observed (the mark Stop tests).
+    private MethodTelemetryName? _name;
 
     /// <summary>Whether a call starting now should be observed: one read of each listener flag.</summary>
     public static bool IsObserved
@@ -73,8 +63,10 @@ internal sealed class ServerCallTelemetry
             }
         }
 
-        long startTimestamp = MuxTelemetry.ServerCallDuration.Enabled ? call.TimeProvider.GetTimestamp() : 0;
-        s_running[call] = new ServerCallTelemetry(activity, startTimestamp, name);
+        ref ServerCallTelemetry telemetry = ref call.Telemetry;
+        telemetry._activity = activity;
+        telemetry._startTimestamp = MuxTelemetry.ServerCallDuration.Enabled ? call.TimeProvider.GetTimestamp() : 0;
+        telemetry._name = name;
     }
 
     /// <summary>Makes the call's span current for its handler (so that the handler's own spans are
@@ -83,9 +75,9 @@ internal sealed class ServerCallTelemetry
     public static Activity? EnterHandler(IncomingCall call)
     {
         Activity? previous = Activity.Current;
-        if (s_running.TryGetValue(call, out ServerCallTelemetry? telemetry) && telemetry._activity is not null)
+        if (call.Telemetry._activity is { } activity)
         {
-            Activity.Current = telemetry._activity;
+            Activity.Current = activity;
         }
 
         return previous;
@@ -99,7 +91,9 @@ internal sealed class ServerCallTelemetry
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static void Stop(IncomingCall call, Exception? failure, bool cancellationRequested)
     {
-        if (!s_running.TryRemove(call, out ServerCallTelemetry? telemetry))
+        ServerCallTelemetry telemetry = call.Telemetry;
+        call.Telemetry = default; // Stopped once: the pooled call holds no span past its call.
+        if (telemetry._name is null)
         {
             return;
         }
@@ -130,6 +124,7 @@ internal sealed class ServerCallTelemetry
 
         if (telemetry._startTimestamp != 0)
         {
+            // At most five tags: TagList keeps up to eight inline, so this allocates nothing.
             var tags = new TagList
             {
                 { RpcTags.System, RpcTags.SystemValue },

@@ -1,5 +1,7 @@
 using Microsoft.Extensions.Time.Testing;
+using Mux.Protocol;
 using Mux.Tests.Infrastructure;
+using Mux.Tests.Protocol;
 
 namespace Mux.Tests.Integration;
 
@@ -82,6 +84,44 @@ public sealed class CallTests
 
         host.Service.OpenBlockGate();
         Assert.Equal(42, await blocked.WaitAsync(TestHost.Patience));
+    }
+
+    [Fact]
+    public async Task ABlockingHandler_DelaysOnlyItsOwnCall_WhenItsRequestArrivesInOneReadWithOthers()
+    {
+        // The reader hands every call of a read to the pool, each on its own: a handler that
+        // blocks the thread running it must not hold the calls that arrived next to it (whatever
+        // the reader does with a read's calls, e.g. queue them in one batch).
+        PoolThreads.EnsureSpare(1); // The blocked handler holds a pool thread on purpose.
+        await using TestHost host = await TestHost.StartTcpAsync();
+        await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!);
+        await raw.HandshakeAsync();
+
+        // One write: the blocking call first, then 20 quick ones behind it.
+        var frames = new List<byte>(RawMuxPeer.Request(1, "Block", ValueTuple.Create(42)));
+        for (uint id = 2; id <= 21; id++)
+        {
+            frames.AddRange(RawMuxPeer.Request(id, "Add", ((int)id, 1)));
+        }
+
+        await raw.SendAsync([.. frames]);
+
+        var answered = new HashSet<uint>();
+        for (int i = 0; i < 20; i++)
+        {
+            ReceivedFrame answer = await raw.ExpectFrameAsync();
+            Assert.Equal(FrameType.Response, answer.Type);
+            Assert.Equal((int)answer.CallId + 1, MessagePack.MessagePackSerializer.Deserialize<int>(answer.Payload));
+            Assert.True(answered.Add(answer.CallId), $"Call {answer.CallId} was answered twice.");
+        }
+
+        // Every quick call was answered while the blocking handler still held its thread.
+        Assert.Equal(Enumerable.Range(2, 20).Select(i => (uint)i), answered.Order());
+        Assert.Equal(1, host.Service.BlockedNow);
+
+        host.Service.OpenBlockGate();
+        ReceivedFrame blocked = await raw.ExpectFrameAsync();
+        Assert.Equal((FrameType.Response, 1u, 42), (blocked.Type, blocked.CallId, MessagePack.MessagePackSerializer.Deserialize<int>(blocked.Payload)));
     }
 
     [Theory]

@@ -1,3 +1,7 @@
+using System.Numerics;
+using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
+
 namespace Mux.Connection;
 
 /// <summary>
@@ -8,6 +12,18 @@ namespace Mux.Connection;
 /// Taking a free slot is one compare-and-swap; only callers that find none take the lock and wait
 /// (asynchronously, cancellably, within their deadline), oldest first.
 /// </summary>
+/// <remarks>
+/// The free slots are kept in stripes, one per core, each on cache lines of its own: a taker takes
+/// from its own core's stripe first, then from the others in turn; a slot goes back to the stripe
+/// its release names (the taker's home, so that a caller on core X finds on X's line the slot an
+/// answer freed), or to the releasing core's. So no line is written by every core: one count
+/// written by every caller and the reader was the last per-call write all cores shared on this path.
+/// The total stays exact: a slot is only ever moved by one compare-and-swap out of a stripe and one
+/// increment into one. A take that scans while a slot is being released elsewhere may miss that
+/// slot, but never one whose release happened before the take began (the server's single taker,
+/// its reader loop, reads a request only after the answer that freed its slot was sent); a caller
+/// that misses one waits, and the waiter count's fence pairing with Release wakes it.
+/// </remarks>
 internal sealed class CallSlots
 {
     private readonly Lock _lock = new();
@@ -15,33 +31,71 @@ internal sealed class CallSlots
     // Callers waiting for a slot, oldest first. Guarded by _lock.
     private readonly LinkedList<Waiter> _waiters = new();
 
-    // Free slots, never negative. Taken with compare-and-swap by callers (and by Release on a
-    // waiter's behalf); given back by Release.
-    private int _free;
+    // Free slots by stripe (see remarks), each never negative; the total is the free slots. Taken
+    // with compare-and-swap by takers (and by Release on a waiter's behalf); given back by Release.
+    private readonly Stripe[] _free;
+    private readonly int _mask;
 
     // _waiters.Count, published so that Release skips the lock when nobody waits. Changed with
-    // Interlocked under _lock: the full fence pairs with Release's increment of _free, so either a
-    // new waiter sees the freed slot or Release sees the waiter.
+    // Interlocked under _lock: the full fence pairs with Release's increment of a stripe, so either
+    // a new waiter (which scans every stripe after it) sees the freed slot or Release sees the waiter.
     private int _waiterCount;
 
     // Set once, under _lock, when the connection can send no more calls; waiters fail with it.
     private Exception? _failure;
 
-    public CallSlots(int count) => _free = count;
-
-    /// <summary>Takes a free slot if there is one, without waiting.</summary>
-    public bool TryTake()
+    public CallSlots(int count)
     {
-        int free = Volatile.Read(ref _free);
-        while (free > 0)
+        int stripes = (int)Math.Min(64, BitOperations.RoundUpToPowerOf2((uint)Environment.ProcessorCount));
+        _free = new Stripe[stripes];
+        _mask = stripes - 1;
+        for (int i = 0; i < stripes; i++)
         {
-            int seen = Interlocked.CompareExchange(ref _free, free - 1, free);
-            if (seen == free)
+            _free[i].Free = (count / stripes) + (i < count % stripes ? 1 : 0);
+        }
+    }
+
+    /// <summary>This core's stripe: where a slot taken here had best be given back.</summary>
+    public int HomeStripe
+    {
+        [MethodImpl(MethodImplOptions.AggressiveInlining)]
+        get => Thread.GetCurrentProcessorId() & _mask;
+    }
+
+    /// <summary>Free slots now (a sum over the stripes: exact at quiet moments).</summary>
+    public int Free
+    {
+        get
+        {
+            int free = 0;
+            foreach (ref Stripe stripe in _free.AsSpan())
             {
-                return true;
+                free += Volatile.Read(ref stripe.Free);
             }
 
-            free = seen;
+            return free;
+        }
+    }
+
+    /// <summary>Takes a free slot if there is one, without waiting: from this core's stripe, else
+    /// from the next that has one.</summary>
+    public bool TryTake()
+    {
+        int home = HomeStripe;
+        for (int i = 0; i <= _mask; i++)
+        {
+            ref int free = ref _free[(home + i) & _mask].Free;
+            int seen = Volatile.Read(ref free);
+            while (seen > 0)
+            {
+                int before = Interlocked.CompareExchange(ref free, seen - 1, seen);
+                if (before == seen)
+                {
+                    return true;
+                }
+
+                seen = before;
+            }
         }
 
         return false;
@@ -98,10 +152,14 @@ internal sealed class CallSlots
         }
     }
 
-    /// <summary>Gives a slot back; the oldest waiter, if any, gets it.</summary>
-    public void Release()
+    /// <summary>Gives a slot back to this core's stripe; the oldest waiter, if any, gets it.</summary>
+    public void Release() => Release(HomeStripe);
+
+    /// <summary>Gives a slot back to <paramref name="stripe"/> (a <see cref="HomeStripe"/> read by
+    /// whoever took it); the oldest waiter, if any, gets it.</summary>
+    public void Release(int stripe)
     {
-        Interlocked.Increment(ref _free);
+        Interlocked.Increment(ref _free[stripe & _mask].Free);
         if (Volatile.Read(ref _waiterCount) == 0)
         {
             return;
@@ -144,5 +202,14 @@ internal sealed class CallSlots
     {
         // Its place in _waiters; detached (List is null) once granted, failed or given up. Guarded by _lock.
         public LinkedListNode<Waiter> Node = null!;
+    }
+
+    /// <summary>One stripe's free slots, alone on its cache lines (128 bytes: no two stripes share
+    /// a line or an adjacent-line prefetch pair).</summary>
+    [StructLayout(LayoutKind.Explicit, Size = 128)]
+    private struct Stripe
+    {
+        [FieldOffset(64)]
+        public int Free;
     }
 }

@@ -12,7 +12,7 @@ namespace Mux.Connection;
 /// <summary>
 /// The caller role of a connection: the calls this side makes to its peer, on either side (a
 /// client's calls to its server, a server's calls to its client). It numbers them in this side's
-/// id space, keeps each in a <see cref="PendingCallTable"/> until it completes exactly once
+/// id space, keeps each in its pending table (<see cref="CallTable{TCall}"/>) until it completes exactly once
 /// (answer, remote error, deadline, the caller's token, GoAway, connection loss), honours the
 /// peer's call cap (<see cref="CallSlots"/>) and the outbound limit, and tells the peer when a
 /// caller gives up (Cancel).
@@ -20,7 +20,17 @@ namespace Mux.Connection;
 internal sealed partial class OutgoingCalls
 {
     private readonly MuxConnection _connection;
-    private readonly PendingCallTable _pending = new();
+    // Calls waiting for their answer, by id: added by callers, removed by whoever completes them
+    // (the answer's worker, the expiry scan, a cancellation, GoAway, the close).
+    private readonly CallTable<PendingCall> _pending = new(ExpectedCalls);
+
+    // About how many calls a connection has in flight, which sizes the pending table (a larger
+    // number only makes more calls share a slot and take the locked path).
+    private const int ExpectedCalls = 1024;
+
+    // Ids are handed out in blocks of this many to each core (IdBlock), so that callers on
+    // different cores do not all increment one counter.
+    private const uint IdBlockSize = 64;
 
     // The id space of these calls, carried by every frame of them: ServerInitiated for a server's
     // calls to its client, none for a client's. Immutable.
@@ -38,8 +48,14 @@ internal sealed partial class OutgoingCalls
     // own timeout is shorter (ShortenExpiryScan, CompareExchange).
     private long _scanPeriodMs;
 
-    // The last call id handed out; incremented atomically by callers.
-    private uint _lastCallId;
+    // The last call id of the last block handed out (see NextCallId); advanced a block at a time.
+    private int _lastCallId;
+
+    // Each core's block of ids (see NextCallId): the next id and the end of the block, packed in
+    // one long so that a compare-and-swap takes an id. Written by callers on that core; padded so
+    // that no two cores' blocks share a line.
+    private readonly IdBlock[] _idBlocks = new IdBlock[IdBlockCount];
+    private static readonly int IdBlockCount = (int)Math.Min(64, System.Numerics.BitOperations.RoundUpToPowerOf2((uint)Environment.ProcessorCount));
 
     // Set (once) when the peer sent GoAway: new calls fail at once. Written by the reader loop.
     private volatile bool _goingAway;
@@ -206,6 +222,7 @@ internal sealed partial class OutgoingCalls
         call.InheritedFrom = deadline.InheritedFrom;
         call.OwnTimeout = deadline.OwnTimeout;
         call.Streams = streams;
+        call.SlotStripe = _slots.HomeStripe;
 
         // Only a client's calls are spans of their own: a server's call to its client runs inside
         // the handler's server span.
@@ -491,10 +508,53 @@ internal sealed partial class OutgoingCalls
         }
     }
 
+    /// <summary>
+    /// The next call id: from this core's block, taking a new block of <see cref="IdBlockSize"/>
+    /// from the connection's counter when it runs out. One compare-and-swap on a line of this core's
+    /// per call, one shared increment per block. Ids reach the wire out of order across cores, as
+    /// they always could across threads; nothing relies on their order (GoAway serves every id up
+    /// to the one it carries, whenever it arrives). 0 is reserved for the connection.
+    /// </summary>
     private uint NextCallId()
     {
-        uint id = Interlocked.Increment(ref _lastCallId);
-        return id != 0 ? id : Interlocked.Increment(ref _lastCallId); // 0 is reserved for the connection.
+        ref long block = ref _idBlocks[Thread.GetCurrentProcessorId() & (IdBlockCount - 1)].NextAndEnd;
+        while (true)
+        {
+            long current = Volatile.Read(ref block);
+            uint next = (uint)current;
+            uint end = (uint)(current >> 32);
+            long taken;
+            if (next != end)
+            {
+                taken = current;
+            }
+            else
+            {
+                // The block is used up (or never taken): take a new one.
+                next = (uint)Interlocked.Add(ref _lastCallId, (int)IdBlockSize) - IdBlockSize + 1;
+                end = next + IdBlockSize;
+                taken = current;
+            }
+
+            if (Interlocked.CompareExchange(ref block, ((long)end << 32) | (next + 1), taken) != taken)
+            {
+                continue; // Another thread on this core took an id (or a block) meanwhile: its block stands.
+            }
+
+            if (next != 0)
+            {
+                return next;
+            }
+        }
+    }
+
+    /// <summary>One core's block of ids, alone on its cache lines.</summary>
+    [System.Runtime.InteropServices.StructLayout(System.Runtime.InteropServices.LayoutKind.Explicit, Size = 128)]
+    private struct IdBlock
+    {
+        // Low 32 bits: the next id to hand out; high 32 bits: the end of the block (exclusive).
+        [System.Runtime.InteropServices.FieldOffset(64)]
+        public long NextAndEnd;
     }
 
     /// <summary>Starts the expiry scan, once per connection: first at the deadline of the call that
@@ -548,7 +608,7 @@ internal sealed partial class OutgoingCalls
     private void FailExpiredCalls()
     {
         List<PendingCall>? expired = null;
-        _pending.RemoveExpired(Clock.GetTimestamp(), ref expired);
+        _pending.RemoveWhere(Clock.GetTimestamp(), static (call, now) => call.Deadline <= now, ref expired);
         if (expired is null)
         {
             return;
@@ -616,7 +676,9 @@ internal sealed partial class OutgoingCalls
             }
         }
 
-        _slots.Release();
+        // To the caller's stripe: its next take finds the slot there, and callers on other cores
+        // never write that line (an abandoned call's goes to this core's: any stripe keeps the count).
+        _slots.Release(call?.SlotStripe ?? _slots.HomeStripe);
     }
 
     /// <summary>After GoAway, once the last call the peer promised to serve has completed, the
@@ -700,9 +762,9 @@ internal sealed partial class OutgoingCalls
         _goingAway = true;
         string peer = $"The Mux {_connection.PeerName} at {_connection.Name}";
         _slots.Fail(MuxConnectionException.NotRun($"{peer} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null));
-        var notServed = new List<PendingCall>();
-        _pending.RemoveAbove(lastServedCallId, notServed);
-        foreach (PendingCall call in notServed)
+        List<PendingCall>? notServed = null;
+        _pending.RemoveWhere(lastServedCallId, static (call, last) => call.CallId > last, ref notServed);
+        foreach (PendingCall call in notServed ?? [])
         {
             call.CompleteWithException(MuxConnectionException.NotRun($"{peer} is shutting down and did not run this call; it is safe to retry.", MuxCloseReason.GoAway, null));
         }

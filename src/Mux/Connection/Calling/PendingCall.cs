@@ -9,12 +9,12 @@ namespace Mux.Connection;
 
 /// <summary>
 /// The client-side state of one call between sending its request and completing its task.
-/// Exactly one path completes it: whoever removes it from the <see cref="PendingCallTable"/>
+/// Exactly one path completes it: whoever removes it from its pending table (<see cref="CallTable{TCall}"/>)
 /// (response, error, timeout, cancellation or connection loss) records the outcome and queues the
 /// call to the thread pool, where <see cref="IThreadPoolWorkItem.Execute"/> deserializes and
 /// completes it. The reader loop therefore never deserializes and never runs a caller's continuation.
 /// </summary>
-internal abstract class PendingCall : IThreadPoolWorkItem
+internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
 {
     private const int RegistrationNone = 0;
     private const int RegistrationActive = 1;
@@ -56,6 +56,11 @@ internal abstract class PendingCall : IThreadPoolWorkItem
     /// <summary>The call's streams (Mux.Streaming), when its method takes or returns an
     /// IAsyncEnumerable; null otherwise. Set by the caller before the call starts.</summary>
     public CallStreams? Streams;
+
+    /// <summary>The stripe of the connection's <see cref="CallSlots"/> its slot goes back to when the
+    /// answer arrives (the caller's core's, so that the caller's next take finds it on its own line).
+    /// Set by the caller before the call starts.</summary>
+    public int SlotStripe;
 
     /// <summary>The connection-unique id; set before the call is published in the table.</summary>
     public uint CallId { get; private set; }

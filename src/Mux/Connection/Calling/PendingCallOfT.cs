@@ -17,6 +17,12 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
     private static readonly ConcurrentQueue<PendingCall<T>> s_pool = new();
     private static int s_pooledCount;
 
+    // One call kept per thread in front of the shared pool: a caller that awaits its call on the
+    // thread that makes the next one (a closed loop, a handler calling on) rents and returns
+    // without touching the shared queue's lines. Only its own thread touches it.
+    [ThreadStatic]
+    private static PendingCall<T>? t_cached;
+
     // The caller's task. Completed on a pool thread inside Execute, so continuations may run
     // inline there: that thread is already dedicated to this call, not to the reader loop.
     private ManualResetValueTaskSourceCore<T> _core;
@@ -30,7 +36,12 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
 
     public static PendingCall<T> Rent(OutgoingCalls calls, uint methodId, long deadline)
     {
-        if (s_pool.TryDequeue(out PendingCall<T>? call))
+        PendingCall<T>? call = t_cached;
+        if (call is not null)
+        {
+            t_cached = null;
+        }
+        else if (s_pool.TryDequeue(out call))
         {
             Interlocked.Decrement(ref s_pooledCount);
         }
@@ -49,6 +60,12 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
     private void Return()
     {
         _core.Reset();
+        if (t_cached is null)
+        {
+            t_cached = this;
+            return;
+        }
+
         if (Interlocked.Increment(ref s_pooledCount) <= MaxPooled)
         {
             s_pool.Enqueue(this);

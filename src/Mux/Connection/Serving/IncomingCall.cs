@@ -18,7 +18,7 @@ namespace Mux.Connection;
 /// handler's task completes, the object serves a later request of the same connection (the
 /// <see cref="CancellationToken"/> a handler took is its own call's, and may be kept).
 /// </summary>
-internal sealed partial class IncomingCall : IThreadPoolWorkItem
+internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntry
 {
     // Arguments up to this size are copied into _ownedArguments, kept across the lives of this
     // pooled object; larger ones into an array rented for the call. Small, because a connection
@@ -95,9 +95,14 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem
     // The context a handler asked for (Context), made once per call; reset by Start.
     private MuxCallContext? _context;
 
-    // Whether the call's span and duration are being recorded (ServerCallTelemetry holds them, so
-    // that an unobserved call carries nothing for them). Set by Start only.
+    // Whether the call's span and duration are being recorded (in Telemetry). Set by Start and
+    // StartTelemetry, before the handler runs.
     private bool _observed;
+
+    /// <summary>The call's span and duration (<see cref="ServerCallTelemetry"/>): started with the
+    /// call when someone listens, stopped by Finish. Touched only by whoever owns the call at the
+    /// moment (its setup, then its handler's side).</summary>
+    internal ServerCallTelemetry Telemetry;
 
     public IncomingCall(IncomingCalls calls)
     {

@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
 using System.Runtime.CompilerServices;
 using Mux.Protocol;
@@ -27,8 +28,8 @@ internal sealed class IncomingCalls
     private readonly int _maxConcurrentCalls;
 
     // Running calls by id, for Cancel and stream frames and for cancelling everything on close.
-    // Lock-free in steady state; the reader loop is its only adder.
-    private readonly IncomingCallTable _calls;
+    // Lock-free in steady state; the reader loop is its only adder, each call's finisher its remover.
+    private readonly CallTable<IncomingCall> _calls;
 
     // Finished calls kept for the next requests (rented by the reader loop, returned by finishers).
     private readonly IncomingCallPool _pool = new();
@@ -72,7 +73,7 @@ internal sealed class IncomingCalls
         _methods = methods;
         _maxConcurrentCalls = maxConcurrentCalls;
         _slots = new CallSlots(maxConcurrentCalls);
-        _calls = new IncomingCallTable(maxConcurrentCalls);
+        _calls = new CallTable<IncomingCall>(maxConcurrentCalls);
         _idSpace = connection.IsServer ? FrameFlags.None : FrameFlags.ServerInitiated;
         _idleSince = connection.TimeProvider.GetTimestamp();
     }
@@ -200,9 +201,10 @@ internal sealed class IncomingCalls
         IncomingCall call = _pool.TryRent() ?? new IncomingCall(this);
         call.Start(frame.CallId, method, frame.Payload, deadline, frame.HasMetadata);
 
-        // Counted as running before _goingAway is read (TryAdd's increment is the full fence that
-        // pairs with BeginGoAway), so a drain cannot find the connection idle meanwhile.
-        if (!_calls.TryAdd(call))
+        // Counted as running before _goingAway is read (TryAdd's swap and increment are full fences
+        // that pair with BeginGoAway), so a drain cannot find the connection idle meanwhile. The
+        // table is never closed, so a false here is a reused id.
+        if (!_calls.TryAdd(call, out _))
         {
             ThrowCallIdReused(frame.CallId);
         }
@@ -404,19 +406,34 @@ internal sealed class IncomingCalls
     /// frees its slot if its answer did not already.</summary>
     private void Retire(IncomingCall call)
     {
-        // The decrement is a full fence before _peerFinished is read; OnPeerFinishedSending writes
-        // _peerFinished before it counts, so one of the two completes the drain.
-        int running = _calls.Remove(call);
+        // The remove's decrement is a full fence before _peerFinished is read; OnPeerFinishedSending
+        // writes _peerFinished before it counts, so one of the two completes the drain. The count
+        // is summed over its stripes only when someone needs it (idle tracking, a drain): per call
+        // the remove writes this core's stripe and nothing shared.
+        bool removed = _calls.TryRemove(call.CallId, call);
+        Debug.Assert(removed, "A call is removed once, by its finisher.");
         call.ReleaseSlot(); // Only if no answer was queued (refused after GoAway, or the connection closed).
         _pool.Return(call);
-        if (running == 0 && TracksIdle)
+        bool peerFinished = _peerFinished;
+        if (!TracksIdle && !peerFinished)
         {
-            Volatile.Write(ref _idleSince, _connection.TimeProvider.GetTimestamp());
+            return;
         }
 
-        if (running == 0 && _peerFinished)
+        // A sum taken while the reader adds may read 0 with a call just added (a stripe read before
+        // the add, another after a remove): at worst the idle clock restarts early (the timer
+        // checks Count again before closing); during a drain nothing is added any more.
+        if (_calls.Count == 0)
         {
-            _drained.TrySetResult();
+            if (TracksIdle)
+            {
+                Volatile.Write(ref _idleSince, _connection.TimeProvider.GetTimestamp());
+            }
+
+            if (peerFinished)
+            {
+                _drained.TrySetResult();
+            }
         }
     }
 

@@ -1,0 +1,334 @@
+using System.Diagnostics;
+using System.Numerics;
+
+namespace Mux.Connection;
+
+/// <summary>What a <see cref="CallTable{TCall}"/> keeps: a call known by its id on its connection.</summary>
+internal interface ICallTableEntry
+{
+    /// <summary>The call's id; set before the call is added and unchanged while it is in a table.</summary>
+    uint CallId { get; }
+}
+
+/// <summary>
+/// The calls of one role of one connection by call id: the caller role's pending calls (added by
+/// callers, removed by whoever completes them) and the serving role's running calls (added by the
+/// reader loop, removed by their finishers). One type for both, where there used to be a locked
+/// dictionary for one and a slot table for the other.
+/// </summary>
+/// <remarks>
+/// A call sits in the slot its id maps to (<c>id &amp; mask</c>): ids are handed out close together
+/// (in sequence, or in per-core blocks), so the calls in flight rarely share a slot, and adding,
+/// finding and removing are one read and one compare-and-swap on that slot, with no lock. A call
+/// whose slot is taken by another goes to a small dictionary under a lock; each slot counts the calls
+/// of its own that wait there, and only a slot with some takes the lock. (A table-wide "overflow is
+/// empty" test, as the serving role's table had, sends every call to the lock while a single slow
+/// call sits there: at ~1M calls/s, ids come round a 2,048-slot table every 2 ms, so a few slow
+/// calls kept it non-empty, and the locked path made more calls slow. Seen once in a round: half
+/// the calls/s at twice the CPU per call.) The count is a <see cref="StripedCounter"/>: adders and removers on different
+/// cores write different lines, and only readers of the count (a drain, statistics) sum them.
+/// <para>
+/// Removal is the one point that decides who completes a call: only the thread whose
+/// compare-and-swap took a call out completes it. Call objects are pooled, so a remover by id
+/// checks, after taking a call out, that it still has that id (it may have finished and been reused
+/// for another id of the same slot between the look and the swap) and puts back one that does not.
+/// </para>
+/// </remarks>
+internal sealed class CallTable<TCall>
+    where TCall : class, ICallTableEntry
+{
+    // Fewer slots make collisions (and the locked path) likelier; more cost memory per connection.
+    private const int MinSlots = 64;
+    private const int MaxSlots = 8192;
+
+    // Calls at index CallId & _mask. A slot goes from null to a call by compare-and-swap (TryAdd),
+    // and back to null by compare-and-swap (the removers); nothing else writes it.
+    private readonly TCall?[] _slots;
+    private readonly int _mask;
+
+    private readonly Lock _overflowLock = new();
+
+    // Calls whose slot was taken by another call when they were added. Guarded by _overflowLock.
+    private readonly Dictionary<uint, TCall> _overflow = new();
+
+    // _overflow.Count, written under _overflowLock; read without it by the scans (RemoveWhere).
+    private volatile int _overflowCount;
+
+    // Per slot, how many calls whose id maps to it are in _overflow. Written under _overflowLock;
+    // read without it by the fast paths, which take the lock only for a slot whose count is not 0.
+    // A call is put in the overflow before its id can be seen by anyone looking it up (its Request
+    // is sent after it is added), so a look-up that reads 0 here has no call of its own there.
+    private readonly int[] _overflowed;
+
+    // Calls in the table: incremented by adders, decremented by removers, each on its core's stripe.
+    private readonly StripedCounter _count = new();
+
+    // Set once by Close; no call is added after it (an adder that raced with it takes its call back).
+    private volatile bool _closed;
+
+    /// <param name="expectedCalls">About how many calls are in flight at once (the call cap): the
+    /// table has twice as many slots, within 64 and 8192.</param>
+    public CallTable(int expectedCalls)
+    {
+        int slots = (int)BitOperations.RoundUpToPowerOf2((uint)Math.Clamp(expectedCalls * 2L, MinSlots, MaxSlots));
+        _slots = new TCall?[slots];
+        _overflowed = new int[slots];
+        _mask = slots - 1;
+    }
+
+    /// <summary>Calls in the table now (a sum over stripes: exact at quiet moments; reads one line per core).</summary>
+    public int Count => (int)_count.Sum();
+
+    /// <summary>Adds a call; false when a call with its id is in the table already (a reused id) or
+    /// the table is closed (<paramref name="closed"/>).</summary>
+    public bool TryAdd(TCall call, out bool closed)
+    {
+        closed = false;
+        if (_closed)
+        {
+            closed = true;
+            return false;
+        }
+
+        uint index = call.CallId & (uint)_mask;
+        ref TCall? slot = ref _slots[index];
+        if (Volatile.Read(ref _overflowed[index]) != 0 || Interlocked.CompareExchange(ref slot, call, null) is not null)
+        {
+            if (!TryAddSlow(call, ref slot))
+            {
+                return false;
+            }
+        }
+        else
+        {
+            _count.Increment();
+        }
+
+        // The swap above is a full fence: either Close (which sets _closed, then empties the slots)
+        // sees this call, or this sees _closed and takes the call back before anyone completes it.
+        if (_closed && TryRemove(call.CallId, call))
+        {
+            closed = true;
+            return false;
+        }
+
+        return true;
+    }
+
+    private bool TryAddSlow(TCall call, ref TCall? slot)
+    {
+        lock (_overflowLock)
+        {
+            TCall? occupant = Volatile.Read(ref slot);
+            if ((occupant is not null && occupant.CallId == call.CallId) || _overflow.ContainsKey(call.CallId))
+            {
+                return false;
+            }
+
+            if (occupant is not null || Interlocked.CompareExchange(ref slot, call, null) is not null)
+            {
+                AddToOverflowLocked(call);
+            }
+
+            _count.Increment();
+            return true;
+        }
+    }
+
+    /// <summary>The call with this id, if any. A call found here may be removed at any moment (and,
+    /// pooled, reused for another id): a caller that acts on it checks what it needs under the
+    /// call's own rules.</summary>
+    public TCall? Find(uint callId)
+    {
+        TCall? call = Volatile.Read(ref _slots[callId & (uint)_mask]);
+        if (call is not null && call.CallId == callId)
+        {
+            return call;
+        }
+
+        if (Volatile.Read(ref _overflowed[callId & (uint)_mask]) == 0)
+        {
+            return null;
+        }
+
+        lock (_overflowLock)
+        {
+            return _overflow.GetValueOrDefault(callId);
+        }
+    }
+
+    /// <summary>Whether a call with this id is in the table.</summary>
+    public bool Contains(uint callId) => Find(callId) is not null;
+
+    /// <summary>Removes the call with this id if it is still <paramref name="expected"/>.</summary>
+    public bool TryRemove(uint callId, TCall expected)
+    {
+        ref TCall? slot = ref _slots[callId & (uint)_mask];
+        if (ReferenceEquals(Volatile.Read(ref slot), expected) && expected.CallId == callId
+            && ReferenceEquals(Interlocked.CompareExchange(ref slot, null, expected), expected))
+        {
+            if (expected.CallId == callId)
+            {
+                _count.Decrement();
+                return true;
+            }
+
+            PutBack(expected); // Finished and reused for another id of this slot meanwhile: not ours.
+            return false;
+        }
+
+        return TryRemoveOverflow(callId, expected) is not null;
+    }
+
+    /// <summary>Removes and returns the call with this id, if any.</summary>
+    public TCall? TryRemove(uint callId)
+    {
+        ref TCall? slot = ref _slots[callId & (uint)_mask];
+        TCall? call = Volatile.Read(ref slot);
+        if (call is not null && call.CallId == callId)
+        {
+            if (ReferenceEquals(Interlocked.CompareExchange(ref slot, null, call), call))
+            {
+                if (call.CallId == callId)
+                {
+                    _count.Decrement();
+                    return call;
+                }
+
+                PutBack(call);
+            }
+
+            // Removed by someone else first (or reused meanwhile): it may have gone to the overflow.
+        }
+
+        return TryRemoveOverflow(callId, expected: null);
+    }
+
+    private TCall? TryRemoveOverflow(uint callId, TCall? expected)
+    {
+        if (Volatile.Read(ref _overflowed[callId & (uint)_mask]) == 0)
+        {
+            return null;
+        }
+
+        lock (_overflowLock)
+        {
+            if (!_overflow.TryGetValue(callId, out TCall? call) || (expected is not null && !ReferenceEquals(call, expected)))
+            {
+                return null;
+            }
+
+            RemoveFromOverflowLocked(callId);
+            _count.Decrement();
+            return call;
+        }
+    }
+
+    /// <summary>A call taken out of its slot by a remover that was after the call's previous id:
+    /// back into the table, where its current id maps (the same slot, or the overflow if that was
+    /// taken meanwhile). Never seen in practice; kept so that pooling cannot lose a call.</summary>
+    private void PutBack(TCall call)
+    {
+        ref TCall? slot = ref _slots[call.CallId & (uint)_mask];
+        if (Interlocked.CompareExchange(ref slot, call, null) is null)
+        {
+            return;
+        }
+
+        lock (_overflowLock)
+        {
+            AddToOverflowLocked(call);
+        }
+    }
+
+    /// <summary>Removes every call <paramref name="match"/> selects into <paramref name="removed"/>
+    /// (created when there is one; each taken by compare-and-swap, so a call another thread removes meanwhile is not also
+    /// taken here). For the rare scans: expiry, GoAway.</summary>
+    public void RemoveWhere<TState>(TState state, Func<TCall, TState, bool> match, ref List<TCall>? removed)
+    {
+        foreach (ref TCall? slot in _slots.AsSpan())
+        {
+            TCall? call = Volatile.Read(ref slot);
+            if (call is not null && match(call, state) && ReferenceEquals(Interlocked.CompareExchange(ref slot, null, call), call))
+            {
+                _count.Decrement();
+                (removed ??= []).Add(call);
+            }
+        }
+
+        if (_overflowCount == 0)
+        {
+            return;
+        }
+
+        lock (_overflowLock)
+        {
+            int before = removed?.Count ?? 0;
+            foreach (TCall call in _overflow.Values)
+            {
+                if (match(call, state))
+                {
+                    (removed ??= []).Add(call);
+                }
+            }
+
+            if (removed is null)
+            {
+                return;
+            }
+
+            for (int i = before; i < removed.Count; i++)
+            {
+                RemoveFromOverflowLocked(removed[i].CallId);
+                _count.Decrement();
+            }
+        }
+    }
+
+    private void AddToOverflowLocked(TCall call)
+    {
+        Debug.Assert(_overflowLock.IsHeldByCurrentThread);
+        _overflow.Add(call.CallId, call);
+        _overflowed[call.CallId & (uint)_mask]++;
+        _overflowCount = _overflow.Count;
+    }
+
+    private void RemoveFromOverflowLocked(uint callId)
+    {
+        Debug.Assert(_overflowLock.IsHeldByCurrentThread);
+        bool removed = _overflow.Remove(callId);
+        Debug.Assert(removed);
+        _overflowed[callId & (uint)_mask]--;
+        _overflowCount = _overflow.Count;
+    }
+
+    /// <summary>Closes the table (no call is added after this) and moves every call into <paramref name="removed"/>.</summary>
+    public void Close(List<TCall> removed)
+    {
+        _closed = true;
+        Interlocked.MemoryBarrier(); // Pairs with TryAdd's swap: see there.
+        List<TCall>? all = removed;
+        RemoveWhere(0, static (_, _) => true, ref all);
+    }
+
+    /// <summary>Every call in the table at this moment (for a close, which cancels them all).</summary>
+    public List<TCall> Snapshot()
+    {
+        var calls = new List<TCall>();
+        foreach (ref TCall? slot in _slots.AsSpan())
+        {
+            TCall? call = Volatile.Read(ref slot);
+            if (call is not null)
+            {
+                calls.Add(call);
+            }
+        }
+
+        lock (_overflowLock)
+        {
+            calls.AddRange(_overflow.Values);
+        }
+
+        return calls;
+    }
+}
