@@ -24,8 +24,10 @@ internal static class LoadRunner
         long previous = 0;
         for (int second = 1; options.Seconds == 0 || second <= options.Seconds; second++)
         {
-            TimeSpan wait = TimeSpan.FromSeconds(second) - loop.Elapsed;
-            if (wait > TimeSpan.Zero)
+            // A loop, not one delay: the timer behind Task.Delay may fire a hair before the run's
+            // stopwatch reaches the second (seen: 0.9997 s), and the line says a whole second passed.
+            TimeSpan wait;
+            while ((wait = TimeSpan.FromSeconds(second) - loop.Elapsed) > TimeSpan.Zero && !interrupt.IsCancellationRequested)
             {
                 await Task.Delay(wait, interrupt).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
             }
