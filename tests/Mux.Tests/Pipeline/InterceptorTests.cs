@@ -156,11 +156,7 @@ public sealed class InterceptorTests
     public async Task Interceptors_RunOnceAroundAWholeServerStream_OnBothSides(TransportKind kind)
     {
         var log = new ConcurrentQueue<string>();
-        var server = new MuxServerOptions();
-        server.Interceptors.Add(new LoggingServerInterceptor("s", log));
-        var client = new MuxClientOptions();
-        client.Interceptors.Add(new LoggingClientInterceptor("c", log));
-        await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client, log);
+        await using PipelineHost host = await StartWithOneLoggingInterceptorEachAsync(kind, log);
 
         var items = new List<int>();
         await foreach (int item in host.Proxy.Count(3).WithCancellation(new CancellationTokenSource(TestHost.Patience).Token))
@@ -190,11 +186,7 @@ public sealed class InterceptorTests
     public async Task Interceptors_RunOnceAroundAWholeClientStream_OnBothSides(TransportKind kind)
     {
         var log = new ConcurrentQueue<string>();
-        var server = new MuxServerOptions();
-        server.Interceptors.Add(new LoggingServerInterceptor("s", log));
-        var client = new MuxClientOptions();
-        client.Interceptors.Add(new LoggingClientInterceptor("c", log));
-        await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client, log);
+        await using PipelineHost host = await StartWithOneLoggingInterceptorEachAsync(kind, log);
 
         Assert.Equal(6, await host.Proxy.Sum(Values(log, 1, 2, 3)).WaitAsync(TestHost.Patience));
 
@@ -233,6 +225,17 @@ public sealed class InterceptorTests
         // The items went out before the server's interceptor threw; the end of the stream is its error.
         Assert.Equal([1, 2], items);
         Assert.Equal("translated: Unavailable stream store down", translated.Message);
+    }
+
+    // One logging interceptor on each side ("s" on the server, "c" on the client), both writing to
+    // the log the handler and the test write to, so a test can read the order of everything.
+    private static Task<PipelineHost> StartWithOneLoggingInterceptorEachAsync(TransportKind kind, ConcurrentQueue<string> log)
+    {
+        var server = new MuxServerOptions();
+        server.Interceptors.Add(new LoggingServerInterceptor("s", log));
+        var client = new MuxClientOptions();
+        client.Interceptors.Add(new LoggingClientInterceptor("c", log));
+        return PipelineHost.StartAsync(kind, server, client, log);
     }
 
     private static async IAsyncEnumerable<int> Values(ConcurrentQueue<string> log, params int[] values)
