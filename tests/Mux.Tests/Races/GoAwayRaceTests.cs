@@ -83,4 +83,61 @@ public sealed class GoAwayRaceTests
         Assert.False(client.IsConnected);
         Assert.Single(log.Entries, e => e.EventId.Id == 1); // The close is recorded (and logged) once.
     }
+
+    /// <summary>
+    /// A call made on one thread while GoAway arrives on the reader's is on one side of it: sent
+    /// before (and failed by GoAway as not run, since GoAway(0) serves nothing) or refused unsent.
+    /// None may slip between GoAway's scan of the pending calls and its flag, where it would be
+    /// sent, never answered and wait out its deadline (an hour here). The window is a few
+    /// instructions wide, so callers race GoAway on fresh connections a number of times.
+    /// </summary>
+    [Fact]
+    public async Task CallsMadeWhileGoAwayArrives_EachFailAtOnce_NoneWaitsForItsDeadline()
+    {
+        using TcpListener listener = RawMuxPeer.Listen();
+        for (int round = 0; round < 20; round++)
+        {
+            Task<MuxClient> connecting = MuxClient.ConnectAsync(listener.LocalEndpoint, new MuxClientOptions { AutoReconnect = false, CallTimeout = TimeSpan.FromHours(1) });
+            await using RawMuxPeer peer = await RawMuxPeer.AcceptAsync(listener);
+            await peer.AnswerHelloAsync(maxConcurrentCalls: 100_000);
+            await using MuxClient client = await connecting.WaitAsync(TestHost.Patience);
+            IRaceService proxy = client.CreateProxy<IRaceService>();
+
+            using var goAwaySent = new CancellationTokenSource();
+            Task<List<Task<int>>>[] callers = Enumerable.Range(0, 2).Select(_ => Task.Run(() =>
+            {
+                // Until GoAway has been sent, and 50 more after it.
+                var made = new List<Task<int>>();
+                int madeAfterGoAway = 0;
+                while (madeAfterGoAway < 50 && made.Count < 20_000)
+                {
+                    made.Add(proxy.Respond(made.Count, 0));
+                    if (goAwaySent.IsCancellationRequested)
+                    {
+                        madeAfterGoAway++;
+                    }
+                }
+
+                return made;
+            })).ToArray();
+
+            // Let some Requests reach the server, then tell it to serve none of them. The server
+            // goes on reading, so no caller waits for outbound room.
+            await peer.ExpectFrameAsync();
+            _ = Task.Run(async () => { while (await peer.ReceiveFrameAsync() is not null) { } });
+            await peer.SendAsync(WriteRawFrame(FrameType.GoAway, 0, new byte[ProtocolConstants.GoAwayPayloadSize]));
+            goAwaySent.Cancel();
+
+            foreach (Task<int> call in (await Task.WhenAll(callers).WaitAsync(TestHost.Patience)).SelectMany(made => made))
+            {
+                MuxConnectionException error = await Assert.ThrowsAsync<MuxConnectionException>(() => call).WaitAsync(TestHost.Patience);
+                Assert.Equal(MuxCloseReason.GoAway, error.Reason);
+                Assert.True(error.IsSafeToRetry, error.Message);
+            }
+
+            Assert.Equal(0, client.PendingCalls);
+            peer.Close();
+            await client.Completion.WaitAsync(TestHost.Patience);
+        }
+    }
 }

@@ -384,12 +384,6 @@ internal sealed partial class OutgoingCalls
             }
         }
 
-        if (_goingAway)
-        {
-            call.ReturnUnused();
-            return MuxConnectionException.NotRun($"The Mux {_connection.PeerName} at {_connection.Name} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null);
-        }
-
         // Read before the Request goes out: from then on the call may complete and be reused.
         CallStreams? streams = call.Streams;
         while (true)
@@ -408,6 +402,21 @@ internal sealed partial class OutgoingCalls
             }
 
             // The id is still in use after wrapping around 2^32 calls: take the next one.
+        }
+
+        // After GoAway no call is sent. Checked after the add, not before it: TryAdd's swap and
+        // OnGoAway's barrier are full fences, so either OnGoAway's scan sees this call or this sees
+        // _goingAway. Seen here, the call is taken back unsent; if the scan took it first, the scan
+        // is failing it.
+        if (_goingAway)
+        {
+            if (!_pending.TryRemove(call.CallId, call))
+            {
+                return null;
+            }
+
+            call.ReturnUnused();
+            return MuxConnectionException.NotRun($"The Mux {_connection.PeerName} at {_connection.Name} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null);
         }
 
         if (streams is not null)
@@ -760,6 +769,7 @@ internal sealed partial class OutgoingCalls
     public void OnGoAway(uint lastServedCallId)
     {
         _goingAway = true;
+        Interlocked.MemoryBarrier(); // Pairs with StartCall's check after its table add: see there.
         string peer = $"The Mux {_connection.PeerName} at {_connection.Name}";
         _slots.Fail(MuxConnectionException.NotRun($"{peer} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null));
         List<PendingCall>? notServed = null;
