@@ -342,13 +342,10 @@ internal sealed partial class EndPointBalancer : IConnectionSource
     private BalancedEndPoint StartLocked(EndPoint address)
     {
         var endPoint = new BalancedEndPoint(address);
-        MuxClientOptions options = _options;
-        ILogger logger = _logger;
-        ServiceMethods services = _services;
         endPoint.Keeper = ConnectionKeeper.StartConnecting(
-            cancellationToken => ClientConnector.OpenAsync(address, options, logger, services, cancellationToken),
-            options,
-            logger,
+            cancellationToken => ClientConnector.OpenAsync(address, _options, _logger, _services, cancellationToken),
+            _options,
+            _logger,
             address.ToString() ?? "server",
             (previous, state, error) => OnEndPointStateChanged(endPoint, state, error));
         return endPoint;
