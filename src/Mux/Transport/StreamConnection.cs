@@ -25,6 +25,11 @@ internal sealed class StreamConnection : ByteTransport
     // finished send half-close (FIN) while the receive loop keeps reading.
     private readonly Socket? _socket;
 
+    // Where a multi-segment flush is gathered; rented on the first, kept until the send loop has
+    // ended (renting per flush would take one from another thread's pool now and then, and
+    // allocate). Only the send loop touches it until then.
+    private byte[]? _gather;
+
     /// <param name="stream">The connected stream; this connection owns it.</param>
     /// <param name="socket">The socket under <paramref name="stream"/> when the caller knows it
     /// (an <see cref="SslStream"/> hides its inner stream); found by itself for a <see cref="NetworkStream"/>.</param>
@@ -75,23 +80,14 @@ internal sealed class StreamConnection : ByteTransport
 
     private async ValueTask WriteGatheredAsync(ReadOnlySequence<byte> buffer)
     {
-        // Rented per gathered write, which only a flush larger than one pipe segment needs: the
-        // cost is small beside the encryption of that much, and the array is never held idle.
-        byte[] gather = ArrayPool<byte>.Shared.Rent(MaxGatheredWrite);
-        try
+        byte[] gather = _gather ??= ArrayPool<byte>.Shared.Rent(MaxGatheredWrite);
+        while (!buffer.IsEmpty)
         {
-            while (!buffer.IsEmpty)
-            {
-                int length = (int)Math.Min(buffer.Length, gather.Length);
-                buffer.Slice(0, length).CopyTo(gather);
-                CountSend();
-                await _stream.WriteAsync(gather.AsMemory(0, length)).ConfigureAwait(false);
-                buffer = buffer.Slice(length);
-            }
-        }
-        finally
-        {
-            ArrayPool<byte>.Shared.Return(gather);
+            int length = (int)Math.Min(buffer.Length, gather.Length);
+            buffer.Slice(0, length).CopyTo(gather);
+            CountSend();
+            await _stream.WriteAsync(gather.AsMemory(0, length)).ConfigureAwait(false);
+            buffer = buffer.Slice(length);
         }
     }
 
@@ -131,4 +127,15 @@ internal sealed class StreamConnection : ByteTransport
 
     // Any stream's failure ends the connection: a user's stream may throw anything.
     protected override bool IsTransportError(Exception error) => true;
+
+    public override async ValueTask DisposeAsync()
+    {
+        await base.DisposeAsync().ConfigureAwait(false);
+
+        // Only now: the send loop, which uses it, has ended.
+        if (Interlocked.Exchange(ref _gather, null) is { } gather)
+        {
+            ArrayPool<byte>.Shared.Return(gather);
+        }
+    }
 }
