@@ -53,7 +53,7 @@ internal static class BinaryInPieces
     /// <summary>The replacement of MessagePack's own formatter of <typeparamref name="T"/> when
     /// <paramref name="formatter"/> is that one (the resolver left it as it was); else <paramref name="formatter"/>.</summary>
     public static IMessagePackFormatter<T>? Replace<T>(IMessagePackFormatter<T>? formatter) =>
-        formatter is not null && Replacement<T>.InPieces is { } inPieces && ReferenceEquals(formatter, inPieces.Standard) ? inPieces : formatter;
+        formatter is not null && Replacement<T>.Formatter is { } inPieces && ReferenceEquals(formatter, inPieces.Standard) ? inPieces : formatter;
 
     /// <summary>The bin header MessagePackWriter.WriteBinHeader writes for this length (bin16 up to
     /// 65,535 bytes, else bin32), without asking for room for the payload as it does.</summary>
@@ -78,7 +78,7 @@ internal static class BinaryInPieces
     /// other type. Read once per type.</summary>
     private static class Replacement<T>
     {
-        public static readonly InPieces<T>? InPieces = (InPieces<T>?)Of(typeof(T));
+        public static readonly InPieces<T>? Formatter = (InPieces<T>?)Of(typeof(T));
 
         private static object? Of(Type type) =>
             type == typeof(byte[]) ? new ByteArrayInPieces()
