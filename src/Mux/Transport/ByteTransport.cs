@@ -6,11 +6,10 @@ using System.Net.Sockets;
 namespace Mux.Transport;
 
 /// <summary>
-/// Pumps bytes between what carries them (a socket, or a stream) and a pair of pipes: the receive
-/// loop fills <see cref="Input"/>; the send loop drains <see cref="Output"/> and sends everything
-/// that is buffered at once. Both pipes resume their readers inline, so a flush of the output runs
-/// the send on the flushing thread (no hop when idle) and a receive runs the frame parser on the
-/// I/O thread (the parser only slices and dispatches; it never runs user code).
+/// Pumps bytes between what carries them (a socket, or a stream) and a pair of pipes (see
+/// <see cref="TransportPipes"/>, whose readers resume inline): the receive loop fills
+/// <see cref="Input"/>; the send loop drains <see cref="Output"/> and sends everything that is
+/// buffered at once.
 /// </summary>
 internal abstract class ByteTransport : IMuxTransport
 {
