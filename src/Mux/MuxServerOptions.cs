@@ -50,14 +50,7 @@ public sealed class MuxServerOptions
     /// </summary>
     public int MaxConcurrentCallsPerConnection { get; set; } = 1000;
 
-    /// <summary>
-    /// How many items of one stream (an <see cref="System.Collections.Generic.IAsyncEnumerable{T}"/>
-    /// argument or result of a [MuxService] method) this side buffers before the producer on the
-    /// other side must wait for it to read them: the stream's credit window, announced in the
-    /// handshake. A slow reader thus slows its own stream's producer only, never the connection
-    /// or other calls; each stream buffers at most this many items (each at most the maximum frame
-    /// size). Between 1 and 65536. Defaults to 64.
-    /// </summary>
+    /// <inheritdoc cref="MuxClientOptions.StreamWindow"/>
     public int StreamWindow { get; set; } = 64;
 
     /// <summary>
@@ -157,26 +150,10 @@ public sealed class MuxServerOptions
     /// </summary>
     public MessagePackSerializerOptions SerializerOptions { get; set; } = MessagePackSerializerOptions.Standard;
 
-    /// <summary>
-    /// How long nothing may arrive on a connection before this side sends a Ping (the peer answers
-    /// with a Pong). A connection that carries calls or answers never pings; an idle one pings about
-    /// once per interval, a 17-byte frame each way. 30 seconds stays under the idle limits of common
-    /// NATs, firewalls and load balancers (often 60 seconds or more), so keepalive also keeps an idle
-    /// connection's path open. <see cref="Timeout.InfiniteTimeSpan"/> turns keepalive off (then a
-    /// peer that vanished without a FIN or reset is noticed only when a call times out). Defaults to
-    /// 30 seconds.
-    /// </summary>
+    /// <inheritdoc cref="MuxClientOptions.KeepAliveInterval"/>
     public TimeSpan KeepAliveInterval { get; set; } = TimeSpan.FromSeconds(30);
 
-    /// <summary>
-    /// How long after a keepalive Ping the peer has to answer (any frame counts) before the
-    /// connection is closed as dead with <see cref="MuxCloseReason.KeepAliveTimeout"/>; calls on it
-    /// fail with <see cref="MuxConnectionException"/> saying so. A peer that stopped reading for this
-    /// long counts as dead too. A dead peer is noticed within KeepAliveInterval + KeepAliveTimeout.
-    /// 20 seconds is Kestrel's HTTP/2 keepalive-ping timeout: long enough for a busy or paused (GC)
-    /// process on a slow network, short enough to fail calls well within their own timeout.
-    /// <see cref="Timeout.InfiniteTimeSpan"/> never closes (Pings are still sent). Defaults to 20 seconds.
-    /// </summary>
+    /// <inheritdoc cref="MuxClientOptions.KeepAliveTimeout"/>
     public TimeSpan KeepAliveTimeout { get; set; } = TimeSpan.FromSeconds(20);
 
     /// <summary>

@@ -169,11 +169,16 @@ internal sealed class ConnectionKeeper : IConnectionSource
         string why = attempt is not null ? $" The last attempt to connect failed: {attempt.Message}"
             : _latest is { IsClosed: true } latest ? $" The last connection: {latest.CloseError.Message}"
             : string.Empty;
-        return MuxConnectionException.NotRun(
-            $"No connection to the Mux server at {_server} was available within {DurationText.Format(ownTimeout ?? _options.CallTimeout)} ({(ownTimeout is null ? "MuxClientOptions.CallTimeout" : "the call's own Timeout")}); the call was not sent.{why}",
-            _latest?.CloseReason ?? MuxCloseReason.None,
-            attempt);
+        return NotSent($"the Mux server at {_server}", _options, ownTimeout, why, _latest, attempt);
     }
+
+    /// <summary>Why a call that waited for a connection to <paramref name="server"/> until its
+    /// timeout was not sent (shared with the balancer, whose server has several instances).</summary>
+    internal static MuxConnectionException NotSent(string server, MuxClientOptions options, TimeSpan? ownTimeout, string why, ClientConnection? latest, Exception? inner) =>
+        MuxConnectionException.NotRun(
+            $"No connection to {server} was available within {DurationText.Format(ownTimeout ?? options.CallTimeout)} ({(ownTimeout is null ? "MuxClientOptions.CallTimeout" : "the call's own Timeout")}); the call was not sent.{why}",
+            latest?.CloseReason ?? MuxCloseReason.None,
+            inner);
 
     /// <summary>Stops using <paramref name="connection"/> for new calls and wakes the loop to
     /// replace it. Safe to call from any thread, any number of times.</summary>
@@ -379,18 +384,23 @@ internal sealed class ConnectionKeeper : IConnectionSource
     private void SetState(MuxClientState state, Exception? error)
     {
         var previous = (MuxClientState)Interlocked.Exchange(ref _state, (int)state);
-        if (previous == state)
+        if (previous != state)
         {
-            return;
+            Notify(_onStateChanged, previous, state, error, _logger);
         }
+    }
 
+    /// <summary>Tells the client's handler of a state change (shared with the balancer); a handler
+    /// that throws is logged, never allowed to stop the loop that changed the state.</summary>
+    internal static void Notify(Action<MuxClientState, MuxClientState, Exception?> onStateChanged, MuxClientState previous, MuxClientState state, Exception? error, ILogger logger)
+    {
         try
         {
-            _onStateChanged(previous, state, error);
+            onStateChanged(previous, state, error);
         }
         catch (Exception ex)
         {
-            ClientLog.StateChangedHandlerFailed(_logger, ex);
+            ClientLog.StateChangedHandlerFailed(logger, ex);
         }
     }
 

@@ -56,9 +56,7 @@ internal struct ClientCallTelemetry
                 Activity.Current = callers;
                 if (activity.IsAllDataRequested)
                 {
-                    activity.SetTag(RpcTags.System, RpcTags.SystemValue);
-                    activity.SetTag(RpcTags.Service, name.Service);
-                    activity.SetTag(RpcTags.Method, name.Method);
+                    RpcTags.SetMethod(activity, name);
                     if (peer is not null)
                     {
                         activity.SetTag(RpcTags.ServerAddress, peer.Address);
@@ -100,33 +98,11 @@ internal struct ClientCallTelemetry
             _ => error.GetType().FullName,
         };
 
-        if (_activity is not null)
-        {
-            _activity.SetTag(RpcTags.StatusCode, status);
-            if (errorType is not null)
-            {
-                _activity.SetTag(RpcTags.ErrorType, errorType);
-                _activity.SetStatus(ActivityStatusCode.Error, error!.Message);
-            }
-
-            _activity.Stop();
-        }
-
+        RpcTags.EndSpan(_activity, status, errorType, error);
         if (_startTimestamp != 0)
         {
-            var tags = new TagList
-            {
-                { RpcTags.System, RpcTags.SystemValue },
-                { RpcTags.Service, _name!.Service },
-                { RpcTags.Method, _name.Method },
-                { RpcTags.StatusCode, status },
-            };
-            if (errorType is not null)
-            {
-                tags.Add(RpcTags.ErrorType, errorType);
-            }
-
-            // At most seven tags: TagList keeps up to eight inline, so this allocates nothing.
+            // Seven tags at most with the peer's: still inline in the TagList.
+            TagList tags = RpcTags.DurationTags(_name!, status, errorType);
             if (_peer is not null)
             {
                 tags.Add(RpcTags.ServerAddress, _peer.Address);

@@ -24,9 +24,9 @@ internal static class ConnectionGauges
     static ConnectionGauges()
     {
         MuxMetrics.Meter.CreateObservableUpDownCounter("mux.client.active_connections", () => ByServer(calls: false), "{connection}", "Open client connections, by server.address and server.port.");
-        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.server.active_connections", () => Count(server: true), "{connection}", "Open server connections.");
+        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.server.active_connections", () => ServerTotal(calls: false), "{connection}", "Open server connections.");
         MuxMetrics.Meter.CreateObservableUpDownCounter("mux.client.active_calls", () => ByServer(calls: true), "{call}", "Calls sent and waiting for their response, by server.address and server.port.");
-        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.server.active_calls", ServerCalls, "{call}", "Calls being served.");
+        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.server.active_calls", () => ServerTotal(calls: true), "{call}", "Calls being served.");
         MuxMetrics.Meter.CreateObservableUpDownCounter("mux.outbound.queued_bytes", QueuedBytes, "By", "Bytes of frames waiting for the connection's writer, by side.");
     }
 
@@ -36,32 +36,19 @@ internal static class ConnectionGauges
     /// <summary>Stops counting a connection. Called once per connection, when it closes.</summary>
     public static void Closed(MuxConnection connection) => s_open.TryRemove(connection, out _);
 
-    private static int Count(bool server)
+    /// <summary>The server's open connections, or the calls they are serving.</summary>
+    private static int ServerTotal(bool calls)
     {
-        int count = 0;
-        foreach (MuxConnection connection in s_open.Keys)
-        {
-            if (connection.IsServer == server)
-            {
-                count++;
-            }
-        }
-
-        return count;
-    }
-
-    private static int ServerCalls()
-    {
-        int calls = 0;
+        int total = 0;
         foreach (MuxConnection connection in s_open.Keys)
         {
             if (connection.IsServer)
             {
-                calls += connection.Incoming.Count;
+                total += calls ? connection.Incoming.Count : 1;
             }
         }
 
-        return calls;
+        return total;
     }
 
     /// <summary>

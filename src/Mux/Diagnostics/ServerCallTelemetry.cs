@@ -57,9 +57,7 @@ internal struct ServerCallTelemetry
             Activity.Current = previous;
             if (activity is not null && activity.IsAllDataRequested)
             {
-                activity.SetTag(RpcTags.System, RpcTags.SystemValue);
-                activity.SetTag(RpcTags.Service, name.Service);
-                activity.SetTag(RpcTags.Method, name.Method);
+                RpcTags.SetMethod(activity, name);
             }
         }
 
@@ -109,35 +107,10 @@ internal struct ServerCallTelemetry
         };
         string? errorType = failure?.GetType().FullName;
 
-        Activity? activity = telemetry._activity;
-        if (activity is not null)
-        {
-            activity.SetTag(RpcTags.StatusCode, status);
-            if (errorType is not null)
-            {
-                activity.SetTag(RpcTags.ErrorType, errorType);
-                activity.SetStatus(ActivityStatusCode.Error, failure!.Message);
-            }
-
-            activity.Stop();
-        }
-
+        RpcTags.EndSpan(telemetry._activity, status, errorType, failure);
         if (telemetry._startTimestamp != 0)
         {
-            // At most five tags: TagList keeps up to eight inline, so this allocates nothing.
-            var tags = new TagList
-            {
-                { RpcTags.System, RpcTags.SystemValue },
-                { RpcTags.Service, telemetry._name.Service },
-                { RpcTags.Method, telemetry._name.Method },
-                { RpcTags.StatusCode, status },
-            };
-            if (errorType is not null)
-            {
-                tags.Add(RpcTags.ErrorType, errorType);
-            }
-
-            MuxTelemetry.ServerCallDuration.Record(call.TimeProvider.GetElapsedTime(telemetry._startTimestamp).TotalSeconds, tags);
+            MuxTelemetry.ServerCallDuration.Record(call.TimeProvider.GetElapsedTime(telemetry._startTimestamp).TotalSeconds, RpcTags.DurationTags(telemetry._name, status, errorType));
         }
     }
 }

@@ -104,14 +104,9 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
         }
 
         ushort version = BinaryPrimitives.ReadUInt16LittleEndian(bytes.AsSpan(4));
-        int maxFrameSize = ProtocolConstants.MinimumMaxFrameSize;
-        int maxConcurrentCalls = int.MaxValue;
-        int maxMessageSize = int.MaxValue;
-        string? authToken = null;
-        int streamWindow = DefaultStreamWindow;
-        bool cancelEndsFragments = false;
-        bool serverCallStreams = false;
-        int maxMetadataSize = 0;
+
+        // What a peer says by leaving a key out: the booleans of later builds are false for it.
+        var settings = new HandshakeSettings(version, ProtocolConstants.MinimumMaxFrameSize, int.MaxValue, null) { CancelEndsFragments = false, ServerCallStreams = false };
         readsTraceContext = false;
         try
         {
@@ -122,31 +117,31 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
                 switch (reader.ReadString())
                 {
                     case MaxFrameSizeKey:
-                        maxFrameSize = reader.ReadInt32();
+                        settings = settings with { MaxFrameSize = reader.ReadInt32() };
                         break;
                     case MaxMessageSizeKey:
-                        maxMessageSize = reader.ReadInt32();
+                        settings = settings with { MaxMessageSize = reader.ReadInt32() };
                         break;
                     case MaxConcurrentCallsKey:
-                        maxConcurrentCalls = reader.ReadInt32();
+                        settings = settings with { MaxConcurrentCalls = reader.ReadInt32() };
                         break;
                     case AuthTokenKey:
-                        authToken = reader.ReadString();
+                        settings = settings with { AuthToken = reader.ReadString() };
                         break;
                     case TraceContextKey:
                         readsTraceContext = reader.ReadBoolean();
                         break;
                     case StreamWindowKey:
-                        streamWindow = reader.ReadInt32();
+                        settings = settings with { StreamWindow = reader.ReadInt32() };
                         break;
                     case CancelEndsFragmentsKey:
-                        cancelEndsFragments = reader.ReadBoolean();
+                        settings = settings with { CancelEndsFragments = reader.ReadBoolean() };
                         break;
                     case ServerCallStreamsKey:
-                        serverCallStreams = reader.ReadBoolean();
+                        settings = settings with { ServerCallStreams = reader.ReadBoolean() };
                         break;
                     case MaxMetadataSizeKey:
-                        maxMetadataSize = reader.ReadInt32();
+                        settings = settings with { MaxMetadataSize = reader.ReadInt32() };
                         break;
                     default:
                         reader.Skip();
@@ -159,11 +154,11 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
             throw new MuxProtocolException("The handshake settings are not a valid MessagePack map: " + ex.Message, ex);
         }
 
-        if (maxFrameSize < ProtocolConstants.MinimumMaxFrameSize || maxConcurrentCalls < 1 || streamWindow < 1 || maxMessageSize < 1 || maxMetadataSize < 0)
+        if (settings.MaxFrameSize < ProtocolConstants.MinimumMaxFrameSize || settings.MaxConcurrentCalls < 1 || settings.StreamWindow < 1 || settings.MaxMessageSize < 1 || settings.MaxMetadataSize < 0)
         {
-            throw new MuxProtocolException($"The handshake settings are out of range: maxFrameSize {maxFrameSize} (at least {ProtocolConstants.MinimumMaxFrameSize}), maxConcurrentCalls {maxConcurrentCalls} (at least 1), streamWindow {streamWindow} (at least 1), maxMessageSize {maxMessageSize} (at least 1), maxMetadataSize {maxMetadataSize} (at least 0).");
+            throw new MuxProtocolException($"The handshake settings are out of range: maxFrameSize {settings.MaxFrameSize} (at least {ProtocolConstants.MinimumMaxFrameSize}), maxConcurrentCalls {settings.MaxConcurrentCalls} (at least 1), streamWindow {settings.StreamWindow} (at least 1), maxMessageSize {settings.MaxMessageSize} (at least 1), maxMetadataSize {settings.MaxMetadataSize} (at least 0).");
         }
 
-        return new HandshakeSettings(version, maxFrameSize, maxConcurrentCalls, authToken) { StreamWindow = streamWindow, MaxMessageSize = maxMessageSize, CancelEndsFragments = cancelEndsFragments, ServerCallStreams = serverCallStreams, MaxMetadataSize = maxMetadataSize };
+        return settings;
     }
 }

@@ -53,7 +53,7 @@ internal static class BinaryInPieces
     /// <summary>The replacement of MessagePack's own formatter of <typeparamref name="T"/> when
     /// <paramref name="formatter"/> is that one (the resolver left it as it was); else <paramref name="formatter"/>.</summary>
     public static IMessagePackFormatter<T>? Replace<T>(IMessagePackFormatter<T>? formatter) =>
-        formatter is not null && ReferenceEquals(formatter, Replacement<T>.Standard) ? Replacement<T>.InPieces : formatter;
+        formatter is not null && Replacement<T>.Formatter is { } inPieces && ReferenceEquals(formatter, inPieces.Standard) ? inPieces : formatter;
 
     /// <summary>The bin header MessagePackWriter.WriteBinHeader writes for this length (bin16 up to
     /// 65,535 bytes, else bin32), without asking for room for the payload as it does.</summary>
@@ -74,36 +74,35 @@ internal static class BinaryInPieces
         }
     }
 
-    /// <summary>For a bytes type: MessagePack's own formatter, and the one that replaces it. Both
-    /// null for every other type, read once per type.</summary>
+    /// <summary>For a bytes type, the formatter that replaces MessagePack's own; null for every
+    /// other type. Read once per type.</summary>
     private static class Replacement<T>
     {
-        public static readonly IMessagePackFormatter<T>? Standard = (IMessagePackFormatter<T>?)StandardOf(typeof(T));
+        public static readonly InPieces<T>? Formatter = (InPieces<T>?)Of(typeof(T));
 
-        public static readonly IMessagePackFormatter<T>? InPieces = (IMessagePackFormatter<T>?)InPiecesOf(typeof(T));
-
-        private static object? StandardOf(Type type) =>
-            type == typeof(byte[]) ? ByteArrayFormatter.Instance
-            : type == typeof(ReadOnlyMemory<byte>) ? ByteReadOnlyMemoryFormatter.Instance
-            : type == typeof(Memory<byte>) ? ByteMemoryFormatter.Instance
-            : type == typeof(ArraySegment<byte>) ? ByteArraySegmentFormatter.Instance
-            : type == typeof(ReadOnlySequence<byte>) ? ByteReadOnlySequenceFormatter.Instance
-            : null;
-
-        private static object? InPiecesOf(Type type) =>
-            type == typeof(byte[]) ? ByteArrayInPieces.Instance
-            : type == typeof(ReadOnlyMemory<byte>) ? ReadOnlyMemoryInPieces.Instance
-            : type == typeof(Memory<byte>) ? MemoryInPieces.Instance
-            : type == typeof(ArraySegment<byte>) ? ArraySegmentInPieces.Instance
-            : type == typeof(ReadOnlySequence<byte>) ? ReadOnlySequenceInPieces.Instance
+        private static object? Of(Type type) =>
+            type == typeof(byte[]) ? new ByteArrayInPieces()
+            : type == typeof(ReadOnlyMemory<byte>) ? new ReadOnlyMemoryInPieces()
+            : type == typeof(Memory<byte>) ? new MemoryInPieces()
+            : type == typeof(ArraySegment<byte>) ? new ArraySegmentInPieces()
+            : type == typeof(ReadOnlySequence<byte>) ? new ReadOnlySequenceInPieces()
             : null;
     }
 
-    private sealed class ByteArrayInPieces : IMessagePackFormatter<byte[]?>
+    /// <summary>Writes <typeparamref name="T"/> in pieces; reading is <paramref name="standard"/>'s,
+    /// MessagePack's own formatter of <typeparamref name="T"/>, which this one replaces.</summary>
+    private abstract class InPieces<T>(IMessagePackFormatter<T> standard) : IMessagePackFormatter<T>
     {
-        public static readonly ByteArrayInPieces Instance = new();
+        public IMessagePackFormatter<T> Standard { get; } = standard;
 
-        public void Serialize(ref MessagePackWriter writer, byte[]? value, MessagePackSerializerOptions options)
+        public abstract void Serialize(ref MessagePackWriter writer, T value, MessagePackSerializerOptions options);
+
+        public T Deserialize(ref MessagePackReader reader, MessagePackSerializerOptions options) => Standard.Deserialize(ref reader, options);
+    }
+
+    private sealed class ByteArrayInPieces() : InPieces<byte[]?>(ByteArrayFormatter.Instance)
+    {
+        public override void Serialize(ref MessagePackWriter writer, byte[]? value, MessagePackSerializerOptions options)
         {
             if (value is null)
             {
@@ -113,38 +112,23 @@ internal static class BinaryInPieces
 
             Write(ref writer, value);
         }
-
-        public byte[]? Deserialize(ref MessagePackReader reader, MessagePackSerializerOptions options) =>
-            ByteArrayFormatter.Instance.Deserialize(ref reader, options);
     }
 
-    private sealed class ReadOnlyMemoryInPieces : IMessagePackFormatter<ReadOnlyMemory<byte>>
+    private sealed class ReadOnlyMemoryInPieces() : InPieces<ReadOnlyMemory<byte>>(ByteReadOnlyMemoryFormatter.Instance)
     {
-        public static readonly ReadOnlyMemoryInPieces Instance = new();
-
-        public void Serialize(ref MessagePackWriter writer, ReadOnlyMemory<byte> value, MessagePackSerializerOptions options) =>
+        public override void Serialize(ref MessagePackWriter writer, ReadOnlyMemory<byte> value, MessagePackSerializerOptions options) =>
             Write(ref writer, value.Span);
-
-        public ReadOnlyMemory<byte> Deserialize(ref MessagePackReader reader, MessagePackSerializerOptions options) =>
-            ByteReadOnlyMemoryFormatter.Instance.Deserialize(ref reader, options);
     }
 
-    private sealed class MemoryInPieces : IMessagePackFormatter<Memory<byte>>
+    private sealed class MemoryInPieces() : InPieces<Memory<byte>>(ByteMemoryFormatter.Instance)
     {
-        public static readonly MemoryInPieces Instance = new();
-
-        public void Serialize(ref MessagePackWriter writer, Memory<byte> value, MessagePackSerializerOptions options) =>
+        public override void Serialize(ref MessagePackWriter writer, Memory<byte> value, MessagePackSerializerOptions options) =>
             Write(ref writer, value.Span);
-
-        public Memory<byte> Deserialize(ref MessagePackReader reader, MessagePackSerializerOptions options) =>
-            ByteMemoryFormatter.Instance.Deserialize(ref reader, options);
     }
 
-    private sealed class ArraySegmentInPieces : IMessagePackFormatter<ArraySegment<byte>>
+    private sealed class ArraySegmentInPieces() : InPieces<ArraySegment<byte>>(ByteArraySegmentFormatter.Instance)
     {
-        public static readonly ArraySegmentInPieces Instance = new();
-
-        public void Serialize(ref MessagePackWriter writer, ArraySegment<byte> value, MessagePackSerializerOptions options)
+        public override void Serialize(ref MessagePackWriter writer, ArraySegment<byte> value, MessagePackSerializerOptions options)
         {
             if (value.Array is null)
             {
@@ -154,19 +138,11 @@ internal static class BinaryInPieces
 
             Write(ref writer, value.AsSpan());
         }
-
-        public ArraySegment<byte> Deserialize(ref MessagePackReader reader, MessagePackSerializerOptions options) =>
-            ByteArraySegmentFormatter.Instance.Deserialize(ref reader, options);
     }
 
-    private sealed class ReadOnlySequenceInPieces : IMessagePackFormatter<ReadOnlySequence<byte>>
+    private sealed class ReadOnlySequenceInPieces() : InPieces<ReadOnlySequence<byte>>(ByteReadOnlySequenceFormatter.Instance)
     {
-        public static readonly ReadOnlySequenceInPieces Instance = new();
-
-        public void Serialize(ref MessagePackWriter writer, ReadOnlySequence<byte> value, MessagePackSerializerOptions options) =>
+        public override void Serialize(ref MessagePackWriter writer, ReadOnlySequence<byte> value, MessagePackSerializerOptions options) =>
             Write(ref writer, value);
-
-        public ReadOnlySequence<byte> Deserialize(ref MessagePackReader reader, MessagePackSerializerOptions options) =>
-            ByteReadOnlySequenceFormatter.Instance.Deserialize(ref reader, options);
     }
 }

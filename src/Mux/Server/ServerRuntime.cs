@@ -76,13 +76,7 @@ internal sealed class ServerRuntime
 
     public Task StartAsync(CancellationToken cancellationToken = default)
     {
-        _options.Validate();
-        Volatile.Write(ref _interceptors, [.. _options.Interceptors]);
-        if (Interlocked.CompareExchange(ref _state, 1, 0) != 0)
-        {
-            throw new InvalidOperationException("The Mux server has already been started.");
-        }
-
+        Begin(requireEndPoint: true);
         EndPoint endPoint = _options.EndPoint!;
         Socket listener;
         try
@@ -106,15 +100,16 @@ internal sealed class ServerRuntime
 
     /// <summary>Starts without a listening socket, to serve in-memory transports through
     /// <see cref="Accept(IMuxTransport, string)"/> (tests and benchmarks).</summary>
-    public void StartWithoutListener()
+    public void StartWithoutListener() => Begin(requireEndPoint: false);
+
+    private void Begin(bool requireEndPoint)
     {
-        _options.Validate(requireEndPoint: false);
+        _options.Validate(requireEndPoint);
         Volatile.Write(ref _interceptors, [.. _options.Interceptors]);
         if (Interlocked.CompareExchange(ref _state, 1, 0) != 0)
         {
             throw new InvalidOperationException("The Mux server has already been started.");
         }
-
     }
 
     /// <summary>Connects a client to this server over in-memory pipes (no socket), starting the
@@ -160,21 +155,22 @@ internal sealed class ServerRuntime
             else
             {
                 // The handshake runs off the accept loop: a slow or silent client must not hold up the next.
-                _ = AcceptTlsAsync(socket, name, acceptedAt);
+                _ = AcceptTlsAsync(new NetworkStream(socket, ownsSocket: true), name, acceptedAt, _stopping.Token);
             }
         }
     }
 
-    /// <summary>Authenticates TLS over <paramref name="socket"/> (bounded by the handshake timeout),
-    /// then serves it; a failed handshake is logged and costs only this connection.</summary>
+    /// <summary>Authenticates TLS over <paramref name="stream"/> (bounded by the handshake timeout),
+    /// then serves it; a failed handshake is logged and costs only this connection. Listed in
+    /// _handshakes until the connection is served, so that StopAsync waits for it.</summary>
     /// <returns>Whether the connection is being served.</returns>
-    private async Task<bool> AcceptTlsAsync(Socket socket, string name, long acceptedAt)
+    private async Task<bool> AcceptTlsAsync(Stream stream, string name, long acceptedAt, CancellationToken cancellationToken)
     {
         var handshake = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         _handshakes.TryAdd(handshake, 0);
         try
         {
-            StreamConnection? transport = await ServerTransport.AuthenticateAsync(new NetworkStream(socket, ownsSocket: true), socket, _options, _logger, name, acceptedAt, _stopping.Token).ConfigureAwait(false);
+            StreamConnection? transport = await ServerTransport.AuthenticateAsync(stream, _options, _logger, name, acceptedAt, cancellationToken).ConfigureAwait(false);
             if (transport is null)
             {
                 return false;
@@ -209,18 +205,9 @@ internal sealed class ServerRuntime
         }
 
         using var linked = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, _stopping.Token);
-        var handshake = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-        _handshakes.TryAdd(handshake, 0);
-        try
+        if (!await AcceptTlsAsync(stream, name, acceptedAt, linked.Token).ConfigureAwait(false))
         {
-            StreamConnection? transport = await ServerTransport.AuthenticateAsync(stream, socket: null, _options, _logger, name, acceptedAt, linked.Token).ConfigureAwait(false)
-                ?? throw new MuxConnectionException($"The TLS handshake with {name} failed, timed out or was cancelled; the stream was closed (the server's log says why).", MuxCloseReason.ProtocolError, null);
-            Accept(transport, name);
-        }
-        finally
-        {
-            _handshakes.TryRemove(handshake, out _);
-            handshake.SetResult();
+            throw new MuxConnectionException($"The TLS handshake with {name} failed, timed out or was cancelled; the stream was closed (the server's log says why).", MuxCloseReason.ProtocolError, null);
         }
     }
 

@@ -21,9 +21,9 @@ internal sealed class DuplexPipeTransport : IMuxTransport
     public long SocketSends => 0;
 
     /// <summary>Creates two connected transports: what one writes, the other reads.</summary>
-    public static (DuplexPipeTransport A, DuplexPipeTransport B) CreatePair(PipeOptions? options = null)
+    public static (DuplexPipeTransport A, DuplexPipeTransport B) CreatePair()
     {
-        options ??= new PipeOptions(readerScheduler: PipeScheduler.Inline, writerScheduler: PipeScheduler.Inline, pauseWriterThreshold: 64L * 1024 * 1024, resumeWriterThreshold: 32L * 1024 * 1024, useSynchronizationContext: false);
+        var options = new PipeOptions(readerScheduler: PipeScheduler.Inline, writerScheduler: PipeScheduler.Inline, pauseWriterThreshold: 64L * 1024 * 1024, resumeWriterThreshold: 32L * 1024 * 1024, useSynchronizationContext: false);
         var aToB = new Pipe(options);
         var bToA = new Pipe(options);
         return (new DuplexPipeTransport(new Pair(bToA.Reader, aToB.Writer)), new DuplexPipeTransport(new Pair(aToB.Reader, bToA.Writer)));

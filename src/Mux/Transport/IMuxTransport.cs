@@ -10,10 +10,12 @@ namespace Mux.Transport;
 /// </summary>
 internal interface IMuxTransport : IDuplexPipe, IAsyncDisposable
 {
-    /// <summary>Socket receive operations so far (0 for in-memory transports).</summary>
+    /// <summary>Socket receive operations so far: stream reads over a stream (over TLS, each returns
+    /// one or more decrypted records); 0 for in-memory transports.</summary>
     long SocketReceives { get; }
 
-    /// <summary>Socket send operations so far (0 for in-memory transports).</summary>
+    /// <summary>Socket send operations so far: stream writes over a stream (one per flush of the
+    /// output, per 64 KiB of a larger one); 0 for in-memory transports.</summary>
     long SocketSends { get; }
 
     /// <summary>The peer's socket address; null when there is no socket (a pipe, a stream without one).</summary>

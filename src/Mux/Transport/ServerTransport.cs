@@ -62,7 +62,7 @@ internal static class ServerTransport
     /// timestamp of that clock). Returns null (and logs why) when the client fails the handshake,
     /// does not ask for <c>mux/1</c>, times out, or the server stops meanwhile; the stream is closed then.
     /// </summary>
-    public static async Task<StreamConnection?> AuthenticateAsync(Stream stream, Socket? socket, MuxServerOptions options, ILogger logger, string name, long acceptedAt, CancellationToken stopping)
+    public static async Task<StreamConnection?> AuthenticateAsync(Stream stream, MuxServerOptions options, ILogger logger, string name, long acceptedAt, CancellationToken stopping)
     {
         using CancellationTokenSource timeout = StartHandshakeTimeout(options, acceptedAt);
         using var linked = CancellationTokenSource.CreateLinkedTokenSource(stopping, timeout.Token);
@@ -70,7 +70,7 @@ internal static class ServerTransport
         {
             SslStream ssl = await TlsHandshake.AuthenticateAsServerAsync(stream, options.Tls!, linked.Token).ConfigureAwait(false);
             TransportLog.TlsEstablished(logger, name, ssl.SslProtocol, ssl.NegotiatedCipherSuite);
-            return new StreamConnection(ssl, socket ?? (stream as NetworkStream)?.Socket, options.MaxFrameSize, options.TimeProvider);
+            return new StreamConnection(ssl, (stream as NetworkStream)?.Socket, options.MaxFrameSize, options.TimeProvider);
         }
         catch (Exception ex)
         {

@@ -12,10 +12,10 @@ namespace Mux.Transport;
 /// (sendmsg) rather than one send per segment. One instance per connection, reused for every send,
 /// so a send allocates nothing.
 /// </summary>
-internal sealed class SocketSender : SocketAsyncEventArgs, IValueTaskSource<int>
+internal sealed class SocketSender : SocketAsyncEventArgs, IValueTaskSource
 {
     // Completion of the send in progress. Only the send loop touches it, one send at a time.
-    private ManualResetValueTaskSourceCore<int> _source;
+    private ManualResetValueTaskSourceCore<bool> _source;
 
     // Reused segment list for gather writes. Only the send loop touches it.
     private readonly List<ArraySegment<byte>> _segments = new();
@@ -27,7 +27,7 @@ internal sealed class SocketSender : SocketAsyncEventArgs, IValueTaskSource<int>
         _source.RunContinuationsAsynchronously = false;
     }
 
-    public ValueTask<int> SendAsync(Socket socket, in ReadOnlySequence<byte> buffer)
+    public ValueTask SendAsync(Socket socket, in ReadOnlySequence<byte> buffer)
     {
         if (buffer.IsSingleSegment)
         {
@@ -49,20 +49,20 @@ internal sealed class SocketSender : SocketAsyncEventArgs, IValueTaskSource<int>
         _source.Reset();
         if (socket.SendAsync(this))
         {
-            return new ValueTask<int>(this, _source.Version);
+            return new ValueTask(this, _source.Version);
         }
 
         // Completed synchronously: the common case when the kernel buffer has room.
         return SocketError == SocketError.Success
-            ? new ValueTask<int>(BytesTransferred)
-            : ValueTask.FromException<int>(new SocketException((int)SocketError));
+            ? ValueTask.CompletedTask
+            : ValueTask.FromException(new SocketException((int)SocketError));
     }
 
     protected override void OnCompleted(SocketAsyncEventArgs e)
     {
         if (SocketError == SocketError.Success)
         {
-            _source.SetResult(BytesTransferred);
+            _source.SetResult(true);
         }
         else
         {
@@ -78,10 +78,10 @@ internal sealed class SocketSender : SocketAsyncEventArgs, IValueTaskSource<int>
         return isArray ? segment : new ArraySegment<byte>(memory.ToArray());
     }
 
-    int IValueTaskSource<int>.GetResult(short token) => _source.GetResult(token);
+    void IValueTaskSource.GetResult(short token) => _source.GetResult(token);
 
-    ValueTaskSourceStatus IValueTaskSource<int>.GetStatus(short token) => _source.GetStatus(token);
+    ValueTaskSourceStatus IValueTaskSource.GetStatus(short token) => _source.GetStatus(token);
 
-    void IValueTaskSource<int>.OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags)
+    void IValueTaskSource.OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags)
         => _source.OnCompleted(continuation, state, token, flags);
 }

@@ -1,5 +1,4 @@
 using System.Buffers;
-using System.IO.Pipelines;
 using System.Net;
 using System.Net.Security;
 using System.Net.Sockets;
@@ -8,13 +7,13 @@ using System.Security.Cryptography.X509Certificates;
 namespace Mux.Transport;
 
 /// <summary>
-/// Pumps bytes between a <see cref="Stream"/> (a TLS <see cref="SslStream"/>, or any stream a user
-/// hands us) and a pair of pipes, like <see cref="SocketConnection"/> does for a bare socket. The
-/// send loop writes everything flushed since the last send in ONE stream write, gathering a
-/// multi-segment buffer into one contiguous block first: over TLS each stream write becomes at least
-/// one record and one socket send, so writing segment by segment would undo the batching.
+/// A <see cref="ByteTransport"/> over a <see cref="Stream"/> (a TLS <see cref="SslStream"/>, or any
+/// stream a user hands us). The send loop writes everything flushed since the last send in ONE
+/// stream write, gathering a multi-segment buffer into one contiguous block first: over TLS each
+/// stream write becomes at least one record and one socket send, so writing segment by segment
+/// would undo the batching.
 /// </summary>
-internal sealed class StreamConnection : IMuxTransport
+internal sealed class StreamConnection : ByteTransport
 {
     // A gathered write is at most this large; bigger flushes go out in several writes of this size
     // (TLS cuts records at 16 KiB anyway, so larger blocks would gain nothing).
@@ -25,20 +24,11 @@ internal sealed class StreamConnection : IMuxTransport
     // The socket under the stream when there is one (our own, or a NetworkStream's): lets a
     // finished send half-close (FIN) while the receive loop keeps reading.
     private readonly Socket? _socket;
-    private readonly Pipe _input;
-    private readonly Pipe _output;
 
-    // The side's clock, for the close's grace period. Immutable.
-    private readonly TimeProvider _clock;
-    private Task? _receiveLoop;
-    private Task? _sendLoop;
-
-    // Counters written only by their own loop (receive or send) and read racily for statistics.
-    private long _streamReads;
-    private long _streamWrites;
-
-    // 0 until DisposeAsync, Abort or a fault closes the stream; set with Interlocked.
-    private int _shutdown;
+    // Where a multi-segment flush is gathered; rented on the first, kept until the send loop has
+    // ended (renting per flush would take one from another thread's pool now and then, and
+    // allocate). Only the send loop touches it until then.
+    private byte[]? _gather;
 
     /// <param name="stream">The connected stream; this connection owns it.</param>
     /// <param name="socket">The socket under <paramref name="stream"/> when the caller knows it
@@ -46,28 +36,23 @@ internal sealed class StreamConnection : IMuxTransport
     /// <param name="maxFrameSize">The largest frame the reader accepts, which sizes the input pipe.</param>
     /// <param name="clock">The side's clock, for the close's grace period.</param>
     public StreamConnection(Stream stream, Socket? socket, int maxFrameSize, TimeProvider clock)
+        : base(ReadRemoteEndPoint(socket ??= (stream as NetworkStream)?.Socket), maxFrameSize, clock)
     {
         _stream = stream;
-        _clock = clock;
-        _socket = socket ?? (stream as NetworkStream)?.Socket;
+        _socket = socket;
         if (_socket is { ProtocolType: ProtocolType.Tcp })
         {
             _socket.NoDelay = true;
         }
 
-        _input = TransportPipes.CreateInput(maxFrameSize);
-        _output = TransportPipes.CreateOutput();
-
-        // Read once, now: both are settled by the time a connection is made over the stream (the
-        // TLS handshake has completed), and a socket's address cannot be read once it is disposed.
-        RemoteEndPoint = ReadRemoteEndPoint(_socket);
+        // Read once, now: it is settled by the time a connection is made over the stream (the TLS
+        // handshake has completed).
         RemoteCertificate = (stream as SslStream)?.RemoteCertificate as X509Certificate2;
     }
 
-    public EndPoint? RemoteEndPoint { get; }
-
     public X509Certificate2? RemoteCertificate { get; }
 
+    // Read once, in the constructor: a socket's address cannot be read once it is disposed.
     private static EndPoint? ReadRemoteEndPoint(Socket? socket)
     {
         try
@@ -80,139 +65,35 @@ internal sealed class StreamConnection : IMuxTransport
         }
     }
 
-    public PipeReader Input => _input.Reader;
+    protected override ValueTask<int> ReceiveAsync(Memory<byte> memory) => _stream.ReadAsync(memory);
 
-    public PipeWriter Output => _output.Writer;
-
-    /// <summary>Stream reads so far (over TLS, each returns one or more decrypted records).</summary>
-    public long SocketReceives => Volatile.Read(ref _streamReads);
-
-    /// <summary>Stream writes so far: one per flush of the output (per 64 KiB of a larger one).</summary>
-    public long SocketSends => Volatile.Read(ref _streamWrites);
-
-    public void Start()
+    protected override ValueTask SendAsync(ReadOnlySequence<byte> buffer)
     {
-        _receiveLoop = ReceiveLoopAsync();
-        _sendLoop = SendLoopAsync();
+        if (buffer.IsSingleSegment)
+        {
+            CountSend();
+            return _stream.WriteAsync(buffer.First);
+        }
+
+        return WriteGatheredAsync(buffer);
     }
 
-    private async Task ReceiveLoopAsync()
+    private async ValueTask WriteGatheredAsync(ReadOnlySequence<byte> buffer)
     {
-        Exception? error = null;
-        PipeWriter writer = _input.Writer;
-        try
-        {
-            while (true)
-            {
-                Memory<byte> memory = writer.GetMemory(TransportPipes.ReceiveBufferSize);
-                int received = await _stream.ReadAsync(memory).ConfigureAwait(false);
-                if (received == 0)
-                {
-                    break; // The peer closed its side.
-                }
-
-                writer.Advance(received);
-                _streamReads++;
-
-                FlushResult flush = await writer.FlushAsync().ConfigureAwait(false);
-                if (flush.IsCompleted || flush.IsCanceled)
-                {
-                    break; // The reader is done with this connection.
-                }
-            }
-        }
-        catch (Exception ex)
-        {
-            // Any stream's failure ends the connection (a user's stream may throw anything).
-            // After a local close the stream's errors are expected and say nothing.
-            error = Volatile.Read(ref _shutdown) == 0 ? ex : null;
-        }
-        finally
-        {
-            await writer.CompleteAsync(error).ConfigureAwait(false);
-        }
-    }
-
-    private async Task SendLoopAsync()
-    {
-        Exception? error = null;
-        bool finished = false;
-        PipeReader reader = _output.Reader;
-        byte[]? gather = null;
-        try
-        {
-            while (true)
-            {
-                ReadResult result = await reader.ReadAsync().ConfigureAwait(false);
-                ReadOnlySequence<byte> buffer = result.Buffer;
-                if (buffer.IsSingleSegment)
-                {
-                    if (!buffer.IsEmpty)
-                    {
-                        await _stream.WriteAsync(buffer.First).ConfigureAwait(false);
-                        _streamWrites++;
-                    }
-                }
-                else
-                {
-                    gather ??= ArrayPool<byte>.Shared.Rent(MaxGatheredWrite);
-                    await WriteGatheredAsync(buffer, gather).ConfigureAwait(false);
-                }
-
-                reader.AdvanceTo(buffer.End);
-                if (result.IsCompleted || result.IsCanceled)
-                {
-                    finished = result.IsCompleted;
-                    break;
-                }
-            }
-
-            if (finished)
-            {
-                await FinishSendingAsync().ConfigureAwait(false);
-            }
-        }
-        catch (Exception ex)
-        {
-            error = Volatile.Read(ref _shutdown) == 0 ? ex : null;
-            finished = false;
-        }
-        finally
-        {
-            if (gather is not null)
-            {
-                ArrayPool<byte>.Shared.Return(gather);
-            }
-
-            await reader.CompleteAsync(error).ConfigureAwait(false);
-            if (!finished)
-            {
-                // A connection that cannot send is of no use; closing also wakes the receive loop
-                // so that pending calls fail now rather than at their deadlines.
-                Shutdown();
-            }
-        }
-    }
-
-    private async ValueTask WriteGatheredAsync(ReadOnlySequence<byte> buffer, byte[] gather)
-    {
+        byte[] gather = _gather ??= ArrayPool<byte>.Shared.Rent(MaxGatheredWrite);
         while (!buffer.IsEmpty)
         {
             int length = (int)Math.Min(buffer.Length, gather.Length);
             buffer.Slice(0, length).CopyTo(gather);
+            CountSend();
             await _stream.WriteAsync(gather.AsMemory(0, length)).ConfigureAwait(false);
-            _streamWrites++;
             buffer = buffer.Slice(length);
         }
     }
 
-    /// <summary>
-    /// Everything the owner wrote has been written: tell the peer (TLS close_notify, then FIN) but
-    /// keep receiving, because closing a socket with unread bytes makes the kernel send a reset,
-    /// which can destroy our last bytes before the peer reads them. A stream with no socket under
-    /// it cannot half-close, so it is closed whole.
-    /// </summary>
-    private async ValueTask FinishSendingAsync()
+    /// <summary>TLS close_notify, then FIN. A stream with no socket under it cannot half-close, so
+    /// it is closed whole.</summary>
+    protected override async ValueTask FinishSendingAsync()
     {
         await _stream.FlushAsync().ConfigureAwait(false);
         if (_stream is SslStream ssl)
@@ -223,38 +104,16 @@ internal sealed class StreamConnection : IMuxTransport
         if (_socket is null)
         {
             Shutdown();
-            return;
         }
-
-        try
+        else if (!IsShutDown)
         {
-            if (Volatile.Read(ref _shutdown) == 0)
-            {
-                _socket.Shutdown(SocketShutdown.Send);
-            }
-        }
-        catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
-        {
-            // Already closed or reset: nothing left to tell the peer.
+            TryShutdown(_socket, SocketShutdown.Send);
         }
     }
 
-    private void Shutdown()
+    protected override void Close()
     {
-        if (Interlocked.Exchange(ref _shutdown, 1) != 0)
-        {
-            return;
-        }
-
-        try
-        {
-            _socket?.Shutdown(SocketShutdown.Both);
-        }
-        catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
-        {
-            // Already closed by the peer: nothing left to shut down.
-        }
-
+        TryShutdown(_socket, SocketShutdown.Both);
         try
         {
             _stream.Dispose();
@@ -266,16 +125,17 @@ internal sealed class StreamConnection : IMuxTransport
         }
     }
 
-    /// <summary>Closes the stream at once; pending output is dropped.</summary>
-    public void Abort() => Shutdown();
+    // Any stream's failure ends the connection: a user's stream may throw anything.
+    protected override bool IsTransportError(Exception error) => true;
 
-    /// <summary>
-    /// Lets the send loop finish what was flushed, then closes the stream. The owner completes
-    /// <see cref="Output"/> first; if the peer stops reading, the send is abandoned after a grace
-    /// period rather than hanging the close.
-    /// </summary>
-    public async ValueTask DisposeAsync()
+    public override async ValueTask DisposeAsync()
     {
-        await TransportClose.DrainAndShutdownAsync(_sendLoop, _receiveLoop, Shutdown, _clock).ConfigureAwait(false);
+        await base.DisposeAsync().ConfigureAwait(false);
+
+        // Only now: the send loop, which uses it, has ended.
+        if (Interlocked.Exchange(ref _gather, null) is { } gather)
+        {
+            ArrayPool<byte>.Shared.Return(gather);
+        }
     }
 }

@@ -17,13 +17,8 @@ internal static class TlsHandshake
     public static readonly SslApplicationProtocol Protocol = new(ProtocolName);
 
     /// <summary>Checks client TLS options at connect time, with messages that say how to fix them.</summary>
-    public static void ValidateClient(SslClientAuthenticationOptions tls)
-    {
-        if (tls.ApplicationProtocols is { } protocols && !protocols.Contains(Protocol))
-        {
-            throw new InvalidOperationException($"MuxClientOptions.Tls.ApplicationProtocols does not include \"{ProtocolName}\". Leave it null (Mux offers \"{ProtocolName}\") or add it to the list.");
-        }
-    }
+    public static void ValidateClient(SslClientAuthenticationOptions tls) =>
+        RequireMuxProtocol(tls.ApplicationProtocols, "MuxClientOptions", "offers");
 
     /// <summary>Checks server TLS options at start, with messages that say how to fix them.</summary>
     public static void ValidateServer(SslServerAuthenticationOptions tls)
@@ -38,9 +33,14 @@ internal static class TlsHandshake
             throw new InvalidOperationException($"MuxServerOptions.Tls.ServerCertificate ('{certificate.Subject}') has no private key. Load it from a PFX/PKCS#12 file with its password, or from PEM with its key file.");
         }
 
-        if (tls.ApplicationProtocols is { } protocols && !protocols.Contains(Protocol))
+        RequireMuxProtocol(tls.ApplicationProtocols, "MuxServerOptions", "requires");
+    }
+
+    private static void RequireMuxProtocol(List<SslApplicationProtocol>? protocols, string options, string whatMuxDoes)
+    {
+        if (protocols is not null && !protocols.Contains(Protocol))
         {
-            throw new InvalidOperationException($"MuxServerOptions.Tls.ApplicationProtocols does not include \"{ProtocolName}\". Leave it null (Mux requires \"{ProtocolName}\") or add it to the list.");
+            throw new InvalidOperationException($"{options}.Tls.ApplicationProtocols does not include \"{ProtocolName}\". Leave it null (Mux {whatMuxDoes} \"{ProtocolName}\") or add it to the list.");
         }
     }
 
@@ -58,31 +58,20 @@ internal static class TlsHandshake
     public static async Task<SslStream> AuthenticateAsClientAsync(Stream inner, SslClientAuthenticationOptions configured, string? defaultTargetHost, string peerName, CancellationToken cancellationToken)
     {
         SslClientAuthenticationOptions options = CopyForMux(configured, defaultTargetHost);
-        var ssl = new SslStream(inner, leaveInnerStreamOpen: false);
         try
         {
-            await ssl.AuthenticateAsClientAsync(options, cancellationToken).ConfigureAwait(false);
-            if (ssl.NegotiatedApplicationProtocol != Protocol)
-            {
-                throw new MuxConnectionException($"The TLS server at {peerName} did not agree to the ALPN protocol \"{ProtocolName}\" (it chose \"{Describe(ssl.NegotiatedApplicationProtocol)}\"): it is not a Mux server, or not this protocol version.", MuxCloseReason.ProtocolError, null);
-            }
-
-            return ssl;
+            return await AuthenticateAsync(
+                inner,
+                ssl => ssl.AuthenticateAsClientAsync(options, cancellationToken),
+                chosen => new MuxConnectionException($"The TLS server at {peerName} did not agree to the ALPN protocol \"{ProtocolName}\" (it chose \"{chosen}\"): it is not a Mux server, or not this protocol version.", MuxCloseReason.ProtocolError, null)).ConfigureAwait(false);
         }
         catch (AuthenticationException ex)
         {
-            await ssl.DisposeAsync().ConfigureAwait(false);
             throw new MuxConnectionException($"The TLS handshake with the Mux server at {peerName} failed: {ex.Message} Check that the server's certificate is trusted on this machine and issued for '{options.TargetHost}' (MuxClientOptions.Tls.TargetHost), or decide trust yourself with MuxClientOptions.Tls.RemoteCertificateValidationCallback.", MuxCloseReason.ProtocolError, ex);
         }
         catch (IOException ex)
         {
-            await ssl.DisposeAsync().ConfigureAwait(false);
             throw new MuxConnectionException($"The Mux server at {peerName} closed the connection during the TLS handshake ({ex.Message}). Check that it serves TLS (MuxServerOptions.Tls) and accepts this client's certificate and ALPN \"{ProtocolName}\".", MuxCloseReason.TransportError, ex);
-        }
-        catch
-        {
-            await ssl.DisposeAsync().ConfigureAwait(false);
-            throw;
         }
     }
 
@@ -91,18 +80,34 @@ internal static class TlsHandshake
     /// Throws <see cref="AuthenticationException"/> (or the transport's exception) when the client
     /// fails the handshake or did not ask for <c>mux/1</c>; the stream is disposed then.
     /// </summary>
-    public static async Task<SslStream> AuthenticateAsServerAsync(Stream inner, SslServerAuthenticationOptions configured, CancellationToken cancellationToken)
+    public static Task<SslStream> AuthenticateAsServerAsync(Stream inner, SslServerAuthenticationOptions configured, CancellationToken cancellationToken)
     {
         SslServerAuthenticationOptions options = CopyForMux(configured);
+
+        // A client without ALPN fails the protocol check (one that offered only other protocols
+        // fails inside the handshake already): it would not understand Mux frames.
+        return AuthenticateAsync(
+            inner,
+            ssl => ssl.AuthenticateAsServerAsync(options, cancellationToken),
+            chosen => new AuthenticationException($"The client did not ask for the ALPN protocol \"{ProtocolName}\" (it negotiated \"{chosen}\")."));
+    }
+
+    /// <summary>Runs one side's handshake over <paramref name="inner"/> and checks that it agreed
+    /// on <c>mux/1</c>; the stream (and <paramref name="inner"/> with it) is disposed if not, or if
+    /// the handshake fails.</summary>
+    /// <param name="inner">The connected stream.</param>
+    /// <param name="authenticate">The side's handshake.</param>
+    /// <param name="notMux">The error for a peer that chose another protocol (it is given the name of that one).</param>
+    private static async Task<SslStream> AuthenticateAsync(Stream inner, Func<SslStream, Task> authenticate, Func<string, Exception> notMux)
+    {
         var ssl = new SslStream(inner, leaveInnerStreamOpen: false);
         try
         {
-            await ssl.AuthenticateAsServerAsync(options, cancellationToken).ConfigureAwait(false);
-            if (ssl.NegotiatedApplicationProtocol != Protocol)
+            await authenticate(ssl).ConfigureAwait(false);
+            SslApplicationProtocol chosen = ssl.NegotiatedApplicationProtocol;
+            if (chosen != Protocol)
             {
-                // A client without ALPN gets here (one that offered only other protocols fails
-                // inside the handshake already): it would not understand Mux frames.
-                throw new AuthenticationException($"The client did not ask for the ALPN protocol \"{ProtocolName}\" (it negotiated \"{Describe(ssl.NegotiatedApplicationProtocol)}\").");
+                throw notMux(chosen.Protocol.IsEmpty ? "none" : chosen.ToString());
             }
 
             return ssl;
@@ -113,9 +118,6 @@ internal static class TlsHandshake
             throw;
         }
     }
-
-    private static string Describe(SslApplicationProtocol protocol) =>
-        protocol.Protocol.IsEmpty ? "none" : protocol.ToString();
 
     // Every settable property is copied (a test compares them by reflection, so a property a
     // future .NET adds fails that test rather than being dropped silently).

@@ -1,7 +1,6 @@
 using System.Net;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
-using Mux.Transport;
 
 namespace Mux.Client.Balancing;
 
@@ -268,10 +267,7 @@ internal sealed partial class EndPointBalancer : IConnectionSource
         string why = endPoints.Length == 0
             ? DescribeNoInstance(out resolverError)
             : $" None of its {endPoints.Length} instance(s) had a usable connection.{LastError(endPoints)}";
-        return MuxConnectionException.NotRun(
-            $"No connection to any instance of the Mux server ({_name}) was available within {DurationText.Format(ownTimeout ?? _options.CallTimeout)} ({(ownTimeout is null ? "MuxClientOptions.CallTimeout" : "the call's own Timeout")}); the call was not sent.{why}",
-            Latest?.CloseReason ?? MuxCloseReason.None,
-            resolverError);
+        return ConnectionKeeper.NotSent($"any instance of the Mux server ({_name})", _options, ownTimeout, why, Latest, resolverError);
     }
 
     private static string LastError(BalancedEndPoint[] endPoints)
@@ -346,13 +342,10 @@ internal sealed partial class EndPointBalancer : IConnectionSource
     private BalancedEndPoint StartLocked(EndPoint address)
     {
         var endPoint = new BalancedEndPoint(address);
-        MuxClientOptions options = _options;
-        ILogger logger = _logger;
-        ServiceMethods services = _services;
         endPoint.Keeper = ConnectionKeeper.StartConnecting(
-            cancellationToken => ClientConnector.OpenAsync(address, options, logger, services, cancellationToken),
-            options,
-            logger,
+            cancellationToken => ClientConnector.OpenAsync(address, _options, _logger, _services, cancellationToken),
+            _options,
+            _logger,
             address.ToString() ?? "server",
             (previous, state, error) => OnEndPointStateChanged(endPoint, state, error));
         return endPoint;
@@ -442,14 +435,7 @@ internal sealed partial class EndPointBalancer : IConnectionSource
         }
 
         _state = (int)state;
-        try
-        {
-            _onStateChanged(previous, state, error);
-        }
-        catch (Exception ex)
-        {
-            ClientLog.StateChangedHandlerFailed(_logger, ex);
-        }
+        ConnectionKeeper.Notify(_onStateChanged, previous, state, error, _logger);
 
         if (state == MuxClientState.Closed)
         {

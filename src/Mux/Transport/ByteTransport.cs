@@ -1,0 +1,219 @@
+using System.Buffers;
+using System.IO.Pipelines;
+using System.Net;
+using System.Net.Sockets;
+
+namespace Mux.Transport;
+
+/// <summary>
+/// Pumps bytes between what carries them (a socket, or a stream) and a pair of pipes (see
+/// <see cref="TransportPipes"/>, whose readers resume inline): the receive loop fills
+/// <see cref="Input"/>; the send loop drains <see cref="Output"/> and sends everything that is
+/// buffered at once.
+/// </summary>
+internal abstract class ByteTransport : IMuxTransport
+{
+    /// <summary>How long a close waits for the peer to take what was flushed before dropping it.</summary>
+    private static readonly TimeSpan s_sendGracePeriod = TimeSpan.FromSeconds(5);
+
+    private readonly Pipe _input;
+    private readonly Pipe _output;
+
+    // The side's clock, for the close's grace period. Immutable.
+    private readonly TimeProvider _clock;
+    private Task? _receiveLoop;
+    private Task? _sendLoop;
+
+    // Counters written only by their own loop (receive or send) and read racily for statistics.
+    private long _receives;
+    private long _sends;
+
+    // 0 until DisposeAsync, Abort or a fault closes the transport; set with Interlocked.
+    private int _shutdown;
+
+    protected ByteTransport(EndPoint? remoteEndPoint, int maxFrameSize, TimeProvider clock)
+    {
+        RemoteEndPoint = remoteEndPoint;
+        _clock = clock;
+        _input = TransportPipes.CreateInput(maxFrameSize);
+        _output = TransportPipes.CreateOutput();
+    }
+
+    public PipeReader Input => _input.Reader;
+
+    public PipeWriter Output => _output.Writer;
+
+    public EndPoint? RemoteEndPoint { get; }
+
+    public long SocketReceives => Volatile.Read(ref _receives);
+
+    public long SocketSends => Volatile.Read(ref _sends);
+
+    /// <summary>Whether the transport has been closed (after which its errors say nothing).</summary>
+    protected bool IsShutDown => Volatile.Read(ref _shutdown) != 0;
+
+    public void Start()
+    {
+        _receiveLoop = ReceiveLoopAsync();
+        _sendLoop = SendLoopAsync();
+    }
+
+    /// <summary>Receives into <paramref name="memory"/>; 0 when the peer closed its side.</summary>
+    protected abstract ValueTask<int> ReceiveAsync(Memory<byte> memory);
+
+    /// <summary>Sends all of <paramref name="buffer"/> (not empty), counting each write it makes
+    /// (<see cref="CountSend"/>).</summary>
+    protected abstract ValueTask SendAsync(ReadOnlySequence<byte> buffer);
+
+    /// <summary>Everything the owner wrote has been sent: tell the peer, but keep receiving.</summary>
+    protected abstract ValueTask FinishSendingAsync();
+
+    /// <summary>Closes what carries the bytes, both ways; runs once.</summary>
+    protected abstract void Close();
+
+    /// <summary>Whether <paramref name="error"/> is the transport failing (which ends the connection)
+    /// rather than a fault of the loop itself.</summary>
+    protected abstract bool IsTransportError(Exception error);
+
+    private async Task ReceiveLoopAsync()
+    {
+        Exception? error = null;
+        PipeWriter writer = _input.Writer;
+        try
+        {
+            while (true)
+            {
+                Memory<byte> memory = writer.GetMemory(TransportPipes.ReceiveBufferSize);
+                int received = await ReceiveAsync(memory).ConfigureAwait(false);
+                if (received == 0)
+                {
+                    break; // The peer closed its side.
+                }
+
+                writer.Advance(received);
+                _receives++;
+
+                FlushResult flush = await writer.FlushAsync().ConfigureAwait(false);
+                if (flush.IsCompleted || flush.IsCanceled)
+                {
+                    break; // The reader is done with this connection.
+                }
+            }
+        }
+        catch (Exception ex) when (IsTransportError(ex))
+        {
+            // After a local close the transport's errors are expected and say nothing.
+            error = IsShutDown ? null : ex;
+        }
+        finally
+        {
+            await writer.CompleteAsync(error).ConfigureAwait(false);
+        }
+    }
+
+    private async Task SendLoopAsync()
+    {
+        Exception? error = null;
+        bool finished = false;
+        PipeReader reader = _output.Reader;
+        try
+        {
+            while (true)
+            {
+                ReadResult result = await reader.ReadAsync().ConfigureAwait(false);
+                ReadOnlySequence<byte> buffer = result.Buffer;
+                if (!buffer.IsEmpty)
+                {
+                    // Everything that was flushed since the last send goes out together.
+                    await SendAsync(buffer).ConfigureAwait(false);
+                }
+
+                reader.AdvanceTo(buffer.End);
+                if (result.IsCompleted || result.IsCanceled)
+                {
+                    finished = result.IsCompleted;
+                    break;
+                }
+            }
+
+            if (finished)
+            {
+                // Closing a socket with unread bytes makes the kernel send a reset, which can destroy
+                // our last bytes before the peer reads them: so only the send side is closed here.
+                await FinishSendingAsync().ConfigureAwait(false);
+            }
+        }
+        catch (Exception ex) when (IsTransportError(ex))
+        {
+            error = IsShutDown ? null : ex;
+            finished = false;
+        }
+        finally
+        {
+            await reader.CompleteAsync(error).ConfigureAwait(false);
+            if (!finished)
+            {
+                // A connection that cannot send is of no use; closing also wakes the receive loop
+                // so that pending calls fail now rather than at their deadlines.
+                Shutdown();
+            }
+        }
+    }
+
+    /// <summary>Counts one socket or stream write (send loop only).</summary>
+    protected void CountSend() => _sends++;
+
+    /// <summary>Closes the transport at once, both ways, if it is not closed yet.</summary>
+    protected void Shutdown()
+    {
+        if (Interlocked.Exchange(ref _shutdown, 1) == 0)
+        {
+            Close();
+        }
+    }
+
+    /// <summary>Shuts down <paramref name="how"/> of <paramref name="socket"/>, if it is still there to shut.</summary>
+    protected static void TryShutdown(Socket? socket, SocketShutdown how)
+    {
+        try
+        {
+            socket?.Shutdown(how);
+        }
+        catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
+        {
+            // Already closed or reset by the peer: nothing left to shut down.
+        }
+    }
+
+    /// <summary>Closes at once, both ways (pending output is dropped); the loops end on their own,
+    /// and <see cref="DisposeAsync"/> waits for them.</summary>
+    public void Abort() => Shutdown();
+
+    /// <summary>
+    /// Lets the send loop finish what was flushed, then closes. The owner completes
+    /// <see cref="Output"/> first (only it knows when no writer is active) and, for a graceful close,
+    /// has already read until the peer ended its stream; if the peer stops reading, the send is
+    /// abandoned after a grace period rather than hanging the close.
+    /// </summary>
+    public virtual async ValueTask DisposeAsync()
+    {
+        if (_sendLoop is not null)
+        {
+            try
+            {
+                await _sendLoop.WaitAsync(s_sendGracePeriod, _clock).ConfigureAwait(false);
+            }
+            catch (TimeoutException)
+            {
+                Shutdown();
+                await _sendLoop.ConfigureAwait(false);
+            }
+        }
+
+        Shutdown();
+        if (_receiveLoop is not null)
+        {
+            await _receiveLoop.ConfigureAwait(false);
+        }
+    }
+}
