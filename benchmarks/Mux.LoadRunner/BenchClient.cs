@@ -124,6 +124,17 @@ internal sealed class MuxBenchClient : IBenchClient
         }
     }
 
+    /// <summary>--blocking-handler: one call of the handler that blocks its server thread for
+    /// <paramref name="milliseconds"/>, on the same connection as the measured callers.</summary>
+    public async Task BlockAsync(int milliseconds)
+    {
+        int returned = await _service.Block(milliseconds);
+        if (returned != milliseconds)
+        {
+            throw new InvalidDataException($"Block({milliseconds}) returned {returned}.");
+        }
+    }
+
     private static void Check(List<User> users, int count) =>
         BenchChecks.Users(count, users.Count, users.Count > 0 ? users[0].City : null);
 

@@ -12,6 +12,10 @@ public interface IBenchService
     Task<List<User>> List(int count);
 
     Task<byte[]> Bytes(int size);
+
+    /// <summary>--blocking-handler: blocks the thread that runs it for <paramref name="milliseconds"/>
+    /// (Thread.Sleep, as a user's bad handler would) and returns the same number.</summary>
+    Task<int> Block(int milliseconds);
 }
 
 /// <summary>Asks a benchmark server for its own counters; called on a separate, short-lived
@@ -45,6 +49,7 @@ public interface IBenchControl
 /// <param name="SocketReceives">Mux: socket receives of its connections in the window.</param>
 /// <param name="ReaderMicroseconds">Mux: time its connections' reader loops spent in the window (stage clock).</param>
 /// <param name="WriterMicroseconds">Mux: time its connections' writer roles spent in the window (stage clock).</param>
+/// <param name="MetricMeasurements">With --metrics: the "Mux" meter's measurements the server's listener took in the window.</param>
 [MessagePackObject]
 public sealed record ServerStats(
     [property: Key(0)] bool WindowMarked,
@@ -63,4 +68,5 @@ public sealed record ServerStats(
     [property: Key(13)] long FramesReceived = 0,
     [property: Key(14)] long SocketReceives = 0,
     [property: Key(15)] double ReaderMicroseconds = 0,
-    [property: Key(16)] double WriterMicroseconds = 0);
+    [property: Key(16)] double WriterMicroseconds = 0,
+    [property: Key(17)] long MetricMeasurements = 0);

@@ -27,6 +27,14 @@ internal sealed class BenchService : IBenchService
 
     public Task<byte[]> Bytes(int size) =>
         _bytes.GetOrAdd(size, static n => Task.FromResult(BenchData.Bytes(n)));
+
+    // The user's bad handler that --blocking-handler measures against: it holds the thread Mux
+    // runs it on, with no await, for the whole time.
+    public Task<int> Block(int milliseconds)
+    {
+        Thread.Sleep(milliseconds);
+        return Task.FromResult(milliseconds);
+    }
 }
 
 /// <summary>The payloads, built the same way on the server and (to size raw frames) in the orchestrator.</summary>

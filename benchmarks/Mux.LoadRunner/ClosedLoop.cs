@@ -10,7 +10,40 @@ namespace Mux.LoadRunner;
 /// <param name="FirstError">The first failure's type and message.</param>
 /// <param name="StoppedCleanly">Whether every caller finished its last call before the stop timeout.</param>
 /// <param name="Failure">What ended the run early (a window callback threw), if anything.</param>
-internal sealed record LoadWindow(long Calls, double WindowSeconds, LatencyHistogram Latency, long Errors, string? FirstError, bool StoppedCleanly, string? Failure);
+/// <param name="DuringBlocks">With <see cref="BlockWindows"/>: the latencies of the window's calls
+/// that overlapped a blocking call (in flight at their start or end, or starting or ending
+/// between them); null without.</param>
+/// <param name="Quiet">With <see cref="BlockWindows"/>: the latencies of the other calls of the window.</param>
+internal sealed record LoadWindow(
+    long Calls,
+    double WindowSeconds,
+    LatencyHistogram Latency,
+    long Errors,
+    string? FirstError,
+    bool StoppedCleanly,
+    string? Failure,
+    LatencyHistogram? DuringBlocks = null,
+    LatencyHistogram? Quiet = null);
+
+/// <summary>
+/// --blocking-handler: when a blocking call is in flight, for the callers to sort their own calls by.
+/// An epoch that the blocking caller bumps as each blocking call starts and again as it ends, so it
+/// is odd while one is in flight: a call that saw the same even epoch at its start and its end
+/// overlapped none; any other call overlapped one (even one that started before a blocking call
+/// and ended after it, the call a stalled connection would hold longest).
+/// </summary>
+internal sealed class BlockWindows
+{
+    private long _epoch;
+
+    public long Epoch => Volatile.Read(ref _epoch);
+
+    public void Enter() => Interlocked.Increment(ref _epoch);
+
+    public void Exit() => Interlocked.Increment(ref _epoch);
+
+    public static bool Overlapped(long atStart, long atEnd) => atStart != atEnd || (atStart & 1) != 0;
+}
 
 /// <summary>
 /// Closed-loop load: N callers, each awaiting its own call and then making the next, on one
@@ -29,12 +62,20 @@ internal static class ClosedLoop
         TimeSpan window,
         Action onWindowStart,
         Action onWindowEnd,
-        TimeSpan stopTimeout)
+        TimeSpan stopTimeout,
+        BlockWindows? blocks = null)
     {
         var histograms = new LatencyHistogram[callers];
+        LatencyHistogram[]? duringBlocks = blocks is null ? null : new LatencyHistogram[callers];
+        LatencyHistogram[]? quiet = blocks is null ? null : new LatencyHistogram[callers];
         for (int i = 0; i < callers; i++)
         {
             histograms[i] = new LatencyHistogram();
+            if (blocks is not null)
+            {
+                duringBlocks![i] = new LatencyHistogram();
+                quiet![i] = new LatencyHistogram();
+            }
         }
 
         var counts = new long[callers * Stride];
@@ -50,6 +91,7 @@ internal static class ClosedLoop
             LatencyHistogram histogram = histograms[index];
             while (Volatile.Read(ref stop) == 0)
             {
+                long epochAtStart = blocks?.Epoch ?? 0;
                 long start = Stopwatch.GetTimestamp();
                 try
                 {
@@ -66,8 +108,13 @@ internal static class ClosedLoop
                 long end = Stopwatch.GetTimestamp();
                 if (end >= Volatile.Read(ref windowStart) && end <= Volatile.Read(ref windowEnd))
                 {
-                    histogram.Record(Stopwatch.GetElapsedTime(start, end).Ticks);
+                    long ticks = Stopwatch.GetElapsedTime(start, end).Ticks;
+                    histogram.Record(ticks);
                     counts[index * Stride]++;
+                    if (blocks is not null)
+                    {
+                        (BlockWindows.Overlapped(epochAtStart, blocks.Epoch) ? duringBlocks! : quiet!)[index].Record(ticks);
+                    }
                 }
             }
         }
@@ -113,14 +160,18 @@ internal static class ClosedLoop
         }
 
         var merged = new LatencyHistogram();
+        LatencyHistogram? mergedDuringBlocks = blocks is null ? null : new LatencyHistogram();
+        LatencyHistogram? mergedQuiet = blocks is null ? null : new LatencyHistogram();
         long calls = 0;
         for (int i = 0; i < callers; i++)
         {
             merged.Merge(histograms[i]);
+            mergedDuringBlocks?.Merge(duringBlocks![i]);
+            mergedQuiet?.Merge(quiet![i]);
             calls += counts[i * Stride];
         }
 
         double seconds = closed > opened ? Stopwatch.GetElapsedTime(opened, closed).TotalSeconds : 0;
-        return new LoadWindow(calls, seconds, merged, Interlocked.Read(ref errors), Volatile.Read(ref firstError), stoppedCleanly, failure);
+        return new LoadWindow(calls, seconds, merged, Interlocked.Read(ref errors), Volatile.Read(ref firstError), stoppedCleanly, failure, mergedDuringBlocks, mergedQuiet);
     }
 }

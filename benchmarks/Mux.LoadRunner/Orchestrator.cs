@@ -37,6 +37,16 @@ internal static class Orchestrator
             Console.WriteLine("--interceptors: Mux servers and clients run one interceptor each that only awaits next().");
         }
 
+        if (options.Metrics)
+        {
+            Console.WriteLine("--metrics: metrics on. The runner and each server process listen to every instrument of the \"Mux\" meter (a MeterListener keeping each instrument's count and sum).");
+        }
+
+        if (options.BlockingHandler)
+        {
+            Console.WriteLine($"--blocking-handler: in each window, one more caller on the connection calls a handler that blocks its server thread for {BlockingCaller.BlockFor.TotalSeconds:0} s, then waits {BlockingCaller.PauseFor.TotalSeconds:0} s, and again.");
+        }
+
         foreach (BenchMethod method in methods)
         {
             Console.WriteLine($"  {method.Name,-8} {method.Description,-34} request frame {method.RequestFrameBytes} B, response frame {method.ResponseFrameBytes} B");
@@ -64,7 +74,7 @@ internal static class Orchestrator
                     await WarmUpClientAsync(system, method, options);
                     foreach (int callers in options.Callers)
                     {
-                        PointResult point = await RunPointAsync(system, method, callers, TimeSpan.FromSeconds(options.Warmup), TimeSpan.FromSeconds(options.Seconds));
+                        PointResult point = await RunPointAsync(system, method, callers, TimeSpan.FromSeconds(options.Warmup), TimeSpan.FromSeconds(options.Seconds), options.BlockingHandler);
                         points.Add(point);
                         table.WriteRow(point);
                     }
@@ -94,6 +104,8 @@ internal static class Orchestrator
                 Callers = [.. options.Callers],
                 Seconds = options.Seconds,
                 Warmup = options.Warmup,
+                Metrics = options.Metrics ? "on" : "off",
+                BlockingHandler = options.BlockingHandler,
             },
             Methods = methods.Select(m => new MethodInfo { Name = m.Name, Call = m.Description, RequestFrameBytes = m.RequestFrameBytes, ResponseFrameBytes = m.ResponseFrameBytes }).ToList(),
             Points = points,
@@ -124,14 +136,14 @@ internal static class Orchestrator
             return;
         }
 
-        PointResult warmup = await RunPointAsync(system, method, WarmupCallers, TimeSpan.FromSeconds(options.Warmup), TimeSpan.FromSeconds(0.2));
+        PointResult warmup = await RunPointAsync(system, method, WarmupCallers, TimeSpan.FromSeconds(options.Warmup), TimeSpan.FromSeconds(0.2), blockingHandler: false);
         if (warmup.Status != "ok")
         {
             Console.WriteLine($"(client warm-up of {system} {method.Name} failed: {string.Join("; ", warmup.ErrorMessages)})");
         }
     }
 
-    private static async Task<PointResult> RunPointAsync(string system, BenchMethod method, int callers, TimeSpan warmup, TimeSpan windowLength)
+    private static async Task<PointResult> RunPointAsync(string system, BenchMethod method, int callers, TimeSpan warmup, TimeSpan windowLength, bool blockingHandler)
     {
         var point = new PointResult
         {
@@ -142,7 +154,7 @@ internal static class Orchestrator
             ResponseFrameBytes = method.ResponseFrameBytes,
         };
         var clock = Stopwatch.StartNew();
-        await MeasureAsync(point, system, method, callers, warmup, windowLength);
+        await MeasureAsync(point, system, method, callers, warmup, windowLength, blockingHandler);
         if (point.Errors > 0 || point.ErrorMessages.Count > 0)
         {
             point.Status = "error";
@@ -153,10 +165,11 @@ internal static class Orchestrator
     }
 
     /// <summary>Fills <paramref name="point"/>; every failure becomes one of its error messages.</summary>
-    private static async Task MeasureAsync(PointResult point, string system, BenchMethod method, int callers, TimeSpan warmup, TimeSpan windowLength)
+    private static async Task MeasureAsync(PointResult point, string system, BenchMethod method, int callers, TimeSpan warmup, TimeSpan windowLength, bool blockingHandler)
     {
         ServerProcess? server = null;
         IBenchClient? client = null;
+        BlockingCaller? blocking = null;
         try
         {
             server = await ServerProcess.StartAsync(system, s_serverStartTimeout);
@@ -183,6 +196,14 @@ internal static class Orchestrator
             TransportCounters? transportEnd = null;
             ServerProcess marked = server;
             IBenchClient measured = client;
+            BlockWindows? blocks = null;
+            if (blockingHandler)
+            {
+                blocks = new BlockWindows();
+                blocking = new BlockingCaller((MuxBenchClient)client, blocks);
+            }
+
+            BlockingCaller? blocker = blocking;
             LoadWindow window = await ClosedLoop.RunAsync(
                 client,
                 callers,
@@ -194,6 +215,7 @@ internal static class Orchestrator
                     transportBegin = measured.GetCounters();
                     machineBegin = MachineCpu.Take();
                     clientBegin = ProcessCounters.Take();
+                    blocker?.Start();
                 },
                 onWindowEnd: () =>
                 {
@@ -202,7 +224,8 @@ internal static class Orchestrator
                     transportEnd = measured.GetCounters();
                     marked.Mark("end");
                 },
-                stopTimeout: s_stepTimeout);
+                stopTimeout: s_stepTimeout,
+                blocks);
 
             point.Calls = window.Calls;
             point.WindowSeconds = Math.Round(window.WindowSeconds, 3);
@@ -222,6 +245,13 @@ internal static class Orchestrator
                 point.ErrorMessages.Add($"callers still waiting {s_stepTimeout.TotalSeconds:0} s after the window closed");
             }
 
+            if (blocking is not null)
+            {
+                BlockingSummary blocked = await blocking.StopAsync(s_stepTimeout);
+                blocking = null;
+                FillBlocking(point, blocked, window);
+            }
+
             if (window.Failure is not null)
             {
                 point.ErrorMessages.Add(window.Failure);
@@ -235,6 +265,12 @@ internal static class Orchestrator
             point.ClientGen0 = clientDelta.Gen0;
             point.ClientGen1 = clientDelta.Gen1;
             point.ClientGen2 = clientDelta.Gen2;
+            bool metrics = MetricsTally.Current is not null && IsMux(system);
+            if (metrics)
+            {
+                point.ClientMetricMeasurementsPerCall = Math.Round((double)clientDelta.MetricMeasurements / calls, 3);
+            }
+
             TransportCounters? clientTransport = null;
             if (transportBegin is TransportCounters transportStart && transportEnd is TransportCounters transportStop)
             {
@@ -254,6 +290,16 @@ internal static class Orchestrator
                 point.ServerGen0 = stats.Gen0;
                 point.ServerGen1 = stats.Gen1;
                 point.ServerGen2 = stats.Gen2;
+                if (metrics)
+                {
+                    point.ServerMetricMeasurementsPerCall = Math.Round((double)stats.MetricMeasurements / calls, 3);
+                    if (clientDelta.MetricMeasurements == 0 || stats.MetricMeasurements == 0)
+                    {
+                        // A listener that saw nothing would make "metrics on" measure metrics off.
+                        point.ErrorMessages.Add($"--metrics: the listeners took {clientDelta.MetricMeasurements} (client) and {stats.MetricMeasurements} (server) Mux measurements in the window");
+                    }
+                }
+
                 point.ServerFramesPerSend = BenchSystems.IsRaw(system) || IsMux(system) ? Ratio(stats.FramesSent, stats.SocketSends) : null;
                 if (IsMux(system) && clientTransport is TransportCounters clientConnection)
                 {
@@ -290,6 +336,12 @@ internal static class Orchestrator
         }
         finally
         {
+            if (blocking is not null)
+            {
+                // The window failed before the summary was taken: still stop the loop before the client goes.
+                await blocking.StopAsync(s_stepTimeout);
+            }
+
             if (client is not null)
             {
                 try
@@ -306,6 +358,35 @@ internal static class Orchestrator
             {
                 await server.DisposeAsync();
             }
+        }
+    }
+
+    private static void FillBlocking(PointResult point, BlockingSummary blocked, LoadWindow window)
+    {
+        point.BlockingCalls = blocked.Calls;
+        point.BlockingCallMinMs = Math.Round(blocked.MinMilliseconds, 1);
+        point.BlockingCallMaxMs = Math.Round(blocked.MaxMilliseconds, 1);
+        if (blocked.Failure is not null)
+        {
+            point.ErrorMessages.Add("--blocking-handler: " + blocked.Failure);
+        }
+
+        if (window.DuringBlocks is LatencyHistogram during)
+        {
+            point.CallsDuringBlocks = during.Count;
+            point.DuringBlocksP50Us = during.PercentileMicroseconds(50);
+            point.DuringBlocksP99Us = during.PercentileMicroseconds(99);
+            point.DuringBlocksP999Us = during.PercentileMicroseconds(99.9);
+            point.DuringBlocksMaxUs = during.MaxTicks / 10.0;
+        }
+
+        if (window.Quiet is LatencyHistogram quiet)
+        {
+            point.QuietCalls = quiet.Count;
+            point.QuietP50Us = quiet.PercentileMicroseconds(50);
+            point.QuietP99Us = quiet.PercentileMicroseconds(99);
+            point.QuietP999Us = quiet.PercentileMicroseconds(99.9);
+            point.QuietMaxUs = quiet.MaxTicks / 10.0;
         }
     }
 

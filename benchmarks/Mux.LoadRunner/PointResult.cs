@@ -119,6 +119,42 @@ internal sealed class PointResult
     /// stage would be busy all the time, whatever the cores.</summary>
     public double? SerialCeilingCallsPerSecond { get; set; }
 
+    /// <summary>--metrics (Mux points): the "Mux" meter's measurements per call that the client's
+    /// listener took in the window (call durations, and the transport's per-flush and per-read ones).</summary>
+    public double? ClientMetricMeasurementsPerCall { get; set; }
+
+    /// <summary>--metrics (Mux points): the same, the server's listener.</summary>
+    public double? ServerMetricMeasurementsPerCall { get; set; }
+
+    // --blocking-handler: the window's closed-loop calls sorted by whether they overlapped one of
+    // the blocking calls (BlockWindows), and the blocking calls themselves as the client timed them.
+
+    public int? BlockingCalls { get; set; }
+
+    public double? BlockingCallMinMs { get; set; }
+
+    public double? BlockingCallMaxMs { get; set; }
+
+    public long? CallsDuringBlocks { get; set; }
+
+    public double? DuringBlocksP50Us { get; set; }
+
+    public double? DuringBlocksP99Us { get; set; }
+
+    public double? DuringBlocksP999Us { get; set; }
+
+    public double? DuringBlocksMaxUs { get; set; }
+
+    public long? QuietCalls { get; set; }
+
+    public double? QuietP50Us { get; set; }
+
+    public double? QuietP99Us { get; set; }
+
+    public double? QuietP999Us { get; set; }
+
+    public double? QuietMaxUs { get; set; }
+
     public long Errors { get; set; }
 
     public List<string> ErrorMessages { get; } = [];

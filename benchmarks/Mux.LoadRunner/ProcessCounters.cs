@@ -6,7 +6,8 @@ namespace Mux.LoadRunner;
 /// <summary>
 /// The process-wide counters a window is measured with: CPU time, allocations, GCs, and what
 /// predicts how a process scales with cores: thread-pool work items completed, lock contentions
-/// (Monitor.LockContentionCount, which counts System.Threading.Lock's too), and context switches.
+/// (Monitor.LockContentionCount, which counts System.Threading.Lock's too), and context switches;
+/// with --metrics, the "Mux" meter's measurements the process's listener took.
 /// </summary>
 internal readonly record struct ProcessCounters(
     TimeSpan Cpu,
@@ -17,7 +18,8 @@ internal readonly record struct ProcessCounters(
     long WorkItems,
     long LockContentions,
     long VoluntaryContextSwitches,
-    long InvoluntaryContextSwitches)
+    long InvoluntaryContextSwitches,
+    long MetricMeasurements)
 {
     public static ProcessCounters Take()
     {
@@ -32,7 +34,8 @@ internal readonly record struct ProcessCounters(
             ThreadPool.CompletedWorkItemCount,
             Monitor.LockContentionCount,
             voluntary,
-            involuntary);
+            involuntary,
+            MetricsTally.TotalMeasurements());
     }
 
     public static ProcessCounters operator -(ProcessCounters end, ProcessCounters start) => new(
@@ -44,7 +47,8 @@ internal readonly record struct ProcessCounters(
         end.WorkItems - start.WorkItems,
         end.LockContentions - start.LockContentions,
         end.VoluntaryContextSwitches - start.VoluntaryContextSwitches,
-        end.InvoluntaryContextSwitches - start.InvoluntaryContextSwitches);
+        end.InvoluntaryContextSwitches - start.InvoluntaryContextSwitches,
+        end.MetricMeasurements - start.MetricMeasurements);
 }
 
 /// <summary>
@@ -193,7 +197,8 @@ internal sealed class WindowMarks(Func<TransportCounters> transportCounters)
                 transport.FramesReceived,
                 transport.SocketReceives,
                 transport.Stages.ReaderMicroseconds,
-                transport.Stages.WriterMicroseconds);
+                transport.Stages.WriterMicroseconds,
+                delta.MetricMeasurements);
         }
     }
 }

@@ -18,6 +18,12 @@ if (options.Help)
     return 0;
 }
 
+if (options.Metrics)
+{
+    // Before any Mux type runs, so that the listener sees every instrument from its first measurement.
+    MetricsTally.Start();
+}
+
 if (options.Role == "server")
 {
     return await ServerRole.RunAsync(options.ServerSystem!, options.Port);

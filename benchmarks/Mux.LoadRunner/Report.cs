@@ -86,6 +86,12 @@ internal sealed class RunSettings
     public double Seconds { get; init; }
 
     public double Warmup { get; init; }
+
+    /// <summary>on: both processes listened to every instrument of the "Mux" meter (--metrics).</summary>
+    public string Metrics { get; init; } = "off";
+
+    /// <summary>Whether each window also ran the blocking caller (--blocking-handler).</summary>
+    public bool BlockingHandler { get; init; }
 }
 
 internal sealed class MethodInfo
@@ -166,7 +172,7 @@ internal static class Report
     {
         var csv = new StringBuilder();
         MachineInfo m = report.Machine;
-        csv.Append(CultureInfo.InvariantCulture, $"# {m.Cores} cores; {m.CpuModel}; {m.Os}; {m.Runtime}; {m.Gc} GC; load average {m.LoadAverage}; window {report.Settings.Seconds} s; warm-up {report.Settings.Warmup} s\n");
+        csv.Append(CultureInfo.InvariantCulture, $"# {m.Cores} cores; {m.CpuModel}; {m.Os}; {m.Runtime}; {m.Gc} GC; load average {m.LoadAverage}; window {report.Settings.Seconds} s; warm-up {report.Settings.Warmup} s; metrics {report.Settings.Metrics}{(report.Settings.BlockingHandler ? "; blocking handler" : "")}\n");
         csv.Append("system,method,callers,status,request_frame_bytes,response_frame_bytes,calls,window_s,calls_per_s,p50_us,p99_us,p999_us,max_us,")
            .Append("client_cpu_us_per_call,server_cpu_us_per_call,client_bytes_per_call,server_bytes_per_call,")
            .Append("client_gen0,client_gen1,client_gen2,server_gen0,server_gen1,server_gen2,connections,")
@@ -175,7 +181,10 @@ internal static class Report
            .Append("client_voluntary_context_switches_per_call,server_voluntary_context_switches_per_call,")
            .Append("client_involuntary_context_switches_per_call,server_involuntary_context_switches_per_call,")
            .Append("client_socket_sends_per_call,server_socket_sends_per_call,client_socket_receives_per_call,server_socket_receives_per_call,")
-           .Append("client_reader_us_per_call,server_reader_us_per_call,client_writer_us_per_call,server_writer_us_per_call,serial_ceiling_calls_per_s\n");
+           .Append("client_reader_us_per_call,server_reader_us_per_call,client_writer_us_per_call,server_writer_us_per_call,serial_ceiling_calls_per_s,")
+           .Append("client_metric_measurements_per_call,server_metric_measurements_per_call,")
+           .Append("blocking_calls,blocking_call_min_ms,blocking_call_max_ms,calls_during_blocks,during_blocks_p50_us,during_blocks_p99_us,during_blocks_p999_us,during_blocks_max_us,")
+           .Append("quiet_calls,quiet_p50_us,quiet_p99_us,quiet_p999_us,quiet_max_us\n");
         foreach (PointResult p in report.Points)
         {
             object?[] values =
@@ -190,6 +199,9 @@ internal static class Report
                 p.ClientInvoluntaryContextSwitchesPerCall, p.ServerInvoluntaryContextSwitchesPerCall,
                 p.ClientSocketSendsPerCall, p.ServerSocketSendsPerCall, p.ClientSocketReceivesPerCall, p.ServerSocketReceivesPerCall,
                 p.ClientReaderUsPerCall, p.ServerReaderUsPerCall, p.ClientWriterUsPerCall, p.ServerWriterUsPerCall, p.SerialCeilingCallsPerSecond,
+                p.ClientMetricMeasurementsPerCall, p.ServerMetricMeasurementsPerCall,
+                p.BlockingCalls, p.BlockingCallMinMs, p.BlockingCallMaxMs, p.CallsDuringBlocks, p.DuringBlocksP50Us, p.DuringBlocksP99Us, p.DuringBlocksP999Us, p.DuringBlocksMaxUs,
+                p.QuietCalls, p.QuietP50Us, p.QuietP99Us, p.QuietP999Us, p.QuietMaxUs,
             ];
             csv.AppendJoin(',', values.Select(Field)).Append('\n');
         }
@@ -248,6 +260,22 @@ internal sealed class ResultTable(TextWriter output)
             p.ServerFramesPerSend?.ToString("0.0", CultureInfo.InvariantCulture) ?? "-",
             p.OtherCpuCores?.ToString("0.00", CultureInfo.InvariantCulture) ?? "?",
             errors));
+        if (p.ClientMetricMeasurementsPerCall is not null || p.ServerMetricMeasurementsPerCall is not null)
+        {
+            output.WriteLine(string.Format(CultureInfo.InvariantCulture,
+                "  metrics on: \"Mux\" meter measurements per call, client {0:0.000}, server {1:0.000}",
+                p.ClientMetricMeasurementsPerCall, p.ServerMetricMeasurementsPerCall));
+        }
+
+        if (p.BlockingCalls is not null)
+        {
+            output.WriteLine(string.Format(CultureInfo.InvariantCulture,
+                "  blocking handler: {0} blocking call(s) of {1:0}-{2:0} ms; the other calls overlapping one: {3:N0}, p50 {4} p99 {5} p99.9 {6} max {7} us; the rest: {8:N0}, p50 {9} p99 {10} p99.9 {11} max {12} us",
+                p.BlockingCalls, p.BlockingCallMinMs, p.BlockingCallMaxMs,
+                p.CallsDuringBlocks, Micro(p.DuringBlocksP50Us ?? 0), Micro(p.DuringBlocksP99Us ?? 0), Micro(p.DuringBlocksP999Us ?? 0), Micro(p.DuringBlocksMaxUs ?? 0),
+                p.QuietCalls, Micro(p.QuietP50Us ?? 0), Micro(p.QuietP99Us ?? 0), Micro(p.QuietP999Us ?? 0), Micro(p.QuietMaxUs ?? 0)));
+        }
+
         output.Flush();
     }
 

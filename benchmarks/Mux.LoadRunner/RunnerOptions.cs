@@ -30,6 +30,15 @@ internal sealed class RunnerOptions
                            repository root, else under the current directory)
           --interceptors   Mux servers and clients get one interceptor each that only awaits
                            next() (the call pipeline's own cost; docs/benchmarks.md)
+          --metrics        metrics on: the runner and every server process it starts listen to
+                           every instrument of the "Mux" meter (a MeterListener that keeps each
+                           instrument's count and sum, allocation-free, and collects the observable
+                           ones once a second); the sweep reports the measurements per call on
+                           each side next to CPU and bytes per call (compare with a run without)
+          --blocking-handler  (Mux systems only) in each point's window, one more caller on the
+                           same connection calls a handler that blocks its server thread for 1 s
+                           (Thread.Sleep), waits 1 s, and again; reports the other calls' latency
+                           while a blocking call was in flight next to their latency otherwise
 
           Restart measurement (instead of the sweep): --restart-server-after S [--server-down S2]
           [--restarts N] with one Mux system (--systems mux or mux-tls), the first method and the
@@ -114,6 +123,12 @@ internal sealed class RunnerOptions
     public IReadOnlyList<int>? Servers { get; private set; }
 
     public IReadOnlyList<(string Kind, int Count)>? Streams { get; private set; }
+
+    /// <summary>--metrics: both processes of a point listen to every instrument of the "Mux" meter.</summary>
+    public bool Metrics { get; private set; }
+
+    /// <summary>--blocking-handler: each point's window also runs calls whose handler blocks its thread for 1 s.</summary>
+    public bool BlockingHandler { get; private set; }
 
     public static RunnerOptions Parse(string[] args)
     {
@@ -210,6 +225,12 @@ internal sealed class RunnerOptions
                 case "--interceptors":
                     PassThroughInterceptor.Enabled = true;
                     break;
+                case "--metrics":
+                    options.Metrics = true;
+                    break;
+                case "--blocking-handler":
+                    options.BlockingHandler = true;
+                    break;
                 default:
                     throw new ArgumentException($"Unknown option '{name}'.");
             }
@@ -218,6 +239,16 @@ internal sealed class RunnerOptions
         if (options.Role == "server" && (options.ServerSystem is null || !BenchSystems.Runnable.Contains(options.ServerSystem)))
         {
             throw new ArgumentException($"--role server needs --system {string.Join("|", BenchSystems.Runnable)}.");
+        }
+
+        if (options.BlockingHandler && options.Systems.Any(s => s is not (BenchSystems.Mux or BenchSystems.MuxTls)))
+        {
+            throw new ArgumentException("--blocking-handler needs --systems mux (or mux-tls): only the Mux bench service has the blocking method.");
+        }
+
+        if (options.BlockingHandler && (options.Streams is not null || options.Servers is not null || options.BigPayloadMib is not null || options.RestartServerAfter is not null))
+        {
+            throw new ArgumentException("--blocking-handler runs with the sweep only, not with --stream, --servers, --big-payload-mib or --restart-server-after.");
         }
 
         return options;

@@ -73,6 +73,11 @@ internal sealed class ServerProcess : IAsyncDisposable
             start.ArgumentList.Add("--interceptors");
         }
 
+        if (MetricsTally.Current is not null)
+        {
+            start.ArgumentList.Add("--metrics");
+        }
+
         Process process = Process.Start(start) ?? throw new InvalidOperationException($"Could not start {host}.");
         s_live.TryAdd(process, 0);
         var server = new ServerProcess(process);
