@@ -29,18 +29,18 @@ internal struct ClientCallTelemetry
     public readonly Activity? Activity => _activity;
 
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public static ClientCallTelemetry Start(uint methodId, ServerPeer? peer, TimeProvider clock)
+    public static ClientCallTelemetry Start(uint methodId, ServerPeer? peer, TimeProvider clock, long now)
     {
         if (!MuxTelemetry.Source.HasListeners() && !MuxTelemetry.ClientCallDuration.Enabled)
         {
             return default;
         }
 
-        return StartObserved(methodId, peer, clock);
+        return StartObserved(methodId, peer, clock, now);
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private static ClientCallTelemetry StartObserved(uint methodId, ServerPeer? peer, TimeProvider clock)
+    private static ClientCallTelemetry StartObserved(uint methodId, ServerPeer? peer, TimeProvider clock, long now)
     {
         MethodTelemetryName name = MethodNames.Get(methodId);
         Activity? activity = null;
@@ -70,7 +70,9 @@ internal struct ClientCallTelemetry
         {
             _activity = activity,
             _clock = clock,
-            _startTimestamp = MuxTelemetry.ClientCallDuration.Enabled ? clock.GetTimestamp() : 0,
+            // The timestamp the call's deadline was fixed with, read moments ago; 0 for a call
+            // without a deadline, which reads its own.
+            _startTimestamp = MuxTelemetry.ClientCallDuration.Enabled ? (now != 0 ? now : clock.GetTimestamp()) : 0,
             _name = name,
             _peer = peer,
         };

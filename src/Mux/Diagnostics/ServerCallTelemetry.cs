@@ -19,7 +19,9 @@ internal struct ServerCallTelemetry
     // The server span; null when nobody traces Mux or the sampler dropped this call.
     private Activity? _activity;
 
-    // The call clock's timestamp at the start; 0 when nobody listens to rpc.server.call.duration.
+    // The call clock's timestamp of the read that brought the request (the reader takes one per
+    // read, so a call costs no clock read of its own to start); 0 when nobody listens to
+    // rpc.server.call.duration.
     private long _startTimestamp;
 
     // The method's names; set whenever the call is observed (the mark Stop tests).
@@ -38,7 +40,7 @@ internal struct ServerCallTelemetry
     /// include the time the call waited for a thread. Call only when <see cref="IsObserved"/>.
     /// </summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    public static void Start(IncomingCall call, uint methodId, in ReadOnlySequence<byte> traceContext)
+    public static void Start(IncomingCall call, uint methodId, in ReadOnlySequence<byte> traceContext, long arrivedAt)
     {
         MethodTelemetryName name = MethodNames.Get(methodId);
         Activity? activity = null;
@@ -63,7 +65,7 @@ internal struct ServerCallTelemetry
 
         ref ServerCallTelemetry telemetry = ref call.Telemetry;
         telemetry._activity = activity;
-        telemetry._startTimestamp = MuxTelemetry.ServerCallDuration.Enabled ? call.TimeProvider.GetTimestamp() : 0;
+        telemetry._startTimestamp = MuxTelemetry.ServerCallDuration.Enabled ? arrivedAt : 0;
         telemetry._name = name;
     }
 

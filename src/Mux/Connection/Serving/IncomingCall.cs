@@ -175,12 +175,12 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
 
     /// <summary>Starts the span and duration if anyone listens. Reader loop only, once the call
     /// has been admitted, so that the span includes the time the call waits for a thread.</summary>
-    internal void StartTelemetry(in ReadOnlySequence<byte> traceContext)
+    internal void StartTelemetry(in ReadOnlySequence<byte> traceContext, long arrivedAt)
     {
         if (ServerCallTelemetry.IsObserved)
         {
             _observed = true;
-            ServerCallTelemetry.Start(this, _method.Id, traceContext);
+            ServerCallTelemetry.Start(this, _method.Id, traceContext, arrivedAt);
         }
     }
 

@@ -220,7 +220,7 @@ internal sealed class IncomingCalls
 
         if (IsObserved)
         {
-            call.StartTelemetry(frame.TraceContext);
+            call.StartTelemetry(frame.TraceContext, _connection.ArrivalTimestamp);
         }
 
         ThreadPool.UnsafeQueueUserWorkItem(call, preferLocal: false);
