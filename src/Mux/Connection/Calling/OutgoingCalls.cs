@@ -51,11 +51,10 @@ internal sealed partial class OutgoingCalls
     // The last call id of the last block handed out (see NextCallId); advanced a block at a time.
     private int _lastCallId;
 
-    // Each core's block of ids (see NextCallId): the next id and the end of the block, packed in
-    // one long so that a compare-and-swap takes an id. Written by callers on that core; padded so
-    // that no two cores' blocks share a line.
-    private readonly IdBlock[] _idBlocks = new IdBlock[IdBlockCount];
-    private static readonly int IdBlockCount = (int)Math.Min(64, System.Numerics.BitOperations.RoundUpToPowerOf2((uint)Environment.ProcessorCount));
+    // Each core's block of ids (see NextCallId): the next id (low 32 bits) and the end of the
+    // block (high 32 bits, exclusive), packed in one long so that a compare-and-swap takes an id.
+    // Written by callers on that core.
+    private readonly CoreStripe[] _idBlocks = new CoreStripe[StripedCounter.StripeCount];
 
     // Set (once) when the peer sent GoAway: new calls fail at once. Written by the reader loop.
     private volatile bool _goingAway;
@@ -526,7 +525,7 @@ internal sealed partial class OutgoingCalls
     /// </summary>
     private uint NextCallId()
     {
-        ref long block = ref _idBlocks[Thread.GetCurrentProcessorId() & (IdBlockCount - 1)].NextAndEnd;
+        ref long block = ref _idBlocks[Thread.GetCurrentProcessorId() & (StripedCounter.StripeCount - 1)].Value;
         while (true)
         {
             long current = Volatile.Read(ref block);
@@ -555,15 +554,6 @@ internal sealed partial class OutgoingCalls
                 return next;
             }
         }
-    }
-
-    /// <summary>One core's block of ids, alone on its cache lines.</summary>
-    [System.Runtime.InteropServices.StructLayout(System.Runtime.InteropServices.LayoutKind.Explicit, Size = 128)]
-    private struct IdBlock
-    {
-        // Low 32 bits: the next id to hand out; high 32 bits: the end of the block (exclusive).
-        [System.Runtime.InteropServices.FieldOffset(64)]
-        public long NextAndEnd;
     }
 
     /// <summary>Starts the expiry scan, once per connection: first at the deadline of the call that
