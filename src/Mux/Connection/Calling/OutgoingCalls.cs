@@ -367,7 +367,7 @@ internal sealed partial class OutgoingCalls
             // Its deadline passed while it waited (for a connection, a slot, room, or a resend):
             // the peer would only refuse it, so it is not sent, and no retry would help either.
             Exception expired = CreateTimeoutException(methodId, call.InheritedFrom, call.OwnTimeout, " (its time ran out while it waited to be sent; it was not sent)");
-            call.ReturnUnused();
+            call.Return();
             return expired;
         }
 
@@ -395,9 +395,8 @@ internal sealed partial class OutgoingCalls
 
             if (closed)
             {
-                call.ReturnUnused();
-                MuxConnectionException error = _connection.CloseError;
-                return MuxConnectionException.NotRun($"The call was not sent: {error.Message}", error.Reason, error.InnerException);
+                call.Return();
+                return NotSent(_connection.CloseError);
             }
 
             // The id is still in use after wrapping around 2^32 calls: take the next one.
@@ -414,8 +413,8 @@ internal sealed partial class OutgoingCalls
                 return null;
             }
 
-            call.ReturnUnused();
-            return MuxConnectionException.NotRun($"The Mux {_connection.PeerName} at {_connection.Name} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null);
+            call.Return();
+            return GoingAwayNotSent();
         }
 
         if (streams is not null)
@@ -433,12 +432,10 @@ internal sealed partial class OutgoingCalls
         {
             if (_pending.TryRemove(call.CallId, call))
             {
-                call.ReturnUnused();
+                call.Return();
 
                 // SendFrame throws MuxConnectionException only before it queues anything.
-                return ex is MuxConnectionException { IsSafeToRetry: false } closed
-                    ? MuxConnectionException.NotRun($"The call was not sent: {closed.Message}", closed.Reason, closed.InnerException)
-                    : ex;
+                return ex is MuxConnectionException { IsSafeToRetry: false } closed ? NotSent(closed) : ex;
             }
 
             // A close removed the call first and is already failing it: let that outcome stand.
@@ -760,24 +757,30 @@ internal sealed partial class OutgoingCalls
     {
         _goingAway = true;
         Interlocked.MemoryBarrier(); // Pairs with StartCall's check after its table add: see there.
-        string peer = $"The Mux {_connection.PeerName} at {_connection.Name}";
-        _slots.Fail(MuxConnectionException.NotRun($"{peer} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null));
+        _slots.Fail(GoingAwayNotSent());
         List<PendingCall>? notServed = null;
         _pending.RemoveWhere(lastServedCallId, static (call, last) => call.CallId > last, ref notServed);
         foreach (PendingCall call in notServed ?? [])
         {
-            call.CompleteWithException(MuxConnectionException.NotRun($"{peer} is shutting down and did not run this call; it is safe to retry.", MuxCloseReason.GoAway, null));
+            call.CompleteWithException(MuxConnectionException.NotRun($"The Mux {_connection.PeerName} at {_connection.Name} is shutting down and did not run this call; it is safe to retry.", MuxCloseReason.GoAway, null));
         }
 
         NotifyIfDrainedAfterGoAway();
     }
+
+    /// <summary>The failure of a call that was not sent because the connection closed with <paramref name="error"/>.</summary>
+    private static MuxConnectionException NotSent(MuxConnectionException error) =>
+        MuxConnectionException.NotRun($"The call was not sent: {error.Message}", error.Reason, error.InnerException);
+
+    private MuxConnectionException GoingAwayNotSent() =>
+        MuxConnectionException.NotRun($"The Mux {_connection.PeerName} at {_connection.Name} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null);
 
     /// <summary>The connection closed: every call still waiting fails with <paramref name="error"/>;
     /// calls still waiting for a slot were never sent, so they fail as safe to send again elsewhere.</summary>
     public void FailAll(MuxConnectionException error)
     {
         Volatile.Read(ref _expiryTimer)?.Dispose();
-        _slots.Fail(MuxConnectionException.NotRun($"The call was not sent: {error.Message}", error.Reason, error.InnerException));
+        _slots.Fail(NotSent(error));
         var calls = new List<PendingCall>();
         _pending.Close(calls);
         foreach (PendingCall call in calls)

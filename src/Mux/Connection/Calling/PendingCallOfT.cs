@@ -54,10 +54,9 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
         return call;
     }
 
-    /// <summary>Returns an unused call (its request never went out) to the pool.</summary>
-    public void ReturnUnused() => Return();
-
-    private void Return()
+    /// <summary>Returns the call to the pool: once its result has been read, or unused (its
+    /// request never went out).</summary>
+    public void Return()
     {
         _core.Reset();
         if (t_cached is null)
