@@ -39,7 +39,7 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
     private ServiceMethod _method = null!;
 
     // The request's MessagePack arguments, copied out of the receive buffer (which the reader loop
-    // reuses) into _ownedArguments or a rented array. Set by Start; given back by Finish.
+    // reuses) into _ownedArguments or a rented array. Set by Start; given back by ReleaseArguments.
     private byte[]? _arguments;
     private int _argumentsLength;
     private bool _argumentsRented;
@@ -47,7 +47,7 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
 
     // Instead of a copy: the pooled chunks of arguments that arrived in fragments, taken over from
     // the reader loop (copying 16 MiB there held up every small call's frame behind it). Set by
-    // Start (then _arguments is empty); released by Finish or Abandon.
+    // Start (then _arguments is empty); released by ReleaseArguments.
     private MessageReassembly? _argumentsMessage;
 
     // The handler's token source: created on first use of CancellationToken (most handlers never
@@ -184,8 +184,9 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         }
     }
 
-    /// <summary>Gives back the arguments of a call that will not run (refused after GoAway).</summary>
-    internal void Abandon()
+    /// <summary>Gives back the request's bytes: when the call finishes, or when it will not run
+    /// (refused after GoAway).</summary>
+    internal void ReleaseArguments()
     {
         byte[]? arguments = _arguments;
         _arguments = null;
@@ -391,14 +392,8 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
             _calls.SendFailure(this, failure);
         }
 
-        byte[]? arguments = Interlocked.Exchange(ref _arguments, null);
-        Debug.Assert(arguments is not null, "A call finishes once.");
-        if (arguments is not null && _argumentsRented)
-        {
-            ArrayPool<byte>.Shared.Return(arguments);
-        }
-
-        Interlocked.Exchange(ref _argumentsMessage, null)?.Release();
+        Debug.Assert(_arguments is not null, "A call finishes once.");
+        ReleaseArguments();
         ReleaseCancellation();
         Volatile.Write(ref _generation, _generation + 1);
         CloseStreams();
@@ -466,7 +461,7 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
     {
         // A source per call that asks (48 B; its deadline timer more), never a reused one: see
         // _cancellation. Methods without a CancellationToken parameter never get here.
-        CancellationTokenSource created = NewCancellation();
+        CancellationTokenSource created = new(); // Its deadline is this object's timer (CancelAtDeadline), not one of its own.
         CancellationTokenSource? existing = Interlocked.CompareExchange(ref _cancellation, created, null);
         if (existing is not null)
         {
@@ -489,10 +484,6 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
 
         return created;
     }
-
-    /// <summary>A plain source: its deadline is this object's timer on the server's clock
-    /// (<see cref="CancelAtDeadline"/>), not a timer of its own.</summary>
-    private static CancellationTokenSource NewCancellation() => new();
 
     private void CancelAtDeadline(CancellationTokenSource cancellation)
     {

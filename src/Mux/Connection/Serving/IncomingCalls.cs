@@ -64,7 +64,7 @@ internal sealed class IncomingCalls
     private readonly TaskCompletionSource _drained = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     // TimeProvider timestamp of when the last running call finished (or the connection opened);
-    // kept only when TracksIdle. Written by Retire; read by the connection's timer.
+    // kept only when TracksIdle. Written by OnCallFinished; read by the connection's timer.
     private long _idleSince;
 
     public IncomingCalls(MuxConnection connection, ServiceMethods methods, int maxConcurrentCalls)
@@ -213,8 +213,8 @@ internal sealed class IncomingCalls
         {
             // Above the id GoAway carried: the caller fails this call itself ("not run, safe to
             // retry"), so it must not run.
-            call.Abandon();
-            Retire(call);
+            call.ReleaseArguments();
+            OnCallFinished(call);
             return;
         }
 
@@ -399,12 +399,9 @@ internal sealed class IncomingCalls
     /// <summary>Gives back the slot a call held (see <see cref="IncomingCall.ReleaseSlot"/>).</summary>
     public void ReleaseSlot() => _slots.Release();
 
-    /// <summary>A call has finished (answered or not): forget it and keep its object for reuse.</summary>
-    public void OnCallFinished(IncomingCall call) => Retire(call);
-
-    /// <summary>Takes a finished (or refused) call out of the table and keeps its object for reuse;
-    /// frees its slot if its answer did not already.</summary>
-    private void Retire(IncomingCall call)
+    /// <summary>Takes a finished (answered or not) or refused call out of the table and keeps its
+    /// object for reuse; frees its slot if its answer did not already.</summary>
+    public void OnCallFinished(IncomingCall call)
     {
         // The remove's decrement is a full fence before _peerFinished is read; OnPeerFinishedSending
         // writes _peerFinished before it counts, so one of the two completes the drain. The count
@@ -469,7 +466,7 @@ internal sealed class IncomingCalls
             _peerFinished = true;
         }
 
-        Interlocked.MemoryBarrier(); // Pairs with Retire's decrement: see there.
+        Interlocked.MemoryBarrier(); // Pairs with OnCallFinished's decrement: see there.
         if (_calls.Count == 0)
         {
             _drained.TrySetResult();
