@@ -101,8 +101,9 @@ internal sealed partial class ClientRuntime
         ClientConnection? connection = _keeper.Current;
         if (connection is null)
         {
+            // Waiting for a connection is the rare path: it goes the way of a call with a result.
             return waits
-                ? InvokeWhenConnectedAsync(methodId, arguments, deadline, metadata, cancellationToken)
+                ? IgnoreResult(InvokeWhenConnectedAsync<TArguments, VoidResult>(methodId, arguments, deadline, metadata, cancellationToken))
                 : ValueTask.FromException(NotConnected(methodId));
         }
 
@@ -220,14 +221,6 @@ internal sealed partial class ClientRuntime
         ClientConnection connection = await _keeper.WaitForConnectionAsync(null, deadline.At, deadline.OwnTimeout, cancellationToken).ConfigureAwait(false);
         ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata: metadata);
         return await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits: true, cancellationToken) : call).ConfigureAwait(false);
-    }
-
-    private async ValueTask InvokeWhenConnectedAsync<TArguments>(uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, CancellationToken cancellationToken)
-        where TArguments : struct
-    {
-        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, deadline.At, deadline.OwnTimeout, cancellationToken).ConfigureAwait(false);
-        ValueTask call = connection.Outgoing.InvokeAsync(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata);
-        await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits: true, cancellationToken) : call).ConfigureAwait(false);
     }
 
     /// <summary>Where a streaming call finds its connection: the client's current one, with a
