@@ -20,9 +20,9 @@ namespace Mux.Connection;
 /// </summary>
 internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntry
 {
-    // Arguments up to this size are copied into _ownedArguments, kept across the lives of this
-    // pooled object; larger ones into an array rented for the call. Small, because a connection
-    // keeps as many calls as it ever ran at once (up to its call cap).
+    // Arguments up to this size are copied into the array _arguments keeps across the lives of
+    // this pooled object; larger ones into an array rented for the call. Small, because a
+    // connection keeps as many calls as it ever ran at once (up to its call cap).
     private const int MaxOwnedArguments = 1024;
 
     // The longest delay CancellationTokenSource.CancelAfter accepts (uint.MaxValue - 1 ms).
@@ -38,17 +38,9 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
     // The method being called. Set by Start on the reader loop before the call is queued.
     private ServiceMethod _method = null!;
 
-    // The request's MessagePack arguments, copied out of the receive buffer (which the reader loop
-    // reuses) into _ownedArguments or a rented array. Set by Start; given back by ReleaseArguments.
-    private byte[]? _arguments;
-    private int _argumentsLength;
-    private bool _argumentsRented;
-    private byte[]? _ownedArguments;
-
-    // Instead of a copy: the pooled chunks of arguments that arrived in fragments, taken over from
-    // the reader loop (copying 16 MiB there held up every small call's frame behind it). Set by
-    // Start (then _arguments is empty); released by ReleaseArguments.
-    private MessageReassembly? _argumentsMessage;
+    // The request's bytes (its metadata section, if any, then its MessagePack arguments). Taken
+    // by Start; given back by ReleaseArguments.
+    private ReceivedBytes _arguments;
 
     // The handler's token source: created on first use of CancellationToken (most handlers never
     // ask), one per call and never reused, because a handler may keep its token after its call (in
@@ -142,34 +134,7 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         Volatile.Write(ref _cancellation, null);
         _slotReleased = 0;
         ResetStreams();
-        int length = checked((int)arguments.Length);
-        if (length <= MaxOwnedArguments)
-        {
-            if (_ownedArguments is null || _ownedArguments.Length < length)
-            {
-                _ownedArguments = new byte[Math.Max(length, 64)];
-            }
-
-            _arguments = _ownedArguments;
-            _argumentsRented = false;
-        }
-        else if (Connection.TakeDeliveredMessage(arguments) is { } message)
-        {
-            _argumentsMessage = message;
-            _arguments = [];
-            _argumentsRented = false;
-            _argumentsLength = length;
-            _observed = false;
-            return;
-        }
-        else
-        {
-            _arguments = ArrayPool<byte>.Shared.Rent(length);
-            _argumentsRented = true;
-        }
-
-        arguments.CopyTo(_arguments);
-        _argumentsLength = length;
+        _arguments.Take(arguments, MaxOwnedArguments, Connection);
         _observed = false;
     }
 
@@ -186,17 +151,7 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
 
     /// <summary>Gives back the request's bytes: when the call finishes, or when it will not run
     /// (refused after GoAway).</summary>
-    internal void ReleaseArguments()
-    {
-        byte[]? arguments = _arguments;
-        _arguments = null;
-        if (arguments is not null && _argumentsRented)
-        {
-            ArrayPool<byte>.Shared.Return(arguments);
-        }
-
-        Interlocked.Exchange(ref _argumentsMessage, null)?.Release();
-    }
+    internal void ReleaseArguments() => _arguments.Release();
 
     /// <summary>The call's id on its connection. Set by Start.</summary>
     public uint CallId { get; private set; }
@@ -232,9 +187,9 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         try
         {
             // _argumentsStart skips the metadata section, if any.
-            return _argumentsMessage is { } message
+            return _arguments.Message is { } message
                 ? MessagePackSerializer.Deserialize<TArguments>(message.Payload.Slice(_argumentsStart), SerializerOptions)
-                : MessagePackSerializer.Deserialize<TArguments>(_arguments.AsMemory(_argumentsStart, _argumentsLength - _argumentsStart), SerializerOptions);
+                : MessagePackSerializer.Deserialize<TArguments>(_arguments.Memory[_argumentsStart..], SerializerOptions);
         }
         catch (MessagePackSerializationException ex)
         {
@@ -392,7 +347,7 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
             _calls.SendFailure(this, failure);
         }
 
-        Debug.Assert(_arguments is not null, "A call finishes once.");
+        Debug.Assert(_arguments.IsHeld, "A call finishes once.");
         ReleaseArguments();
         ReleaseCancellation();
         Volatile.Write(ref _generation, _generation + 1);
