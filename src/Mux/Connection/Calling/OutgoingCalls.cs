@@ -28,7 +28,7 @@ internal sealed partial class OutgoingCalls
     // number only makes more calls share a slot and take the locked path).
     private const int ExpectedCalls = 1024;
 
-    // Ids are handed out in blocks of this many to each core (IdBlock), so that callers on
+    // Ids are handed out in blocks of this many to each core (_idBlocks), so that callers on
     // different cores do not all increment one counter.
     private const uint IdBlockSize = 64;
 
@@ -86,7 +86,6 @@ internal sealed partial class OutgoingCalls
         _idSpace = connection.IsServer ? FrameFlags.ServerInitiated : FrameFlags.None;
     }
 
-    /// <summary>The connection these calls travel on.</summary>
     public MuxConnection Connection => _connection;
 
     /// <summary>Calls waiting for their answer now (read without a lock; exact at quiet moments).</summary>
@@ -387,7 +386,7 @@ internal sealed partial class OutgoingCalls
         CallStreams? streams = call.Streams;
         while (true)
         {
-            call.SetCallId(NextCallId());
+            call.CallId = NextCallId();
             if (_pending.TryAdd(call, out bool closed))
             {
                 break;
@@ -577,7 +576,6 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>A tenth of <paramref name="timeout"/>, between 10 ms and 1 s.</summary>
     private static long ScanPeriodMilliseconds(TimeSpan timeout) => Math.Clamp((long)timeout.TotalMilliseconds / 10, 10, 1000);
 
     /// <summary>A call whose own timeout (MuxCallOptions.Timeout) is shorter than the one the scan
@@ -656,18 +654,19 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>The peer answered a call: its slot is free again, whether the caller still waits
-    /// for the answer (<paramref name="call"/>) or gave up on it. An answer to an id we never sent
-    /// (or already counted) frees nothing.</summary>
-    private void OnAnswered(uint callId, PendingCall? call)
+    /// <summary>The peer answered a call: takes it out of the table, or null when its caller gave up
+    /// on it, and frees its slot either way. An answer to an id we never sent (or already counted)
+    /// frees nothing.</summary>
+    private PendingCall? TakeAnswered(uint callId)
     {
+        PendingCall? call = _pending.TryRemove(callId);
         if (call is null)
         {
             lock (_abandoned)
             {
                 if (!_abandoned.Remove(callId))
                 {
-                    return;
+                    return null;
                 }
             }
         }
@@ -675,6 +674,7 @@ internal sealed partial class OutgoingCalls
         // To the caller's stripe: its next take finds the slot there, and callers on other cores
         // never write that line (an abandoned call's goes to this core's: any stripe keeps the count).
         _slots.Release(call?.SlotStripe ?? _slots.HomeStripe);
+        return call;
     }
 
     /// <summary>After GoAway, once the last call the peer promised to serve has completed, the
@@ -704,8 +704,7 @@ internal sealed partial class OutgoingCalls
     public void OnAnswer(in Frame frame)
     {
         CallOutcome outcome = frame.Type == FrameType.Response ? CallOutcome.Response : CallOutcome.Error;
-        PendingCall? call = _pending.TryRemove(frame.CallId);
-        OnAnswered(frame.CallId, call);
+        PendingCall? call = TakeAnswered(frame.CallId);
         if (call is not null)
         {
             if (outcome == CallOutcome.Error && call.Deadline != ClockDeadline.Never && IsDeadlineExceeded(frame.Payload))
@@ -736,8 +735,7 @@ internal sealed partial class OutgoingCalls
     /// stays up. Reader loop only.</summary>
     public void OnAnswerTooLarge(in Frame first)
     {
-        PendingCall? call = _pending.TryRemove(first.CallId);
-        OnAnswered(first.CallId, call);
+        PendingCall? call = TakeAnswered(first.CallId);
         if (call is not null)
         {
             string options = _connection.OptionsName;

@@ -52,7 +52,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     public int SlotStripe;
 
     /// <summary>The connection-unique id; set before the call is published in the table.</summary>
-    public uint CallId { get; private set; }
+    public uint CallId { get; set; }
 
     /// <summary>The method this call invokes, for error messages.</summary>
     public uint MethodId { get; private set; }
@@ -72,8 +72,6 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
 
     /// <summary>The calls of the connection this call runs on, for cancellation and for reading its result.</summary>
     public OutgoingCalls? Calls { get; private set; }
-
-    public void SetCallId(uint callId) => CallId = callId;
 
     protected void Initialize(OutgoingCalls calls, uint methodId, long deadline)
     {
