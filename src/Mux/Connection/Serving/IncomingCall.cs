@@ -156,7 +156,6 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
     /// <summary>The call's id on its connection. Set by Start.</summary>
     public uint CallId { get; private set; }
 
-    /// <summary>The method being called.</summary>
     public uint MethodId => _method.Id;
 
     /// <summary>"Service.Method" of the method being called.</summary>
@@ -254,7 +253,6 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         _calls.SendResponse(this, ref body);
     }
 
-    /// <summary>Runs the handler on the thread pool.</summary>
     void IThreadPoolWorkItem.Execute()
     {
         ValueTask pending;

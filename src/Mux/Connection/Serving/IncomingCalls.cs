@@ -78,7 +78,6 @@ internal sealed class IncomingCalls
         _idleSince = connection.TimeProvider.GetTimestamp();
     }
 
-    /// <summary>The connection the calls arrive on.</summary>
     public MuxConnection Connection => _connection;
 
     /// <summary>The id space of these calls, which their answers and stream frames carry.</summary>
@@ -104,7 +103,6 @@ internal sealed class IncomingCalls
     /// <summary>Whether <see cref="IdleSince"/> is kept (MuxServerOptions.IdleTimeout). Immutable.</summary>
     public bool TracksIdle { get; init; }
 
-    /// <summary>Calls running now.</summary>
     public int Count => _calls.Count;
 
     /// <summary>The highest call id received so far (for GoAway, tests and diagnostics).</summary>
