@@ -481,35 +481,32 @@ internal sealed partial class OutgoingCalls
         }
 
         Activity? trace = _peerReadsTraceContext ? call.Telemetry.Activity ?? Activity.Current : null;
-        bool traced = trace is not null && TraceContextHeader.CanPropagate(trace);
+        if (trace is null || !TraceContextHeader.CanPropagate(trace))
+        {
+            SendRequestWithDeadline(call, methodId, ref body, flags, now, whenWritten);
+            return;
+        }
+
+        var traced = new TracedBody<TBody>(body, trace);
+        SendRequestWithDeadline(call, methodId, ref traced, flags | FrameFlags.TraceContext, now, whenWritten);
+    }
+
+    /// <summary>Sends the call's Request, <paramref name="body"/> after its deadline header when it
+    /// has a deadline.</summary>
+    private void SendRequestWithDeadline<TBody>(PendingCall call, uint methodId, ref TBody body, FrameFlags flags, long now, IMessageWrittenListener? whenWritten)
+        where TBody : struct, IFrameBody
+    {
         if (call.Deadline == ClockDeadline.Never)
         {
-            if (!traced)
-            {
-                _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref body, flags, whenWritten);
-            }
-            else
-            {
-                var tracedBody = new TracedBody<TBody>(body, trace!);
-                _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref tracedBody, flags | FrameFlags.TraceContext, whenWritten);
-            }
-
+            _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref body, flags, whenWritten);
             return;
         }
 
         // now is the caller's latest reading: taken when the call was made when it is sent at once,
         // or after its last wait; so the peer's clock starts from what is really left.
         uint remaining = DeadlineHeader.RemainingMilliseconds(call.Deadline, now, Clock.TimestampFrequency);
-        if (!traced)
-        {
-            var timed = new DeadlineBody<TBody>(body, remaining);
-            _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref timed, flags | FrameFlags.Deadline, whenWritten);
-        }
-        else
-        {
-            var timed = new DeadlineBody<TracedBody<TBody>>(new TracedBody<TBody>(body, trace!), remaining);
-            _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref timed, flags | FrameFlags.Deadline | FrameFlags.TraceContext, whenWritten);
-        }
+        var timed = new DeadlineBody<TBody>(body, remaining);
+        _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref timed, flags | FrameFlags.Deadline, whenWritten);
     }
 
     /// <summary>
