@@ -43,16 +43,7 @@ internal sealed class StripedCounter
     public void Decrement() => Interlocked.Decrement(ref _stripes[Thread.GetCurrentProcessorId() & _mask].Value);
 
     /// <summary>The count: the sum of the stripes, each read once (exact when nothing changes meanwhile).</summary>
-    public long Sum()
-    {
-        long sum = 0;
-        foreach (ref CoreStripe stripe in _stripes.AsSpan())
-        {
-            sum += Volatile.Read(ref stripe.Value);
-        }
-
-        return sum;
-    }
+    public long Sum() => CoreStripe.Sum(_stripes);
 }
 
 /// <summary>One core's share of a striped structure (<see cref="StripedCounter.StripeCount"/>),
@@ -63,4 +54,16 @@ internal struct CoreStripe
 {
     [FieldOffset(64)]
     public long Value;
+
+    /// <summary>The sum of <paramref name="stripes"/>, each read once (exact when nothing changes meanwhile).</summary>
+    public static long Sum(CoreStripe[] stripes)
+    {
+        long sum = 0;
+        foreach (ref CoreStripe stripe in stripes.AsSpan())
+        {
+            sum += Volatile.Read(ref stripe.Value);
+        }
+
+        return sum;
+    }
 }

@@ -59,19 +59,7 @@ internal sealed class CallSlots
     }
 
     /// <summary>Free slots now (a sum over the stripes: exact at quiet moments).</summary>
-    public int Free
-    {
-        get
-        {
-            long free = 0;
-            foreach (ref CoreStripe stripe in _free.AsSpan())
-            {
-                free += Volatile.Read(ref stripe.Value);
-            }
-
-            return (int)free;
-        }
-    }
+    public int Free => (int)CoreStripe.Sum(_free);
 
     /// <summary>Takes a free slot if there is one, without waiting: from this core's stripe, else
     /// from the next that has one.</summary>
