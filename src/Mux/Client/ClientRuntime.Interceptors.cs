@@ -36,7 +36,7 @@ internal sealed partial class ClientRuntime
 
     /// <summary>What the interceptors of one call see, starting from the bound proxy's settings.</summary>
     private MuxClientCall NewCall(uint methodId, CallSettings? settings, CancellationToken cancellationToken) =>
-        new(MuxServiceRegistry.GetMethodDisplayName(methodId), settings?.CopyMetadata() ?? new CallMetadata(), settings?.Timeout ?? _callTimeoutSpan, cancellationToken);
+        new(MuxServiceRegistry.GetMethodDisplayName(methodId), new CallMetadata(settings?.Metadata ?? []), settings?.Timeout ?? _callTimeoutSpan, cancellationToken);
 
     /// <summary>
     /// A streaming call through the interceptors, run once around the whole call: the last
