@@ -216,9 +216,7 @@ internal sealed partial class OutgoingCalls
     private PendingCall<TResult>? StartHoldingSlot<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, CallStreams? streams, byte[]? metadata, out Exception? failure)
         where TArguments : struct
     {
-        PendingCall<TResult> call = PendingCall<TResult>.Rent(this, methodId, deadline.At);
-        call.InheritedFrom = deadline.InheritedFrom;
-        call.OwnTimeout = deadline.OwnTimeout;
+        PendingCall<TResult> call = PendingCall<TResult>.Rent(this, methodId, deadline);
         call.Streams = streams;
         call.SlotStripe = _slots.HomeStripe;
 
@@ -248,7 +246,7 @@ internal sealed partial class OutgoingCalls
         }
         catch (TimeoutException)
         {
-            throw CreateTimeoutException(methodId, deadline.InheritedFrom, deadline.OwnTimeout, $" (it waited for one of the {_connection.PeerName}'s MaxConcurrentCallsPerConnection slots all that time)");
+            throw CreateTimeoutException(methodId, deadline, $" (it waited for one of the {_connection.PeerName}'s MaxConcurrentCallsPerConnection slots all that time)");
         }
 
         bool gated = _connection.IsOutboundFull;
@@ -314,7 +312,7 @@ internal sealed partial class OutgoingCalls
                 // The deadline's token fired, or the caller's: each is reported as the caller knows it.
                 throw cancellationToken.IsCancellationRequested
                     ? new OperationCanceledException(ex.Message, ex, cancellationToken)
-                    : CreateTimeoutException(methodId, deadline.InheritedFrom, deadline.OwnTimeout, $" (it waited all that time to be sent: the connection already had {MuxConnection.DescribeSize(_connection.MaxQueuedOutboundBytes)} of requests queued for a {_connection.PeerName} that is not reading them, {_connection.OptionsName}.MaxOutboundBytesPerConnection)");
+                    : CreateTimeoutException(methodId, deadline, $" (it waited all that time to be sent: the connection already had {MuxConnection.DescribeSize(_connection.MaxQueuedOutboundBytes)} of requests queued for a {_connection.PeerName} that is not reading them, {_connection.OptionsName}.MaxOutboundBytesPerConnection)");
             }
 
             throw;
@@ -329,18 +327,18 @@ internal sealed partial class OutgoingCalls
         return left;
     }
 
-    /// <summary>The timeout a call that had <paramref name="inheritedFrom"/>'s deadline (or, when
-    /// null, its <paramref name="ownTimeout"/>, or when that is null too, the side's own timeout)
-    /// fails with; <paramref name="detail"/> says what it waited for.</summary>
-    private TimeoutException CreateTimeoutException(uint methodId, string? inheritedFrom, TimeSpan? ownTimeout, string detail)
+    /// <summary>The timeout a call with <paramref name="deadline"/> fails with, naming where the
+    /// deadline came from (the served call it inherited it from, else the call's own timeout, else
+    /// the side's); <paramref name="detail"/> says what it waited for.</summary>
+    private TimeoutException CreateTimeoutException(uint methodId, in CallDeadline deadline, string detail)
     {
         string method = MuxServiceRegistry.GetMethodDisplayName(methodId);
-        if (inheritedFrom is not null)
+        if (deadline.InheritedFrom is { } inheritedFrom)
         {
-            return new($"The Mux call to {method} did not complete by the deadline it inherited from the call this server handler serves ({inheritedFrom}, MuxCallContext.Current), which came sooner than {(ownTimeout is null ? "MuxClientOptions.CallTimeout" : "its own Timeout")}{detail}.");
+            return new($"The Mux call to {method} did not complete by the deadline it inherited from the call this server handler serves ({inheritedFrom}, MuxCallContext.Current), which came sooner than {(deadline.OwnTimeout is null ? "MuxClientOptions.CallTimeout" : "its own Timeout")}{detail}.");
         }
 
-        if (ownTimeout is { } own)
+        if (deadline.OwnTimeout is { } own)
         {
             return new($"The Mux call to {(_connection.IsServer ? "the client's " : "")}{method} did not complete within {DurationText.Format(own)} (its own Timeout: MuxCallOptions.Timeout, or MuxClientCall.Timeout as an interceptor set it){detail}.");
         }
@@ -351,7 +349,7 @@ internal sealed partial class OutgoingCalls
     }
 
     private TimeoutException CreateExpiredException(PendingCall call) =>
-        CreateTimeoutException(call.MethodId, call.InheritedFrom, call.OwnTimeout, "");
+        CreateTimeoutException(call.MethodId, call.Deadline, "");
 
     /// <summary>
     /// Publishes the call, sends its request (its deadline header measured at <paramref name="now"/>)
@@ -361,22 +359,22 @@ internal sealed partial class OutgoingCalls
     private Exception? StartCall<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, long now, CancellationToken cancellationToken, byte[]? metadata)
         where TArguments : struct
     {
-        if (call.Deadline <= now)
+        if (call.Deadline.At <= now)
         {
             // Its deadline passed while it waited (for a connection, a slot, room, or a resend):
             // the peer would only refuse it, so it is not sent, and no retry would help either.
-            Exception expired = CreateTimeoutException(methodId, call.InheritedFrom, call.OwnTimeout, " (its time ran out while it waited to be sent; it was not sent)");
+            Exception expired = CreateTimeoutException(methodId, call.Deadline, " (its time ran out while it waited to be sent; it was not sent)");
             call.Return();
             return expired;
         }
 
-        if (call.Deadline != ClockDeadline.Never)
+        if (call.Deadline.IsSet)
         {
             if (_expiryTimer is null)
             {
-                StartExpiryScan(call.Deadline, now, call.OwnTimeout);
+                StartExpiryScan(call.Deadline.At, now, call.Deadline.OwnTimeout);
             }
-            else if (call.OwnTimeout is { } own)
+            else if (call.Deadline.OwnTimeout is { } own)
             {
                 ShortenExpiryScan(own);
             }
@@ -496,7 +494,7 @@ internal sealed partial class OutgoingCalls
     private void SendRequestWithDeadline<TBody>(PendingCall call, uint methodId, ref TBody body, FrameFlags flags, long now, IMessageWrittenListener? whenWritten)
         where TBody : struct, IFrameBody
     {
-        if (call.Deadline == ClockDeadline.Never)
+        if (!call.Deadline.IsSet)
         {
             _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref body, flags, whenWritten);
             return;
@@ -504,7 +502,7 @@ internal sealed partial class OutgoingCalls
 
         // now is the caller's latest reading: taken when the call was made when it is sent at once,
         // or after its last wait; so the peer's clock starts from what is really left.
-        uint remaining = DeadlineHeader.RemainingMilliseconds(call.Deadline, now, Clock.TimestampFrequency);
+        uint remaining = DeadlineHeader.RemainingMilliseconds(call.Deadline.At, now, Clock.TimestampFrequency);
         var timed = new DeadlineBody<TBody>(body, remaining);
         _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref timed, flags | FrameFlags.Deadline, whenWritten);
     }
@@ -599,7 +597,7 @@ internal sealed partial class OutgoingCalls
     private void FailExpiredCalls()
     {
         List<PendingCall>? expired = null;
-        _pending.RemoveWhere(Clock.GetTimestamp(), static (call, now) => call.Deadline <= now, ref expired);
+        _pending.RemoveWhere(Clock.GetTimestamp(), static (call, now) => call.Deadline.At <= now, ref expired);
         if (expired is null)
         {
             return;
@@ -704,7 +702,7 @@ internal sealed partial class OutgoingCalls
         PendingCall? call = TakeAnswered(frame.CallId);
         if (call is not null)
         {
-            if (outcome == CallOutcome.Error && call.Deadline != ClockDeadline.Never && IsDeadlineExceeded(frame.Payload))
+            if (outcome == CallOutcome.Error && call.Deadline.IsSet && IsDeadlineExceeded(frame.Payload))
             {
                 // The peer saw this call's deadline pass (before our own expiry scan, which runs
                 // every tenth of the timeout, did): the caller gets the same timeout either way.

@@ -57,30 +57,19 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     /// <summary>The method this call invokes, for error messages.</summary>
     public uint MethodId { get; private set; }
 
-    /// <summary>The timestamp (of its connection's TimeProvider) at which the call times out;
-    /// <see cref="ClockDeadline.Never"/> for never.</summary>
-    public long Deadline { get; private set; }
-
-    /// <summary>The served call's method when <see cref="Deadline"/> is the one inherited from it
-    /// (MuxCallContext.Current) rather than CallTimeout's, for the timeout message; null otherwise.
-    /// Set by the caller before the request is sent.</summary>
-    public string? InheritedFrom;
-
-    /// <summary>The call's own timeout (MuxCallOptions.Timeout, MuxClientCall.Timeout) when it replaced
-    /// the side's, for the timeout message; null otherwise. Set with <see cref="InheritedFrom"/>.</summary>
-    public TimeSpan? OwnTimeout;
+    /// <summary>When the call times out (a timestamp of its connection's TimeProvider, or
+    /// <see cref="ClockDeadline.Never"/>), and where that came from, for the timeout message.</summary>
+    public CallDeadline Deadline { get; private set; }
 
     /// <summary>The calls of the connection this call runs on, for cancellation and for reading its result.</summary>
     public OutgoingCalls? Calls { get; private set; }
 
-    protected void Initialize(OutgoingCalls calls, uint methodId, long deadline)
+    protected void Initialize(OutgoingCalls calls, uint methodId, in CallDeadline deadline)
     {
         Calls = calls;
         CallId = 0;
         MethodId = methodId;
         Deadline = deadline;
-        InheritedFrom = null;
-        OwnTimeout = null;
         _outcome = CallOutcome.None;
         _exception = null;
         _registrationState = RegistrationNone;

@@ -34,7 +34,7 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
 
     public short Version => _core.Version;
 
-    public static PendingCall<T> Rent(OutgoingCalls calls, uint methodId, long deadline)
+    public static PendingCall<T> Rent(OutgoingCalls calls, uint methodId, in CallDeadline deadline)
     {
         PendingCall<T>? call = t_cached;
         if (call is not null)
