@@ -423,7 +423,7 @@ internal sealed partial class OutgoingCalls
         {
             // A call that streams its arguments gets its send window only once its Request is out
             // whole, which for a Request in fragments is a few writer turns from now.
-            SendRequest(call, methodId, arguments, now, streams?.Sender is null ? null : new SendWindowOpener(streams, _connection.PeerStreamWindow), metadata);
+            SendRequest(call, methodId, arguments, now, streams?.Sender is null ? null : streams, metadata);
         }
         catch (Exception ex)
         {
