@@ -157,9 +157,6 @@ internal sealed class CallTable<TCall>
         }
     }
 
-    /// <summary>Whether a call with this id is in the table.</summary>
-    public bool Contains(uint callId) => Find(callId) is not null;
-
     /// <summary>Removes the call with this id if it is still <paramref name="expected"/>.</summary>
     public bool TryRemove(uint callId, TCall expected) => Remove(callId, expected) is not null;
 

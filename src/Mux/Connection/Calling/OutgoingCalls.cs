@@ -638,7 +638,7 @@ internal sealed partial class OutgoingCalls
     /// gave up does (its answer frees its slot). Reader loop, for a message in fragments.</summary>
     public bool ExpectsAnswer(uint callId)
     {
-        if (_pending.Contains(callId))
+        if (_pending.Find(callId) is not null)
         {
             return true;
         }
