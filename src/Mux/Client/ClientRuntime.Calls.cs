@@ -61,12 +61,8 @@ internal sealed partial class ClientRuntime
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private CallDeadline FixDeadline(CallSettings? settings, out long now)
     {
-        if (settings?.Timeout is not { } own)
-        {
-            return CallDeadline.Fix(_clock, _callTimeout, out now);
-        }
-
-        return CallDeadline.Fix(_clock, ClockDeadline.ToTimestampSpan(_clock, own), out now).WithOwnTimeout(own);
+        CallDeadline deadline = CallDeadline.Fix(_clock, TimeoutOf(settings), out now);
+        return settings?.Timeout is { } own ? deadline.WithOwnTimeout(own) : deadline;
     }
 
     /// <summary>The call's timeout in the clock's units: the bound proxy's, else CallTimeout.</summary>
@@ -101,8 +97,9 @@ internal sealed partial class ClientRuntime
         ClientConnection? connection = _keeper.Current;
         if (connection is null)
         {
+            // Waiting for a connection is the rare path: it goes the way of a call with a result.
             return waits
-                ? InvokeWhenConnectedAsync(methodId, arguments, deadline, metadata, cancellationToken)
+                ? IgnoreResult(InvokeWhenConnectedAsync<TArguments, VoidResult>(methodId, arguments, deadline, metadata, cancellationToken))
                 : ValueTask.FromException(NotConnected(methodId));
         }
 
@@ -110,25 +107,6 @@ internal sealed partial class ClientRuntime
         return call.IsCompletedSuccessfully || !_keeper.Reconnects
             ? call
             : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits, cancellationToken);
-    }
-
-    /// <summary>The calls of the connection a streaming call runs on: the current one, or the next
-    /// one (within <paramref name="timeout"/>, in the clock's units) when <paramref name="waits"/>.
-    /// A streaming call is never retried: its stream cannot be replayed.</summary>
-    public ValueTask<OutgoingCalls> GetOutgoingCallsAsync(long timeout, TimeSpan? ownTimeout, bool waits, uint methodId, CancellationToken cancellationToken)
-    {
-        if (_keeper.Current is { } connection)
-        {
-            return new ValueTask<OutgoingCalls>(connection.Outgoing);
-        }
-
-        return waits ? WaitForOutgoingCallsAsync(timeout, ownTimeout, cancellationToken) : ValueTask.FromException<OutgoingCalls>(NotConnected(methodId));
-    }
-
-    private async ValueTask<OutgoingCalls> WaitForOutgoingCallsAsync(long timeout, TimeSpan? ownTimeout, CancellationToken cancellationToken)
-    {
-        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, ClockDeadline.After(_clock.GetTimestamp(), timeout), ownTimeout, cancellationToken).ConfigureAwait(false);
-        return connection.Outgoing;
     }
 
     /// <summary>Where a streaming call with <paramref name="settings"/> finds its connection.</summary>
@@ -222,19 +200,26 @@ internal sealed partial class ClientRuntime
         return await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits: true, cancellationToken) : call).ConfigureAwait(false);
     }
 
-    private async ValueTask InvokeWhenConnectedAsync<TArguments>(uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, CancellationToken cancellationToken)
-        where TArguments : struct
-    {
-        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, deadline.At, deadline.OwnTimeout, cancellationToken).ConfigureAwait(false);
-        ValueTask call = connection.Outgoing.InvokeAsync(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata);
-        await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits: true, cancellationToken) : call).ConfigureAwait(false);
-    }
-
-    /// <summary>Where a streaming call finds its connection: the client's current one, with a
-    /// timeout and a wait policy (the client's, or a bound proxy's, or an interceptor's choice).</summary>
+    /// <summary>Where a streaming call finds its connection: the client's current one, or the next
+    /// one (within <paramref name="timeout"/>, in the clock's units) when <paramref name="waits"/>
+    /// (the client's, a bound proxy's, or an interceptor's choice). A streaming call is never
+    /// retried: its stream cannot be replayed.</summary>
     private sealed class CallsSource(ClientRuntime runtime, long timeout, TimeSpan? ownTimeout, bool waits) : IOutgoingCallsSource
     {
-        public ValueTask<OutgoingCalls> GetOutgoingCallsAsync(uint methodId, CancellationToken cancellationToken) =>
-            runtime.GetOutgoingCallsAsync(timeout, ownTimeout, waits, methodId, cancellationToken);
+        public ValueTask<OutgoingCalls> GetOutgoingCallsAsync(uint methodId, CancellationToken cancellationToken)
+        {
+            if (runtime._keeper.Current is { } connection)
+            {
+                return new ValueTask<OutgoingCalls>(connection.Outgoing);
+            }
+
+            return waits ? WaitAsync(cancellationToken) : ValueTask.FromException<OutgoingCalls>(runtime.NotConnected(methodId));
+        }
+
+        private async ValueTask<OutgoingCalls> WaitAsync(CancellationToken cancellationToken)
+        {
+            ClientConnection connection = await runtime._keeper.WaitForConnectionAsync(null, ClockDeadline.After(runtime._clock.GetTimestamp(), timeout), ownTimeout, cancellationToken).ConfigureAwait(false);
+            return connection.Outgoing;
+        }
     }
 }

@@ -36,7 +36,7 @@ internal sealed partial class ClientRuntime
 
     /// <summary>What the interceptors of one call see, starting from the bound proxy's settings.</summary>
     private MuxClientCall NewCall(uint methodId, CallSettings? settings, CancellationToken cancellationToken) =>
-        new(MuxServiceRegistry.GetMethodDisplayName(methodId), settings?.CopyMetadata() ?? new CallMetadata(), settings?.Timeout ?? _callTimeoutSpan, cancellationToken);
+        new(MuxServiceRegistry.GetMethodDisplayName(methodId), new CallMetadata(settings?.Metadata ?? []), settings?.Timeout ?? _callTimeoutSpan, cancellationToken);
 
     /// <summary>
     /// A streaming call through the interceptors, run once around the whole call: the last
@@ -52,7 +52,7 @@ internal sealed partial class ClientRuntime
         if (stream is null)
         {
             await interceptors.ConfigureAwait(false); // An interceptor threw before next(): that is the caller's exception.
-            throw chain.NotInvoked(chain.MethodName, "A client interceptor stops a call by throwing.");
+            throw chain.NotInvoked();
         }
 
         Exception? failure = null;
@@ -98,7 +98,7 @@ internal sealed partial class ClientRuntime
         public async ValueTask<TResult> RunAsync()
         {
             await InvokeAsync().ConfigureAwait(false);
-            return CallInvoked ? _result! : throw NotInvoked(MethodName, "A client interceptor stops a call by throwing.");
+            return CallInvoked ? _result! : throw NotInvoked();
         }
 
         protected abstract ValueTask<TResult> SendAsync();
@@ -213,7 +213,8 @@ internal sealed partial class ClientRuntime
 
         protected long MadeAt { get; }
 
-        public string MethodName => Call.MethodName;
+        /// <summary>Why the call fails when the interceptors returned without reaching it.</summary>
+        public InvalidOperationException NotInvoked() => NotInvoked(Call.MethodName, "A client interceptor stops a call by throwing.");
 
         /// <summary>The metadata section to send: encoded again only when an interceptor changed it.</summary>
         protected byte[]? Metadata => Call.CallMetadata.IsModified ? Call.CallMetadata.Encode() : Settings?.EncodedMetadata;

@@ -157,35 +157,17 @@ internal sealed class CallTable<TCall>
         }
     }
 
-    /// <summary>Whether a call with this id is in the table.</summary>
-    public bool Contains(uint callId) => Find(callId) is not null;
-
     /// <summary>Removes the call with this id if it is still <paramref name="expected"/>.</summary>
-    public bool TryRemove(uint callId, TCall expected)
-    {
-        ref TCall? slot = ref _slots[callId & (uint)_mask];
-        if (ReferenceEquals(Volatile.Read(ref slot), expected) && expected.CallId == callId
-            && ReferenceEquals(Interlocked.CompareExchange(ref slot, null, expected), expected))
-        {
-            if (expected.CallId == callId)
-            {
-                _count.Decrement();
-                return true;
-            }
-
-            PutBack(expected); // Finished and reused for another id of this slot meanwhile: not ours.
-            return false;
-        }
-
-        return TryRemoveOverflow(callId, expected) is not null;
-    }
+    public bool TryRemove(uint callId, TCall expected) => Remove(callId, expected) is not null;
 
     /// <summary>Removes and returns the call with this id, if any.</summary>
-    public TCall? TryRemove(uint callId)
+    public TCall? TryRemove(uint callId) => Remove(callId, expected: null);
+
+    private TCall? Remove(uint callId, TCall? expected)
     {
         ref TCall? slot = ref _slots[callId & (uint)_mask];
         TCall? call = Volatile.Read(ref slot);
-        if (call is not null && call.CallId == callId)
+        if (call is not null && call.CallId == callId && (expected is null || ReferenceEquals(call, expected)))
         {
             if (ReferenceEquals(Interlocked.CompareExchange(ref slot, null, call), call))
             {
@@ -195,13 +177,13 @@ internal sealed class CallTable<TCall>
                     return call;
                 }
 
-                PutBack(call);
+                PutBack(call); // Finished and reused for another id of this slot meanwhile: not ours.
             }
 
             // Removed by someone else first (or reused meanwhile): it may have gone to the overflow.
         }
 
-        return TryRemoveOverflow(callId, expected: null);
+        return TryRemoveOverflow(callId, expected);
     }
 
     private TCall? TryRemoveOverflow(uint callId, TCall? expected)

@@ -9,7 +9,6 @@ namespace Mux.Connection;
 /// </summary>
 internal abstract class InterceptorChain
 {
-    // The interceptors' count. Immutable.
     private readonly int _count;
 
     // 1 once next() reached the call itself. Set by the last next(); read once the chain has returned.

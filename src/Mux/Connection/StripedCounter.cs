@@ -1,3 +1,4 @@
+using System.Numerics;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 
@@ -19,20 +20,15 @@ namespace Mux.Connection;
 /// </remarks>
 internal sealed class StripedCounter
 {
-    // One stripe per core, up to this many: past it, cores share stripes (a line shared by a few
-    // cores is still far from one shared by all).
-    private const int MaxStripes = 64;
+    /// <summary>How many stripes a per-core structure has (this counter, the free call slots, the
+    /// blocks of call ids): one per core, rounded up to a power of two so that a core's stripe is
+    /// its id masked, and at most 64: past that, cores share stripes (a line shared by a few cores
+    /// is still far from one shared by all).</summary>
+    public static readonly int StripeCount = (int)Math.Min(64, BitOperations.RoundUpToPowerOf2((uint)Environment.ProcessorCount));
 
-    // Stripes, each alone on its line (see Stripe). Changed by any thread, on its core's stripe.
-    private readonly Stripe[] _stripes;
-    private readonly int _mask;
-
-    public StripedCounter()
-    {
-        int stripes = (int)Math.Min(MaxStripes, System.Numerics.BitOperations.RoundUpToPowerOf2((uint)Environment.ProcessorCount));
-        _stripes = new Stripe[stripes];
-        _mask = stripes - 1;
-    }
+    // Changed by any thread, on its core's stripe.
+    private readonly CoreStripe[] _stripes = new CoreStripe[StripeCount];
+    private readonly int _mask = StripeCount - 1;
 
     /// <summary>Adds <paramref name="delta"/> on this core's stripe.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
@@ -47,23 +43,27 @@ internal sealed class StripedCounter
     public void Decrement() => Interlocked.Decrement(ref _stripes[Thread.GetCurrentProcessorId() & _mask].Value);
 
     /// <summary>The count: the sum of the stripes, each read once (exact when nothing changes meanwhile).</summary>
-    public long Sum()
+    public long Sum() => CoreStripe.Sum(_stripes);
+}
+
+/// <summary>One core's share of a striped structure (<see cref="StripedCounter.StripeCount"/>),
+/// padded to 128 bytes so that no two stripes (nor a stripe and the array's header) share a cache
+/// line or an adjacent-line prefetch pair.</summary>
+[StructLayout(LayoutKind.Explicit, Size = 128)]
+internal struct CoreStripe
+{
+    [FieldOffset(64)]
+    public long Value;
+
+    /// <summary>The sum of <paramref name="stripes"/>, each read once (exact when nothing changes meanwhile).</summary>
+    public static long Sum(CoreStripe[] stripes)
     {
         long sum = 0;
-        foreach (ref Stripe stripe in _stripes.AsSpan())
+        foreach (ref CoreStripe stripe in stripes.AsSpan())
         {
             sum += Volatile.Read(ref stripe.Value);
         }
 
         return sum;
-    }
-
-    /// <summary>One core's share, padded to 128 bytes so that no two stripes (nor a stripe and the
-    /// array's header) share a cache line or an adjacent-line prefetch pair.</summary>
-    [StructLayout(LayoutKind.Explicit, Size = 128)]
-    private struct Stripe
-    {
-        [FieldOffset(64)]
-        public long Value;
     }
 }

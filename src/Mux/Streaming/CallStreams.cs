@@ -1,3 +1,4 @@
+using Mux.Connection;
 using Mux.Protocol;
 
 namespace Mux.Streaming;
@@ -8,13 +9,16 @@ namespace Mux.Streaming;
 /// by call id for each StreamItem and StreamCredit frame; registered before the Request is sent,
 /// removed by the call's owner when the call has ended.
 /// </summary>
-internal sealed class CallStreams(StreamReceiver? receiver, StreamSendWindow? sender)
+internal sealed class CallStreams(StreamReceiver? receiver, StreamSendWindow? sender) : IMessageWrittenListener
 {
+    // The peer's stream window: the Sender's credit once the Request is out. Set with the id.
+    private int _peerWindow;
+
     /// <summary>The server's stream of results; null when the method returns none.</summary>
     public StreamReceiver? Receiver { get; } = receiver;
 
     /// <summary>Credit for the client's stream of arguments; null when the method takes none. It
-    /// holds no credit until the Request is out (<see cref="OpenSendWindow"/>), so no item can
+    /// holds no credit until the Request is out (<see cref="OnMessageWritten"/>), so no item can
     /// overtake the Request, whichever way the call waited for a slot.</summary>
     public StreamSendWindow? Sender { get; } = sender;
 
@@ -28,10 +32,13 @@ internal sealed class CallStreams(StreamReceiver? receiver, StreamSendWindow? se
     /// <summary>The id space of the call (ServerInitiated for a server's call); set with the id.</summary>
     public FrameFlags IdSpace { get; private set; }
 
-    public void SetCallId(uint callId, FrameFlags idSpace)
+    /// <summary>Gives the streams the call's id and id space, when the call is registered (before
+    /// its Request is sent), and the peer's stream window, which the Sender gets once the Request is out.</summary>
+    public void SetCallId(uint callId, FrameFlags idSpace, int peerWindow)
     {
         CallId = callId;
         IdSpace = idSpace;
+        _peerWindow = peerWindow;
         if (Sender is not null)
         {
             Sender.CallId = callId;
@@ -45,6 +52,9 @@ internal sealed class CallStreams(StreamReceiver? receiver, StreamSendWindow? se
         }
     }
 
-    /// <summary>The Request is queued: the client may now send up to the server's window.</summary>
-    public void OpenSendWindow(int serverWindow) => Sender?.Grant((uint)serverWindow);
+    /// <summary>The Request is out whole (a Request in fragments, a few writer turns after it was
+    /// queued): the Sender may now send up to the peer's window. Until then none of its StreamItem
+    /// or StreamEnd frames can go out between two fragments of the Request (a receiver would see
+    /// items for a call that has not started).</summary>
+    public void OnMessageWritten() => Sender?.Grant((uint)_peerWindow);
 }

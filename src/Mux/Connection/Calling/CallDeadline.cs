@@ -36,7 +36,6 @@ internal readonly struct CallDeadline
     /// <summary>This deadline, recorded as coming from the call's own <paramref name="timeout"/>.</summary>
     public CallDeadline WithOwnTimeout(TimeSpan timeout) => new(At, InheritedFrom, timeout);
 
-    /// <summary>Whether the call has a deadline at all.</summary>
     public bool IsSet => At != ClockDeadline.Never;
 
     /// <summary>Reads <paramref name="clock"/> again (after a wait) for a call that has a deadline

@@ -40,9 +40,6 @@ internal sealed class CallSettings
         return new CallSettings(timeout, options.WaitForConnection, metadata.ToArray(), metadata.Encode());
     }
 
-    /// <summary>A new metadata dictionary for a call's interceptors, holding these settings' entries.</summary>
-    public CallMetadata CopyMetadata() => new(Metadata);
-
     /// <summary><paramref name="value"/>, when it can be a call's timeout: positive (up to what a
     /// timer takes, about 24.8 days), or <see cref="System.Threading.Timeout.InfiniteTimeSpan"/>.</summary>
     public static TimeSpan CheckTimeout(TimeSpan value, string name)

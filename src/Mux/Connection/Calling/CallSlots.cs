@@ -1,6 +1,4 @@
-using System.Numerics;
 using System.Runtime.CompilerServices;
-using System.Runtime.InteropServices;
 
 namespace Mux.Connection;
 
@@ -33,8 +31,8 @@ internal sealed class CallSlots
 
     // Free slots by stripe (see remarks), each never negative; the total is the free slots. Taken
     // with compare-and-swap by takers (and by Release on a waiter's behalf); given back by Release.
-    private readonly Stripe[] _free;
-    private readonly int _mask;
+    private readonly CoreStripe[] _free = new CoreStripe[StripedCounter.StripeCount];
+    private readonly int _mask = StripedCounter.StripeCount - 1;
 
     // _waiters.Count, published so that Release skips the lock when nobody waits. Changed with
     // Interlocked under _lock: the full fence pairs with Release's increment of a stripe, so either
@@ -46,12 +44,10 @@ internal sealed class CallSlots
 
     public CallSlots(int count)
     {
-        int stripes = (int)Math.Min(64, BitOperations.RoundUpToPowerOf2((uint)Environment.ProcessorCount));
-        _free = new Stripe[stripes];
-        _mask = stripes - 1;
+        int stripes = _free.Length;
         for (int i = 0; i < stripes; i++)
         {
-            _free[i].Free = (count / stripes) + (i < count % stripes ? 1 : 0);
+            _free[i].Value = (count / stripes) + (i < count % stripes ? 1 : 0);
         }
     }
 
@@ -63,19 +59,7 @@ internal sealed class CallSlots
     }
 
     /// <summary>Free slots now (a sum over the stripes: exact at quiet moments).</summary>
-    public int Free
-    {
-        get
-        {
-            int free = 0;
-            foreach (ref Stripe stripe in _free.AsSpan())
-            {
-                free += Volatile.Read(ref stripe.Free);
-            }
-
-            return free;
-        }
-    }
+    public int Free => (int)CoreStripe.Sum(_free);
 
     /// <summary>Takes a free slot if there is one, without waiting: from this core's stripe, else
     /// from the next that has one.</summary>
@@ -84,11 +68,11 @@ internal sealed class CallSlots
         int home = HomeStripe;
         for (int i = 0; i <= _mask; i++)
         {
-            ref int free = ref _free[(home + i) & _mask].Free;
-            int seen = Volatile.Read(ref free);
+            ref long free = ref _free[(home + i) & _mask].Value;
+            long seen = Volatile.Read(ref free);
             while (seen > 0)
             {
-                int before = Interlocked.CompareExchange(ref free, seen - 1, seen);
+                long before = Interlocked.CompareExchange(ref free, seen - 1, seen);
                 if (before == seen)
                 {
                     return true;
@@ -159,7 +143,7 @@ internal sealed class CallSlots
     /// whoever took it); the oldest waiter, if any, gets it.</summary>
     public void Release(int stripe)
     {
-        Interlocked.Increment(ref _free[stripe & _mask].Free);
+        Interlocked.Increment(ref _free[stripe & _mask].Value);
         if (Volatile.Read(ref _waiterCount) == 0)
         {
             return;
@@ -202,14 +186,5 @@ internal sealed class CallSlots
     {
         // Its place in _waiters; detached (List is null) once granted, failed or given up. Guarded by _lock.
         public LinkedListNode<Waiter> Node = null!;
-    }
-
-    /// <summary>One stripe's free slots, alone on its cache lines (128 bytes: no two stripes share
-    /// a line or an adjacent-line prefetch pair).</summary>
-    [StructLayout(LayoutKind.Explicit, Size = 128)]
-    private struct Stripe
-    {
-        [FieldOffset(64)]
-        public int Free;
     }
 }

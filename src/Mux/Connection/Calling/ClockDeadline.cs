@@ -8,7 +8,6 @@ namespace Mux.Connection;
 /// </summary>
 internal static class ClockDeadline
 {
-    /// <summary>No deadline.</summary>
     public const long Never = long.MaxValue;
 
     /// <summary><paramref name="timeout"/> in <paramref name="clock"/>'s timestamp units;

@@ -15,7 +15,7 @@ internal sealed partial class OutgoingCalls
 
     private void RegisterStreams(uint callId, CallStreams streams)
     {
-        streams.SetCallId(callId, _idSpace);
+        streams.SetCallId(callId, _idSpace, _connection.PeerStreamWindow);
         _streams[callId] = streams;
     }
 

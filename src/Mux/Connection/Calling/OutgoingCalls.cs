@@ -28,7 +28,7 @@ internal sealed partial class OutgoingCalls
     // number only makes more calls share a slot and take the locked path).
     private const int ExpectedCalls = 1024;
 
-    // Ids are handed out in blocks of this many to each core (IdBlock), so that callers on
+    // Ids are handed out in blocks of this many to each core (_idBlocks), so that callers on
     // different cores do not all increment one counter.
     private const uint IdBlockSize = 64;
 
@@ -51,11 +51,10 @@ internal sealed partial class OutgoingCalls
     // The last call id of the last block handed out (see NextCallId); advanced a block at a time.
     private int _lastCallId;
 
-    // Each core's block of ids (see NextCallId): the next id and the end of the block, packed in
-    // one long so that a compare-and-swap takes an id. Written by callers on that core; padded so
-    // that no two cores' blocks share a line.
-    private readonly IdBlock[] _idBlocks = new IdBlock[IdBlockCount];
-    private static readonly int IdBlockCount = (int)Math.Min(64, System.Numerics.BitOperations.RoundUpToPowerOf2((uint)Environment.ProcessorCount));
+    // Each core's block of ids (see NextCallId): the next id (low 32 bits) and the end of the
+    // block (high 32 bits, exclusive), packed in one long so that a compare-and-swap takes an id.
+    // Written by callers on that core.
+    private readonly CoreStripe[] _idBlocks = new CoreStripe[StripedCounter.StripeCount];
 
     // Set (once) when the peer sent GoAway: new calls fail at once. Written by the reader loop.
     private volatile bool _goingAway;
@@ -87,7 +86,6 @@ internal sealed partial class OutgoingCalls
         _idSpace = connection.IsServer ? FrameFlags.ServerInitiated : FrameFlags.None;
     }
 
-    /// <summary>The connection these calls travel on.</summary>
     public MuxConnection Connection => _connection;
 
     /// <summary>Calls waiting for their answer now (read without a lock; exact at quiet moments).</summary>
@@ -218,9 +216,7 @@ internal sealed partial class OutgoingCalls
     private PendingCall<TResult>? StartHoldingSlot<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, CallStreams? streams, byte[]? metadata, out Exception? failure)
         where TArguments : struct
     {
-        PendingCall<TResult> call = PendingCall<TResult>.Rent(this, methodId, deadline.At);
-        call.InheritedFrom = deadline.InheritedFrom;
-        call.OwnTimeout = deadline.OwnTimeout;
+        PendingCall<TResult> call = PendingCall<TResult>.Rent(this, methodId, deadline);
         call.Streams = streams;
         call.SlotStripe = _slots.HomeStripe;
 
@@ -250,7 +246,7 @@ internal sealed partial class OutgoingCalls
         }
         catch (TimeoutException)
         {
-            throw CreateTimeoutException(methodId, deadline.InheritedFrom, deadline.OwnTimeout, $" (it waited for one of the {_connection.PeerName}'s MaxConcurrentCallsPerConnection slots all that time)");
+            throw CreateTimeoutException(methodId, deadline, $" (it waited for one of the {_connection.PeerName}'s MaxConcurrentCallsPerConnection slots all that time)");
         }
 
         bool gated = _connection.IsOutboundFull;
@@ -316,7 +312,7 @@ internal sealed partial class OutgoingCalls
                 // The deadline's token fired, or the caller's: each is reported as the caller knows it.
                 throw cancellationToken.IsCancellationRequested
                     ? new OperationCanceledException(ex.Message, ex, cancellationToken)
-                    : CreateTimeoutException(methodId, deadline.InheritedFrom, deadline.OwnTimeout, $" (it waited all that time to be sent: the connection already had {MuxConnection.DescribeSize(_connection.MaxQueuedOutboundBytes)} of requests queued for a {_connection.PeerName} that is not reading them, {_connection.OptionsName}.MaxOutboundBytesPerConnection)");
+                    : CreateTimeoutException(methodId, deadline, $" (it waited all that time to be sent: the connection already had {MuxConnection.DescribeSize(_connection.MaxQueuedOutboundBytes)} of requests queued for a {_connection.PeerName} that is not reading them, {_connection.OptionsName}.MaxOutboundBytesPerConnection)");
             }
 
             throw;
@@ -331,18 +327,18 @@ internal sealed partial class OutgoingCalls
         return left;
     }
 
-    /// <summary>The timeout a call that had <paramref name="inheritedFrom"/>'s deadline (or, when
-    /// null, its <paramref name="ownTimeout"/>, or when that is null too, the side's own timeout)
-    /// fails with; <paramref name="detail"/> says what it waited for.</summary>
-    private TimeoutException CreateTimeoutException(uint methodId, string? inheritedFrom, TimeSpan? ownTimeout, string detail)
+    /// <summary>The timeout a call with <paramref name="deadline"/> fails with, naming where the
+    /// deadline came from (the served call it inherited it from, else the call's own timeout, else
+    /// the side's); <paramref name="detail"/> says what it waited for.</summary>
+    private TimeoutException CreateTimeoutException(uint methodId, in CallDeadline deadline, string detail)
     {
         string method = MuxServiceRegistry.GetMethodDisplayName(methodId);
-        if (inheritedFrom is not null)
+        if (deadline.InheritedFrom is { } inheritedFrom)
         {
-            return new($"The Mux call to {method} did not complete by the deadline it inherited from the call this server handler serves ({inheritedFrom}, MuxCallContext.Current), which came sooner than {(ownTimeout is null ? "MuxClientOptions.CallTimeout" : "its own Timeout")}{detail}.");
+            return new($"The Mux call to {method} did not complete by the deadline it inherited from the call this server handler serves ({inheritedFrom}, MuxCallContext.Current), which came sooner than {(deadline.OwnTimeout is null ? "MuxClientOptions.CallTimeout" : "its own Timeout")}{detail}.");
         }
 
-        if (ownTimeout is { } own)
+        if (deadline.OwnTimeout is { } own)
         {
             return new($"The Mux call to {(_connection.IsServer ? "the client's " : "")}{method} did not complete within {DurationText.Format(own)} (its own Timeout: MuxCallOptions.Timeout, or MuxClientCall.Timeout as an interceptor set it){detail}.");
         }
@@ -353,7 +349,7 @@ internal sealed partial class OutgoingCalls
     }
 
     private TimeoutException CreateExpiredException(PendingCall call) =>
-        CreateTimeoutException(call.MethodId, call.InheritedFrom, call.OwnTimeout, "");
+        CreateTimeoutException(call.MethodId, call.Deadline, "");
 
     /// <summary>
     /// Publishes the call, sends its request (its deadline header measured at <paramref name="now"/>)
@@ -363,22 +359,22 @@ internal sealed partial class OutgoingCalls
     private Exception? StartCall<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, long now, CancellationToken cancellationToken, byte[]? metadata)
         where TArguments : struct
     {
-        if (call.Deadline <= now)
+        if (call.Deadline.At <= now)
         {
             // Its deadline passed while it waited (for a connection, a slot, room, or a resend):
             // the peer would only refuse it, so it is not sent, and no retry would help either.
-            Exception expired = CreateTimeoutException(methodId, call.InheritedFrom, call.OwnTimeout, " (its time ran out while it waited to be sent; it was not sent)");
-            call.ReturnUnused();
+            Exception expired = CreateTimeoutException(methodId, call.Deadline, " (its time ran out while it waited to be sent; it was not sent)");
+            call.Return();
             return expired;
         }
 
-        if (call.Deadline != ClockDeadline.Never)
+        if (call.Deadline.IsSet)
         {
             if (_expiryTimer is null)
             {
-                StartExpiryScan(call.Deadline, now, call.OwnTimeout);
+                StartExpiryScan(call.Deadline.At, now, call.Deadline.OwnTimeout);
             }
-            else if (call.OwnTimeout is { } own)
+            else if (call.Deadline.OwnTimeout is { } own)
             {
                 ShortenExpiryScan(own);
             }
@@ -388,7 +384,7 @@ internal sealed partial class OutgoingCalls
         CallStreams? streams = call.Streams;
         while (true)
         {
-            call.SetCallId(NextCallId());
+            call.CallId = NextCallId();
             if (_pending.TryAdd(call, out bool closed))
             {
                 break;
@@ -396,9 +392,8 @@ internal sealed partial class OutgoingCalls
 
             if (closed)
             {
-                call.ReturnUnused();
-                MuxConnectionException error = _connection.CloseError;
-                return MuxConnectionException.NotRun($"The call was not sent: {error.Message}", error.Reason, error.InnerException);
+                call.Return();
+                return NotSent(_connection.CloseError);
             }
 
             // The id is still in use after wrapping around 2^32 calls: take the next one.
@@ -415,8 +410,8 @@ internal sealed partial class OutgoingCalls
                 return null;
             }
 
-            call.ReturnUnused();
-            return MuxConnectionException.NotRun($"The Mux {_connection.PeerName} at {_connection.Name} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null);
+            call.Return();
+            return GoingAwayNotSent();
         }
 
         if (streams is not null)
@@ -428,18 +423,16 @@ internal sealed partial class OutgoingCalls
         {
             // A call that streams its arguments gets its send window only once its Request is out
             // whole, which for a Request in fragments is a few writer turns from now.
-            SendRequest(call, methodId, arguments, now, streams?.Sender is null ? null : new SendWindowOpener(streams, _connection.PeerStreamWindow), metadata);
+            SendRequest(call, methodId, arguments, now, streams?.Sender is null ? null : streams, metadata);
         }
         catch (Exception ex)
         {
             if (_pending.TryRemove(call.CallId, call))
             {
-                call.ReturnUnused();
+                call.Return();
 
                 // SendFrame throws MuxConnectionException only before it queues anything.
-                return ex is MuxConnectionException { IsSafeToRetry: false } closed
-                    ? MuxConnectionException.NotRun($"The call was not sent: {closed.Message}", closed.Reason, closed.InnerException)
-                    : ex;
+                return ex is MuxConnectionException { IsSafeToRetry: false } closed ? NotSent(closed) : ex;
             }
 
             // A close removed the call first and is already failing it: let that outcome stand.
@@ -486,35 +479,32 @@ internal sealed partial class OutgoingCalls
         }
 
         Activity? trace = _peerReadsTraceContext ? call.Telemetry.Activity ?? Activity.Current : null;
-        bool traced = trace is not null && TraceContextHeader.CanPropagate(trace);
-        if (call.Deadline == ClockDeadline.Never)
+        if (trace is null || !TraceContextHeader.CanPropagate(trace))
         {
-            if (!traced)
-            {
-                _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref body, flags, whenWritten);
-            }
-            else
-            {
-                var tracedBody = new TracedBody<TBody>(body, trace!);
-                _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref tracedBody, flags | FrameFlags.TraceContext, whenWritten);
-            }
+            SendRequestWithDeadline(call, methodId, ref body, flags, now, whenWritten);
+            return;
+        }
 
+        var traced = new TracedBody<TBody>(body, trace);
+        SendRequestWithDeadline(call, methodId, ref traced, flags | FrameFlags.TraceContext, now, whenWritten);
+    }
+
+    /// <summary>Sends the call's Request, <paramref name="body"/> after its deadline header when it
+    /// has a deadline.</summary>
+    private void SendRequestWithDeadline<TBody>(PendingCall call, uint methodId, ref TBody body, FrameFlags flags, long now, IMessageWrittenListener? whenWritten)
+        where TBody : struct, IFrameBody
+    {
+        if (!call.Deadline.IsSet)
+        {
+            _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref body, flags, whenWritten);
             return;
         }
 
         // now is the caller's latest reading: taken when the call was made when it is sent at once,
         // or after its last wait; so the peer's clock starts from what is really left.
-        uint remaining = DeadlineHeader.RemainingMilliseconds(call.Deadline, now, Clock.TimestampFrequency);
-        if (!traced)
-        {
-            var timed = new DeadlineBody<TBody>(body, remaining);
-            _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref timed, flags | FrameFlags.Deadline, whenWritten);
-        }
-        else
-        {
-            var timed = new DeadlineBody<TracedBody<TBody>>(new TracedBody<TBody>(body, trace!), remaining);
-            _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref timed, flags | FrameFlags.Deadline | FrameFlags.TraceContext, whenWritten);
-        }
+        uint remaining = DeadlineHeader.RemainingMilliseconds(call.Deadline.At, now, Clock.TimestampFrequency);
+        var timed = new DeadlineBody<TBody>(body, remaining);
+        _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref timed, flags | FrameFlags.Deadline, whenWritten);
     }
 
     /// <summary>
@@ -526,7 +516,7 @@ internal sealed partial class OutgoingCalls
     /// </summary>
     private uint NextCallId()
     {
-        ref long block = ref _idBlocks[Thread.GetCurrentProcessorId() & (IdBlockCount - 1)].NextAndEnd;
+        ref long block = ref _idBlocks[Thread.GetCurrentProcessorId() & (StripedCounter.StripeCount - 1)].Value;
         while (true)
         {
             long current = Volatile.Read(ref block);
@@ -557,15 +547,6 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>One core's block of ids, alone on its cache lines.</summary>
-    [System.Runtime.InteropServices.StructLayout(System.Runtime.InteropServices.LayoutKind.Explicit, Size = 128)]
-    private struct IdBlock
-    {
-        // Low 32 bits: the next id to hand out; high 32 bits: the end of the block (exclusive).
-        [System.Runtime.InteropServices.FieldOffset(64)]
-        public long NextAndEnd;
-    }
-
     /// <summary>Starts the expiry scan, once per connection: first at the deadline of the call that
     /// needs it, then every tenth of the side's timeout (or, without one, of that first call's time
     /// left), which keeps deadlines within about 10% without waking often.</summary>
@@ -590,7 +571,6 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>A tenth of <paramref name="timeout"/>, between 10 ms and 1 s.</summary>
     private static long ScanPeriodMilliseconds(TimeSpan timeout) => Math.Clamp((long)timeout.TotalMilliseconds / 10, 10, 1000);
 
     /// <summary>A call whose own timeout (MuxCallOptions.Timeout) is shorter than the one the scan
@@ -617,7 +597,7 @@ internal sealed partial class OutgoingCalls
     private void FailExpiredCalls()
     {
         List<PendingCall>? expired = null;
-        _pending.RemoveWhere(Clock.GetTimestamp(), static (call, now) => call.Deadline <= now, ref expired);
+        _pending.RemoveWhere(Clock.GetTimestamp(), static (call, now) => call.Deadline.At <= now, ref expired);
         if (expired is null)
         {
             return;
@@ -658,7 +638,7 @@ internal sealed partial class OutgoingCalls
     /// gave up does (its answer frees its slot). Reader loop, for a message in fragments.</summary>
     public bool ExpectsAnswer(uint callId)
     {
-        if (_pending.Contains(callId))
+        if (_pending.Find(callId) is not null)
         {
             return true;
         }
@@ -669,18 +649,19 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>The peer answered a call: its slot is free again, whether the caller still waits
-    /// for the answer (<paramref name="call"/>) or gave up on it. An answer to an id we never sent
-    /// (or already counted) frees nothing.</summary>
-    private void OnAnswered(uint callId, PendingCall? call)
+    /// <summary>The peer answered a call: takes it out of the table, or null when its caller gave up
+    /// on it, and frees its slot either way. An answer to an id we never sent (or already counted)
+    /// frees nothing.</summary>
+    private PendingCall? TakeAnswered(uint callId)
     {
+        PendingCall? call = _pending.TryRemove(callId);
         if (call is null)
         {
             lock (_abandoned)
             {
                 if (!_abandoned.Remove(callId))
                 {
-                    return;
+                    return null;
                 }
             }
         }
@@ -688,6 +669,7 @@ internal sealed partial class OutgoingCalls
         // To the caller's stripe: its next take finds the slot there, and callers on other cores
         // never write that line (an abandoned call's goes to this core's: any stripe keeps the count).
         _slots.Release(call?.SlotStripe ?? _slots.HomeStripe);
+        return call;
     }
 
     /// <summary>After GoAway, once the last call the peer promised to serve has completed, the
@@ -717,11 +699,10 @@ internal sealed partial class OutgoingCalls
     public void OnAnswer(in Frame frame)
     {
         CallOutcome outcome = frame.Type == FrameType.Response ? CallOutcome.Response : CallOutcome.Error;
-        PendingCall? call = _pending.TryRemove(frame.CallId);
-        OnAnswered(frame.CallId, call);
+        PendingCall? call = TakeAnswered(frame.CallId);
         if (call is not null)
         {
-            if (outcome == CallOutcome.Error && call.Deadline != ClockDeadline.Never && IsDeadlineExceeded(frame.Payload))
+            if (outcome == CallOutcome.Error && call.Deadline.IsSet && IsDeadlineExceeded(frame.Payload))
             {
                 // The peer saw this call's deadline pass (before our own expiry scan, which runs
                 // every tenth of the timeout, did): the caller gets the same timeout either way.
@@ -749,8 +730,7 @@ internal sealed partial class OutgoingCalls
     /// stays up. Reader loop only.</summary>
     public void OnAnswerTooLarge(in Frame first)
     {
-        PendingCall? call = _pending.TryRemove(first.CallId);
-        OnAnswered(first.CallId, call);
+        PendingCall? call = TakeAnswered(first.CallId);
         if (call is not null)
         {
             string options = _connection.OptionsName;
@@ -770,24 +750,30 @@ internal sealed partial class OutgoingCalls
     {
         _goingAway = true;
         Interlocked.MemoryBarrier(); // Pairs with StartCall's check after its table add: see there.
-        string peer = $"The Mux {_connection.PeerName} at {_connection.Name}";
-        _slots.Fail(MuxConnectionException.NotRun($"{peer} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null));
+        _slots.Fail(GoingAwayNotSent());
         List<PendingCall>? notServed = null;
         _pending.RemoveWhere(lastServedCallId, static (call, last) => call.CallId > last, ref notServed);
         foreach (PendingCall call in notServed ?? [])
         {
-            call.CompleteWithException(MuxConnectionException.NotRun($"{peer} is shutting down and did not run this call; it is safe to retry.", MuxCloseReason.GoAway, null));
+            call.CompleteWithException(MuxConnectionException.NotRun($"The Mux {_connection.PeerName} at {_connection.Name} is shutting down and did not run this call; it is safe to retry.", MuxCloseReason.GoAway, null));
         }
 
         NotifyIfDrainedAfterGoAway();
     }
+
+    /// <summary>The failure of a call that was not sent because the connection closed with <paramref name="error"/>.</summary>
+    private static MuxConnectionException NotSent(MuxConnectionException error) =>
+        MuxConnectionException.NotRun($"The call was not sent: {error.Message}", error.Reason, error.InnerException);
+
+    private MuxConnectionException GoingAwayNotSent() =>
+        MuxConnectionException.NotRun($"The Mux {_connection.PeerName} at {_connection.Name} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null);
 
     /// <summary>The connection closed: every call still waiting fails with <paramref name="error"/>;
     /// calls still waiting for a slot were never sent, so they fail as safe to send again elsewhere.</summary>
     public void FailAll(MuxConnectionException error)
     {
         Volatile.Read(ref _expiryTimer)?.Dispose();
-        _slots.Fail(MuxConnectionException.NotRun($"The call was not sent: {error.Message}", error.Reason, error.InnerException));
+        _slots.Fail(NotSent(error));
         var calls = new List<PendingCall>();
         _pending.Close(calls);
         foreach (PendingCall call in calls)

@@ -26,28 +26,17 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     private CancellationTokenRegistration _cancellation;
     private int _registrationState;
 
-    // Payloads up to this size are copied into _ownedBuffer; larger ones into a rented array. At
-    // 4 KiB, hundreds of 5.4 KB answers in flight missed the shared array pool and allocated an
-    // 8 KiB array each (19 % of the client's bytes in a list100 profile at 500 callers). A pooled
-    // call keeps at most this much, and only after a payload that size.
+    // Payloads up to this size are copied into the array _payload keeps; larger ones into a rented
+    // array. At 4 KiB, hundreds of 5.4 KB answers in flight missed the shared array pool and
+    // allocated an 8 KiB array each (19 % of the client's bytes in a list100 profile at 500
+    // callers). A pooled call keeps at most this much, and only after a payload that size.
     private const int MaxOwnedPayload = 16 * 1024;
 
-    // The outcome, written by the single remover before queueing and read by Execute.
+    // The outcome, written by the single remover before queueing and read by Execute: the Response
+    // or Error payload (a Response in fragments taken over from the reader loop), or the failure.
     private CallOutcome _outcome;
-    private byte[]? _payload;
-    private int _payloadLength;
-    private bool _payloadRented;
+    private ReceivedBytes _payload;
     private Exception? _exception;
-
-    // Instead of _payload: the pooled chunks of a Response that arrived in fragments, taken over
-    // from the reader loop, which would otherwise copy all of it (16 MiB, say) while every other
-    // call's answer waited. Written with _payload, released by Execute.
-    private MessageReassembly? _payloadMessage;
-
-    // A payload buffer kept across the lives of this pooled call, so that copying a response out
-    // of the receive buffer allocates nothing in steady state. (Renting one per response ran the
-    // shared array pool dry with hundreds of responses in flight.) Only the completion path uses it.
-    private byte[]? _ownedBuffer;
 
     /// <summary>The call's span and duration measurement: set by the caller before the request is
     /// sent, ended by the completion (Execute) before the caller's task completes.</summary>
@@ -63,40 +52,25 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     public int SlotStripe;
 
     /// <summary>The connection-unique id; set before the call is published in the table.</summary>
-    public uint CallId { get; private set; }
+    public uint CallId { get; set; }
 
     /// <summary>The method this call invokes, for error messages.</summary>
     public uint MethodId { get; private set; }
 
-    /// <summary>The timestamp (of its connection's TimeProvider) at which the call times out;
-    /// <see cref="ClockDeadline.Never"/> for never.</summary>
-    public long Deadline { get; private set; }
-
-    /// <summary>The served call's method when <see cref="Deadline"/> is the one inherited from it
-    /// (MuxCallContext.Current) rather than CallTimeout's, for the timeout message; null otherwise.
-    /// Set by the caller before the request is sent.</summary>
-    public string? InheritedFrom;
-
-    /// <summary>The call's own timeout (MuxCallOptions.Timeout, MuxClientCall.Timeout) when it replaced
-    /// the side's, for the timeout message; null otherwise. Set with <see cref="InheritedFrom"/>.</summary>
-    public TimeSpan? OwnTimeout;
+    /// <summary>When the call times out (a timestamp of its connection's TimeProvider, or
+    /// <see cref="ClockDeadline.Never"/>), and where that came from, for the timeout message.</summary>
+    public CallDeadline Deadline { get; private set; }
 
     /// <summary>The calls of the connection this call runs on, for cancellation and for reading its result.</summary>
     public OutgoingCalls? Calls { get; private set; }
 
-    public void SetCallId(uint callId) => CallId = callId;
-
-    protected void Initialize(OutgoingCalls calls, uint methodId, long deadline)
+    protected void Initialize(OutgoingCalls calls, uint methodId, in CallDeadline deadline)
     {
         Calls = calls;
         CallId = 0;
         MethodId = methodId;
         Deadline = deadline;
-        InheritedFrom = null;
-        OwnTimeout = null;
         _outcome = CallOutcome.None;
-        _payload = null;
-        _payloadLength = 0;
         _exception = null;
         _registrationState = RegistrationNone;
         _cancellation = default;
@@ -133,38 +107,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     public void CompleteWithPayload(CallOutcome outcome, in ReadOnlySequence<byte> payload, MuxConnection receiver)
     {
         Debug.Assert(outcome is CallOutcome.Response or CallOutcome.Error);
-        int length = checked((int)payload.Length);
-        byte[] buffer;
-        MessageReassembly? message = null;
-        if (length <= MaxOwnedPayload)
-        {
-            if (_ownedBuffer is null || _ownedBuffer.Length < length)
-            {
-                _ownedBuffer = new byte[Math.Max(length, 64)];
-            }
-
-            buffer = _ownedBuffer;
-            _payloadRented = false;
-        }
-        else if (outcome == CallOutcome.Response && (message = receiver.TakeDeliveredMessage(payload)) is not null)
-        {
-            buffer = [];
-            _payloadRented = false;
-        }
-        else
-        {
-            buffer = ArrayPool<byte>.Shared.Rent(length);
-            _payloadRented = true;
-        }
-
-        if (message is null)
-        {
-            payload.CopyTo(buffer);
-        }
-
-        _payloadMessage = message;
-        _payload = buffer;
-        _payloadLength = length;
+        _payload.Take(payload, MaxOwnedPayload, outcome == CallOutcome.Response ? receiver : null);
         _outcome = outcome;
         ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
     }
@@ -188,11 +131,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
 
         // Read everything before completing: the caller's continuation may run inline, finish,
         // and return this object to its pool for another call before SetResult returns.
-        byte[]? payload = _payload;
-        bool rented = _payloadRented;
-        MessageReassembly? message = _payloadMessage;
-        _payload = null;
-        _payloadMessage = null;
+        ReceivedBytes payload = _payload.Detach();
         ClientCallTelemetry telemetry = Telemetry;
         try
         {
@@ -202,10 +141,10 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
             {
                 case CallOutcome.Response:
                     telemetry.Stop(null);
-                    SetResultFromPayload(message?.Payload ?? new ReadOnlySequence<byte>(payload ?? [], 0, _payloadLength));
+                    SetResultFromPayload(payload.Sequence);
                     break;
                 case CallOutcome.Error:
-                    ErrorBody error = ErrorBody.Read(payload.AsMemory(0, _payloadLength));
+                    ErrorBody error = ErrorBody.Read(payload.Memory);
                     var remote = new MuxRemoteException(error.Code, error.Message, error.RemoteType);
                     telemetry.Stop(remote);
                     SetException(remote);
@@ -219,12 +158,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
         }
         finally
         {
-            if (payload is not null && rented)
-            {
-                ArrayPool<byte>.Shared.Return(payload);
-            }
-
-            message?.Release();
+            payload.Release();
         }
     }
 

@@ -34,7 +34,7 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
 
     public short Version => _core.Version;
 
-    public static PendingCall<T> Rent(OutgoingCalls calls, uint methodId, long deadline)
+    public static PendingCall<T> Rent(OutgoingCalls calls, uint methodId, in CallDeadline deadline)
     {
         PendingCall<T>? call = t_cached;
         if (call is not null)
@@ -54,10 +54,9 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
         return call;
     }
 
-    /// <summary>Returns an unused call (its request never went out) to the pool.</summary>
-    public void ReturnUnused() => Return();
-
-    private void Return()
+    /// <summary>Returns the call to the pool: once its result has been read, or unused (its
+    /// request never went out).</summary>
+    public void Return()
     {
         _core.Reset();
         if (t_cached is null)

@@ -41,10 +41,6 @@ internal sealed partial class IncomingCall
         _deferredResult = null;
     }
 
-    /// <summary>The request's bytes (the metadata section, if any, then the arguments).</summary>
-    private ReadOnlySequence<byte> RequestBytes =>
-        _argumentsMessage is { } message ? message.Payload : new ReadOnlySequence<byte>(_arguments!, 0, _argumentsLength);
-
     /// <summary>Reads the metadata section at the start of the request's bytes, once, on the
     /// handler's thread (never the reader loop). Throws what the caller gets: a section over this
     /// side's MaxMetadataSize fails the call as MessageTooLarge, an unreadable one as
@@ -53,7 +49,7 @@ internal sealed partial class IncomingCall
     private void ReadMetadata()
     {
         int max = Connection.MaxMetadataSize;
-        switch (MetadataSection.Read(RequestBytes, max, out Dictionary<string, string>? entries, out long consumed, out long size, out string? problem))
+        switch (MetadataSection.Read(_arguments.Sequence, max, out Dictionary<string, string>? entries, out long consumed, out long size, out string? problem))
         {
             case MetadataSection.ReadStatus.Ok:
                 _metadata = entries!.Count == 0 ? null : entries;

@@ -115,7 +115,7 @@ internal sealed partial class IncomingCall
 
         if (IsCancellationRequested)
         {
-            inbound.Abort(new OperationCanceledException($"{MethodName} was canceled."));
+            CancelStreams();
         }
 
         return inbound;

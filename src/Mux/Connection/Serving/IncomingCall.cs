@@ -20,9 +20,9 @@ namespace Mux.Connection;
 /// </summary>
 internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntry
 {
-    // Arguments up to this size are copied into _ownedArguments, kept across the lives of this
-    // pooled object; larger ones into an array rented for the call. Small, because a connection
-    // keeps as many calls as it ever ran at once (up to its call cap).
+    // Arguments up to this size are copied into the array _arguments keeps across the lives of
+    // this pooled object; larger ones into an array rented for the call. Small, because a
+    // connection keeps as many calls as it ever ran at once (up to its call cap).
     private const int MaxOwnedArguments = 1024;
 
     // The longest delay CancellationTokenSource.CancelAfter accepts (uint.MaxValue - 1 ms).
@@ -38,17 +38,9 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
     // The method being called. Set by Start on the reader loop before the call is queued.
     private ServiceMethod _method = null!;
 
-    // The request's MessagePack arguments, copied out of the receive buffer (which the reader loop
-    // reuses) into _ownedArguments or a rented array. Set by Start; given back by Finish.
-    private byte[]? _arguments;
-    private int _argumentsLength;
-    private bool _argumentsRented;
-    private byte[]? _ownedArguments;
-
-    // Instead of a copy: the pooled chunks of arguments that arrived in fragments, taken over from
-    // the reader loop (copying 16 MiB there held up every small call's frame behind it). Set by
-    // Start (then _arguments is empty); released by Finish or Abandon.
-    private MessageReassembly? _argumentsMessage;
+    // The request's bytes (its metadata section, if any, then its MessagePack arguments). Taken
+    // by Start; given back by ReleaseArguments.
+    private ReceivedBytes _arguments;
 
     // The handler's token source: created on first use of CancellationToken (most handlers never
     // ask), one per call and never reused, because a handler may keep its token after its call (in
@@ -142,34 +134,7 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         Volatile.Write(ref _cancellation, null);
         _slotReleased = 0;
         ResetStreams();
-        int length = checked((int)arguments.Length);
-        if (length <= MaxOwnedArguments)
-        {
-            if (_ownedArguments is null || _ownedArguments.Length < length)
-            {
-                _ownedArguments = new byte[Math.Max(length, 64)];
-            }
-
-            _arguments = _ownedArguments;
-            _argumentsRented = false;
-        }
-        else if (Connection.TakeDeliveredMessage(arguments) is { } message)
-        {
-            _argumentsMessage = message;
-            _arguments = [];
-            _argumentsRented = false;
-            _argumentsLength = length;
-            _observed = false;
-            return;
-        }
-        else
-        {
-            _arguments = ArrayPool<byte>.Shared.Rent(length);
-            _argumentsRented = true;
-        }
-
-        arguments.CopyTo(_arguments);
-        _argumentsLength = length;
+        _arguments.Take(arguments, MaxOwnedArguments, Connection);
         _observed = false;
     }
 
@@ -184,23 +149,13 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         }
     }
 
-    /// <summary>Gives back the arguments of a call that will not run (refused after GoAway).</summary>
-    internal void Abandon()
-    {
-        byte[]? arguments = _arguments;
-        _arguments = null;
-        if (arguments is not null && _argumentsRented)
-        {
-            ArrayPool<byte>.Shared.Return(arguments);
-        }
-
-        Interlocked.Exchange(ref _argumentsMessage, null)?.Release();
-    }
+    /// <summary>Gives back the request's bytes: when the call finishes, or when it will not run
+    /// (refused after GoAway).</summary>
+    internal void ReleaseArguments() => _arguments.Release();
 
     /// <summary>The call's id on its connection. Set by Start.</summary>
     public uint CallId { get; private set; }
 
-    /// <summary>The method being called.</summary>
     public uint MethodId => _method.Id;
 
     /// <summary>"Service.Method" of the method being called.</summary>
@@ -231,9 +186,9 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         try
         {
             // _argumentsStart skips the metadata section, if any.
-            return _argumentsMessage is { } message
+            return _arguments.Message is { } message
                 ? MessagePackSerializer.Deserialize<TArguments>(message.Payload.Slice(_argumentsStart), SerializerOptions)
-                : MessagePackSerializer.Deserialize<TArguments>(_arguments.AsMemory(_argumentsStart, _argumentsLength - _argumentsStart), SerializerOptions);
+                : MessagePackSerializer.Deserialize<TArguments>(_arguments.Memory[_argumentsStart..], SerializerOptions);
         }
         catch (MessagePackSerializationException ex)
         {
@@ -298,7 +253,6 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         _calls.SendResponse(this, ref body);
     }
 
-    /// <summary>Runs the handler on the thread pool.</summary>
     void IThreadPoolWorkItem.Execute()
     {
         ValueTask pending;
@@ -391,14 +345,8 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
             _calls.SendFailure(this, failure);
         }
 
-        byte[]? arguments = Interlocked.Exchange(ref _arguments, null);
-        Debug.Assert(arguments is not null, "A call finishes once.");
-        if (arguments is not null && _argumentsRented)
-        {
-            ArrayPool<byte>.Shared.Return(arguments);
-        }
-
-        Interlocked.Exchange(ref _argumentsMessage, null)?.Release();
+        Debug.Assert(_arguments.IsHeld, "A call finishes once.");
+        ReleaseArguments();
         ReleaseCancellation();
         Volatile.Write(ref _generation, _generation + 1);
         CloseStreams();
@@ -466,7 +414,7 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
     {
         // A source per call that asks (48 B; its deadline timer more), never a reused one: see
         // _cancellation. Methods without a CancellationToken parameter never get here.
-        CancellationTokenSource created = NewCancellation();
+        CancellationTokenSource created = new(); // Its deadline is this object's timer (CancelAtDeadline), not one of its own.
         CancellationTokenSource? existing = Interlocked.CompareExchange(ref _cancellation, created, null);
         if (existing is not null)
         {
@@ -489,10 +437,6 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
 
         return created;
     }
-
-    /// <summary>A plain source: its deadline is this object's timer on the server's clock
-    /// (<see cref="CancelAtDeadline"/>), not a timer of its own.</summary>
-    private static CancellationTokenSource NewCancellation() => new();
 
     private void CancelAtDeadline(CancellationTokenSource cancellation)
     {

@@ -34,10 +34,6 @@ internal sealed class IncomingCalls
     // Finished calls kept for the next requests (rented by the reader loop, returned by finishers).
     private readonly IncomingCallPool _pool = new();
 
-    // The id space of these calls, carried by every frame of them: ServerInitiated when a client
-    // serves its server's calls, none on a server. Immutable.
-    private readonly FrameFlags _idSpace;
-
     // Taken when GoAway begins, and by the reader loop only after GoAway has begun: requests in
     // steady state never take it.
     private readonly Lock _goAwayLock = new();
@@ -59,12 +55,10 @@ internal sealed class IncomingCalls
     // _goAwayLock once _goingAway is set; read by finishing calls without the lock.
     private volatile bool _peerFinished;
 
-    // Completed once GoAway has been sent, no call is running and the peer has ended its stream (or
-    // the connection closed).
     private readonly TaskCompletionSource _drained = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     // TimeProvider timestamp of when the last running call finished (or the connection opened);
-    // kept only when TracksIdle. Written by Retire; read by the connection's timer.
+    // kept only when TracksIdle. Written by OnCallFinished; read by the connection's timer.
     private long _idleSince;
 
     public IncomingCalls(MuxConnection connection, ServiceMethods methods, int maxConcurrentCalls)
@@ -74,15 +68,15 @@ internal sealed class IncomingCalls
         _maxConcurrentCalls = maxConcurrentCalls;
         _slots = new CallSlots(maxConcurrentCalls);
         _calls = new CallTable<IncomingCall>(maxConcurrentCalls);
-        _idSpace = connection.IsServer ? FrameFlags.None : FrameFlags.ServerInitiated;
+        IdSpace = connection.IsServer ? FrameFlags.None : FrameFlags.ServerInitiated;
         _idleSince = connection.TimeProvider.GetTimestamp();
     }
 
-    /// <summary>The connection the calls arrive on.</summary>
     public MuxConnection Connection => _connection;
 
-    /// <summary>The id space of these calls, which their answers and stream frames carry.</summary>
-    public FrameFlags IdSpace => _idSpace;
+    /// <summary>The id space of these calls, carried by every frame of them: ServerInitiated when a
+    /// client serves its server's calls, none on a server.</summary>
+    public FrameFlags IdSpace { get; }
 
     /// <summary>Whether a handler's exception message and type reach its caller
     /// (MuxServerOptions.EnableDetailedErrors). A client never sends them. Immutable.</summary>
@@ -104,7 +98,6 @@ internal sealed class IncomingCalls
     /// <summary>Whether <see cref="IdleSince"/> is kept (MuxServerOptions.IdleTimeout). Immutable.</summary>
     public bool TracksIdle { get; init; }
 
-    /// <summary>Calls running now.</summary>
     public int Count => _calls.Count;
 
     /// <summary>The highest call id received so far (for GoAway, tests and diagnostics).</summary>
@@ -116,7 +109,8 @@ internal sealed class IncomingCalls
     /// <summary>When the last running call finished, as a TimeProvider timestamp (see TracksIdle).</summary>
     public long IdleSince => Volatile.Read(ref _idleSince);
 
-    /// <summary>Completes once GoAway was sent, no call runs and the peer has ended its stream.</summary>
+    /// <summary>Completes once GoAway was sent, no call runs and the peer has ended its stream (or
+    /// the connection closed).</summary>
     public Task Drained => _drained.Task;
 
     /// <summary>Whether the reader loop has stopped taking requests because the peer does not read
@@ -213,8 +207,8 @@ internal sealed class IncomingCalls
         {
             // Above the id GoAway carried: the caller fails this call itself ("not run, safe to
             // retry"), so it must not run.
-            call.Abandon();
-            Retire(call);
+            call.ReleaseArguments();
+            OnCallFinished(call);
             return;
         }
 
@@ -306,7 +300,7 @@ internal sealed class IncomingCalls
     public void SendResponse<T>(IncomingCall call, ref ResultBody<T> body)
     {
         call.ReleaseSlot();
-        _connection.SendFrame(FrameType.Response, call.CallId, 0, ref body, _idSpace);
+        _connection.SendFrame(FrameType.Response, call.CallId, 0, ref body, IdSpace);
     }
 
     /// <summary>Turns a failed call into an Error frame its caller can act on.</summary>
@@ -382,7 +376,7 @@ internal sealed class IncomingCalls
         var body = new ErrorBody(code, message, remoteType);
         try
         {
-            _connection.SendFrame(FrameType.Error, callId, 0, ref body, _idSpace);
+            _connection.SendFrame(FrameType.Error, callId, 0, ref body, IdSpace);
         }
         catch (MuxConnectionException)
         {
@@ -392,19 +386,16 @@ internal sealed class IncomingCalls
         {
             // An enormous message: send a short one instead.
             var shortBody = new ErrorBody(code, message[..Math.Min(message.Length, 1024)], remoteType);
-            _connection.SendFrame(FrameType.Error, callId, 0, ref shortBody, _idSpace);
+            _connection.SendFrame(FrameType.Error, callId, 0, ref shortBody, IdSpace);
         }
     }
 
     /// <summary>Gives back the slot a call held (see <see cref="IncomingCall.ReleaseSlot"/>).</summary>
     public void ReleaseSlot() => _slots.Release();
 
-    /// <summary>A call has finished (answered or not): forget it and keep its object for reuse.</summary>
-    public void OnCallFinished(IncomingCall call) => Retire(call);
-
-    /// <summary>Takes a finished (or refused) call out of the table and keeps its object for reuse;
-    /// frees its slot if its answer did not already.</summary>
-    private void Retire(IncomingCall call)
+    /// <summary>Takes a finished (answered or not) or refused call out of the table and keeps its
+    /// object for reuse; frees its slot if its answer did not already.</summary>
+    public void OnCallFinished(IncomingCall call)
     {
         // The remove's decrement is a full fence before _peerFinished is read; OnPeerFinishedSending
         // writes _peerFinished before it counts, so one of the two completes the drain. The count
@@ -469,7 +460,7 @@ internal sealed class IncomingCalls
             _peerFinished = true;
         }
 
-        Interlocked.MemoryBarrier(); // Pairs with Retire's decrement: see there.
+        Interlocked.MemoryBarrier(); // Pairs with OnCallFinished's decrement: see there.
         if (_calls.Count == 0)
         {
             _drained.TrySetResult();
