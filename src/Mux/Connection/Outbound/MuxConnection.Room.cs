@@ -13,15 +13,11 @@ internal abstract partial class MuxConnection
 
     /// <summary>How many bytes may wait in the outbound queue before <see cref="IsOutboundFull"/>
     /// says so. Set by a subclass's constructor; unlimited by default.</summary>
-    internal int MaxQueuedOutboundBytes
-    {
-        get => _queue.Limit;
-        init => _queue.Limit = value;
-    }
+    internal int MaxQueuedOutboundBytes { get; init; } = int.MaxValue;
 
     /// <summary>Whether the queue of frames waiting for the socket has reached
     /// <see cref="MaxQueuedOutboundBytes"/>: the peer is not reading what we send.</summary>
-    internal bool IsOutboundFull => _queue.IsFull;
+    internal bool IsOutboundFull => _queue.QueuedBytes >= MaxQueuedOutboundBytes;
 
     /// <summary>Completes when the outbound queue has room again (the writer took it, which it
     /// does only once the socket has accepted the previous batch) or the connection closed.</summary>

@@ -14,8 +14,8 @@ namespace Mux.Connection;
 // A message over the fragment size goes to the queue's messages, one fragment per writer turn.
 internal abstract partial class MuxConnection
 {
-    // What the senders have queued for the writer role: the order point of each call's frames
-    // (one stripe per call id) and of the messages in fragments.
+    // What the senders have queued for the writer role: the one order point of this connection's
+    // frames and fragments.
     private readonly OutboundQueue _queue = new();
 
     /// <summary>The most message bytes (everything after the common header) sent in one frame;
@@ -99,7 +99,7 @@ internal abstract partial class MuxConnection
             throw;
         }
 
-        Send(staging, callId, defer);
+        Send(staging, defer);
         whenWritten?.OnMessageWritten();
         return length + ProtocolConstants.LengthPrefixSize;
     }
@@ -151,12 +151,10 @@ internal abstract partial class MuxConnection
 
         PooledBufferWriter staging = StagingBuffers.Rent();
         FrameWriter.WriteRaw(staging, type, callId, body, flags);
-        Send(staging, callId);
+        Send(staging);
     }
 
-    /// <summary>Writes the frame in <paramref name="staging"/> (of call <paramref name="callId"/>,
-    /// 0 for the connection's own) or queues it behind the earlier frames of its call.</summary>
-    private void Send(PooledBufferWriter staging, uint callId, bool defer = false)
+    private void Send(PooledBufferWriter staging, bool defer = false)
     {
         if (!defer && IsQuiet && _queue.QueuedFrames == 0 && TryAcquireWriter())
         {
@@ -168,7 +166,7 @@ internal abstract partial class MuxConnection
         }
 
         // Busy: queue the frame and make sure someone will write it.
-        if (_queue.Enqueue(staging, callId))
+        if (_queue.Enqueue(staging))
         {
             StagingBuffers.HandOver();
         }
