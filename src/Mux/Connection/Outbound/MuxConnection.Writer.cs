@@ -17,6 +17,14 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     // Statistics, written only by the writer role holder.
     private long _framesSent;
     private long _flushes;
+    private long _batchWaits;
+
+    // TimeProvider timestamp at which the current (or last) writer turn took the queue, for the
+    // batching policy's bound. Written and read only by the writer role holder.
+    private long _turnStartedAt;
+
+    /// <summary>Times the writer loop let a small batch wait for more frames (BatchingPolicy).</summary>
+    internal long BatchWaits => Volatile.Read(ref _batchWaits);
 
     private bool TryAcquireWriter() =>
         Volatile.Read(ref _writerActive) == 0 && Interlocked.CompareExchange(ref _writerActive, 1, 0) == 0;
@@ -33,7 +41,9 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     /// writer role.</summary>
     private int DrainQueueIntoOutputLocked()
     {
-        _stages.StartWriter(TimeProvider.GetTimestamp()); // stage clock: a writer turn starts gathering
+        long now = TimeProvider.GetTimestamp();
+        _turnStartedAt = now;
+        _stages.StartWriter(now); // stage clock: a writer turn starts gathering
         bool drop = DropsQueuedFrames;
         int frames = 0;
         if (_queue.QueuedFrames != 0)
@@ -115,8 +125,36 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
                 return;
             }
 
+            // A small batch, while more frames are expected: go to the back of the pool's queue
+            // once, still holding the role, so that the handlers and continuations queued ahead
+            // add their frames to it; Execute then flushes whatever is queued, whatever its size.
+            // Without this, free cores make the loop flush a few frames per send (BatchingPolicy).
+            var load = new WriterLoad(this);
+            if (BatchingPolicy.ShouldWait(ref load))
+            {
+                _batchWaits++;
+                ScheduleDrain();
+                return;
+            }
+
             frames = DrainQueueIntoOutputLocked();
         }
+    }
+
+    /// <summary>What the batching policy asks of this connection, read only as it asks.</summary>
+    private readonly struct WriterLoad(MuxConnection connection) : IBatchLoad
+    {
+        public int QueuedFrames => connection._queue.QueuedFrames;
+
+        public int QueuedBytes => connection._queue.QueuedBytes;
+
+        public bool WorkQueued => ThreadPool.PendingWorkItemCount > 0;
+
+        public bool IsQuiet => connection.IsQuiet;
+
+        public TimeProvider Clock => connection.TimeProvider;
+
+        public long TurnStartedAt => connection._turnStartedAt;
     }
 
     private async Task AwaitFlushThenDrainAsync(ValueTask<FlushResult> flush)
