@@ -156,7 +156,9 @@ internal abstract partial class MuxConnection
 
     private void Send(PooledBufferWriter staging, bool defer = false)
     {
-        if (!defer && IsQuiet && _queue.QueuedFrames == 0 && TryAcquireWriter())
+        // IsQuiet sums per-core counters (a cache line per stripe); under load the queue or the
+        // role answers first, so it is read only when the connection may really be idle.
+        if (!defer && _queue.QueuedFrames == 0 && IsWriterFree && IsQuiet && TryAcquireWriter())
         {
             // Idle fast path: write our frame and whatever queued meanwhile, then flush ourselves.
             _output.Write(staging.WrittenSpan);
@@ -192,7 +194,7 @@ internal abstract partial class MuxConnection
             return; // Written already: a writer that ran meanwhile took them.
         }
 
-        if (IsQuiet && TryAcquireWriter())
+        if (IsWriterFree && IsQuiet && TryAcquireWriter())
         {
             FlushAndReleaseLocked(DrainQueueIntoOutputLocked(), handOffRemainingWork: true);
             return;

@@ -26,8 +26,10 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
     /// <summary>Times the writer loop let a small batch wait for more frames (BatchingPolicy).</summary>
     internal long BatchWaits => Volatile.Read(ref _batchWaits);
 
+    private bool IsWriterFree => Volatile.Read(ref _writerActive) == 0;
+
     private bool TryAcquireWriter() =>
-        Volatile.Read(ref _writerActive) == 0 && Interlocked.CompareExchange(ref _writerActive, 1, 0) == 0;
+        IsWriterFree && Interlocked.CompareExchange(ref _writerActive, 1, 0) == 0;
 
     private void ScheduleDrain() => ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
 
