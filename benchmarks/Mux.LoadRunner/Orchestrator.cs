@@ -373,22 +373,18 @@ internal static class Orchestrator
 
         if (window.DuringBlocks is LatencyHistogram during)
         {
-            point.CallsDuringBlocks = during.Count;
-            point.DuringBlocksP50Us = during.PercentileMicroseconds(50);
-            point.DuringBlocksP99Us = during.PercentileMicroseconds(99);
-            point.DuringBlocksP999Us = during.PercentileMicroseconds(99.9);
-            point.DuringBlocksMaxUs = during.MaxTicks / 10.0;
+            (point.CallsDuringBlocks, point.DuringBlocksP50Us, point.DuringBlocksP99Us, point.DuringBlocksP999Us, point.DuringBlocksMaxUs) = Summarize(during);
         }
 
         if (window.Quiet is LatencyHistogram quiet)
         {
-            point.QuietCalls = quiet.Count;
-            point.QuietP50Us = quiet.PercentileMicroseconds(50);
-            point.QuietP99Us = quiet.PercentileMicroseconds(99);
-            point.QuietP999Us = quiet.PercentileMicroseconds(99.9);
-            point.QuietMaxUs = quiet.MaxTicks / 10.0;
+            (point.QuietCalls, point.QuietP50Us, point.QuietP99Us, point.QuietP999Us, point.QuietMaxUs) = Summarize(quiet);
         }
     }
+
+    /// <summary>A group's count, p50, p99, p99.9 and max in µs, as the point reports each group.</summary>
+    private static (long?, double?, double?, double?, double?) Summarize(LatencyHistogram latencies) =>
+        (latencies.Count, latencies.PercentileMicroseconds(50), latencies.PercentileMicroseconds(99), latencies.PercentileMicroseconds(99.9), latencies.MaxTicks / 10.0);
 
     private static bool IsMux(string system) => system is BenchSystems.Mux or BenchSystems.MuxTls;
 
