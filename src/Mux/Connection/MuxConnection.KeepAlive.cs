@@ -27,11 +27,12 @@ internal abstract partial class MuxConnection
     // one-shot, so callbacks never overlap); disposed by the close.
     private ITimer? _timer;
 
-    // Whether the reader loop stamps _lastReadAt: keepalive is on. Immutable after StartTimer.
-    private bool _stampReads;
+    // Whether keepalive is on (the timer checks _lastReadAt). Immutable after StartTimer.
+    private bool _keepAliveOn;
 
-    // TimeProvider timestamp of the latest socket read. Written by the reader loop once per read;
-    // read by the timer callback.
+    // TimeProvider timestamp of the latest socket read: the stamp the reader loop takes per read
+    // anyway (its stage clock). Written by the reader loop once per read; read by the timer
+    // callback and, through ArrivalTimestamp, by the reader loop itself.
     private long _lastReadAt;
 
     // TimeProvider timestamp at which the unanswered Ping was sent; 0 when none is outstanding.
@@ -50,18 +51,13 @@ internal abstract partial class MuxConnection
     }
 
     /// <summary>When the bytes the reader loop is parsing arrived, as a <see cref="TimeProvider"/>
-    /// timestamp: the stamp of the latest socket read when keepalive takes one anyway, else now.
-    /// Reader loop only (a Request's deadline is measured from it).</summary>
-    internal long ArrivalTimestamp => _stampReads ? _lastReadAt : TimeProvider.GetTimestamp();
+    /// timestamp: the stamp of the socket read that brought them, so a request costs no clock read
+    /// of its own. Reader loop only (a Request's deadline and its duration are measured from it).</summary>
+    internal long ArrivalTimestamp => _lastReadAt;
 
-    /// <summary>Called by the reader loop after each socket read: the peer is alive.</summary>
-    private void NoteRead()
-    {
-        if (_stampReads)
-        {
-            Volatile.Write(ref _lastReadAt, TimeProvider.GetTimestamp());
-        }
-    }
+    /// <summary>Called by the reader loop after each socket read, with the read's stamp: the peer
+    /// is alive, and the bytes arrived then.</summary>
+    private void NoteRead(long readAt) => Volatile.Write(ref _lastReadAt, readAt);
 
     /// <summary>Starts the connection's timer if keepalive or a subclass deadline needs it.
     /// Called once, by StartLoops, before the reader loop starts.</summary>
@@ -69,8 +65,8 @@ internal abstract partial class MuxConnection
     {
         long now = TimeProvider.GetTimestamp();
         _lastReadAt = now;
-        _stampReads = KeepAliveInterval != Timeout.InfiniteTimeSpan;
-        TimeSpan due = Earlier(_stampReads ? KeepAliveInterval : Timeout.InfiniteTimeSpan, CheckDeadlines(now));
+        _keepAliveOn = KeepAliveInterval != Timeout.InfiniteTimeSpan;
+        TimeSpan due = Earlier(_keepAliveOn ? KeepAliveInterval : Timeout.InfiniteTimeSpan, CheckDeadlines(now));
         if (due == Timeout.InfiniteTimeSpan)
         {
             return;
@@ -118,7 +114,7 @@ internal abstract partial class MuxConnection
     /// nothing answers it within KeepAliveTimeout. Returns the time until the next check.</summary>
     private TimeSpan CheckKeepAlive(long now)
     {
-        if (!_stampReads)
+        if (!_keepAliveOn)
         {
             return Timeout.InfiniteTimeSpan;
         }

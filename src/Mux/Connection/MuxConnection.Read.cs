@@ -141,7 +141,7 @@ internal abstract partial class MuxConnection
                 ReadOnlySequence<byte> buffer = result.Buffer;
                 long readStarted = TimeProvider.GetTimestamp(); // stage clock: the read's buffer is in hand
                 _reads++;
-                NoteRead();
+                NoteRead(readStarted);
                 long framesBefore = _framesReceived;
                 try
                 {
