@@ -47,14 +47,12 @@ internal sealed partial class ClientRuntime
     {
         if (_interceptors.Length != 0)
         {
-            return IgnoreResult(InterceptAsync<TArguments, VoidResult>(methodId, arguments, settings, cancellationToken));
+            return VoidResult.Ignore(InterceptAsync<TArguments, VoidResult>(methodId, arguments, settings, cancellationToken));
         }
 
         CallDeadline deadline = FixDeadline(settings, out long now);
         return SendAsync(methodId, arguments, deadline, now, settings?.EncodedMetadata, WaitsForConnection(settings), cancellationToken);
     }
-
-    private static async ValueTask IgnoreResult(ValueTask<VoidResult> call) => await call.ConfigureAwait(false);
 
     /// <summary>Fixes the deadline of a call made now: CallTimeout from now, or the bound proxy's own
     /// Timeout, which replaces it (and names itself in the timeout's message).</summary>
@@ -99,7 +97,7 @@ internal sealed partial class ClientRuntime
         {
             // Waiting for a connection is the rare path: it goes the way of a call with a result.
             return waits
-                ? IgnoreResult(InvokeWhenConnectedAsync<TArguments, VoidResult>(methodId, arguments, deadline, metadata, cancellationToken))
+                ? VoidResult.Ignore(InvokeWhenConnectedAsync<TArguments, VoidResult>(methodId, arguments, deadline, metadata, cancellationToken))
                 : ValueTask.FromException(NotConnected(methodId));
         }
 

@@ -174,7 +174,7 @@ internal sealed partial class OutgoingCalls
 
         if (_connection.IsOutboundFull || !_slots.TryTake())
         {
-            return IgnoreResult(InvokeWhenASlotIsFreeAsync<TArguments, VoidResult>(methodId, arguments, deadline, cancellationToken, null, metadata));
+            return VoidResult.Ignore(InvokeWhenASlotIsFreeAsync<TArguments, VoidResult>(methodId, arguments, deadline, cancellationToken, null, metadata));
         }
 
         PendingCall<VoidResult>? call = StartHoldingSlot<TArguments, VoidResult>(methodId, arguments, deadline, now, cancellationToken, null, metadata, out Exception? failure);
@@ -208,8 +208,6 @@ internal sealed partial class OutgoingCalls
 
         return metadata;
     }
-
-    private static async ValueTask IgnoreResult(ValueTask<VoidResult> call) => await call.ConfigureAwait(false);
 
     /// <summary>Holding a slot: rents the call, starts its telemetry (a client's calls), and starts
     /// it. Null (with why) when it failed before anything was sent, its slot then given back.</summary>
