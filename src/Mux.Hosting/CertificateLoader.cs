@@ -112,12 +112,13 @@ internal static class CertificateLoader
         }
 
         X509Certificate2Collection found = store.Certificates.Find(X509FindType.FindBySubjectName, configuration.Subject!, validOnly: !allowInvalid);
+        // Of several certificates, the one that expires last. Without AllowInvalid, Find has already
+        // dropped every certificate whose chain does not build, which includes one outside its
+        // validity period, so no clock is read here.
         X509Certificate2? best = null;
-        DateTime now = DateTime.Now;
         foreach (X509Certificate2 candidate in found)
         {
-            bool usable = candidate.HasPrivateKey && (allowInvalid || (candidate.NotBefore <= now && now <= candidate.NotAfter));
-            if (usable && (best is null || candidate.NotAfter > best.NotAfter))
+            if (candidate.HasPrivateKey && (best is null || candidate.NotAfter > best.NotAfter))
             {
                 best = candidate;
             }
