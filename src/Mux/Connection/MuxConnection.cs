@@ -243,6 +243,36 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         }
     }
 
+    /// <summary>Sends a frame with a raw body when nothing needs to know whether it went: false
+    /// when the connection has closed (a Ping, stream credit, a GoAway: the close says the rest).</summary>
+    internal bool TrySendRawFrame(FrameType type, uint callId, ReadOnlySpan<byte> body, FrameFlags flags = FrameFlags.None)
+    {
+        try
+        {
+            SendRawFrame(type, callId, body, flags);
+            return true;
+        }
+        catch (MuxConnectionException)
+        {
+            return false;
+        }
+    }
+
+    /// <summary>Sends a frame with a MessagePack body when nothing needs to know whether it went (a
+    /// refusal, an Error for a call not run, a stream's end); a closed connection sends nothing.</summary>
+    internal void TrySendFrame<TBody>(FrameType type, uint callId, ref TBody body, FrameFlags flags = FrameFlags.None)
+        where TBody : struct, IFrameBody
+    {
+        try
+        {
+            SendFrame(type, callId, 0, ref body, flags);
+        }
+        catch (MuxConnectionException)
+        {
+            // Closed: the peer fails or cancels the call, or forgets the connection, itself.
+        }
+    }
+
     /// <summary>What a call on this connection fails with once it has closed.</summary>
     public MuxConnectionException CloseError => CreateClosedException();
 

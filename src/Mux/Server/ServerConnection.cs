@@ -166,7 +166,7 @@ internal sealed class ServerConnection : MuxConnection
         Outgoing.OnPeerSettings(client.MaxConcurrentCalls, readsTraceContext: false, client.ServerCallStreams); // A server's calls carry no headers.
         IsHandshakeDone = true;
         var body = new HelloBody(new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow, MaxMessageSize = _options.MaxMessageSize, MaxMetadataSize = MaxMetadataSize });
-        SendFrame(FrameType.HelloAck, 0, 0, ref body);
+        TrySendFrame(FrameType.HelloAck, 0, ref body); // Closed meanwhile: the client's connect fails with the close.
     }
 
     /// <summary>Runs MuxServerOptions.Authenticate on the thread pool, then accepts the handshake
@@ -211,14 +211,7 @@ internal sealed class ServerConnection : MuxConnection
         }
 
         SetPeer(info, user);
-        try
-        {
-            AcceptHandshake(client);
-        }
-        catch (MuxConnectionException)
-        {
-            // Closed while answering: the client's connect fails with the close.
-        }
+        AcceptHandshake(client);
     }
 
     private void RefuseHandshake(string reason) => Refuse(MuxStatusCode.ProtocolError, reason, new MuxProtocolException(reason));
@@ -239,15 +232,7 @@ internal sealed class ServerConnection : MuxConnection
     {
         ServerLog.HandshakeRefused(Logger, Name, $"{status}: {reason}");
         var body = new ErrorBody(status, reason, null);
-        try
-        {
-            SendFrame(FrameType.Error, 0, 0, ref body);
-        }
-        catch (MuxConnectionException)
-        {
-            // Already closed: nobody to tell.
-        }
-
+        TrySendFrame(FrameType.Error, 0, ref body);
         Close(MuxCloseReason.ProtocolError, error);
     }
 
@@ -323,15 +308,7 @@ internal sealed class ServerConnection : MuxConnection
     {
         Span<byte> payload = stackalloc byte[ProtocolConstants.GoAwayPayloadSize];
         BinaryPrimitives.WriteUInt32LittleEndian(payload, goAwayCallId);
-        try
-        {
-            SendRawFrame(FrameType.GoAway, 0, payload);
-            return true;
-        }
-        catch (MuxConnectionException)
-        {
-            return false;
-        }
+        return TrySendRawFrame(FrameType.GoAway, 0, payload);
     }
 
     protected override void OnClosing(MuxConnectionException error) => _closing.Cancel();

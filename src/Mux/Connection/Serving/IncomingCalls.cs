@@ -376,17 +376,13 @@ internal sealed class IncomingCalls
         var body = new ErrorBody(code, message, remoteType);
         try
         {
-            _connection.SendFrame(FrameType.Error, callId, 0, ref body, IdSpace);
-        }
-        catch (MuxConnectionException)
-        {
-            // The connection closed meanwhile: the caller fails the call itself.
+            _connection.TrySendFrame(FrameType.Error, callId, ref body, IdSpace);
         }
         catch (FrameTooLargeException)
         {
             // An enormous message: send a short one instead.
             var shortBody = new ErrorBody(code, message[..Math.Min(message.Length, 1024)], remoteType);
-            _connection.SendFrame(FrameType.Error, callId, 0, ref shortBody, IdSpace);
+            _connection.TrySendFrame(FrameType.Error, callId, ref shortBody, IdSpace);
         }
     }
 
