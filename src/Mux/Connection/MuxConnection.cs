@@ -136,17 +136,8 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     /// <see cref="MuxCloseReason.LocalShutdown"/> closes gracefully (see <see cref="CloseGracefully"/>);
     /// every other reason drops the connection at once.
     /// </summary>
-    public void Close(MuxCloseReason reason, Exception? error)
-    {
-        if (reason == MuxCloseReason.LocalShutdown)
-        {
-            CloseCore(reason, error, DefaultDrainTimeout);
-        }
-        else
-        {
-            CloseCore(reason, error, drainTimeout: null);
-        }
-    }
+    public void Close(MuxCloseReason reason, Exception? error) =>
+        CloseCore(reason, error, reason == MuxCloseReason.LocalShutdown ? DefaultDrainTimeout : null);
 
     /// <summary>
     /// Drops the connection at once, whatever <paramref name="reason"/> is: nothing queued is written
