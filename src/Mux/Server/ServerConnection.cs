@@ -280,23 +280,20 @@ internal sealed class ServerConnection : MuxConnection
     public async Task DrainAndCloseAsync(CancellationToken cancellationToken, MuxCloseReason reason = MuxCloseReason.LocalShutdown)
     {
         uint goAwayCallId = Incoming.BeginGoAway();
-        if (!IsHandshakeDone || !TrySendGoAway(goAwayCallId))
-        {
-            // Nothing was promised on this connection (or it is already closed).
-            CloseGracefully(reason, TimeSpan.Zero);
-            await Completion.ConfigureAwait(false);
-            return;
-        }
+        bool finished = false;
 
-        bool finished;
-        try
+        // Without a GoAway sent, nothing was promised on this connection (or it is already closed).
+        if (IsHandshakeDone && TrySendGoAway(goAwayCallId))
         {
-            await Incoming.Drained.WaitAsync(cancellationToken).ConfigureAwait(false);
-            finished = true;
-        }
-        catch (OperationCanceledException)
-        {
-            finished = false; // Out of patience: close now; the handlers still running are cancelled.
+            try
+            {
+                await Incoming.Drained.WaitAsync(cancellationToken).ConfigureAwait(false);
+                finished = true;
+            }
+            catch (OperationCanceledException)
+            {
+                // Out of patience: close now; the handlers still running are cancelled.
+            }
         }
 
         // Finished: the client has already ended its stream, so nothing is left to read.
