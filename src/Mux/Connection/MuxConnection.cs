@@ -88,7 +88,7 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         PeerStreamWindow = peer.StreamWindow;
         PeerMaxMessageSize = peer.MaxMessageSize;
         PeerEndsFragmentsOnCancel = peer.CancelEndsFragments;
-        OnPeerMetadataSettings(peer);
+        PeerMaxMetadataSize = peer.MaxMetadataSize;
     }
 
     public ILogger Logger { get; }
