@@ -71,19 +71,6 @@ internal sealed class ServerConnection : MuxConnection
     internal MuxRemoteClient RemoteClient =>
         Volatile.Read(ref _remoteClient) ?? Interlocked.CompareExchange(ref _remoteClient, new MuxRemoteClient(this, _options.ClientCallTimeout), null) ?? _remoteClient!;
 
-    /// <summary>The client's calls running now.</summary>
-    public int RunningCalls => Incoming.Count;
-
-    /// <summary>Whether GoAway was sent: the connection is draining (for tests and diagnostics).</summary>
-    internal bool IsGoingAway => Incoming.IsGoingAway;
-
-    /// <summary>The highest call id received so far (for tests and diagnostics).</summary>
-    internal uint HighestReceivedCallId => Incoming.HighestReceivedCallId;
-
-    /// <summary>Whether the reader loop has stopped taking requests because the client does not
-    /// read the answers (for tests and diagnostics).</summary>
-    internal bool IsWaitingForOutboundRoom => Incoming.IsWaitingForOutboundRoom;
-
     /// <summary>A drain ends when the last call has queued its response, not when the response
     /// has been written: the close must still send it.</summary>
     protected override bool SendsQueuedFramesOnGracefulClose => true;
