@@ -250,9 +250,8 @@ internal sealed class ServerConnection : MuxConnection
 
     private async Task CloseIdleAsync()
     {
-        using CancellationTokenSource patience = _options.ShutdownTimeout == Timeout.InfiniteTimeSpan
-            ? new CancellationTokenSource()
-            : new CancellationTokenSource(_options.ShutdownTimeout, TimeProvider);
+        // An infinite ShutdownTimeout makes a source that never cancels.
+        using CancellationTokenSource patience = new(_options.ShutdownTimeout, TimeProvider);
         await DrainAndCloseAsync(patience.Token, MuxCloseReason.IdleTimeout).ConfigureAwait(false);
     }
 
