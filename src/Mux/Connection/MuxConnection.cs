@@ -249,18 +249,20 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         }
     }
 
-    /// <summary>Sends a frame with a MessagePack body when nothing needs to know whether it went (a
-    /// refusal, an Error for a call not run, a stream's end); a closed connection sends nothing.</summary>
-    internal void TrySendFrame<TBody>(FrameType type, uint callId, ref TBody body, FrameFlags flags = FrameFlags.None)
+    /// <summary>Sends a frame with a MessagePack body when nothing needs to know whether it went:
+    /// false when the connection has closed (a refusal, an Error for a call not run, a stream's end:
+    /// the peer fails or cancels the call, or forgets the connection, itself).</summary>
+    internal bool TrySendFrame<TBody>(FrameType type, uint callId, ref TBody body, FrameFlags flags = FrameFlags.None)
         where TBody : struct, IFrameBody
     {
         try
         {
             SendFrame(type, callId, 0, ref body, flags);
+            return true;
         }
         catch (MuxConnectionException)
         {
-            // Closed: the peer fails or cancels the call, or forgets the connection, itself.
+            return false;
         }
     }
 
