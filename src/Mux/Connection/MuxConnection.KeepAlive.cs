@@ -149,11 +149,7 @@ internal abstract partial class MuxConnection
         // A Ping's 8 bytes are opaque to the peer, which echoes them in its Pong: the send time.
         Span<byte> payload = stackalloc byte[ProtocolConstants.PingPayloadSize];
         BinaryPrimitives.WriteInt64LittleEndian(payload, now);
-        try
-        {
-            SendRawFrame(FrameType.Ping, 0, payload);
-        }
-        catch (MuxConnectionException)
+        if (!TrySendRawFrame(FrameType.Ping, 0, payload))
         {
             return Timeout.InfiniteTimeSpan; // Closed meanwhile.
         }

@@ -46,7 +46,4 @@ internal abstract partial class MuxConnection
             Volatile.Write(ref _peerUser, user);
         }
     }
-
-    /// <summary>Takes the peer's metadata limit from its handshake. Before any call.</summary>
-    private void OnPeerMetadataSettings(in HandshakeSettings peer) => PeerMaxMetadataSize = peer.MaxMetadataSize;
 }

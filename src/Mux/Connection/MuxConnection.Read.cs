@@ -16,11 +16,6 @@ internal abstract partial class MuxConnection
     private long _framesReceived;
     private long _reads;
 
-    /// <summary>Called on the reader loop when the peer has ended its stream cleanly. Returns true
-    /// to keep the connection open (after its GoAway, a side still sends the answers it promised
-    /// and then closes itself); false closes it now as <see cref="MuxCloseReason.RemoteClosed"/>.</summary>
-    private bool OnPeerFinishedSending() => Incoming.OnPeerFinishedSending();
-
     /// <summary>The frames of the handshake (Hello, HelloAck, or a refusal), before any other is
     /// accepted. Reader loop only.</summary>
     protected abstract void OnHandshakeFrame(in Frame frame);
@@ -176,8 +171,9 @@ internal abstract partial class MuxConnection
                         throw new MuxProtocolException($"The connection ended in the middle of a frame ({buffer.Length} bytes of it arrived).");
                     }
 
-                    // The subclass may keep the connection open to answer what it promised; it closes itself.
-                    keepOpen = OnPeerFinishedSending();
+                    // After this side's GoAway, the serving role keeps the connection open for the answers
+                    // it promised (its drain closes it then); else it closes now, as RemoteClosed.
+                    keepOpen = Incoming.OnPeerFinishedSending();
                     break;
                 }
             }

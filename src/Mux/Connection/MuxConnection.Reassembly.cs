@@ -198,14 +198,7 @@ internal abstract partial class MuxConnection
 
         request.Abandon();
         var body = new ErrorBody(MuxStatusCode.Canceled, $"{MuxServiceRegistry.GetMethodDisplayName(request.MethodId)} was canceled before its request had arrived whole; it was not run.", null);
-        try
-        {
-            SendFrame(FrameType.Error, request.CallId, 0, ref body, request.Flags & FrameFlags.ServerInitiated);
-        }
-        catch (MuxConnectionException)
-        {
-            // Closed meanwhile: the caller's side fails or forgets the call itself.
-        }
+        TrySendFrame(FrameType.Error, request.CallId, ref body, request.Flags & FrameFlags.ServerInitiated);
     }
 
     /// <summary>

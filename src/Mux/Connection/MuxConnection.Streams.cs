@@ -38,35 +38,21 @@ internal abstract partial class MuxConnection
     {
         Span<byte> payload = stackalloc byte[ProtocolConstants.StreamCreditPayloadSize];
         BinaryPrimitives.WriteUInt32LittleEndian(payload, (uint)count);
-        try
-        {
-            SendRawFrame(FrameType.StreamCredit, callId, payload, idSpace);
-        }
-        catch (MuxConnectionException)
-        {
-            // Closed: the stream fails with the connection.
-        }
+        TrySendRawFrame(FrameType.StreamCredit, callId, payload, idSpace); // Closed: the stream fails with the connection.
     }
 
     /// <summary>Tells the callee the caller's stream of a call has ended: completed
     /// (<paramref name="code"/> Ok), or failed with that code and message. Best effort.</summary>
     internal void SendStreamEnd(uint callId, FrameFlags idSpace, MuxStatusCode code, string? message)
     {
-        try
+        // Either way, a closed connection sends nothing: the callee cancels the call anyway.
+        if (code == MuxStatusCode.Ok)
         {
-            if (code == MuxStatusCode.Ok)
-            {
-                SendRawFrame(FrameType.StreamEnd, callId, ReadOnlySpan<byte>.Empty, idSpace);
-            }
-            else
-            {
-                var body = new ErrorBody(code, message ?? string.Empty, null);
-                SendFrame(FrameType.StreamEnd, callId, 0, ref body, idSpace);
-            }
+            TrySendRawFrame(FrameType.StreamEnd, callId, ReadOnlySpan<byte>.Empty, idSpace);
+            return;
         }
-        catch (MuxConnectionException)
-        {
-            // Closed: the callee cancels the call anyway.
-        }
+
+        var body = new ErrorBody(code, message ?? string.Empty, null);
+        TrySendFrame(FrameType.StreamEnd, callId, ref body, idSpace);
     }
 }

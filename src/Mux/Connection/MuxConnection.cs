@@ -88,7 +88,7 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         PeerStreamWindow = peer.StreamWindow;
         PeerMaxMessageSize = peer.MaxMessageSize;
         PeerEndsFragmentsOnCancel = peer.CancelEndsFragments;
-        OnPeerMetadataSettings(peer);
+        PeerMaxMetadataSize = peer.MaxMetadataSize;
     }
 
     public ILogger Logger { get; }
@@ -136,17 +136,8 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     /// <see cref="MuxCloseReason.LocalShutdown"/> closes gracefully (see <see cref="CloseGracefully"/>);
     /// every other reason drops the connection at once.
     /// </summary>
-    public void Close(MuxCloseReason reason, Exception? error)
-    {
-        if (reason == MuxCloseReason.LocalShutdown)
-        {
-            CloseCore(reason, error, DefaultDrainTimeout);
-        }
-        else
-        {
-            CloseCore(reason, error, drainTimeout: null);
-        }
-    }
+    public void Close(MuxCloseReason reason, Exception? error) =>
+        CloseCore(reason, error, reason == MuxCloseReason.LocalShutdown ? DefaultDrainTimeout : null);
 
     /// <summary>
     /// Drops the connection at once, whatever <paramref name="reason"/> is: nothing queued is written
@@ -240,6 +231,38 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         finally
         {
             _closed.TrySetResult();
+        }
+    }
+
+    /// <summary>Sends a frame with a raw body when nothing needs to know whether it went: false
+    /// when the connection has closed (a Ping, stream credit, a GoAway: the close says the rest).</summary>
+    internal bool TrySendRawFrame(FrameType type, uint callId, ReadOnlySpan<byte> body, FrameFlags flags = FrameFlags.None)
+    {
+        try
+        {
+            SendRawFrame(type, callId, body, flags);
+            return true;
+        }
+        catch (MuxConnectionException)
+        {
+            return false;
+        }
+    }
+
+    /// <summary>Sends a frame with a MessagePack body when nothing needs to know whether it went:
+    /// false when the connection has closed (a refusal, an Error for a call not run, a stream's end:
+    /// the peer fails or cancels the call, or forgets the connection, itself).</summary>
+    internal bool TrySendFrame<TBody>(FrameType type, uint callId, ref TBody body, FrameFlags flags = FrameFlags.None)
+        where TBody : struct, IFrameBody
+    {
+        try
+        {
+            SendFrame(type, callId, 0, ref body, flags);
+            return true;
+        }
+        catch (MuxConnectionException)
+        {
+            return false;
         }
     }
 

@@ -30,10 +30,6 @@ internal sealed class StripedCounter
     private readonly CoreStripe[] _stripes = new CoreStripe[StripeCount];
     private readonly int _mask = StripeCount - 1;
 
-    /// <summary>Adds <paramref name="delta"/> on this core's stripe.</summary>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public void Add(long delta) => Interlocked.Add(ref _stripes[Thread.GetCurrentProcessorId() & _mask].Value, delta);
-
     /// <summary>Adds one on this core's stripe.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public void Increment() => Interlocked.Increment(ref _stripes[Thread.GetCurrentProcessorId() & _mask].Value);

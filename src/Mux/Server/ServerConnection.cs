@@ -71,19 +71,6 @@ internal sealed class ServerConnection : MuxConnection
     internal MuxRemoteClient RemoteClient =>
         Volatile.Read(ref _remoteClient) ?? Interlocked.CompareExchange(ref _remoteClient, new MuxRemoteClient(this, _options.ClientCallTimeout), null) ?? _remoteClient!;
 
-    /// <summary>The client's calls running now.</summary>
-    public int RunningCalls => Incoming.Count;
-
-    /// <summary>Whether GoAway was sent: the connection is draining (for tests and diagnostics).</summary>
-    internal bool IsGoingAway => Incoming.IsGoingAway;
-
-    /// <summary>The highest call id received so far (for tests and diagnostics).</summary>
-    internal uint HighestReceivedCallId => Incoming.HighestReceivedCallId;
-
-    /// <summary>Whether the reader loop has stopped taking requests because the client does not
-    /// read the answers (for tests and diagnostics).</summary>
-    internal bool IsWaitingForOutboundRoom => Incoming.IsWaitingForOutboundRoom;
-
     /// <summary>A drain ends when the last call has queued its response, not when the response
     /// has been written: the close must still send it.</summary>
     protected override bool SendsQueuedFramesOnGracefulClose => true;
@@ -166,7 +153,7 @@ internal sealed class ServerConnection : MuxConnection
         Outgoing.OnPeerSettings(client.MaxConcurrentCalls, readsTraceContext: false, client.ServerCallStreams); // A server's calls carry no headers.
         IsHandshakeDone = true;
         var body = new HelloBody(new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow, MaxMessageSize = _options.MaxMessageSize, MaxMetadataSize = MaxMetadataSize });
-        SendFrame(FrameType.HelloAck, 0, 0, ref body);
+        TrySendFrame(FrameType.HelloAck, 0, ref body); // Closed meanwhile: the client's connect fails with the close.
     }
 
     /// <summary>Runs MuxServerOptions.Authenticate on the thread pool, then accepts the handshake
@@ -211,14 +198,7 @@ internal sealed class ServerConnection : MuxConnection
         }
 
         SetPeer(info, user);
-        try
-        {
-            AcceptHandshake(client);
-        }
-        catch (MuxConnectionException)
-        {
-            // Closed while answering: the client's connect fails with the close.
-        }
+        AcceptHandshake(client);
     }
 
     private void RefuseHandshake(string reason) => Refuse(MuxStatusCode.ProtocolError, reason, new MuxProtocolException(reason));
@@ -239,15 +219,7 @@ internal sealed class ServerConnection : MuxConnection
     {
         ServerLog.HandshakeRefused(Logger, Name, $"{status}: {reason}");
         var body = new ErrorBody(status, reason, null);
-        try
-        {
-            SendFrame(FrameType.Error, 0, 0, ref body);
-        }
-        catch (MuxConnectionException)
-        {
-            // Already closed: nobody to tell.
-        }
-
+        TrySendFrame(FrameType.Error, 0, ref body);
         Close(MuxCloseReason.ProtocolError, error);
     }
 
@@ -278,9 +250,8 @@ internal sealed class ServerConnection : MuxConnection
 
     private async Task CloseIdleAsync()
     {
-        using CancellationTokenSource patience = _options.ShutdownTimeout == Timeout.InfiniteTimeSpan
-            ? new CancellationTokenSource()
-            : new CancellationTokenSource(_options.ShutdownTimeout, TimeProvider);
+        // An infinite ShutdownTimeout makes a source that never cancels.
+        using CancellationTokenSource patience = new(_options.ShutdownTimeout, TimeProvider);
         await DrainAndCloseAsync(patience.Token, MuxCloseReason.IdleTimeout).ConfigureAwait(false);
     }
 
@@ -295,23 +266,20 @@ internal sealed class ServerConnection : MuxConnection
     public async Task DrainAndCloseAsync(CancellationToken cancellationToken, MuxCloseReason reason = MuxCloseReason.LocalShutdown)
     {
         uint goAwayCallId = Incoming.BeginGoAway();
-        if (!IsHandshakeDone || !TrySendGoAway(goAwayCallId))
-        {
-            // Nothing was promised on this connection (or it is already closed).
-            CloseGracefully(reason, TimeSpan.Zero);
-            await Completion.ConfigureAwait(false);
-            return;
-        }
+        bool finished = false;
 
-        bool finished;
-        try
+        // Without a GoAway sent, nothing was promised on this connection (or it is already closed).
+        if (IsHandshakeDone && TrySendGoAway(goAwayCallId))
         {
-            await Incoming.Drained.WaitAsync(cancellationToken).ConfigureAwait(false);
-            finished = true;
-        }
-        catch (OperationCanceledException)
-        {
-            finished = false; // Out of patience: close now; the handlers still running are cancelled.
+            try
+            {
+                await Incoming.Drained.WaitAsync(cancellationToken).ConfigureAwait(false);
+                finished = true;
+            }
+            catch (OperationCanceledException)
+            {
+                // Out of patience: close now; the handlers still running are cancelled.
+            }
         }
 
         // Finished: the client has already ended its stream, so nothing is left to read.
@@ -323,15 +291,7 @@ internal sealed class ServerConnection : MuxConnection
     {
         Span<byte> payload = stackalloc byte[ProtocolConstants.GoAwayPayloadSize];
         BinaryPrimitives.WriteUInt32LittleEndian(payload, goAwayCallId);
-        try
-        {
-            SendRawFrame(FrameType.GoAway, 0, payload);
-            return true;
-        }
-        catch (MuxConnectionException)
-        {
-            return false;
-        }
+        return TrySendRawFrame(FrameType.GoAway, 0, payload);
     }
 
     protected override void OnClosing(MuxConnectionException error) => _closing.Cancel();

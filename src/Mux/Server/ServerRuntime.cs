@@ -316,9 +316,8 @@ internal sealed class ServerRuntime
 
     public async ValueTask DisposeAsync()
     {
-        using var deadline = _options.ShutdownTimeout == Timeout.InfiniteTimeSpan
-            ? new CancellationTokenSource()
-            : new CancellationTokenSource(_options.ShutdownTimeout, _options.TimeProvider);
+        // An infinite ShutdownTimeout makes a source that never cancels.
+        using var deadline = new CancellationTokenSource(_options.ShutdownTimeout, _options.TimeProvider);
         await StopAsync(deadline.Token).ConfigureAwait(false);
     }
 }

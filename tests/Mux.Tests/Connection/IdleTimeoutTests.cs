@@ -34,10 +34,10 @@ public class IdleTimeoutTests
         ServerConnection connection = server.Connections.Single();
         // The answer arrives a moment before the server counts the call out and stamps the start of
         // the idle period: fake time must not move before that.
-        await Hosts.WaitUntilAsync(() => connection.RunningCalls == 0, "the server to count the call out");
+        await Hosts.WaitUntilAsync(() => connection.Incoming.Count == 0, "the server to count the call out");
 
         time.Advance(Idle - TimeSpan.FromSeconds(1));
-        Assert.False(connection.IsGoingAway);
+        Assert.False(connection.Incoming.IsGoingAway);
 
         time.Advance(TimeSpan.FromSeconds(1));
         ReceivedFrame goAway = await client.ExpectFrameAsync();
@@ -65,16 +65,16 @@ public class IdleTimeoutTests
         for (int i = 0; i < 10; i++)
         {
             time.Advance(Idle);
-            Assert.False(connection.IsGoingAway, $"A connection holding a call was closed as idle after {(i + 1) * Idle}.");
+            Assert.False(connection.Incoming.IsGoingAway, $"A connection holding a call was closed as idle after {(i + 1) * Idle}.");
         }
 
         service.ReleaseHangingCalls();
         ReceivedFrame response = await client.ExpectFrameAsync();
         Assert.Equal((FrameType.Response, 5u), (response.Type, response.CallId));
-        await Hosts.WaitUntilAsync(() => connection.RunningCalls == 0, "the call to be retired");
+        await Hosts.WaitUntilAsync(() => connection.Incoming.Count == 0, "the call to be retired");
 
         time.Advance(Idle - TimeSpan.FromSeconds(1));
-        Assert.False(connection.IsGoingAway);
+        Assert.False(connection.Incoming.IsGoingAway);
         time.Advance(TimeSpan.FromSeconds(1));
         Assert.Equal(FrameType.GoAway, (await client.ExpectFrameAsync()).Type);
         client.ShutdownSend();
@@ -93,7 +93,7 @@ public class IdleTimeoutTests
         ServerConnection first = server.Connections.Single();
         // The client has its answer a moment before the server counts the call out; until then the
         // connection is busy and a timer tick would only re-arm for another IdleTimeout of fake time.
-        await Hosts.WaitUntilAsync(() => first.RunningCalls == 0, "the server to count the call out");
+        await Hosts.WaitUntilAsync(() => first.Incoming.Count == 0, "the server to count the call out");
 
         time.Advance(Idle);
         await first.Completion.WaitAsync(TestHost.Patience);

@@ -39,7 +39,7 @@ public sealed class FragmentedRequestCancelTests
 
         uplink.Service.ReleaseHeldCalls();
         Assert.Equal(Enumerable.Range(1, HeldCalls), await Task.WhenAll(held).WaitAsync(TestHost.Patience));
-        await Hosts.WaitUntilAsync(() => uplink.ServerConnection.RunningCalls == 0, "the server to finish its calls");
+        await Hosts.WaitUntilAsync(() => uplink.ServerConnection.Incoming.Count == 0, "the server to finish its calls");
         Assert.True(uplink.Service.Uploads == 0, "The handler of the cancelled upload ran.");
         Assert.Equal(2, uplink.Service.Adds);
         Assert.Equal(0L, uplink.ServerConnection.ReassemblyBytesRented);
@@ -89,7 +89,7 @@ public sealed class FragmentedRequestCancelTests
         await uplink.ServerConnection.Completion.WaitAsync(TestHost.Patience);
         Assert.Equal(0L, uplink.ServerConnection.ReassemblyBytesRented);
         await Hosts.WaitUntilAsync(() => uplink.Service.HoldsCanceled == HeldCalls, "the held handlers to see the connection end");
-        await Hosts.WaitUntilAsync(() => uplink.ServerConnection.RunningCalls == 0, "the server to finish its calls");
+        await Hosts.WaitUntilAsync(() => uplink.ServerConnection.Incoming.Count == 0, "the server to finish its calls");
         Assert.True(uplink.Service.Uploads == 0, "The handler of the upload ran.");
         Assert.Equal(0, uplink.Client.PendingCalls);
         await Hosts.WaitUntilAsync(() => uplink.Server.ActiveConnections == 0, "the server to forget the lost connection");

@@ -42,7 +42,7 @@ public sealed class KeptTokenTests
             }
 
             ServerConnection connection = server.Connections.Single();
-            await Hosts.WaitUntilAsync(() => connection.RunningCalls == 0, "the server to finish the Keep calls");
+            await Hosts.WaitUntilAsync(() => connection.Incoming.Count == 0, "the server to finish the Keep calls");
             Assert.Equal(KeptCalls, service.KeptCount);
             service.Watch();
 
@@ -61,7 +61,7 @@ public sealed class KeptTokenTests
                 await Hosts.WaitUntilAsync(() => service.Cancelled == ended + Batch, "the cancelled handlers to see their tokens fire");
             }
 
-            await Hosts.WaitUntilAsync(() => connection.RunningCalls == 0, "the server to finish the cancelled calls");
+            await Hosts.WaitUntilAsync(() => connection.Incoming.Count == 0, "the server to finish the cancelled calls");
             AssertNoKeptTokenFired(service);
         }
         finally
@@ -105,7 +105,7 @@ public sealed class KeptTokenTests
             await ExpectAnswersAsync(peer, ids, FrameType.Response);
         }
 
-        await Hosts.WaitUntilAsync(() => connection.RunningCalls == 0, "the server to finish the Keep calls");
+        await Hosts.WaitUntilAsync(() => connection.Incoming.Count == 0, "the server to finish the Keep calls");
         Assert.Equal(KeptCalls, service.KeptCount);
         service.Watch();
 
@@ -122,7 +122,7 @@ public sealed class KeptTokenTests
             await Hosts.WaitUntilAsync(() => service.Cancelled == ended + Batch, "the handlers to see their deadlines");
         }
 
-        await Hosts.WaitUntilAsync(() => connection.RunningCalls == 0, "the server to finish the calls stopped at their deadlines");
+        await Hosts.WaitUntilAsync(() => connection.Incoming.Count == 0, "the server to finish the calls stopped at their deadlines");
         AssertNoKeptTokenFired(service);
     }
 

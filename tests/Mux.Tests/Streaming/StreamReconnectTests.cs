@@ -280,7 +280,7 @@ public sealed class StreamReconnectTests
         var gate = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         var producerStopped = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         Task<long> call = host.Proxy.Sum(GatedNumbers(1_000, 10, gate.Task, producerStopped));
-        await Hosts.WaitUntilAsync(() => host.Server.Connections.Sum(c => c.RunningCalls) == 1, "the handler runs");
+        await Hosts.WaitUntilAsync(() => host.Server.Connections.Sum(c => c.Incoming.Count) == 1, "the handler runs");
 
         // The client's items after the GoAway still reach the handler, which answers with their sum.
         Task stopping = await host.StartDrainAsync();
@@ -352,7 +352,7 @@ public sealed class StreamReconnectTests
 
         // The handler reads nothing: the client's producer waits for credit when the drain gives up.
         Task call = host.Proxy.Ignore(GatedNumbers(int.MaxValue, int.MaxValue, never.Task, producerStopped));
-        await Hosts.WaitUntilAsync(() => host.Server.Connections.Sum(c => c.RunningCalls) == 1, "the handler runs");
+        await Hosts.WaitUntilAsync(() => host.Server.Connections.Sum(c => c.Incoming.Count) == 1, "the handler runs");
         Task stopping = await host.StartDrainAsync();
         host.GiveUpDraining();
         await stopping.WaitAsync(Patience);

@@ -460,12 +460,8 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
     private ITimer CreateDeadlineTimer()
     {
         // Created inside a handler: without this, every later callback would run in the execution
-        // context (the AsyncLocals) of that first handler.
-        if (ExecutionContext.IsFlowSuppressed())
-        {
-            return TimeProvider.CreateTimer(s_onDeadline, this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
-        }
-
+        // context (the AsyncLocals) of that first handler. Also where the handler has suppressed the
+        // flow already: since .NET 8, SuppressFlow then returns a control whose Undo does nothing.
         using (ExecutionContext.SuppressFlow())
         {
             return TimeProvider.CreateTimer(s_onDeadline, this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);

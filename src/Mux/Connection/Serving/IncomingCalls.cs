@@ -312,7 +312,7 @@ internal sealed class IncomingCalls
             return; // Nobody is listening.
         }
 
-        if (TryDescribeFailure(call, failure, out ErrorBody error))
+        if (DescribeFailure(call, failure) is { } error)
         {
             SendError(call.CallId, error.Code, error.Message, error.RemoteType);
             return;
@@ -340,53 +340,34 @@ internal sealed class IncomingCalls
 
     /// <summary>The Error body for the failures whose status the caller can act on (bad arguments,
     /// a frame or message too large, past the caller's deadline, cancelled, or a
-    /// <see cref="MuxRemoteException"/> the handler chose); false for any other exception.</summary>
-    private static bool TryDescribeFailure(IncomingCall call, Exception failure, out ErrorBody error)
+    /// <see cref="MuxRemoteException"/> the handler chose); null for any other exception.</summary>
+    private static ErrorBody? DescribeFailure(IncomingCall call, Exception failure) => failure switch
     {
-        switch (failure)
-        {
-            case InvalidArgumentsException:
-                error = new ErrorBody(MuxStatusCode.InvalidArguments, failure.Message, null);
-                return true;
-            case FrameTooLargeException:
-                error = new ErrorBody(MuxStatusCode.FrameTooLarge, failure.Message, null);
-                return true;
-            case OperationCanceledException when call.DeadlinePassed:
-                // Before Canceled: the caller gave up at its deadline, whatever else happened.
-                error = new ErrorBody(MuxStatusCode.DeadlineExceeded, $"{call.MethodName} stopped at the caller's deadline.", failure.GetType().FullName);
-                return true;
-            case MessageTooLargeException:
-                error = new ErrorBody(MuxStatusCode.MessageTooLarge, $"The response of {call.MethodName} was not sent: {failure.Message}", null);
-                return true;
-            case OperationCanceledException when call.IsCancellationRequested:
-                error = new ErrorBody(MuxStatusCode.Canceled, $"{call.MethodName} was canceled.", failure.GetType().FullName);
-                return true;
-            case MuxRemoteException chosen:
-                // The handler chose the status and message its caller sees.
-                error = new ErrorBody(chosen.StatusCode == MuxStatusCode.Ok ? MuxStatusCode.HandlerFailed : chosen.StatusCode, chosen.Message, chosen.RemoteExceptionType);
-                return true;
-            default:
-                error = default;
-                return false;
-        }
-    }
+        InvalidArgumentsException => new ErrorBody(MuxStatusCode.InvalidArguments, failure.Message, null),
+        FrameTooLargeException => new ErrorBody(MuxStatusCode.FrameTooLarge, failure.Message, null),
+
+        // Before Canceled: the caller gave up at its deadline, whatever else happened.
+        OperationCanceledException when call.DeadlinePassed => new ErrorBody(MuxStatusCode.DeadlineExceeded, $"{call.MethodName} stopped at the caller's deadline.", failure.GetType().FullName),
+        MessageTooLargeException => new ErrorBody(MuxStatusCode.MessageTooLarge, $"The response of {call.MethodName} was not sent: {failure.Message}", null),
+        OperationCanceledException when call.IsCancellationRequested => new ErrorBody(MuxStatusCode.Canceled, $"{call.MethodName} was canceled.", failure.GetType().FullName),
+
+        // The handler chose the status and message its caller sees.
+        MuxRemoteException chosen => new ErrorBody(chosen.StatusCode == MuxStatusCode.Ok ? MuxStatusCode.HandlerFailed : chosen.StatusCode, chosen.Message, chosen.RemoteExceptionType),
+        _ => null,
+    };
 
     private void SendError(uint callId, MuxStatusCode code, string message, string? remoteType = null)
     {
         var body = new ErrorBody(code, message, remoteType);
         try
         {
-            _connection.SendFrame(FrameType.Error, callId, 0, ref body, IdSpace);
-        }
-        catch (MuxConnectionException)
-        {
-            // The connection closed meanwhile: the caller fails the call itself.
+            _connection.TrySendFrame(FrameType.Error, callId, ref body, IdSpace);
         }
         catch (FrameTooLargeException)
         {
             // An enormous message: send a short one instead.
             var shortBody = new ErrorBody(code, message[..Math.Min(message.Length, 1024)], remoteType);
-            _connection.SendFrame(FrameType.Error, callId, 0, ref shortBody, IdSpace);
+            _connection.TrySendFrame(FrameType.Error, callId, ref shortBody, IdSpace);
         }
     }
 

@@ -2,19 +2,19 @@
 namespace Mux.Connection;
 
 /// <summary>A method bound to the implementation that serves it; the server's dispatch table holds these.</summary>
-internal abstract class ServiceMethod(uint id, string name)
+internal abstract class ServiceMethod(string serviceName, uint id, string methodName)
 {
     public uint Id { get; } = id;
 
     /// <summary>"IService.Method", for messages and logs.</summary>
-    public string Name { get; } = name;
+    public string Name { get; } = MuxServiceRegistry.ShortServiceName(serviceName) + "." + methodName;
 
     public abstract ValueTask InvokeAsync(MuxServerCall call);
 }
 
 /// <summary>A method served by a single shared implementation instance.</summary>
 internal sealed class SingletonServiceMethod<TService>(string serviceName, MuxMethodDefinition<TService> method, TService implementation)
-    : ServiceMethod(method.Id, MuxServiceRegistry.ShortServiceName(serviceName) + "." + method.Name)
+    : ServiceMethod(serviceName, method.Id, method.Name)
     where TService : class
 {
     private readonly MuxMethodHandler<TService> _handler = method.Handler;
@@ -25,7 +25,7 @@ internal sealed class SingletonServiceMethod<TService>(string serviceName, MuxMe
 
 /// <summary>A method served through a <see cref="MuxServiceActivator{TService}"/> (for example a DI scope per call).</summary>
 internal sealed class ActivatedServiceMethod<TService>(string serviceName, MuxMethodDefinition<TService> method, MuxServiceActivator<TService> activator)
-    : ServiceMethod(method.Id, MuxServiceRegistry.ShortServiceName(serviceName) + "." + method.Name)
+    : ServiceMethod(serviceName, method.Id, method.Name)
     where TService : class
 {
     private readonly MuxMethodHandler<TService> _handler = method.Handler;
