@@ -134,13 +134,6 @@ internal static class FrameReader
             case FrameType.Response:
             case FrameType.Error:
                 break;
-            case FrameType.Continuation:
-                if (callId == 0)
-                {
-                    ThrowProtocol("A Continuation frame must belong to a call; it carries call id 0.");
-                }
-
-                break;
             case FrameType.Cancel:
                 RequireBodyLength(type, body, 0);
                 break;
@@ -151,6 +144,7 @@ internal static class FrameReader
             case FrameType.GoAway:
                 RequireBodyLength(type, body, ProtocolConstants.GoAwayPayloadSize);
                 break;
+            case FrameType.Continuation:
             case FrameType.StreamItem:
             case FrameType.StreamEnd:
                 RequireCallId(type, callId);
