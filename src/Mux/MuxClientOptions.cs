@@ -268,14 +268,7 @@ public sealed class MuxClientOptions
                     : $"MuxClientOptions.Service ('{Service}') is set but nothing resolves it: use Mux.Hosting's AddMuxClient, which resolves it through Microsoft.Extensions.ServiceDiscovery, or set EndPointResolver (for example to a Mux.Hosting.MuxServiceEndPointResolver), or set EndPoints instead.");
             }
 
-            for (int i = 0; i < EndPoints.Count; i++)
-            {
-                if (EndPoints[i] is null)
-                {
-                    throw new InvalidOperationException($"MuxClientOptions.EndPoints[{i}] is null. Remove it, or set it to a server's address.");
-                }
-            }
-
+            OptionsValidation.RequireNoNulls(EndPoints, nameof(MuxClientOptions), nameof(EndPoints), "set it to a server's address");
             OptionsValidation.RequirePositive(ResolveInterval, nameof(MuxClientOptions), nameof(ResolveInterval), allowInfinite: false);
         }
 
@@ -286,6 +279,6 @@ public sealed class MuxClientOptions
             throw new InvalidOperationException($"MuxClientOptions.ReconnectMaxDelay ({ReconnectMaxDelay}) is shorter than ReconnectInitialDelay ({ReconnectInitialDelay}); raise ReconnectMaxDelay or lower ReconnectInitialDelay.");
         }
 
-        OptionsValidation.RequireNoNulls(Interceptors, nameof(MuxClientOptions));
+        OptionsValidation.RequireNoNulls(Interceptors, nameof(MuxClientOptions), nameof(Interceptors), "add an interceptor instance");
     }
 }

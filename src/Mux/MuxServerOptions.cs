@@ -249,6 +249,6 @@ public sealed class MuxServerOptions
 
         OptionsValidation.RequirePositive(IdleTimeout, nameof(MuxServerOptions), nameof(IdleTimeout), allowInfinite: true);
         OptionsValidation.RequirePositive(ClientCallTimeout, nameof(MuxServerOptions), nameof(ClientCallTimeout), allowInfinite: true);
-        OptionsValidation.RequireNoNulls(Interceptors, nameof(MuxServerOptions));
+        OptionsValidation.RequireNoNulls(Interceptors, nameof(MuxServerOptions), nameof(Interceptors), "add an interceptor instance");
     }
 }

@@ -87,14 +87,16 @@ internal static class OptionsValidation
     /// than its MaxMessageSize (a message that holds the section is bounded by that already).</summary>
     public static int EffectiveMetadataSize(int maxMetadataSize, int maxMessageSize) => Math.Min(maxMetadataSize, maxMessageSize);
 
-    public static void RequireNoNulls<T>(IList<T> interceptors, string owner)
+    /// <summary>Checks a list option (Interceptors, EndPoints) for null items; <paramref name="fix"/>
+    /// says what to put there instead.</summary>
+    public static void RequireNoNulls<T>(IList<T> items, string owner, string name, string fix)
         where T : class
     {
-        for (int i = 0; i < interceptors.Count; i++)
+        for (int i = 0; i < items.Count; i++)
         {
-            if (interceptors[i] is null)
+            if (items[i] is null)
             {
-                throw new InvalidOperationException($"{owner}.Interceptors[{i}] is null. Remove it, or add an interceptor instance.");
+                throw new InvalidOperationException($"{owner}.{name}[{i}] is null. Remove it, or {fix}.");
             }
         }
     }
