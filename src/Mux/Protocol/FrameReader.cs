@@ -212,7 +212,10 @@ internal static class FrameReader
         }
     }
 
-    private static uint ReadUInt32(ReadOnlySequence<byte> buffer)
+    /// <summary>The little-endian u32 at the start of <paramref name="buffer"/> (at least 4 bytes,
+    /// maybe across segments): the length prefix, and the Request headers and metadata size that
+    /// are one.</summary>
+    internal static uint ReadUInt32(in ReadOnlySequence<byte> buffer)
     {
         Span<byte> bytes = stackalloc byte[4];
         buffer.Slice(0, 4).CopyTo(bytes);
