@@ -241,16 +241,9 @@ public sealed class MuxClientOptions
 
     internal void Validate()
     {
-        if (SerializerOptions is null)
-        {
-            throw new InvalidOperationException("MuxClientOptions.SerializerOptions is null. Leave it at its default (MessagePackSerializerOptions.Standard) or set it to the options you serialize with.");
-        }
-
+        OptionsValidation.RequireConnectionSettings(nameof(MuxClientOptions), SerializerOptions, TimeProvider, MaxFrameSize, FragmentSize, MaxMessageSize, MaxMetadataSize, StreamWindow, MaxOutboundBytesPerConnection, KeepAliveInterval, KeepAliveTimeout);
         OptionsValidation.RequirePositive(CallTimeout, nameof(MuxClientOptions), nameof(CallTimeout), allowInfinite: true);
         OptionsValidation.RequirePositive(ConnectTimeout, nameof(MuxClientOptions), nameof(ConnectTimeout), allowInfinite: true);
-        OptionsValidation.RequireFrameSize(MaxFrameSize, nameof(MuxClientOptions));
-        OptionsValidation.RequireStreamWindow(StreamWindow, nameof(MuxClientOptions));
-        OptionsValidation.RequireMessageSizes(FragmentSize, MaxMessageSize, nameof(MuxClientOptions));
         if (Tls is not null)
         {
             TlsHandshake.ValidateClient(Tls);
@@ -275,14 +268,7 @@ public sealed class MuxClientOptions
                     : $"MuxClientOptions.Service ('{Service}') is set but nothing resolves it: use Mux.Hosting's AddMuxClient, which resolves it through Microsoft.Extensions.ServiceDiscovery, or set EndPointResolver (for example to a Mux.Hosting.MuxServiceEndPointResolver), or set EndPoints instead.");
             }
 
-            for (int i = 0; i < EndPoints.Count; i++)
-            {
-                if (EndPoints[i] is null)
-                {
-                    throw new InvalidOperationException($"MuxClientOptions.EndPoints[{i}] is null. Remove it, or set it to a server's address.");
-                }
-            }
-
+            OptionsValidation.RequireNoNulls(EndPoints, nameof(MuxClientOptions), nameof(EndPoints), "set it to a server's address");
             OptionsValidation.RequirePositive(ResolveInterval, nameof(MuxClientOptions), nameof(ResolveInterval), allowInfinite: false);
         }
 
@@ -293,18 +279,6 @@ public sealed class MuxClientOptions
             throw new InvalidOperationException($"MuxClientOptions.ReconnectMaxDelay ({ReconnectMaxDelay}) is shorter than ReconnectInitialDelay ({ReconnectInitialDelay}); raise ReconnectMaxDelay or lower ReconnectInitialDelay.");
         }
 
-        OptionsValidation.RequirePositive(KeepAliveInterval, nameof(MuxClientOptions), nameof(KeepAliveInterval), allowInfinite: true);
-        OptionsValidation.RequirePositive(KeepAliveTimeout, nameof(MuxClientOptions), nameof(KeepAliveTimeout), allowInfinite: true);
-        if (TimeProvider is null)
-        {
-            throw new InvalidOperationException("MuxClientOptions.TimeProvider is null. Leave it at its default (TimeProvider.System) or set the clock you want its timers to use.");
-        }
-        if (MaxOutboundBytesPerConnection < 4096)
-        {
-            throw new InvalidOperationException($"MuxClientOptions.MaxOutboundBytesPerConnection is {MaxOutboundBytesPerConnection}; it must be at least 4096 bytes (the default is 1 MiB).");
-        }
-
-        OptionsValidation.RequireMetadataSize(MaxMetadataSize, nameof(MuxClientOptions));
-        OptionsValidation.RequireNoNulls(Interceptors, nameof(MuxClientOptions));
+        OptionsValidation.RequireNoNulls(Interceptors, nameof(MuxClientOptions), nameof(Interceptors), "add an interceptor instance");
     }
 }

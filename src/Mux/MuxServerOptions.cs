@@ -229,22 +229,10 @@ public sealed class MuxServerOptions
             throw new InvalidOperationException("MuxServerOptions.EndPoint is not set. Set it, for example options.Listen(IPAddress.Loopback, 5000), or use port 0 for any free port.");
         }
 
-        if (SerializerOptions is null)
-        {
-            throw new InvalidOperationException("MuxServerOptions.SerializerOptions is null. Leave it at its default (MessagePackSerializerOptions.Standard) or set it to the options you serialize with.");
-        }
-
-        OptionsValidation.RequireFrameSize(MaxFrameSize, nameof(MuxServerOptions));
-        OptionsValidation.RequireMessageSizes(FragmentSize, MaxMessageSize, nameof(MuxServerOptions));
+        OptionsValidation.RequireConnectionSettings(nameof(MuxServerOptions), SerializerOptions, TimeProvider, MaxFrameSize, FragmentSize, MaxMessageSize, MaxMetadataSize, StreamWindow, MaxOutboundBytesPerConnection, KeepAliveInterval, KeepAliveTimeout);
         if (MaxConcurrentCallsPerConnection < 1)
         {
             throw new InvalidOperationException($"MuxServerOptions.MaxConcurrentCallsPerConnection is {MaxConcurrentCallsPerConnection}; it must be at least 1.");
-        }
-
-        OptionsValidation.RequireStreamWindow(StreamWindow, nameof(MuxServerOptions));
-        if (MaxOutboundBytesPerConnection < 4096)
-        {
-            throw new InvalidOperationException($"MuxServerOptions.MaxOutboundBytesPerConnection is {MaxOutboundBytesPerConnection}; it must be at least 4096 bytes (the default is 1 MiB).");
         }
 
         if (ListenBacklog < 1)
@@ -259,15 +247,8 @@ public sealed class MuxServerOptions
             TlsHandshake.ValidateServer(Tls);
         }
 
-        OptionsValidation.RequirePositive(KeepAliveInterval, nameof(MuxServerOptions), nameof(KeepAliveInterval), allowInfinite: true);
-        OptionsValidation.RequirePositive(KeepAliveTimeout, nameof(MuxServerOptions), nameof(KeepAliveTimeout), allowInfinite: true);
-        if (TimeProvider is null)
-        {
-            throw new InvalidOperationException("MuxServerOptions.TimeProvider is null. Leave it at its default (TimeProvider.System) or set the clock you want its timers to use.");
-        }
         OptionsValidation.RequirePositive(IdleTimeout, nameof(MuxServerOptions), nameof(IdleTimeout), allowInfinite: true);
         OptionsValidation.RequirePositive(ClientCallTimeout, nameof(MuxServerOptions), nameof(ClientCallTimeout), allowInfinite: true);
-        OptionsValidation.RequireMetadataSize(MaxMetadataSize, nameof(MuxServerOptions));
-        OptionsValidation.RequireNoNulls(Interceptors, nameof(MuxServerOptions));
+        OptionsValidation.RequireNoNulls(Interceptors, nameof(MuxServerOptions), nameof(Interceptors), "add an interceptor instance");
     }
 }

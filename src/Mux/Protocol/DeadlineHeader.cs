@@ -41,9 +41,7 @@ internal static class DeadlineHeader
             return false;
         }
 
-        Span<byte> bytes = stackalloc byte[Size];
-        body.Slice(0, Size).CopyTo(bytes);
-        remainingMilliseconds = BinaryPrimitives.ReadUInt32LittleEndian(bytes);
+        remainingMilliseconds = FrameReader.ReadUInt32(body);
         body = body.Slice(Size);
         return true;
     }

@@ -5,20 +5,13 @@ namespace Mux.Protocol;
 /// <summary>
 /// The body of an Error frame: a MessagePack array [code, message, remote exception type or nil].
 /// </summary>
-internal readonly struct ErrorBody : IFrameBody
+internal readonly struct ErrorBody(MuxStatusCode code, string message, string? remoteType) : IFrameBody
 {
-    public ErrorBody(MuxStatusCode code, string message, string? remoteType)
-    {
-        Code = code;
-        Message = message;
-        RemoteType = remoteType;
-    }
+    public MuxStatusCode Code { get; } = code;
 
-    public MuxStatusCode Code { get; }
+    public string Message { get; } = message;
 
-    public string Message { get; }
-
-    public string? RemoteType { get; }
+    public string? RemoteType { get; } = remoteType;
 
     public void Write(ref MessagePackWriter writer)
     {

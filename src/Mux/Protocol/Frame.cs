@@ -6,38 +6,25 @@ namespace Mux.Protocol;
 /// One parsed frame. <see cref="Payload"/> is a slice of the connection's receive buffer: it is
 /// valid only until the reader loop advances past it, so anything that outlives the loop copies it.
 /// </summary>
-internal readonly struct Frame
+internal readonly struct Frame(FrameType type, FrameFlags flags, uint callId, uint methodId, ReadOnlySequence<byte> payload, ReadOnlySequence<byte> traceContext = default, uint remainingMilliseconds = 0, uint messageSize = 0, long payloadSize = 0)
 {
-    public Frame(FrameType type, FrameFlags flags, uint callId, uint methodId, ReadOnlySequence<byte> payload, ReadOnlySequence<byte> traceContext = default, uint remainingMilliseconds = 0, uint messageSize = 0, long payloadSize = 0)
-    {
-        MessageSize = messageSize;
-        PayloadSize = payloadSize;
-        TraceContext = traceContext;
-        RemainingMilliseconds = remainingMilliseconds;
-        Type = type;
-        Flags = flags;
-        CallId = callId;
-        MethodId = methodId;
-        Payload = payload;
-    }
+    public FrameType Type { get; } = type;
 
-    public FrameType Type { get; }
-
-    public FrameFlags Flags { get; }
+    public FrameFlags Flags { get; } = flags;
 
     /// <summary>The call this frame belongs to; 0 for connection-level frames.</summary>
-    public uint CallId { get; }
+    public uint CallId { get; } = callId;
 
     /// <summary>The method id of a Request; 0 for every other type.</summary>
-    public uint MethodId { get; }
+    public uint MethodId { get; } = methodId;
 
     /// <summary>What follows the type-specific header: MessagePack for Request, Response, Error,
     /// Hello and HelloAck (whose magic and version are left at its start), raw bytes otherwise.</summary>
-    public ReadOnlySequence<byte> Payload { get; }
+    public ReadOnlySequence<byte> Payload { get; } = payload;
 
     /// <summary>A Request's trace-context header (TraceContextHeader), a slice of
     /// the receive buffer like <see cref="Payload"/>; empty when the caller sent none.</summary>
-    public ReadOnlySequence<byte> TraceContext { get; }
+    public ReadOnlySequence<byte> TraceContext { get; } = traceContext;
 
     /// <summary>Whether a Request carries the caller's deadline (<see cref="RemainingMilliseconds"/>).</summary>
     public bool HasDeadline => (Flags & FrameFlags.Deadline) != 0;
@@ -47,15 +34,15 @@ internal readonly struct Frame
 
     /// <summary>A Request's deadline header (<see cref="DeadlineHeader"/>): the caller's remaining
     /// time in milliseconds; 0 when <see cref="HasDeadline"/> is false.</summary>
-    public uint RemainingMilliseconds { get; }
+    public uint RemainingMilliseconds { get; } = remainingMilliseconds;
 
     /// <summary>A first fragment's announced size of the whole message (every byte after the common
     /// header, in all its fragments, not counting this field itself); 0 for any other frame.</summary>
-    public uint MessageSize { get; }
+    public uint MessageSize { get; } = messageSize;
 
     /// <summary>A first fragment's size of the whole <see cref="Payload"/> once reassembled: the
     /// message size less the type-specific header this fragment carried; 0 for any other frame.</summary>
-    public long PayloadSize { get; }
+    public long PayloadSize { get; } = payloadSize;
 
     /// <summary>Whether this frame is the first of a message split across frames.</summary>
     public bool IsFirstFragment => (Flags & FrameFlags.MoreFragments) != 0 && Type != FrameType.Continuation;

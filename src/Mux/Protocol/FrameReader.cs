@@ -134,13 +134,6 @@ internal static class FrameReader
             case FrameType.Response:
             case FrameType.Error:
                 break;
-            case FrameType.Continuation:
-                if (callId == 0)
-                {
-                    ThrowProtocol("A Continuation frame must belong to a call; it carries call id 0.");
-                }
-
-                break;
             case FrameType.Cancel:
                 RequireBodyLength(type, body, 0);
                 break;
@@ -151,6 +144,7 @@ internal static class FrameReader
             case FrameType.GoAway:
                 RequireBodyLength(type, body, ProtocolConstants.GoAwayPayloadSize);
                 break;
+            case FrameType.Continuation:
             case FrameType.StreamItem:
             case FrameType.StreamEnd:
                 RequireCallId(type, callId);
@@ -218,7 +212,10 @@ internal static class FrameReader
         }
     }
 
-    private static uint ReadUInt32(ReadOnlySequence<byte> buffer)
+    /// <summary>The little-endian u32 at the start of <paramref name="buffer"/> (at least 4 bytes,
+    /// maybe across segments): the length prefix, and the Request headers and metadata size that
+    /// are one.</summary>
+    internal static uint ReadUInt32(in ReadOnlySequence<byte> buffer)
     {
         Span<byte> bytes = stackalloc byte[4];
         buffer.Slice(0, 4).CopyTo(bytes);

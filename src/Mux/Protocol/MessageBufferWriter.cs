@@ -81,7 +81,7 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
 
         if ((uint)count > (uint)_last.Free)
         {
-            ThrowAdvancedTooFar(count);
+            PooledBufferWriter.ThrowAdvancedTooFar(count);
         }
 
         _last.Used += count;
@@ -191,27 +191,9 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         BufferSegment first = _pool.Rent();
         _first = first;
         _last = first;
-        ReadOnlySpan<byte> written = _head!.WrittenSpan;
-        while (!written.IsEmpty)
-        {
-            if (_last.Free == 0)
-            {
-                BufferSegment next = _pool.Rent();
-                _last.Link(next);
-                _last = next;
-            }
 
-            int count = Math.Min(written.Length, _last.Free);
-            written[..count].CopyTo(_last.Array.AsSpan(_last.Used));
-            _last.Used += count;
-            _segmentBytes += count;
-            written = written[count..];
-        }
-
+        // Written through this writer, now in segments: it links a new one each time one is full.
+        this.Write(_head!.WrittenSpan);
         _head.Reset();
     }
-
-    [DoesNotReturn]
-    private static void ThrowAdvancedTooFar(int count) =>
-        throw new ArgumentOutOfRangeException(nameof(count), count, "Cannot advance past the end of the buffer obtained from GetSpan or GetMemory.");
 }

@@ -94,9 +94,7 @@ internal static class MetadataSection
             return ReadStatus.Malformed;
         }
 
-        Span<byte> lengthBytes = stackalloc byte[LengthSize];
-        payload.Slice(0, LengthSize).CopyTo(lengthBytes);
-        size = BinaryPrimitives.ReadUInt32LittleEndian(lengthBytes);
+        size = FrameReader.ReadUInt32(payload);
         if (size > maxSize)
         {
             return ReadStatus.TooLarge;

@@ -113,8 +113,9 @@ internal sealed class PooledBufferWriter : IBufferWriter<byte>, IDisposable
         ArrayPool<byte>.Shared.Return(old);
     }
 
+    /// <summary>Thrown by this and MessageBufferWriter, with the same message.</summary>
     [DoesNotReturn]
-    private static void ThrowAdvancedTooFar(int count) =>
+    internal static void ThrowAdvancedTooFar(int count) =>
         throw new ArgumentOutOfRangeException(nameof(count), count, "Cannot advance past the end of the buffer obtained from GetSpan or GetMemory.");
 
     [DoesNotReturn]

@@ -92,7 +92,7 @@ public class FragmentFrameReaderTests
     [Fact]
     public void AContinuationForCallZero_IsRejected()
     {
-        AssertRejected(FragmentWire.Continuation(0, new byte[8], more: false), "A Continuation frame must belong to a call");
+        AssertRejected(FragmentWire.Continuation(0, new byte[8], more: false), "A Continuation frame belongs to a call; it carries call id 0.");
     }
 
     [Theory]

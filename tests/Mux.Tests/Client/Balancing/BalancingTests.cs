@@ -200,6 +200,18 @@ public sealed class BalancingTests(ITestOutputHelper output)
     }
 
     [Fact]
+    public void ANullInstanceInEndPoints_IsRefused_NamingItsIndex()
+    {
+        var options = new MuxClientOptions();
+        options.EndPoints.Add(new System.Net.IPEndPoint(System.Net.IPAddress.Loopback, 1));
+        options.EndPoints.Add(null!);
+
+        var error = Assert.Throws<InvalidOperationException>(() => MuxClient.Create(options));
+
+        Assert.Equal("MuxClientOptions.EndPoints[1] is null. Remove it, or set it to a server's address.", error.Message);
+    }
+
+    [Fact]
     public void AServiceNameWithNothingToResolveIt_IsRefused_PointingToMuxHostingOrAResolver()
     {
         var options = new MuxClientOptions { Service = "mux://users" };
