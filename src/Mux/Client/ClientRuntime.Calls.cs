@@ -79,7 +79,7 @@ internal sealed partial class ClientRuntime
         if (connection is null)
         {
             return waits
-                ? InvokeWhenConnectedAsync<TArguments, TResult>(methodId, arguments, deadline, metadata, cancellationToken)
+                ? SendOnNextConnectionAsync<TArguments, TResult>(null, null, methodId, arguments, deadline, metadata, waits, cancellationToken)
                 : ValueTask.FromException<TResult>(NotConnected(methodId));
         }
 
@@ -97,7 +97,7 @@ internal sealed partial class ClientRuntime
         {
             // Waiting for a connection is the rare path: it goes the way of a call with a result.
             return waits
-                ? VoidResult.Ignore(InvokeWhenConnectedAsync<TArguments, VoidResult>(methodId, arguments, deadline, metadata, cancellationToken))
+                ? VoidResult.Ignore(SendOnNextConnectionAsync<TArguments, VoidResult>(null, null, methodId, arguments, deadline, metadata, waits, cancellationToken))
                 : ValueTask.FromException(NotConnected(methodId));
         }
 
@@ -124,10 +124,10 @@ internal sealed partial class ClientRuntime
             lost ? latest!.CloseError : null);
     }
 
-    /// <summary>The connection for a call the server never ran (<paramref name="failed"/> was the
-    /// one it failed on): the next one when the call waits, else one already up, else none, and
-    /// the call fails with <paramref name="notRun"/>.</summary>
-    private ValueTask<ClientConnection> ConnectionForResendAsync(ClientConnection failed, bool waits, in CallDeadline deadline, ExceptionDispatchInfo notRun, CancellationToken cancellationToken)
+    /// <summary>The connection for a call sent on the next one: the next one when the call waits,
+    /// else one already up other than <paramref name="failed"/> (the one a call the server never
+    /// ran failed on), else none, and the call fails with <paramref name="notRun"/>.</summary>
+    private ValueTask<ClientConnection> NextConnectionAsync(ClientConnection? failed, bool waits, in CallDeadline deadline, ExceptionDispatchInfo? notRun, CancellationToken cancellationToken)
     {
         if (waits)
         {
@@ -139,7 +139,7 @@ internal sealed partial class ClientRuntime
             return new ValueTask<ClientConnection>(next);
         }
 
-        notRun.Throw();
+        notRun!.Throw();
         return default; // Not reached.
     }
 
@@ -147,21 +147,14 @@ internal sealed partial class ClientRuntime
     private async ValueTask<TResult> RetryIfNotRunAsync<TArguments, TResult>(ValueTask<TResult> call, ClientConnection connection, uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        while (true)
+        try
         {
-            ExceptionDispatchInfo notRun;
-            try
-            {
-                return await call.ConfigureAwait(false);
-            }
-            catch (MuxConnectionException ex) when (ex.IsSafeToRetry)
-            {
-                // The server never ran it: send it again on the next connection.
-                notRun = ExceptionDispatchInfo.Capture(ex);
-            }
-
-            connection = await ConnectionForResendAsync(connection, waits, deadline, notRun, cancellationToken).ConfigureAwait(false);
-            call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata: metadata);
+            return await call.ConfigureAwait(false);
+        }
+        catch (MuxConnectionException ex) when (ex.IsSafeToRetry)
+        {
+            // The server never ran it: send it again on the next connection.
+            return await SendOnNextConnectionAsync<TArguments, TResult>(connection, ExceptionDispatchInfo.Capture(ex), methodId, arguments, deadline, metadata, waits, cancellationToken).ConfigureAwait(false);
         }
     }
 
@@ -169,33 +162,27 @@ internal sealed partial class ClientRuntime
     private async ValueTask RetryIfNotRunAsync<TArguments>(ValueTask call, ClientConnection connection, uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        while (true)
+        try
         {
-            ExceptionDispatchInfo notRun;
-            try
-            {
-                await call.ConfigureAwait(false);
-                return;
-            }
-            catch (MuxConnectionException ex) when (ex.IsSafeToRetry)
-            {
-                // The server never ran it: send it again on the next connection.
-                notRun = ExceptionDispatchInfo.Capture(ex);
-            }
-
-            connection = await ConnectionForResendAsync(connection, waits, deadline, notRun, cancellationToken).ConfigureAwait(false);
-            call = connection.Outgoing.InvokeAsync(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata);
+            await call.ConfigureAwait(false);
+        }
+        catch (MuxConnectionException ex) when (ex.IsSafeToRetry)
+        {
+            // The server never ran it: send it again on the next connection, the way of a call with a result.
+            await SendOnNextConnectionAsync<TArguments, VoidResult>(connection, ExceptionDispatchInfo.Capture(ex), methodId, arguments, deadline, metadata, waits, cancellationToken).ConfigureAwait(false);
         }
     }
 
-    /// <summary>A call made while no connection is up: waits for one (within the call's deadline
-    /// and token), then runs as usual.</summary>
-    private async ValueTask<TResult> InvokeWhenConnectedAsync<TArguments, TResult>(uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, CancellationToken cancellationToken)
+    /// <summary>Sends a call on the next connection (see <see cref="NextConnectionAsync"/>), within
+    /// its deadline and token: a call made while none was up (<paramref name="failed"/> null), or
+    /// one the server never ran on <paramref name="failed"/>, which may be sent again once more on
+    /// each connection after.</summary>
+    private async ValueTask<TResult> SendOnNextConnectionAsync<TArguments, TResult>(ClientConnection? failed, ExceptionDispatchInfo? notRun, uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, deadline.At, deadline.OwnTimeout, cancellationToken).ConfigureAwait(false);
+        ClientConnection connection = await NextConnectionAsync(failed, waits, deadline, notRun, cancellationToken).ConfigureAwait(false);
         ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata: metadata);
-        return await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits: true, cancellationToken) : call).ConfigureAwait(false);
+        return await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits, cancellationToken) : call).ConfigureAwait(false);
     }
 
     /// <summary>Where a streaming call finds its connection: the client's current one, or the next
