@@ -36,8 +36,9 @@ internal sealed partial class ClientRuntime
             return InterceptAsync<TArguments, TResult>(methodId, arguments, settings, cancellationToken);
         }
 
-        // The one place a call's deadline is fixed: every wait and any resend spend from it.
-        CallDeadline deadline = FixDeadline(settings, out long now);
+        // The one place a call's deadline is fixed: every wait and any resend spend from it. A bound
+        // proxy's own Timeout replaces CallTimeout (and names itself in the timeout's message).
+        CallDeadline deadline = CallDeadline.Fix(_clock, TimeoutOf(settings), settings?.Timeout, out long now);
         return SendAsync<TArguments, TResult>(methodId, arguments, deadline, now, settings?.EncodedMetadata, WaitsForConnection(settings), cancellationToken);
     }
 
@@ -50,17 +51,8 @@ internal sealed partial class ClientRuntime
             return VoidResult.Ignore(InterceptAsync<TArguments, VoidResult>(methodId, arguments, settings, cancellationToken));
         }
 
-        CallDeadline deadline = FixDeadline(settings, out long now);
+        CallDeadline deadline = CallDeadline.Fix(_clock, TimeoutOf(settings), settings?.Timeout, out long now);
         return SendAsync(methodId, arguments, deadline, now, settings?.EncodedMetadata, WaitsForConnection(settings), cancellationToken);
-    }
-
-    /// <summary>Fixes the deadline of a call made now: CallTimeout from now, or the bound proxy's own
-    /// Timeout, which replaces it (and names itself in the timeout's message).</summary>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private CallDeadline FixDeadline(CallSettings? settings, out long now)
-    {
-        CallDeadline deadline = CallDeadline.Fix(_clock, TimeoutOf(settings), out now);
-        return settings?.Timeout is { } own ? deadline.WithOwnTimeout(own) : deadline;
     }
 
     /// <summary>The call's timeout in the clock's units: the bound proxy's, else CallTimeout.</summary>
