@@ -336,14 +336,10 @@ internal sealed partial class OutgoingCalls
             return new($"The Mux call to {method} did not complete by the deadline it inherited from the call this server handler serves ({inheritedFrom}, MuxCallContext.Current), which came sooner than {(deadline.OwnTimeout is null ? "MuxClientOptions.CallTimeout" : "its own Timeout")}{detail}.");
         }
 
-        if (deadline.OwnTimeout is { } own)
-        {
-            return new($"The Mux call to {(_connection.IsServer ? "the client's " : "")}{method} did not complete within {DurationText.Format(own)} (its own Timeout: MuxCallOptions.Timeout, or MuxClientCall.Timeout as an interceptor set it){detail}.");
-        }
-
-        return _connection.IsServer
-            ? new($"The Mux call to the client's {method} did not complete within {DurationText.Format(_timeout)} (MuxServerOptions.ClientCallTimeout){detail}.")
-            : new($"The Mux call to {method} did not complete within {DurationText.Format(_timeout)} (MuxClientOptions.CallTimeout){detail}.");
+        string within = deadline.OwnTimeout is { } own
+            ? $"{DurationText.Format(own)} (its own Timeout: MuxCallOptions.Timeout, or MuxClientCall.Timeout as an interceptor set it)"
+            : $"{DurationText.Format(_timeout)} ({(_connection.IsServer ? "MuxServerOptions.ClientCallTimeout" : "MuxClientOptions.CallTimeout")})";
+        return new($"The Mux call to {(_connection.IsServer ? "the client's " : "")}{method} did not complete within {within}{detail}.");
     }
 
     private TimeoutException CreateExpiredException(PendingCall call) =>
