@@ -1,6 +1,5 @@
 using System.Buffers;
 using System.Diagnostics;
-using Mux.Connection;
 using Mux.Diagnostics;
 using Mux.Protocol;
 using Mux.Streaming;
