@@ -600,32 +600,34 @@ internal sealed partial class OutgoingCalls
         NotifyIfDrainedAfterGoAway();
         foreach (PendingCall call in expired)
         {
-            Abandon(call.CallId);
-            SendCancelQuietly(call.CallId);
-            call.CompleteWithException(CreateExpiredException(call));
+            GiveUp(call, CreateExpiredException(call));
         }
     }
 
-    /// <summary>Removes a call its caller gave up on (cancellation). Its slot stays taken until
-    /// the peer answers: the handler still runs there until it sees the Cancel.</summary>
-    public bool TryRemovePending(uint callId, PendingCall call)
+    /// <summary>The caller's token fired: the call fails as cancelled, unless its answer (or
+    /// anything else) completed it first.</summary>
+    public void Cancel(PendingCall call, CancellationToken token)
     {
-        bool removed = _pending.TryRemove(callId, call);
-        if (removed)
+        if (_pending.TryRemove(call.CallId, call))
         {
-            Abandon(callId);
+            GiveUp(call, new OperationCanceledException("The Mux call was canceled by the caller.", token));
         }
 
         NotifyIfDrainedAfterGoAway();
-        return removed;
     }
 
-    private void Abandon(uint callId)
+    /// <summary>Fails a call taken out of the table whose caller gave up on it (its token, its
+    /// deadline), and tells the peer. Its slot stays taken until the peer answers: the handler
+    /// still runs there until it sees the Cancel.</summary>
+    private void GiveUp(PendingCall call, Exception failure)
     {
         lock (_abandoned)
         {
-            _abandoned.Add(callId);
+            _abandoned.Add(call.CallId);
         }
+
+        SendCancelQuietly(call.CallId);
+        call.CompleteWithException(failure);
     }
 
     /// <summary>Whether an answer with this id is worth reading: a call waits for it, or a call that
@@ -677,7 +679,7 @@ internal sealed partial class OutgoingCalls
     }
 
     /// <summary>Tells the peer the caller gave up; best effort (the connection may be gone).</summary>
-    public void SendCancelQuietly(uint callId)
+    private void SendCancelQuietly(uint callId)
     {
         try
         {
