@@ -617,8 +617,8 @@ internal sealed partial class OutgoingCalls
     }
 
     /// <summary>Fails a call taken out of the table whose caller gave up on it (its token, its
-    /// deadline), and tells the peer. Its slot stays taken until the peer answers: the handler
-    /// still runs there until it sees the Cancel.</summary>
+    /// deadline), and tells the peer (best effort: the connection may be gone). Its slot stays
+    /// taken until the peer answers: the handler still runs there until it sees the Cancel.</summary>
     private void GiveUp(PendingCall call, Exception failure)
     {
         lock (_abandoned)
@@ -626,7 +626,15 @@ internal sealed partial class OutgoingCalls
             _abandoned.Add(call.CallId);
         }
 
-        SendCancelQuietly(call.CallId);
+        try
+        {
+            _connection.SendRawFrame(FrameType.Cancel, call.CallId, ReadOnlySpan<byte>.Empty, _idSpace);
+        }
+        catch (MuxConnectionException)
+        {
+            // Closed: the peer cancels every handler of a closed connection anyway.
+        }
+
         call.CompleteWithException(failure);
     }
 
@@ -675,19 +683,6 @@ internal sealed partial class OutgoingCalls
         if (_goingAway && _pending.Count == 0)
         {
             _connection.OnCallsDrainedAfterGoAway();
-        }
-    }
-
-    /// <summary>Tells the peer the caller gave up; best effort (the connection may be gone).</summary>
-    private void SendCancelQuietly(uint callId)
-    {
-        try
-        {
-            _connection.SendRawFrame(FrameType.Cancel, callId, ReadOnlySpan<byte>.Empty, _idSpace);
-        }
-        catch (MuxConnectionException)
-        {
-            // Closed: the peer cancels every handler of a closed connection anyway.
         }
     }
 
