@@ -4,14 +4,10 @@ using System.IO.Pipelines;
 using System.Net;
 using System.Net.Security;
 using System.Net.Sockets;
-using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Mux.Client;
-using Mux.Client.Balancing;
 using Mux.Connection;
-using Mux.Diagnostics;
 using Mux.Serialization;
-using Mux.Streaming;
 using Mux.Transport;
 
 namespace Mux;

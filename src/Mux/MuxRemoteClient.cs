@@ -140,9 +140,5 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
     /// <summary>A call's deadline: MuxServerOptions.ClientCallTimeout from now (none when infinite).
     /// A server's call to its client inherits no deadline: the client's call it serves is another
     /// flow, whose caller waits for its own answer.</summary>
-    private CallDeadline Deadline(out long now)
-    {
-        CallDeadline deadline = CallDeadline.Within(_connection.TimeProvider, _clientCallTimeout, out now);
-        return _settings?.Timeout is { } own ? deadline.WithOwnTimeout(own) : deadline;
-    }
+    private CallDeadline Deadline(out long now) => CallDeadline.Within(_connection.TimeProvider, _clientCallTimeout, _settings?.Timeout, out now);
 }

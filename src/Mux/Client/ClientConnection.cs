@@ -38,9 +38,6 @@ internal sealed class ClientConnection : MuxConnection
         Incoming = new IncomingCalls(this, services, int.MaxValue);
     }
 
-    /// <summary>Whether the server sent GoAway: the connection takes no new calls.</summary>
-    public bool IsGoingAway => Outgoing.IsGoingAway;
-
     /// <summary>Whether new calls can be sent: open, and no GoAway received.</summary>
     public bool IsUsable => !Outgoing.IsGoingAway && !IsClosed;
 

@@ -36,8 +36,9 @@ internal sealed partial class ClientRuntime
             return InterceptAsync<TArguments, TResult>(methodId, arguments, settings, cancellationToken);
         }
 
-        // The one place a call's deadline is fixed: every wait and any resend spend from it.
-        CallDeadline deadline = FixDeadline(settings, out long now);
+        // The one place a call's deadline is fixed: every wait and any resend spend from it. A bound
+        // proxy's own Timeout replaces CallTimeout (and names itself in the timeout's message).
+        CallDeadline deadline = CallDeadline.Fix(_clock, TimeoutOf(settings), settings?.Timeout, out long now);
         return SendAsync<TArguments, TResult>(methodId, arguments, deadline, now, settings?.EncodedMetadata, WaitsForConnection(settings), cancellationToken);
     }
 
@@ -50,17 +51,8 @@ internal sealed partial class ClientRuntime
             return VoidResult.Ignore(InterceptAsync<TArguments, VoidResult>(methodId, arguments, settings, cancellationToken));
         }
 
-        CallDeadline deadline = FixDeadline(settings, out long now);
+        CallDeadline deadline = CallDeadline.Fix(_clock, TimeoutOf(settings), settings?.Timeout, out long now);
         return SendAsync(methodId, arguments, deadline, now, settings?.EncodedMetadata, WaitsForConnection(settings), cancellationToken);
-    }
-
-    /// <summary>Fixes the deadline of a call made now: CallTimeout from now, or the bound proxy's own
-    /// Timeout, which replaces it (and names itself in the timeout's message).</summary>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private CallDeadline FixDeadline(CallSettings? settings, out long now)
-    {
-        CallDeadline deadline = CallDeadline.Fix(_clock, TimeoutOf(settings), out now);
-        return settings?.Timeout is { } own ? deadline.WithOwnTimeout(own) : deadline;
     }
 
     /// <summary>The call's timeout in the clock's units: the bound proxy's, else CallTimeout.</summary>
@@ -79,7 +71,7 @@ internal sealed partial class ClientRuntime
         if (connection is null)
         {
             return waits
-                ? InvokeWhenConnectedAsync<TArguments, TResult>(methodId, arguments, deadline, metadata, cancellationToken)
+                ? SendOnNextConnectionAsync<TArguments, TResult>(null, null, methodId, arguments, deadline, metadata, waits, cancellationToken)
                 : ValueTask.FromException<TResult>(NotConnected(methodId));
         }
 
@@ -97,7 +89,7 @@ internal sealed partial class ClientRuntime
         {
             // Waiting for a connection is the rare path: it goes the way of a call with a result.
             return waits
-                ? VoidResult.Ignore(InvokeWhenConnectedAsync<TArguments, VoidResult>(methodId, arguments, deadline, metadata, cancellationToken))
+                ? VoidResult.Ignore(SendOnNextConnectionAsync<TArguments, VoidResult>(null, null, methodId, arguments, deadline, metadata, waits, cancellationToken))
                 : ValueTask.FromException(NotConnected(methodId));
         }
 
@@ -124,10 +116,10 @@ internal sealed partial class ClientRuntime
             lost ? latest!.CloseError : null);
     }
 
-    /// <summary>The connection for a call the server never ran (<paramref name="failed"/> was the
-    /// one it failed on): the next one when the call waits, else one already up, else none, and
-    /// the call fails with <paramref name="notRun"/>.</summary>
-    private ValueTask<ClientConnection> ConnectionForResendAsync(ClientConnection failed, bool waits, in CallDeadline deadline, ExceptionDispatchInfo notRun, CancellationToken cancellationToken)
+    /// <summary>The connection for a call sent on the next one: the next one when the call waits,
+    /// else one already up other than <paramref name="failed"/> (the one a call the server never
+    /// ran failed on), else none, and the call fails with <paramref name="notRun"/>.</summary>
+    private ValueTask<ClientConnection> NextConnectionAsync(ClientConnection? failed, bool waits, in CallDeadline deadline, ExceptionDispatchInfo? notRun, CancellationToken cancellationToken)
     {
         if (waits)
         {
@@ -139,7 +131,7 @@ internal sealed partial class ClientRuntime
             return new ValueTask<ClientConnection>(next);
         }
 
-        notRun.Throw();
+        notRun!.Throw();
         return default; // Not reached.
     }
 
@@ -147,21 +139,14 @@ internal sealed partial class ClientRuntime
     private async ValueTask<TResult> RetryIfNotRunAsync<TArguments, TResult>(ValueTask<TResult> call, ClientConnection connection, uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        while (true)
+        try
         {
-            ExceptionDispatchInfo notRun;
-            try
-            {
-                return await call.ConfigureAwait(false);
-            }
-            catch (MuxConnectionException ex) when (ex.IsSafeToRetry)
-            {
-                // The server never ran it: send it again on the next connection.
-                notRun = ExceptionDispatchInfo.Capture(ex);
-            }
-
-            connection = await ConnectionForResendAsync(connection, waits, deadline, notRun, cancellationToken).ConfigureAwait(false);
-            call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata: metadata);
+            return await call.ConfigureAwait(false);
+        }
+        catch (MuxConnectionException ex) when (ex.IsSafeToRetry)
+        {
+            // The server never ran it: send it again on the next connection.
+            return await SendOnNextConnectionAsync<TArguments, TResult>(connection, ExceptionDispatchInfo.Capture(ex), methodId, arguments, deadline, metadata, waits, cancellationToken).ConfigureAwait(false);
         }
     }
 
@@ -169,33 +154,27 @@ internal sealed partial class ClientRuntime
     private async ValueTask RetryIfNotRunAsync<TArguments>(ValueTask call, ClientConnection connection, uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        while (true)
+        try
         {
-            ExceptionDispatchInfo notRun;
-            try
-            {
-                await call.ConfigureAwait(false);
-                return;
-            }
-            catch (MuxConnectionException ex) when (ex.IsSafeToRetry)
-            {
-                // The server never ran it: send it again on the next connection.
-                notRun = ExceptionDispatchInfo.Capture(ex);
-            }
-
-            connection = await ConnectionForResendAsync(connection, waits, deadline, notRun, cancellationToken).ConfigureAwait(false);
-            call = connection.Outgoing.InvokeAsync(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata);
+            await call.ConfigureAwait(false);
+        }
+        catch (MuxConnectionException ex) when (ex.IsSafeToRetry)
+        {
+            // The server never ran it: send it again on the next connection, the way of a call with a result.
+            await SendOnNextConnectionAsync<TArguments, VoidResult>(connection, ExceptionDispatchInfo.Capture(ex), methodId, arguments, deadline, metadata, waits, cancellationToken).ConfigureAwait(false);
         }
     }
 
-    /// <summary>A call made while no connection is up: waits for one (within the call's deadline
-    /// and token), then runs as usual.</summary>
-    private async ValueTask<TResult> InvokeWhenConnectedAsync<TArguments, TResult>(uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, CancellationToken cancellationToken)
+    /// <summary>Sends a call on the next connection (see <see cref="NextConnectionAsync"/>), within
+    /// its deadline and token: a call made while none was up (<paramref name="failed"/> null), or
+    /// one the server never ran on <paramref name="failed"/>, which may be sent again once more on
+    /// each connection after.</summary>
+    private async ValueTask<TResult> SendOnNextConnectionAsync<TArguments, TResult>(ClientConnection? failed, ExceptionDispatchInfo? notRun, uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        ClientConnection connection = await _keeper.WaitForConnectionAsync(null, deadline.At, deadline.OwnTimeout, cancellationToken).ConfigureAwait(false);
+        ClientConnection connection = await NextConnectionAsync(failed, waits, deadline, notRun, cancellationToken).ConfigureAwait(false);
         ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata: metadata);
-        return await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits: true, cancellationToken) : call).ConfigureAwait(false);
+        return await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits, cancellationToken) : call).ConfigureAwait(false);
     }
 
     /// <summary>Where a streaming call finds its connection: the client's current one, or the next

@@ -125,12 +125,7 @@ internal sealed partial class ClientRuntime
     {
         protected override ValueTask<TResult> SendAsync()
         {
-            CallDeadline deadline = CallDeadline.FixAt(Runtime._clock, Timeout, MadeAt);
-            if (OwnTimeout is { } own)
-            {
-                deadline = deadline.WithOwnTimeout(own); // Not CallTimeout: the message names the call's own.
-            }
-
+            CallDeadline deadline = CallDeadline.FixAt(Runtime._clock, Timeout, OwnTimeout, MadeAt);
             return Runtime.SendAsync<TArguments, TResult>(MethodId, arguments, deadline, deadline.Now(Runtime._clock), Metadata, Waits, Call.CancellationToken);
         }
     }

@@ -3,7 +3,6 @@ using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Mux.Client.Balancing;
 using Mux.Connection;
-using Mux.Diagnostics;
 using Mux.Streaming;
 using Mux.Transport;
 

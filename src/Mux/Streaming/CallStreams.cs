@@ -29,15 +29,11 @@ internal sealed class CallStreams(StreamReceiver? receiver, StreamSendWindow? se
     /// owner to fail the call with it rather than with the cancellation that followed.</summary>
     public Exception? SendFailure { get; set; }
 
-    /// <summary>The id space of the call (ServerInitiated for a server's call); set with the id.</summary>
-    public FrameFlags IdSpace { get; private set; }
-
     /// <summary>Gives the streams the call's id and id space, when the call is registered (before
     /// its Request is sent), and the peer's stream window, which the Sender gets once the Request is out.</summary>
     public void SetCallId(uint callId, FrameFlags idSpace, int peerWindow)
     {
         CallId = callId;
-        IdSpace = idSpace;
         _peerWindow = peerWindow;
         if (Sender is not null)
         {

@@ -116,14 +116,15 @@ internal static class OutgoingStreamCall
     private static async Task PumpAsync<TItem>(MuxConnection connection, CallStreams streams, IAsyncEnumerable<TItem> items, CancellationTokenSource linked)
     {
         CancellationToken token = linked.Token;
+        StreamSendWindow sender = streams.Sender!;
         try
         {
             // Nothing of the stream, StreamEnd included, may go out before the Request is out whole
             // (in fragments, a few writer turns after the call started): the window opens only
             // then. The credit taken here is the first item's.
-            await streams.Sender!.WaitAsync(token).ConfigureAwait(false);
-            await StreamProducer.SendAsync(connection, items, streams.Sender, connection.SerializerOptions, token, holdsCredit: true).ConfigureAwait(false);
-            connection.SendStreamEnd(streams.CallId, streams.IdSpace, MuxStatusCode.Ok, null);
+            await sender.WaitAsync(token).ConfigureAwait(false);
+            await StreamProducer.SendAsync(connection, items, sender, connection.SerializerOptions, token, holdsCredit: true).ConfigureAwait(false);
+            connection.SendStreamEnd(sender.CallId, sender.IdSpace, MuxStatusCode.Ok, null);
         }
         catch (Exception) when (token.IsCancellationRequested)
         {
@@ -133,7 +134,7 @@ internal static class OutgoingStreamCall
         {
             streams.SendFailure = ex;
             MuxStatusCode code = ex is OperationCanceledException ? MuxStatusCode.Canceled : MuxStatusCode.HandlerFailed;
-            connection.SendStreamEnd(streams.CallId, streams.IdSpace, code, $"The {connection.SideName}'s stream failed: {ex.GetType().FullName}: {ex.Message}");
+            connection.SendStreamEnd(sender.CallId, sender.IdSpace, code, $"The {connection.SideName}'s stream failed: {ex.GetType().FullName}: {ex.Message}");
             linked.Cancel();
         }
     }

@@ -49,8 +49,7 @@ public class ServerToClientCallTests
         Task<string> call = remote.CreateProxy<IClientSide>().Slow("t", CancellationToken.None);
 
         var error = await Assert.ThrowsAsync<TimeoutException>(() => call.WaitAsync(TestHost.Patience));
-        Assert.Contains("IClientSide.Slow", error.Message, StringComparison.Ordinal);
-        Assert.Contains("MuxServerOptions.ClientCallTimeout", error.Message, StringComparison.Ordinal);
+        Assert.Equal("The Mux call to the client's IClientSide.Slow did not complete within 200 ms (MuxServerOptions.ClientCallTimeout).", error.Message);
         Assert.Equal("t", await side.SlowCanceled.Task.WaitAsync(TestHost.Patience));
         Assert.True(remote.IsConnected);
     }

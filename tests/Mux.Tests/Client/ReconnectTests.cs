@@ -195,7 +195,7 @@ public sealed class ReconnectTests
 
         // A graceful stop: GoAway, then the first server drains its call (its listener is closed).
         Task stopping = first.StopAsync(new CancellationTokenSource(TestHost.Patience).Token);
-        await Hosts.WaitUntilAsync(() => client.Connection.IsGoingAway, "the client has the GoAway");
+        await Hosts.WaitUntilAsync(() => client.Connection.Outgoing.IsGoingAway, "the client has the GoAway");
         (MuxServer second, ReconnectProbe secondProbe) = await StartServerAsync(endPoint);
         await using (second)
         {

@@ -72,7 +72,7 @@ public sealed class StreamReconnectTests
         {
             Mux.Client.ClientConnection first = Client.Connection;
             Task stopping = Server.StopAsync(_giveUpDraining.Token);
-            await Hosts.WaitUntilAsync(() => first.IsGoingAway, "the client has the server's GoAway");
+            await Hosts.WaitUntilAsync(() => first.Outgoing.IsGoingAway, "the client has the server's GoAway");
             return stopping;
         }
 

@@ -33,9 +33,6 @@ internal readonly struct CallDeadline
     /// the side's own (CallTimeout, ClientCallTimeout), for the timeout's message; null otherwise.</summary>
     public TimeSpan? OwnTimeout { get; }
 
-    /// <summary>This deadline, recorded as coming from the call's own <paramref name="timeout"/>.</summary>
-    public CallDeadline WithOwnTimeout(TimeSpan timeout) => new(At, InheritedFrom, timeout);
-
     public bool IsSet => At != ClockDeadline.Never;
 
     /// <summary>Reads <paramref name="clock"/> again (after a wait) for a call that has a deadline
@@ -49,17 +46,19 @@ internal readonly struct CallDeadline
     /// call contexts), whichever comes first. Reads the clock once, and not at all when there is no
     /// deadline to fix; <paramref name="now"/> is that reading (0 when none was made), which the
     /// caller passes on so that the Request sent at once does not read the clock again.
+    /// <paramref name="ownTimeout"/> is the call's own timeout when <paramref name="timeout"/> is it
+    /// (see <see cref="OwnTimeout"/>), else null.
     /// </summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public static CallDeadline Fix(TimeProvider clock, long timeout, out long now)
+    public static CallDeadline Fix(TimeProvider clock, long timeout, TimeSpan? ownTimeout, out long now)
     {
         if (!MuxCallContext.IsPropagating)
         {
-            return Within(clock, timeout, out now);
+            return Within(clock, timeout, ownTimeout, out now);
         }
 
         now = clock.GetTimestamp();
-        return Inherit(clock, ClockDeadline.After(now, timeout), now);
+        return Inherit(clock, ClockDeadline.After(now, timeout), ownTimeout, now);
     }
 
     /// <summary>
@@ -68,31 +67,31 @@ internal readonly struct CallDeadline
     /// its timeout: <paramref name="timeout"/> from when the user made the call, not from now, so the
     /// interceptors' own time spends from it too; or the inherited deadline, as in <see cref="Fix"/>.
     /// </summary>
-    public static CallDeadline FixAt(TimeProvider clock, long timeout, long madeAt)
+    public static CallDeadline FixAt(TimeProvider clock, long timeout, TimeSpan? ownTimeout, long madeAt)
     {
         long own = ClockDeadline.After(madeAt, timeout);
-        return MuxCallContext.IsPropagating ? Inherit(clock, own, madeAt) : new CallDeadline(own, null);
+        return MuxCallContext.IsPropagating ? Inherit(clock, own, ownTimeout, madeAt) : new CallDeadline(own, null, ownTimeout);
     }
 
     /// <summary>The deadline of a call made now that inherits none: <paramref name="timeout"/>
     /// from now. Reads the clock only when there is a timeout (<paramref name="now"/> is 0 otherwise).</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public static CallDeadline Within(TimeProvider clock, long timeout, out long now)
+    public static CallDeadline Within(TimeProvider clock, long timeout, TimeSpan? ownTimeout, out long now)
     {
         if (timeout == ClockDeadline.Never)
         {
             now = 0;
-            return None;
+            return new CallDeadline(ClockDeadline.Never, null, ownTimeout);
         }
 
         now = clock.GetTimestamp();
-        return new CallDeadline(ClockDeadline.After(now, timeout), null);
+        return new CallDeadline(ClockDeadline.After(now, timeout), null, ownTimeout);
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private static CallDeadline Inherit(TimeProvider clock, long own, long now)
+    private static CallDeadline Inherit(TimeProvider clock, long own, TimeSpan? ownTimeout, long now)
     {
         long inherited = MuxCallContext.InheritableDeadline(clock, now, out MuxCallContext? from);
-        return inherited < own ? new CallDeadline(inherited, from!.MethodName) : new CallDeadline(own, null);
+        return inherited < own ? new CallDeadline(inherited, from!.MethodName, ownTimeout) : new CallDeadline(own, null, ownTimeout);
     }
 }

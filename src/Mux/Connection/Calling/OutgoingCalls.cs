@@ -336,14 +336,10 @@ internal sealed partial class OutgoingCalls
             return new($"The Mux call to {method} did not complete by the deadline it inherited from the call this server handler serves ({inheritedFrom}, MuxCallContext.Current), which came sooner than {(deadline.OwnTimeout is null ? "MuxClientOptions.CallTimeout" : "its own Timeout")}{detail}.");
         }
 
-        if (deadline.OwnTimeout is { } own)
-        {
-            return new($"The Mux call to {(_connection.IsServer ? "the client's " : "")}{method} did not complete within {DurationText.Format(own)} (its own Timeout: MuxCallOptions.Timeout, or MuxClientCall.Timeout as an interceptor set it){detail}.");
-        }
-
-        return _connection.IsServer
-            ? new($"The Mux call to the client's {method} did not complete within {DurationText.Format(_timeout)} (MuxServerOptions.ClientCallTimeout){detail}.")
-            : new($"The Mux call to {method} did not complete within {DurationText.Format(_timeout)} (MuxClientOptions.CallTimeout){detail}.");
+        string within = deadline.OwnTimeout is { } own
+            ? $"{DurationText.Format(own)} (its own Timeout: MuxCallOptions.Timeout, or MuxClientCall.Timeout as an interceptor set it)"
+            : $"{DurationText.Format(_timeout)} ({(_connection.IsServer ? "MuxServerOptions.ClientCallTimeout" : "MuxClientOptions.CallTimeout")})";
+        return new($"The Mux call to {(_connection.IsServer ? "the client's " : "")}{method} did not complete within {within}{detail}.");
     }
 
     private TimeoutException CreateExpiredException(PendingCall call) =>
@@ -604,32 +600,42 @@ internal sealed partial class OutgoingCalls
         NotifyIfDrainedAfterGoAway();
         foreach (PendingCall call in expired)
         {
-            Abandon(call.CallId);
-            SendCancelQuietly(call.CallId);
-            call.CompleteWithException(CreateExpiredException(call));
+            GiveUp(call, CreateExpiredException(call));
         }
     }
 
-    /// <summary>Removes a call its caller gave up on (cancellation). Its slot stays taken until
-    /// the peer answers: the handler still runs there until it sees the Cancel.</summary>
-    public bool TryRemovePending(uint callId, PendingCall call)
+    /// <summary>The caller's token fired: the call fails as cancelled, unless its answer (or
+    /// anything else) completed it first.</summary>
+    public void Cancel(PendingCall call, CancellationToken token)
     {
-        bool removed = _pending.TryRemove(callId, call);
-        if (removed)
+        if (_pending.TryRemove(call.CallId, call))
         {
-            Abandon(callId);
+            GiveUp(call, new OperationCanceledException("The Mux call was canceled by the caller.", token));
         }
 
         NotifyIfDrainedAfterGoAway();
-        return removed;
     }
 
-    private void Abandon(uint callId)
+    /// <summary>Fails a call taken out of the table whose caller gave up on it (its token, its
+    /// deadline), and tells the peer (best effort: the connection may be gone). Its slot stays
+    /// taken until the peer answers: the handler still runs there until it sees the Cancel.</summary>
+    private void GiveUp(PendingCall call, Exception failure)
     {
         lock (_abandoned)
         {
-            _abandoned.Add(callId);
+            _abandoned.Add(call.CallId);
         }
+
+        try
+        {
+            _connection.SendRawFrame(FrameType.Cancel, call.CallId, ReadOnlySpan<byte>.Empty, _idSpace);
+        }
+        catch (MuxConnectionException)
+        {
+            // Closed: the peer cancels every handler of a closed connection anyway.
+        }
+
+        call.CompleteWithException(failure);
     }
 
     /// <summary>Whether an answer with this id is worth reading: a call waits for it, or a call that
@@ -677,19 +683,6 @@ internal sealed partial class OutgoingCalls
         if (_goingAway && _pending.Count == 0)
         {
             _connection.OnCallsDrainedAfterGoAway();
-        }
-    }
-
-    /// <summary>Tells the peer the caller gave up; best effort (the connection may be gone).</summary>
-    public void SendCancelQuietly(uint callId)
-    {
-        try
-        {
-            _connection.SendRawFrame(FrameType.Cancel, callId, ReadOnlySpan<byte>.Empty, _idSpace);
-        }
-        catch (MuxConnectionException)
-        {
-            // Closed: the peer cancels every handler of a closed connection anyway.
         }
     }
 

@@ -1,6 +1,5 @@
 using System.Buffers;
 using System.Diagnostics;
-using Mux.Connection;
 using Mux.Diagnostics;
 using Mux.Protocol;
 using Mux.Streaming;
@@ -91,15 +90,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
         }
     }
 
-    private void OnCanceled(CancellationToken token)
-    {
-        OutgoingCalls? calls = Calls;
-        if (calls is not null && calls.TryRemovePending(CallId, this))
-        {
-            calls.SendCancelQuietly(CallId);
-            CompleteWithException(new OperationCanceledException("The Mux call was canceled by the caller.", token));
-        }
-    }
+    private void OnCanceled(CancellationToken token) => Calls?.Cancel(this, token);
 
     /// <summary>Records a Response or Error payload (copied out of the receive buffer, or taken
     /// over from <paramref name="receiver"/> when it arrived in fragments) and queues completion.
