@@ -66,7 +66,8 @@ internal sealed partial class OutgoingCalls
 
     // Calls the caller gave up on (cancelled or timed out) whose answer has not arrived yet: their
     // slots stay taken until it does, because the peer still counts them. Guarded by itself;
-    // touched only on those rare paths.
+    // touched only on those rare paths. A call leaves the table for this set under its lock, so an
+    // answer the reader cannot find in the table is found here (see TakeAnswered).
     private readonly HashSet<uint> _abandoned = [];
 
     // Whether the peer reads the trace-context header of Requests, and whether it takes streams on
@@ -93,6 +94,19 @@ internal sealed partial class OutgoingCalls
 
     /// <summary>Whether the peer sent GoAway: no new call is sent.</summary>
     public bool IsGoingAway => _goingAway;
+
+    /// <summary>Call slots free now, and calls given up on whose answer has not come (for tests:
+    /// at a quiet moment the first is the peer's cap and the second 0, or a slot leaked).</summary>
+    internal (int FreeSlots, int Abandoned) SlotAccount
+    {
+        get
+        {
+            lock (_abandoned)
+            {
+                return (_slots.Free, _abandoned.Count);
+            }
+        }
+    }
 
     /// <summary>The server's address and port for span tags; null in memory or on a server. Set
     /// once, before any call.</summary>
@@ -591,10 +605,18 @@ internal sealed partial class OutgoingCalls
     private void FailExpiredCalls()
     {
         List<PendingCall>? expired = null;
-        _pending.RemoveWhere(Clock.GetTimestamp(), static (call, now) => call.Deadline.At <= now, ref expired);
-        if (expired is null)
+        lock (_abandoned)
         {
-            return;
+            _pending.RemoveWhere(Clock.GetTimestamp(), static (call, now) => call.Deadline.At <= now, ref expired);
+            if (expired is null)
+            {
+                return;
+            }
+
+            foreach (PendingCall call in expired)
+            {
+                _abandoned.Add(call.CallId);
+            }
         }
 
         NotifyIfDrainedAfterGoAway();
@@ -608,7 +630,17 @@ internal sealed partial class OutgoingCalls
     /// anything else) completed it first.</summary>
     public void Cancel(PendingCall call, CancellationToken token)
     {
-        if (_pending.TryRemove(call.CallId, call))
+        bool removed;
+        lock (_abandoned)
+        {
+            removed = _pending.TryRemove(call.CallId, call);
+            if (removed)
+            {
+                _abandoned.Add(call.CallId);
+            }
+        }
+
+        if (removed)
         {
             GiveUp(call, new OperationCanceledException("The Mux call was canceled by the caller.", token));
         }
@@ -616,25 +648,13 @@ internal sealed partial class OutgoingCalls
         NotifyIfDrainedAfterGoAway();
     }
 
-    /// <summary>Fails a call taken out of the table whose caller gave up on it (its token, its
-    /// deadline), and tells the peer (best effort: the connection may be gone). Its slot stays
-    /// taken until the peer answers: the handler still runs there until it sees the Cancel.</summary>
+    /// <summary>Fails a call its caller gave up on (its token, its deadline), moved from the table
+    /// to the abandoned set, and tells the peer (best effort: the connection may be gone). Its slot
+    /// stays taken until the peer answers: the handler still runs there until it sees the Cancel.</summary>
     private void GiveUp(PendingCall call, Exception failure)
     {
-        lock (_abandoned)
-        {
-            _abandoned.Add(call.CallId);
-        }
-
-        try
-        {
-            _connection.SendRawFrame(FrameType.Cancel, call.CallId, ReadOnlySpan<byte>.Empty, _idSpace);
-        }
-        catch (MuxConnectionException)
-        {
-            // Closed: the peer cancels every handler of a closed connection anyway.
-        }
-
+        // Closed: the peer cancels every handler of a closed connection anyway.
+        _connection.TrySendRawFrame(FrameType.Cancel, call.CallId, ReadOnlySpan<byte>.Empty, _idSpace);
         call.CompleteWithException(failure);
     }
 
