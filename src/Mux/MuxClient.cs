@@ -4,7 +4,6 @@ using System.IO.Pipelines;
 using System.Net;
 using System.Net.Security;
 using System.Net.Sockets;
-using Microsoft.Extensions.Logging.Abstractions;
 using Mux.Client;
 using Mux.Connection;
 using Mux.Serialization;

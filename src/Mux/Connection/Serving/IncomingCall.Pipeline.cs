@@ -1,4 +1,3 @@
-using System.Buffers;
 using System.Collections.ObjectModel;
 using System.Runtime.CompilerServices;
 using Mux.Protocol;

@@ -3,7 +3,6 @@ using System.Diagnostics;
 using System.Runtime.CompilerServices;
 using MessagePack;
 using Mux.Diagnostics;
-using Mux.Protocol;
 using Mux.Serialization;
 
 namespace Mux.Connection;
