@@ -1,5 +1,4 @@
 using System.Buffers;
-using System.Buffers.Binary;
 using System.IO.Pipelines;
 using Mux.Diagnostics;
 using Mux.Protocol;
@@ -63,10 +62,10 @@ internal abstract partial class MuxConnection
                 Outgoing.OnStreamItem(frame);
                 break;
             case FrameType.StreamCredit when IsPeersCall(frame):
-                Incoming.OnStreamCredit(frame.CallId, ReadUInt32(frame.Payload));
+                Incoming.OnStreamCredit(frame.CallId, FrameReader.ReadUInt32(frame.Payload));
                 break;
             case FrameType.StreamCredit:
-                Outgoing.OnStreamCredit(frame.CallId, ReadUInt32(frame.Payload));
+                Outgoing.OnStreamCredit(frame.CallId, FrameReader.ReadUInt32(frame.Payload));
                 break;
             case FrameType.Ping:
                 SendRawFrame(FrameType.Pong, frame.CallId, frame.Payload.ToArray());
@@ -74,21 +73,13 @@ internal abstract partial class MuxConnection
             case FrameType.Pong:
                 break; // Any byte read is proof of life (see MuxConnection.KeepAlive.cs).
             case FrameType.GoAway:
-                Outgoing.OnGoAway(ReadUInt32(frame.Payload));
+                Outgoing.OnGoAway(FrameReader.ReadUInt32(frame.Payload));
                 break;
             default:
                 throw new MuxProtocolException($"A {SideName} does not accept {frame.Type} frames after the handshake.");
         }
 
         return ValueTask.CompletedTask;
-    }
-
-    /// <summary>The u32 body of a GoAway or StreamCredit frame (whose length the frame reader checked).</summary>
-    private static uint ReadUInt32(in ReadOnlySequence<byte> payload)
-    {
-        Span<byte> bytes = stackalloc byte[sizeof(uint)];
-        payload.Slice(0, sizeof(uint)).CopyTo(bytes);
-        return BinaryPrimitives.ReadUInt32LittleEndian(bytes);
     }
 
     /// <summary>The frame, if it belongs to a call the peer started (Request, Cancel, StreamEnd);

@@ -19,7 +19,7 @@ internal abstract partial class MuxConnection
     internal int PeerStreamWindow { get; private set; } = HandshakeSettings.DefaultStreamWindow;
 
     /// <summary>Sends one item of a call's stream, or with <paramref name="defer"/> queues it to go
-    /// out with the next frame sent or at <see cref="SendDeferredStreamItems"/>. The caller has
+    /// out with the next frame sent or at <see cref="SendQueuedFrames"/>. The caller has
     /// taken one item of credit. Returns the frame's size.</summary>
     /// <exception cref="MuxConnectionException">The connection is closed.</exception>
     internal int SendStreamItem<T>(uint callId, FrameFlags idSpace, T item, MessagePackSerializerOptions options, bool defer)
@@ -27,9 +27,6 @@ internal abstract partial class MuxConnection
         var body = new ResultBody<T>(item, options);
         return SendFrame(FrameType.StreamItem, callId, 0, ref body, idSpace, defer: defer);
     }
-
-    /// <summary>Sends the stream items queued with <c>defer</c> (and anything queued with them).</summary>
-    internal void SendDeferredStreamItems() => SendQueuedFrames();
 
     /// <summary>Grants the producer of a call's stream <paramref name="count"/> more items; best
     /// effort (a closed connection ends the stream anyway).</summary>

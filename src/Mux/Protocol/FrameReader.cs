@@ -213,8 +213,8 @@ internal static class FrameReader
     }
 
     /// <summary>The little-endian u32 at the start of <paramref name="buffer"/> (at least 4 bytes,
-    /// maybe across segments): the length prefix, and the Request headers and metadata size that
-    /// are one.</summary>
+    /// maybe across segments): the length prefix, the Request headers and metadata size that are
+    /// one, and the body of a GoAway or StreamCredit (whose length ReadFrame checked).</summary>
     internal static uint ReadUInt32(in ReadOnlySequence<byte> buffer)
     {
         Span<byte> bytes = stackalloc byte[4];

@@ -33,7 +33,7 @@ internal static class StreamProducer
 
     // Flushes a batch whose producer is still making the next item. Any thread; a batch already
     // flushed leaves nothing to send.
-    private static readonly TimerCallback s_flushBatch = static state => ((MuxConnection)state!).SendDeferredStreamItems();
+    private static readonly TimerCallback s_flushBatch = static state => ((MuxConnection)state!).SendQueuedFrames();
 
     /// <summary>Enumerates <paramref name="items"/> with <paramref name="cancellationToken"/> and
     /// sends each within <paramref name="window"/>'s credit. Everything sent is flushed before
@@ -61,7 +61,7 @@ internal static class StreamProducer
                 ValueTask<bool> next = enumerator.MoveNextAsync();
                 if (!next.IsCompleted && batchBytes > 0)
                 {
-                    connection.SendDeferredStreamItems(); // The producer waits: what it made goes now.
+                    connection.SendQueuedFrames(); // The producer waits: what it made goes now.
                     batchBytes = 0;
                 }
 
@@ -80,7 +80,7 @@ internal static class StreamProducer
                 {
                     if (batchBytes > 0)
                     {
-                        connection.SendDeferredStreamItems(); // The consumer needs them to grant more.
+                        connection.SendQueuedFrames(); // The consumer needs them to grant more.
                         batchBytes = 0;
                     }
 
@@ -106,7 +106,7 @@ internal static class StreamProducer
                 batchBytes += size;
                 if (batchBytes >= MaxBatchBytes)
                 {
-                    connection.SendDeferredStreamItems();
+                    connection.SendQueuedFrames();
                     batchBytes = 0;
                 }
             }
@@ -125,7 +125,7 @@ internal static class StreamProducer
             batchTimer?.Dispose();
             if (batchBytes > 0)
             {
-                connection.SendDeferredStreamItems();
+                connection.SendQueuedFrames();
             }
 
             await enumerator.DisposeAsync().ConfigureAwait(false);
