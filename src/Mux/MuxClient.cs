@@ -6,7 +6,6 @@ using System.Net.Security;
 using System.Net.Sockets;
 using Mux.Client;
 using Mux.Connection;
-using Mux.Serialization;
 using Mux.Transport;
 
 namespace Mux;
@@ -21,9 +20,13 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     // The connections, services and call path behind this public face (Client/ClientRuntime).
     private readonly ClientRuntime _runtime;
 
+    // The streaming calls of plain proxies: the path a bound proxy's take, without settings.
+    private readonly BoundCallInvoker _streams;
+
     private MuxClient(ClientRuntime runtime)
     {
         _runtime = runtime;
+        _streams = new BoundCallInvoker(runtime, null);
         runtime.StateChanged = OnStateChanged;
     }
 
@@ -140,11 +143,7 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     [SuppressMessage("ApiDesign", "RS0026:Do not add multiple public overloads with optional parameters", Justification = "The overloads differ in the type of their first, required parameter (endpoint, stream, pipe), so no call is ambiguous.")]
     public static async Task<MuxClient> ConnectAsync(Stream stream, MuxClientOptions? options = null, CancellationToken cancellationToken = default)
     {
-        ArgumentNullException.ThrowIfNull(stream);
-        if (!stream.CanRead || !stream.CanWrite)
-        {
-            throw new ArgumentException("A Mux connection needs a stream that can both read and write.", nameof(stream));
-        }
+        StreamConnection.RequireDuplex(stream);
 
         options ??= new MuxClientOptions();
         options.Validate();
@@ -317,33 +316,24 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public IAsyncEnumerable<TResult> InvokeServerStream<TArguments, TResult>(uint methodId, TArguments arguments, CancellationToken cancellationToken)
-        where TArguments : struct =>
-        _runtime.ReceiveStream<TArguments, TResult, TResult>(methodId, arguments, null, null, cancellationToken);
+        where TArguments : struct
+        => _streams.InvokeServerStream<TArguments, TResult>(methodId, arguments, cancellationToken);
 
     /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public IAsyncEnumerable<TResult> InvokeDuplexStream<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
-    {
-        ArgumentNullException.ThrowIfNull(items);
-        return _runtime.ReceiveStream<TArguments, TItem, TResult>(methodId, arguments, items, null, cancellationToken);
-    }
+        => _streams.InvokeDuplexStream<TArguments, TItem, TResult>(methodId, arguments, items, cancellationToken);
 
     /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask<TResult> InvokeClientStreamAsync<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
-    {
-        ArgumentNullException.ThrowIfNull(items);
-        return _runtime.SendStreamAsync<TArguments, TItem, TResult>(methodId, arguments, items, null, cancellationToken);
-    }
+        => _streams.InvokeClientStreamAsync<TArguments, TItem, TResult>(methodId, arguments, items, cancellationToken);
 
     /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
-    public async ValueTask InvokeClientStreamAsync<TArguments, TItem>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+    public ValueTask InvokeClientStreamAsync<TArguments, TItem>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
-    {
-        ArgumentNullException.ThrowIfNull(items);
-        await _runtime.SendStreamAsync<TArguments, TItem, VoidResult>(methodId, arguments, items, null, cancellationToken).ConfigureAwait(false);
-    }
+        => _streams.InvokeClientStreamAsync(methodId, arguments, items, cancellationToken);
 }

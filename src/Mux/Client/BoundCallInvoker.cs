@@ -6,9 +6,10 @@ namespace Mux.Client;
 /// <summary>
 /// What a proxy made by <see cref="MuxClient.CreateProxy{TService}(MuxCallOptions)"/> sends its
 /// calls through: the client's own call path, with the proxy's <see cref="CallSettings"/>. The
-/// generated proxy is the same one a plain proxy is; only its invoker differs. Immutable.
+/// generated proxy is the same one a plain proxy is; only its invoker differs. A plain proxy's
+/// streaming calls come here too, with no settings (MuxClient forwards them). Immutable.
 /// </summary>
-internal sealed class BoundCallInvoker(ClientRuntime runtime, CallSettings settings) : IMuxCallInvoker
+internal sealed class BoundCallInvoker(ClientRuntime runtime, CallSettings? settings) : IMuxCallInvoker
 {
     public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct

@@ -188,11 +188,7 @@ internal sealed class ServerRuntime
 
     public async Task AcceptAsync(Stream stream, CancellationToken cancellationToken = default)
     {
-        ArgumentNullException.ThrowIfNull(stream);
-        if (!stream.CanRead || !stream.CanWrite)
-        {
-            throw new ArgumentException("A Mux connection needs a stream that can both read and write.", nameof(stream));
-        }
+        StreamConnection.RequireDuplex(stream);
 
         EnsureServingUserConnections();
         long acceptedAt = _options.TimeProvider.GetTimestamp();

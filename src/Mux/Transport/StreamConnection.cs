@@ -30,6 +30,19 @@ internal sealed class StreamConnection : ByteTransport
     // allocate). Only the send loop touches it until then.
     private byte[]? _gather;
 
+    /// <summary>Checks a stream a user hands to Mux (a client's connect, a server's accept) before
+    /// anything is done with it.</summary>
+    /// <exception cref="ArgumentNullException"><paramref name="stream"/> is null.</exception>
+    /// <exception cref="ArgumentException">It cannot both read and write.</exception>
+    public static void RequireDuplex(Stream stream)
+    {
+        ArgumentNullException.ThrowIfNull(stream);
+        if (!stream.CanRead || !stream.CanWrite)
+        {
+            throw new ArgumentException("A Mux connection needs a stream that can both read and write.", nameof(stream));
+        }
+    }
+
     /// <param name="stream">The connected stream; this connection owns it.</param>
     /// <param name="socket">The socket under <paramref name="stream"/> when the caller knows it
     /// (an <see cref="SslStream"/> hides its inner stream); found by itself for a <see cref="NetworkStream"/>.</param>
