@@ -72,7 +72,7 @@ internal sealed partial class ClientRuntime
         var services = new ServiceMethods();
         ClientConnection first = await ClientConnector.OpenAsync(endPoint, options, logger, services, cancellationToken).ConfigureAwait(false);
         var runtime = new ClientRuntime(options, first.RemoteEndPoint, services);
-        runtime._keeper = ConnectionKeeper.StartConnected(first, runtime.OpenFunction(endPoint, options, logger), options, logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
+        runtime._keeper = new ConnectionKeeper(first, runtime.OpenFunction(endPoint, options, logger), options, logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
         return runtime;
     }
 
@@ -82,7 +82,7 @@ internal sealed partial class ClientRuntime
         options.Validate();
         ILogger logger = CreateLogger(options);
         var runtime = new ClientRuntime(options, endPoint, new ServiceMethods());
-        runtime._keeper = ConnectionKeeper.StartConnecting(runtime.OpenFunction(endPoint, options, logger), options, logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
+        runtime._keeper = new ConnectionKeeper(null, runtime.OpenFunction(endPoint, options, logger), options, logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
         return runtime;
     }
 
@@ -95,7 +95,7 @@ internal sealed partial class ClientRuntime
         var services = new ServiceMethods();
         ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, services, logger, name, cancellationToken).ConfigureAwait(false);
         var runtime = new ClientRuntime(options, null, services);
-        runtime._keeper = ConnectionKeeper.StartConnected(connection, null, options, logger, name, runtime.RaiseStateChanged);
+        runtime._keeper = new ConnectionKeeper(connection, null, options, logger, name, runtime.RaiseStateChanged);
         return runtime;
     }
 

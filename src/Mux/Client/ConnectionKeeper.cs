@@ -60,9 +60,11 @@ internal sealed class ConnectionKeeper : IConnectionSource
 
     // Written by the loop only.
     private volatile int _state = (int)MuxClientState.Connecting;
-    private Task _loop = Task.CompletedTask;
+    private readonly Task _loop;
 
-    private ConnectionKeeper(Func<CancellationToken, Task<ClientConnection>>? open, MuxClientOptions options, ILogger logger, string server, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
+    /// <summary>Starts the keeper: from <paramref name="first"/> when ConnectAsync already
+    /// connected, else connecting in the background (calls wait for its first connection).</summary>
+    public ConnectionKeeper(ClientConnection? first, Func<CancellationToken, Task<ClientConnection>>? open, MuxClientOptions options, ILogger logger, string server, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
     {
         _open = open;
         _options = options;
@@ -70,6 +72,7 @@ internal sealed class ConnectionKeeper : IConnectionSource
         _server = server;
         _onStateChanged = onStateChanged;
         Reconnects = open is not null && options.AutoReconnect;
+        _loop = RunAsync(first);
     }
 
     /// <summary>Whether lost connections are replaced (and calls that never ran are retried).</summary>
@@ -101,22 +104,6 @@ internal sealed class ConnectionKeeper : IConnectionSource
             Retire(connection);
             return null;
         }
-    }
-
-    /// <summary>A keeper that starts from an open connection (ConnectAsync already connected).</summary>
-    public static ConnectionKeeper StartConnected(ClientConnection first, Func<CancellationToken, Task<ClientConnection>>? open, MuxClientOptions options, ILogger logger, string server, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
-    {
-        var keeper = new ConnectionKeeper(open, options, logger, server, onStateChanged);
-        keeper._loop = keeper.RunAsync(first);
-        return keeper;
-    }
-
-    /// <summary>A keeper that connects in the background; calls wait for its first connection.</summary>
-    public static ConnectionKeeper StartConnecting(Func<CancellationToken, Task<ClientConnection>> open, MuxClientOptions options, ILogger logger, string server, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
-    {
-        var keeper = new ConnectionKeeper(open, options, logger, server, onStateChanged);
-        keeper._loop = keeper.RunAsync(null);
-        return keeper;
     }
 
     /// <summary>

@@ -342,7 +342,8 @@ internal sealed partial class EndPointBalancer : IConnectionSource
     private BalancedEndPoint StartLocked(EndPoint address)
     {
         var endPoint = new BalancedEndPoint(address);
-        endPoint.Keeper = ConnectionKeeper.StartConnecting(
+        endPoint.Keeper = new ConnectionKeeper(
+            null,
             cancellationToken => ClientConnector.OpenAsync(address, _options, _logger, _services, cancellationToken),
             _options,
             _logger,
