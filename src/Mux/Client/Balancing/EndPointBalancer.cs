@@ -360,7 +360,6 @@ internal sealed partial class EndPointBalancer : ConnectionSource
     {
         lock (_lock)
         {
-            endPoint.State = state;
             if (state == MuxClientState.Connected)
             {
                 _everConnected = true;
