@@ -110,23 +110,12 @@ internal sealed class ConnectionKeeper : ConnectionSource
                 ready = _ready.Task;
             }
 
-            if (!ClockDeadline.TryGetRemaining(Options.TimeProvider, deadline, out TimeSpan wait))
-            {
-                throw NoConnectionInTime(ownTimeout);
-            }
-
-            try
-            {
-                failed = await ready.WaitAsync(wait, Options.TimeProvider, cancellationToken).ConfigureAwait(false) is { IsUsable: false } dead ? dead : failed;
-            }
-            catch (TimeoutException)
-            {
-                throw NoConnectionInTime(ownTimeout);
-            }
+            await WaitBeforeDeadlineAsync(ready, deadline, ownTimeout, cancellationToken).ConfigureAwait(false);
+            failed = ready.Result is { IsUsable: false } dead ? dead : failed;
         }
     }
 
-    private MuxConnectionException NoConnectionInTime(TimeSpan? ownTimeout)
+    protected override MuxConnectionException NoConnectionInTime(TimeSpan? ownTimeout)
     {
         Exception? attempt = _lastConnectError;
         string why = attempt is not null ? $" The last attempt to connect failed: {attempt.Message}"

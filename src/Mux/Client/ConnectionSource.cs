@@ -1,4 +1,5 @@
 using Microsoft.Extensions.Logging;
+using Mux.Connection;
 using Mux.Transport;
 
 namespace Mux.Client;
@@ -82,6 +83,28 @@ internal abstract class ConnectionSource : IConnectionSource
 
         return true;
     }
+
+    /// <summary>Waits for <paramref name="signal"/> (a connection, or a change worth looking again
+    /// at) until <paramref name="deadline"/>; a caller still waiting then gets <see cref="NoConnectionInTime"/>.</summary>
+    protected async Task WaitBeforeDeadlineAsync(Task signal, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken)
+    {
+        if (!ClockDeadline.TryGetRemaining(Options.TimeProvider, deadline, out TimeSpan wait))
+        {
+            throw NoConnectionInTime(ownTimeout);
+        }
+
+        try
+        {
+            await signal.WaitAsync(wait, Options.TimeProvider, cancellationToken).ConfigureAwait(false);
+        }
+        catch (TimeoutException)
+        {
+            throw NoConnectionInTime(ownTimeout);
+        }
+    }
+
+    /// <summary>Why a call that waited for a connection until its deadline was not sent.</summary>
+    protected abstract MuxConnectionException NoConnectionInTime(TimeSpan? ownTimeout);
 
     /// <summary>Why a call that waited for a connection to <paramref name="server"/> until its
     /// timeout was not sent.</summary>

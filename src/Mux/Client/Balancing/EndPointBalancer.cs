@@ -220,23 +220,11 @@ internal sealed partial class EndPointBalancer : ConnectionSource
                 return connection;
             }
 
-            if (!ClockDeadline.TryGetRemaining(Options.TimeProvider, deadline, out TimeSpan wait))
-            {
-                throw NoInstanceInTime(ownTimeout);
-            }
-
-            try
-            {
-                await changed.WaitAsync(wait, Options.TimeProvider, cancellationToken).ConfigureAwait(false);
-            }
-            catch (TimeoutException)
-            {
-                throw NoInstanceInTime(ownTimeout);
-            }
+            await WaitBeforeDeadlineAsync(changed, deadline, ownTimeout, cancellationToken).ConfigureAwait(false);
         }
     }
 
-    private MuxConnectionException NoInstanceInTime(TimeSpan? ownTimeout)
+    protected override MuxConnectionException NoConnectionInTime(TimeSpan? ownTimeout)
     {
         BalancedEndPoint[] endPoints = _endPoints;
         Exception? resolverError = null;
