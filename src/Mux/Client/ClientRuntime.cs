@@ -102,7 +102,7 @@ internal sealed partial class ClientRuntime
     public static ClientRuntime CreateBalanced(MuxClientOptions options)
     {
         var runtime = new ClientRuntime(options, null);
-        runtime._keeper = EndPointBalancer.Start(options, runtime._logger, runtime.RaiseStateChanged, runtime.Services);
+        runtime._keeper = new EndPointBalancer(options, runtime._logger, runtime.RaiseStateChanged, runtime.Services);
         return runtime;
     }
 

@@ -49,32 +49,25 @@ internal sealed partial class EndPointBalancer : ConnectionSource
 
     private bool _disposed;
 
-    private Task _resolveLoop = Task.CompletedTask;
+    private readonly Task _resolveLoop = Task.CompletedTask;
 
     // What every instance's connections serve to calls their server starts (the MuxClient's). Immutable.
     private readonly ServiceMethods _services;
 
+    /// <summary>Starts the keepers of <see cref="MuxClientOptions.EndPoints"/>, or the loop that asks
+    /// <see cref="MuxClientOptions.EndPointResolver"/>.</summary>
     public EndPointBalancer(MuxClientOptions options, ILogger logger, Action<MuxClientState, MuxClientState, Exception?> onStateChanged, ServiceMethods services)
         : base(options, logger, options.Service ?? (options.EndPointResolver is { } resolver ? resolver.ToString() ?? "resolver" : string.Join(", ", options.EndPoints)), options.AutoReconnect, onStateChanged)
     {
         _services = services;
-    }
-
-    /// <summary>Starts the keepers of <see cref="MuxClientOptions.EndPoints"/>, or the loop that asks
-    /// <see cref="MuxClientOptions.EndPointResolver"/>.</summary>
-    public static EndPointBalancer Start(MuxClientOptions options, ILogger logger, Action<MuxClientState, MuxClientState, Exception?> onStateChanged, ServiceMethods services)
-    {
-        var balancer = new EndPointBalancer(options, logger, onStateChanged, services);
-        if (options.EndPointResolver is { } resolver)
+        if (options.EndPointResolver is { } endPointResolver)
         {
-            balancer._resolveLoop = balancer.ResolveLoopAsync(resolver);
+            _resolveLoop = ResolveLoopAsync(endPointResolver);
         }
         else
         {
-            balancer.Update([.. options.EndPoints]);
+            Update([.. options.EndPoints]);
         }
-
-        return balancer;
     }
 
     /// <summary>The instances calls go to now.</summary>
