@@ -40,9 +40,14 @@ internal sealed partial class ClientRuntime
     // Where a streaming call with the client's own settings finds its connection. Immutable.
     private readonly IOutgoingCallsSource _defaultSource;
 
-    private ClientRuntime(MuxClientOptions options, EndPoint? remoteEndPoint, ServiceMethods services)
+    // The client's log (category Mux.Client), for its keeper or balancer and every connection. Immutable.
+    private readonly ILogger _logger;
+
+    private ClientRuntime(MuxClientOptions options, EndPoint? remoteEndPoint)
     {
-        Services = services;
+        options.Validate();
+        _logger = CreateLogger(options);
+        Services = new ServiceMethods();
         RemoteEndPoint = remoteEndPoint;
         _clock = options.TimeProvider;
         _callTimeout = ClockDeadline.ToTimestampSpan(_clock, options.CallTimeout);
@@ -67,22 +72,18 @@ internal sealed partial class ClientRuntime
     /// reconnects to the same endpoint when it is lost.</summary>
     public static async Task<ClientRuntime> ConnectAsync(EndPoint endPoint, MuxClientOptions options, CancellationToken cancellationToken)
     {
-        options.Validate();
-        ILogger logger = CreateLogger(options);
-        var services = new ServiceMethods();
-        ClientConnection first = await ClientConnector.OpenAsync(endPoint, options, logger, services, cancellationToken).ConfigureAwait(false);
-        var runtime = new ClientRuntime(options, first.RemoteEndPoint, services);
-        runtime._keeper = ConnectionKeeper.StartConnected(first, runtime.OpenFunction(endPoint, options, logger), options, logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
+        var runtime = new ClientRuntime(options, endPoint);
+        Func<CancellationToken, Task<ClientConnection>> open = runtime.OpenFunction(endPoint, options);
+        ClientConnection first = await open(cancellationToken).ConfigureAwait(false);
+        runtime._keeper = new ConnectionKeeper(first, open, options, runtime._logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
         return runtime;
     }
 
     /// <summary>A client that connects to <paramref name="endPoint"/> in the background.</summary>
     public static ClientRuntime Create(EndPoint endPoint, MuxClientOptions options)
     {
-        options.Validate();
-        ILogger logger = CreateLogger(options);
-        var runtime = new ClientRuntime(options, endPoint, new ServiceMethods());
-        runtime._keeper = ConnectionKeeper.StartConnecting(runtime.OpenFunction(endPoint, options, logger), options, logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
+        var runtime = new ClientRuntime(options, endPoint);
+        runtime._keeper = new ConnectionKeeper(null, runtime.OpenFunction(endPoint, options), options, runtime._logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
         return runtime;
     }
 
@@ -90,12 +91,9 @@ internal sealed partial class ClientRuntime
     /// in tests and benchmarks): it cannot reconnect.</summary>
     public static async Task<ClientRuntime> ConnectAsync(IMuxTransport transport, MuxClientOptions options, string name, CancellationToken cancellationToken)
     {
-        options.Validate();
-        ILogger logger = CreateLogger(options);
-        var services = new ServiceMethods();
-        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, services, logger, name, cancellationToken).ConfigureAwait(false);
-        var runtime = new ClientRuntime(options, null, services);
-        runtime._keeper = ConnectionKeeper.StartConnected(connection, null, options, logger, name, runtime.RaiseStateChanged);
+        var runtime = new ClientRuntime(options, null);
+        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, runtime.Services, runtime._logger, name, cancellationToken).ConfigureAwait(false);
+        runtime._keeper = new ConnectionKeeper(connection, null, options, runtime._logger, name, runtime.RaiseStateChanged);
         return runtime;
     }
 
@@ -103,9 +101,8 @@ internal sealed partial class ClientRuntime
     /// <see cref="MuxClientOptions.EndPointResolver"/>), each connecting in the background.</summary>
     public static ClientRuntime CreateBalanced(MuxClientOptions options)
     {
-        options.Validate();
-        var runtime = new ClientRuntime(options, null, new ServiceMethods());
-        runtime._keeper = EndPointBalancer.Start(options, CreateLogger(options), runtime.RaiseStateChanged, runtime.Services);
+        var runtime = new ClientRuntime(options, null);
+        runtime._keeper = new EndPointBalancer(options, runtime._logger, runtime.RaiseStateChanged, runtime.Services);
         return runtime;
     }
 
@@ -127,11 +124,11 @@ internal sealed partial class ClientRuntime
         }
     }
 
-    private Func<CancellationToken, Task<ClientConnection>> OpenFunction(EndPoint endPoint, MuxClientOptions options, ILogger logger)
+    private Func<CancellationToken, Task<ClientConnection>> OpenFunction(EndPoint endPoint, MuxClientOptions options)
     {
         return async cancellationToken =>
         {
-            ClientConnection connection = await ClientConnector.OpenAsync(endPoint, options, logger, Services, cancellationToken).ConfigureAwait(false);
+            ClientConnection connection = await ClientConnector.OpenAsync(endPoint, options, _logger, Services, cancellationToken).ConfigureAwait(false);
             RemoteEndPoint = connection.RemoteEndPoint;
             return connection;
         };

@@ -16,19 +16,9 @@ namespace Mux.Client;
 /// <see cref="MuxClientOptions.AutoReconnect"/> off, the keeper never replaces its connection: a
 /// lost connection closes the client, and calls fail on it exactly as they would without a keeper.
 /// </remarks>
-internal sealed class ConnectionKeeper : IConnectionSource
+internal sealed class ConnectionKeeper : ConnectionSource
 {
     private readonly Func<CancellationToken, Task<ClientConnection>>? _open;
-    private readonly MuxClientOptions _options;
-    private readonly ILogger _logger;
-    private readonly string _server;
-    private readonly Action<MuxClientState, MuxClientState, Exception?> _onStateChanged;
-
-    // Cancelled by DisposeAsync: stops the loop, a connect attempt and its backoff.
-    private readonly CancellationTokenSource _disposing = new();
-
-    // Completed when the client is closed for good (Completion).
-    private readonly TaskCompletionSource _closed = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     // Guards _current, _ready, _replaceNow, _retired and _disposed together. Taken on the slow
     // paths only (connection published or retired, a caller that must wait, dispose).
@@ -58,37 +48,26 @@ internal sealed class ConnectionKeeper : IConnectionSource
     // The newest connection ever published; kept after it closes for CloseReason and statistics.
     private volatile ClientConnection? _latest;
 
-    // Written by the loop only.
-    private volatile int _state = (int)MuxClientState.Connecting;
-    private Task _loop = Task.CompletedTask;
+    private readonly Task _loop;
 
-    private ConnectionKeeper(Func<CancellationToken, Task<ClientConnection>>? open, MuxClientOptions options, ILogger logger, string server, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
+    /// <summary>Starts the keeper: from <paramref name="first"/> when ConnectAsync already
+    /// connected, else connecting in the background (calls wait for its first connection).</summary>
+    public ConnectionKeeper(ClientConnection? first, Func<CancellationToken, Task<ClientConnection>>? open, MuxClientOptions options, ILogger logger, string server, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
+        : base(options, logger, server, open is not null && options.AutoReconnect, onStateChanged)
     {
         _open = open;
-        _options = options;
-        _logger = logger;
-        _server = server;
-        _onStateChanged = onStateChanged;
-        Reconnects = open is not null && options.AutoReconnect;
+        _loop = RunAsync(first);
     }
 
-    /// <summary>Whether lost connections are replaced (and calls that never ran are retried).</summary>
-    public bool Reconnects { get; }
-
-    public MuxClientState State => (MuxClientState)_state;
-
-    /// <summary>Completes when the client is closed for good.</summary>
-    public Task Completion => _closed.Task;
-
     /// <summary>The newest connection, open or not; null before the first one.</summary>
-    public ClientConnection? Latest => _latest;
+    public override ClientConnection? Latest => _latest;
 
     /// <summary>
     /// The connection for a new call, or null when the caller must wait. When the keeper
     /// reconnects, a connection that closed or received GoAway is retired here by the first caller
     /// that notices, so the next callers wait for its replacement instead of failing on it.
     /// </summary>
-    public ClientConnection? Current
+    public override ClientConnection? Current
     {
         get
         {
@@ -103,22 +82,6 @@ internal sealed class ConnectionKeeper : IConnectionSource
         }
     }
 
-    /// <summary>A keeper that starts from an open connection (ConnectAsync already connected).</summary>
-    public static ConnectionKeeper StartConnected(ClientConnection first, Func<CancellationToken, Task<ClientConnection>>? open, MuxClientOptions options, ILogger logger, string server, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
-    {
-        var keeper = new ConnectionKeeper(open, options, logger, server, onStateChanged);
-        keeper._loop = keeper.RunAsync(first);
-        return keeper;
-    }
-
-    /// <summary>A keeper that connects in the background; calls wait for its first connection.</summary>
-    public static ConnectionKeeper StartConnecting(Func<CancellationToken, Task<ClientConnection>> open, MuxClientOptions options, ILogger logger, string server, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
-    {
-        var keeper = new ConnectionKeeper(open, options, logger, server, onStateChanged);
-        keeper._loop = keeper.RunAsync(null);
-        return keeper;
-    }
-
     /// <summary>
     /// Waits for a usable connection other than <paramref name="failed"/> (the one a call just
     /// failed on, without running), until <paramref name="deadline"/> (a <see cref="ClockDeadline"/>
@@ -126,7 +89,7 @@ internal sealed class ConnectionKeeper : IConnectionSource
     /// </summary>
     /// <exception cref="MuxConnectionException">No connection came in time (safe to retry), or the client is closed.</exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired.</exception>
-    public async ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken)
+    public override async ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken)
     {
         while (true)
         {
@@ -147,38 +110,19 @@ internal sealed class ConnectionKeeper : IConnectionSource
                 ready = _ready.Task;
             }
 
-            if (!ClockDeadline.TryGetRemaining(_options.TimeProvider, deadline, out TimeSpan wait))
-            {
-                throw NoConnectionInTime(ownTimeout);
-            }
-
-            try
-            {
-                failed = await ready.WaitAsync(wait, _options.TimeProvider, cancellationToken).ConfigureAwait(false) is { IsUsable: false } dead ? dead : failed;
-            }
-            catch (TimeoutException)
-            {
-                throw NoConnectionInTime(ownTimeout);
-            }
+            await WaitBeforeDeadlineAsync(ready, deadline, ownTimeout, cancellationToken).ConfigureAwait(false);
+            failed = ready.Result is { IsUsable: false } dead ? dead : failed;
         }
     }
 
-    private MuxConnectionException NoConnectionInTime(TimeSpan? ownTimeout)
+    protected override MuxConnectionException NoConnectionInTime(TimeSpan? ownTimeout)
     {
         Exception? attempt = _lastConnectError;
         string why = attempt is not null ? $" The last attempt to connect failed: {attempt.Message}"
             : _latest is { IsClosed: true } latest ? $" The last connection: {latest.CloseError.Message}"
             : string.Empty;
-        return NotSent($"the Mux server at {_server}", _options, ownTimeout, why, _latest, attempt);
+        return NotSent($"the Mux server at {Name}", ownTimeout, why, _latest, attempt);
     }
-
-    /// <summary>Why a call that waited for a connection to <paramref name="server"/> until its
-    /// timeout was not sent (shared with the balancer, whose server has several instances).</summary>
-    internal static MuxConnectionException NotSent(string server, MuxClientOptions options, TimeSpan? ownTimeout, string why, ClientConnection? latest, Exception? inner) =>
-        MuxConnectionException.NotRun(
-            $"No connection to {server} was available within {DurationText.Format(ownTimeout ?? options.CallTimeout)} ({(ownTimeout is null ? "MuxClientOptions.CallTimeout" : "the call's own Timeout")}); the call was not sent.{why}",
-            latest?.CloseReason ?? MuxCloseReason.None,
-            inner);
 
     /// <summary>Stops using <paramref name="connection"/> for new calls and wakes the loop to
     /// replace it. Safe to call from any thread, any number of times.</summary>
@@ -214,9 +158,9 @@ internal sealed class ConnectionKeeper : IConnectionSource
 
     private async Task RunAsync(ClientConnection? connection)
     {
-        CancellationToken stopping = _disposing.Token;
-        var backoff = new ReconnectBackoff(_options.ReconnectInitialDelay, _options.ReconnectMaxDelay);
-        TimeProvider clock = _options.TimeProvider;
+        CancellationToken stopping = Disposing.Token;
+        var backoff = new ReconnectBackoff(Options.ReconnectInitialDelay, Options.ReconnectMaxDelay);
+        TimeProvider clock = Options.TimeProvider;
         int failedAttempts = 0;
 
         // The clock's timestamp of the latest lost connection (for the log line of the reconnect);
@@ -240,18 +184,18 @@ internal sealed class ConnectionKeeper : IConnectionSource
                         failedAttempts++;
                         if (!Reconnects)
                         {
-                            ClientLog.ClientClosed(_logger, _server, $"connecting failed and MuxClientOptions.AutoReconnect is off: {ex.Message}");
+                            ClientLog.ClientClosed(Logger, Name, $"connecting failed and MuxClientOptions.AutoReconnect is off: {ex.Message}");
                             return;
                         }
 
                         TimeSpan delay = backoff.NextDelay();
                         if (failedAttempts == 1)
                         {
-                            ClientLog.ConnectFailed(_logger, _server, DurationText.Format(delay), ex);
+                            ClientLog.ConnectFailed(Logger, Name, DurationText.Format(delay), ex);
                         }
                         else
                         {
-                            ClientLog.ConnectRetryFailed(_logger, _server, failedAttempts, DurationText.Format(delay), ex);
+                            ClientLog.ConnectRetryFailed(Logger, Name, failedAttempts, DurationText.Format(delay), ex);
                         }
 
                         // On the options' clock, so a test can step through the backoff with a fake one.
@@ -266,11 +210,11 @@ internal sealed class ConnectionKeeper : IConnectionSource
                 Task replaceNow = Publish(connection);
                 if (lostAt is long lost)
                 {
-                    ClientLog.Reconnected(_logger, _server, failedAttempts + 1, DurationText.Format(clock.GetElapsedTime(lost)));
+                    ClientLog.Reconnected(Logger, Name, failedAttempts + 1, DurationText.Format(clock.GetElapsedTime(lost)));
                 }
                 else
                 {
-                    ClientLog.Connected(_logger, _server);
+                    ClientLog.Connected(Logger, Name);
                 }
 
                 SetState(MuxClientState.Connected, null);
@@ -281,7 +225,7 @@ internal sealed class ConnectionKeeper : IConnectionSource
                 if (!Reconnects)
                 {
                     error = connection.CloseError;
-                    ClientLog.ClientClosed(_logger, _server, $"its connection closed ({connection.CloseReason}) and MuxClientOptions.AutoReconnect is off.");
+                    ClientLog.ClientClosed(Logger, Name, $"its connection closed ({connection.CloseReason}) and MuxClientOptions.AutoReconnect is off.");
                     return;
                 }
 
@@ -290,12 +234,12 @@ internal sealed class ConnectionKeeper : IConnectionSource
                 if (connection.IsClosed)
                 {
                     error = connection.CloseError;
-                    ClientLog.ConnectionLost(_logger, _server, connection.CloseReason, error.InnerException);
+                    ClientLog.ConnectionLost(Logger, Name, connection.CloseReason, error.InnerException);
                 }
                 else
                 {
                     error = null;
-                    ClientLog.ServerGoingAway(_logger, _server);
+                    ClientLog.ServerGoingAway(Logger, Name);
                 }
 
                 SetState(MuxClientState.Reconnecting, error);
@@ -324,7 +268,7 @@ internal sealed class ConnectionKeeper : IConnectionSource
             {
                 // DisposeAsync ran while this connection was being opened: it is nobody's now.
                 _ = connection.DisposeAsync().AsTask();
-                throw new OperationCanceledException(_disposing.Token);
+                throw new OperationCanceledException(Disposing.Token);
             }
 
             _current = connection;
@@ -339,8 +283,7 @@ internal sealed class ConnectionKeeper : IConnectionSource
     /// with "closed". Runs once, on the loop's way out.</summary>
     private void Close(Exception? error)
     {
-        MuxConnectionException closed = error as MuxConnectionException
-            ?? new MuxConnectionException($"The Mux client for {_server} is closed.", MuxCloseReason.LocalShutdown, error);
+        MuxConnectionException closed = error as MuxConnectionException ?? Closed(error);
         lock (_lock)
         {
             _disposed = true;
@@ -357,14 +300,13 @@ internal sealed class ConnectionKeeper : IConnectionSource
         }
 
         SetState(MuxClientState.Closed, error);
-        _closed.TrySetResult();
     }
 
-    public async ValueTask DisposeAsync()
+    public override async ValueTask DisposeAsync()
     {
         // Cancel first: a connection the loop publishes after this is still collected below,
         // and one it opens after the lock is refused by Publish.
-        _disposing.Cancel();
+        Disposing.Cancel();
         ClientConnection[] open;
         lock (_lock)
         {
@@ -379,29 +321,6 @@ internal sealed class ConnectionKeeper : IConnectionSource
         }
 
         await _loop.ConfigureAwait(false);
-    }
-
-    private void SetState(MuxClientState state, Exception? error)
-    {
-        var previous = (MuxClientState)Interlocked.Exchange(ref _state, (int)state);
-        if (previous != state)
-        {
-            Notify(_onStateChanged, previous, state, error, _logger);
-        }
-    }
-
-    /// <summary>Tells the client's handler of a state change (shared with the balancer); a handler
-    /// that throws is logged, never allowed to stop the loop that changed the state.</summary>
-    internal static void Notify(Action<MuxClientState, MuxClientState, Exception?> onStateChanged, MuxClientState previous, MuxClientState state, Exception? error, ILogger logger)
-    {
-        try
-        {
-            onStateChanged(previous, state, error);
-        }
-        catch (Exception ex)
-        {
-            ClientLog.StateChangedHandlerFailed(logger, ex);
-        }
     }
 
     private static TaskCompletionSource<ClientConnection> NewReady() =>

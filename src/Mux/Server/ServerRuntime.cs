@@ -190,10 +190,8 @@ internal sealed class ServerRuntime
     {
         StreamConnection.RequireDuplex(stream);
 
-        EnsureServingUserConnections();
+        string name = CountUserConnection("stream");
         long acceptedAt = _options.TimeProvider.GetTimestamp();
-        long number = Interlocked.Increment(ref _connectionsAccepted);
-        string name = $"stream #{number}";
         if (_options.Tls is null)
         {
             Accept(new StreamConnection(stream, socket: null, _options.MaxFrameSize, _options.TimeProvider), name);
@@ -215,12 +213,12 @@ internal sealed class ServerRuntime
             throw new InvalidOperationException("MuxServerOptions.Tls is set, but a pipe is used as it is and cannot carry TLS. Accept a Stream with AcceptAsync instead (for example PipeReader.AsStream and PipeWriter.AsStream over your transport).");
         }
 
-        EnsureServingUserConnections();
-        long number = Interlocked.Increment(ref _connectionsAccepted);
-        Accept(new DuplexPipeTransport(pipe), $"pipe #{number}");
+        Accept(new DuplexPipeTransport(pipe), CountUserConnection("pipe"));
     }
 
-    private void EnsureServingUserConnections()
+    /// <summary>Counts a connection handed to the server (starting it without a listener if it has
+    /// not started) and names it after its <paramref name="kind"/> and number.</summary>
+    private string CountUserConnection(string kind)
     {
         if (Volatile.Read(ref _state) == 0)
         {
@@ -238,6 +236,8 @@ internal sealed class ServerRuntime
         {
             throw new InvalidOperationException("The Mux server is stopping or stopped; it accepts no more connections.");
         }
+
+        return $"{kind} #{Interlocked.Increment(ref _connectionsAccepted)}";
     }
 
     /// <summary>Serves one connection over an already-connected transport.</summary>

@@ -10,10 +10,6 @@ internal sealed class BalancedEndPoint
     // call that picks it; read by GetEndPointStatistics.
     private long _callsSent;
 
-    // The keeper's latest MuxClientState. Written by the keeper's loop (through the balancer's
-    // state callback, under the balancer's lock); read by anyone.
-    private volatile int _state = (int)MuxClientState.Connecting;
-
     public BalancedEndPoint(EndPoint endPoint) => EndPoint = endPoint;
 
     public EndPoint EndPoint { get; }
@@ -21,11 +17,7 @@ internal sealed class BalancedEndPoint
     /// <summary>Set once, right after construction (the keeper's callback refers to this object).</summary>
     public ConnectionKeeper Keeper { get; set; } = null!;
 
-    public MuxClientState State
-    {
-        get => (MuxClientState)_state;
-        set => _state = (int)value;
-    }
+    public MuxClientState State => Keeper.State;
 
     public long CallsSent => Interlocked.Read(ref _callsSent);
 

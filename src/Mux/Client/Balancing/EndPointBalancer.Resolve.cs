@@ -23,17 +23,17 @@ internal sealed partial class EndPointBalancer
 
     private async Task ResolveLoopAsync(IMuxEndPointResolver resolver)
     {
-        CancellationToken stopping = _disposing.Token;
+        CancellationToken stopping = Disposing.Token;
         // A lost connection asks for a resolve at once, but a flapping instance must not make the
         // loop hammer the resolver: at most one early round per ReconnectInitialDelay.
-        TimeSpan earliest = _options.ReconnectInitialDelay;
+        TimeSpan earliest = Options.ReconnectInitialDelay;
 
         // Every wait of the loop is on the options' clock, so a test can count the rounds on a fake one.
-        TimeProvider clock = _options.TimeProvider;
+        TimeProvider clock = Options.TimeProvider;
 
         // The waits between asks while no instance is known (grows while the resolver keeps failing,
         // starts over once it answers); used by this loop only.
-        var backoff = new ReconnectBackoff(earliest, _options.ReconnectMaxDelay);
+        var backoff = new ReconnectBackoff(earliest, Options.ReconnectMaxDelay);
         await Task.Yield();
         while (!stopping.IsCancellationRequested)
         {
@@ -44,7 +44,7 @@ internal sealed partial class EndPointBalancer
                 if (endPoints.Count == 0)
                 {
                     _lastResolveFailure = s_noInstanceFound;
-                    BalancingLog.ResolvedNone(_logger, _name, _endPoints.Length);
+                    BalancingLog.ResolvedNone(Logger, Name, _endPoints.Length);
                 }
                 else
                 {
@@ -56,7 +56,7 @@ internal sealed partial class EndPointBalancer
             catch (Exception ex) when (!stopping.IsCancellationRequested)
             {
                 _lastResolveFailure = ex;
-                BalancingLog.ResolveFailed(_logger, _name, _endPoints.Length, ex);
+                BalancingLog.ResolveFailed(Logger, Name, _endPoints.Length, ex);
             }
 
             // With instances known, a failed or empty ask changes nothing (they keep serving) and
@@ -64,8 +64,8 @@ internal sealed partial class EndPointBalancer
             // With none, calls wait on the resolver alone: ask again soon, backing off the way
             // reconnects do, never less often than the interval.
             TimeSpan wait = _endPoints.Length == 0 && _lastResolveFailure is not null
-                ? Min(backoff.NextDelay(), _options.ResolveInterval)
-                : _options.ResolveInterval;
+                ? Min(backoff.NextDelay(), Options.ResolveInterval)
+                : Options.ResolveInterval;
             using (var round = CancellationTokenSource.CreateLinkedTokenSource(stopping))
             {
                 Task changed = WaitForChangeAsync(resolver, round.Token);
@@ -115,7 +115,7 @@ internal sealed partial class EndPointBalancer
         }
         catch (Exception ex)
         {
-            BalancingLog.ResolveFailed(_logger, _name, _endPoints.Length, ex);
+            BalancingLog.ResolveFailed(Logger, Name, _endPoints.Length, ex);
         }
 
         await Task.Delay(Timeout.Infinite, cancellationToken).ConfigureAwait(false);

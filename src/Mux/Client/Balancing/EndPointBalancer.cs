@@ -26,21 +26,10 @@ namespace Mux.Client.Balancing;
 /// at once (no new calls) and are closed once their pending calls have finished or after
 /// <see cref="MuxClientOptions.CallTimeout"/>.</para>
 /// </remarks>
-internal sealed partial class EndPointBalancer : IConnectionSource
+internal sealed partial class EndPointBalancer : ConnectionSource
 {
-    private readonly MuxClientOptions _options;
-    private readonly ILogger _logger;
-    private readonly Action<MuxClientState, MuxClientState, Exception?> _onStateChanged;
-    private readonly string _name;
-
-    // Cancelled by DisposeAsync: stops the resolve loop and the drains of removed instances.
-    private readonly CancellationTokenSource _disposing = new();
-
-    // Completed when the client is closed for good (Completion).
-    private readonly TaskCompletionSource _closed = new(TaskCreationOptions.RunContinuationsAsynchronously);
-
     // Guards the set changes (_endPoints writes, _removed), _changed replacement, the aggregated
-    // _state and _disposed. Taken on slow paths only: a set change, a keeper's state change, a
+    // State and _disposed. Taken on slow paths only: a set change, a keeper's state change, a
     // caller that found no usable instance, dispose.
     private readonly Lock _lock = new();
 
@@ -55,57 +44,37 @@ internal sealed partial class EndPointBalancer : IConnectionSource
     // Removed instances still finishing their calls: closed by their drain, or by DisposeAsync.
     private readonly List<BalancedEndPoint> _removed = [];
 
-    // The client's state over all instances (see Aggregate). Written under _lock; read by anyone.
-    private volatile int _state = (int)MuxClientState.Connecting;
-
     // Whether any instance has ever connected (Connecting before, Reconnecting after). Under _lock.
     private bool _everConnected;
 
     private bool _disposed;
 
-    private Task _resolveLoop = Task.CompletedTask;
+    private readonly Task _resolveLoop = Task.CompletedTask;
 
     // What every instance's connections serve to calls their server starts (the MuxClient's). Immutable.
     private readonly ServiceMethods _services;
 
-    public EndPointBalancer(MuxClientOptions options, ILogger logger, Action<MuxClientState, MuxClientState, Exception?> onStateChanged, ServiceMethods services)
-    {
-        _services = services;
-        _options = options;
-        _logger = logger;
-        _onStateChanged = onStateChanged;
-        _name = options.Service ?? (options.EndPointResolver is { } resolver ? resolver.ToString() ?? "resolver" : string.Join(", ", options.EndPoints));
-        Reconnects = options.AutoReconnect;
-    }
-
     /// <summary>Starts the keepers of <see cref="MuxClientOptions.EndPoints"/>, or the loop that asks
     /// <see cref="MuxClientOptions.EndPointResolver"/>.</summary>
-    public static EndPointBalancer Start(MuxClientOptions options, ILogger logger, Action<MuxClientState, MuxClientState, Exception?> onStateChanged, ServiceMethods services)
+    public EndPointBalancer(MuxClientOptions options, ILogger logger, Action<MuxClientState, MuxClientState, Exception?> onStateChanged, ServiceMethods services)
+        : base(options, logger, options.Service ?? (options.EndPointResolver is { } resolver ? resolver.ToString() ?? "resolver" : string.Join(", ", options.EndPoints)), options.AutoReconnect, onStateChanged)
     {
-        var balancer = new EndPointBalancer(options, logger, onStateChanged, services);
-        if (options.EndPointResolver is { } resolver)
+        _services = services;
+        if (options.EndPointResolver is { } endPointResolver)
         {
-            balancer._resolveLoop = balancer.ResolveLoopAsync(resolver);
+            _resolveLoop = ResolveLoopAsync(endPointResolver);
         }
         else
         {
-            balancer.Update([.. options.EndPoints]);
+            Update([.. options.EndPoints]);
         }
-
-        return balancer;
     }
-
-    public bool Reconnects { get; }
-
-    public MuxClientState State => (MuxClientState)_state;
-
-    public Task Completion => _closed.Task;
 
     /// <summary>The instances calls go to now.</summary>
     public IReadOnlyList<BalancedEndPoint> EndPoints => _endPoints;
 
     /// <summary>An open connection of some instance if there is one, else the newest known.</summary>
-    public ClientConnection? Latest
+    public override ClientConnection? Latest
     {
         get
         {
@@ -142,7 +111,7 @@ internal sealed partial class EndPointBalancer : IConnectionSource
 
     /// <summary>The connection for a new call: the one of two random usable instances with fewer
     /// pending calls (or the fewest of all), or null when none is usable.</summary>
-    public ClientConnection? Current => Pick(count: true);
+    public override ClientConnection? Current => Pick(count: true);
 
     /// <summary>The pick; <paramref name="count"/> says whether a call will go to it (for
     /// <see cref="BalancedEndPoint.CallsSent"/>).</summary>
@@ -154,7 +123,7 @@ internal sealed partial class EndPointBalancer : IConnectionSource
             return null;
         }
 
-        return _options.Balancing == BalancingPolicy.PowerOfTwoChoices && endPoints.Length > 2
+        return Options.Balancing == BalancingPolicy.PowerOfTwoChoices && endPoints.Length > 2
             ? PickOfTwo(endPoints, count) ?? PickLeastPending(endPoints, count)
             : PickLeastPending(endPoints, count);
     }
@@ -221,7 +190,7 @@ internal sealed partial class EndPointBalancer : IConnectionSource
     /// </summary>
     /// <exception cref="MuxConnectionException">No instance came in time (safe to retry), or the client is closed.</exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired.</exception>
-    public ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken) =>
+    public override ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken) =>
         WaitAsync(failed, deadline, ownTimeout, count: true, cancellationToken);
 
     /// <summary>Waits until some instance is connected (ConnectAsync); sends nothing.</summary>
@@ -236,7 +205,7 @@ internal sealed partial class EndPointBalancer : IConnectionSource
             Task changed = _changed.Task;
             if (_disposed || State == MuxClientState.Closed)
             {
-                throw Closed();
+                throw Closed(null);
             }
 
             if (Pick(count) is { } connection && connection != failed)
@@ -244,30 +213,18 @@ internal sealed partial class EndPointBalancer : IConnectionSource
                 return connection;
             }
 
-            if (!ClockDeadline.TryGetRemaining(_options.TimeProvider, deadline, out TimeSpan wait))
-            {
-                throw NoInstanceInTime(ownTimeout);
-            }
-
-            try
-            {
-                await changed.WaitAsync(wait, _options.TimeProvider, cancellationToken).ConfigureAwait(false);
-            }
-            catch (TimeoutException)
-            {
-                throw NoInstanceInTime(ownTimeout);
-            }
+            await WaitBeforeDeadlineAsync(changed, deadline, ownTimeout, cancellationToken).ConfigureAwait(false);
         }
     }
 
-    private MuxConnectionException NoInstanceInTime(TimeSpan? ownTimeout)
+    protected override MuxConnectionException NoConnectionInTime(TimeSpan? ownTimeout)
     {
         BalancedEndPoint[] endPoints = _endPoints;
         Exception? resolverError = null;
         string why = endPoints.Length == 0
             ? DescribeNoInstance(out resolverError)
             : $" None of its {endPoints.Length} instance(s) had a usable connection.{LastError(endPoints)}";
-        return ConnectionKeeper.NotSent($"any instance of the Mux server ({_name})", _options, ownTimeout, why, Latest, resolverError);
+        return NotSent($"any instance of the Mux server ({Name})", ownTimeout, why, Latest, resolverError);
     }
 
     private static string LastError(BalancedEndPoint[] endPoints)
@@ -282,9 +239,6 @@ internal sealed partial class EndPointBalancer : IConnectionSource
 
         return string.Empty;
     }
-
-    private MuxConnectionException Closed() =>
-        new($"The Mux client for {_name} is closed.", MuxCloseReason.LocalShutdown, null);
 
     /// <summary>
     /// Makes <paramref name="endPoints"/> the set of instances: keeps those already known, starts
@@ -328,7 +282,7 @@ internal sealed partial class EndPointBalancer : IConnectionSource
             }
 
             _endPoints = [.. next];
-            BalancingLog.EndPointsChanged(_logger, _name, next.Count, next.Count - (current.Length - removed.Count), removed.Count);
+            BalancingLog.EndPointsChanged(Logger, Name, next.Count, next.Count - (current.Length - removed.Count), removed.Count);
             AggregateLocked(null);
             SignalLocked();
         }
@@ -342,10 +296,11 @@ internal sealed partial class EndPointBalancer : IConnectionSource
     private BalancedEndPoint StartLocked(EndPoint address)
     {
         var endPoint = new BalancedEndPoint(address);
-        endPoint.Keeper = ConnectionKeeper.StartConnecting(
-            cancellationToken => ClientConnector.OpenAsync(address, _options, _logger, _services, cancellationToken),
-            _options,
-            _logger,
+        endPoint.Keeper = new ConnectionKeeper(
+            null,
+            cancellationToken => ClientConnector.OpenAsync(address, Options, Logger, _services, cancellationToken),
+            Options,
+            Logger,
             address.ToString() ?? "server",
             (previous, state, error) => OnEndPointStateChanged(endPoint, state, error));
         return endPoint;
@@ -357,12 +312,12 @@ internal sealed partial class EndPointBalancer : IConnectionSource
     {
         try
         {
-            TimeProvider clock = _options.TimeProvider;
-            long deadline = ClockDeadline.After(clock, _options.CallTimeout);
+            TimeProvider clock = Options.TimeProvider;
+            long deadline = ClockDeadline.After(clock, Options.CallTimeout);
             using var poll = new PeriodicTimer(TimeSpan.FromMilliseconds(20), clock);
             while ((endPoint.Keeper.Latest?.PendingCallCount ?? 0) > 0 && clock.GetTimestamp() < deadline)
             {
-                await poll.WaitForNextTickAsync(_disposing.Token).ConfigureAwait(false);
+                await poll.WaitForNextTickAsync(Disposing.Token).ConfigureAwait(false);
             }
         }
         catch (OperationCanceledException)
@@ -386,7 +341,6 @@ internal sealed partial class EndPointBalancer : IConnectionSource
     {
         lock (_lock)
         {
-            endPoint.State = state;
             if (state == MuxClientState.Connected)
             {
                 _everConnected = true;
@@ -419,7 +373,7 @@ internal sealed partial class EndPointBalancer : IConnectionSource
             allClosed &= endPoint.State == MuxClientState.Closed;
         }
 
-        MuxClientState state = _disposed || (allClosed && _options.EndPointResolver is null) ? MuxClientState.Closed
+        MuxClientState state = _disposed || (allClosed && Options.EndPointResolver is null) ? MuxClientState.Closed
             : anyConnected ? MuxClientState.Connected
             : _everConnected ? MuxClientState.Reconnecting
             : MuxClientState.Connecting;
@@ -428,19 +382,9 @@ internal sealed partial class EndPointBalancer : IConnectionSource
 
     private void SetStateLocked(MuxClientState state, Exception? error)
     {
-        var previous = (MuxClientState)_state;
-        if (previous == state || previous == MuxClientState.Closed)
-        {
-            return;
-        }
-
-        _state = (int)state;
-        ConnectionKeeper.Notify(_onStateChanged, previous, state, error, _logger);
-
-        if (state == MuxClientState.Closed)
+        if (SetState(state, error) && state == MuxClientState.Closed)
         {
             SignalLocked();
-            _closed.TrySetResult();
         }
     }
 
@@ -451,9 +395,9 @@ internal sealed partial class EndPointBalancer : IConnectionSource
         changed.TrySetResult();
     }
 
-    public async ValueTask DisposeAsync()
+    public override async ValueTask DisposeAsync()
     {
-        _disposing.Cancel();
+        Disposing.Cancel();
         BalancedEndPoint[] open;
         lock (_lock)
         {

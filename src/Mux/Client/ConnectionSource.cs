@@ -1,0 +1,120 @@
+using Microsoft.Extensions.Logging;
+using Mux.Connection;
+using Mux.Transport;
+
+namespace Mux.Client;
+
+/// <summary>
+/// What one endpoint's <see cref="ConnectionKeeper"/> and the <see cref="Balancing.EndPointBalancer"/>
+/// share: the client's state and its report to the client's handler, the end of the client
+/// (<see cref="Completion"/>), and what their connections are opened and logged with.
+/// </summary>
+internal abstract class ConnectionSource : IConnectionSource
+{
+    private readonly Action<MuxClientState, MuxClientState, Exception?> _onStateChanged;
+
+    // Completed when the client is closed for good (Completion).
+    private readonly TaskCompletionSource _closed = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    // Written by one writer at a time (the keeper's loop; the balancer under its lock); read by anyone.
+    private volatile int _state = (int)MuxClientState.Connecting;
+
+    protected ConnectionSource(MuxClientOptions options, ILogger logger, string name, bool reconnects, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
+    {
+        Options = options;
+        Logger = logger;
+        Name = name;
+        Reconnects = reconnects;
+        _onStateChanged = onStateChanged;
+    }
+
+    /// <summary>Whether lost connections are replaced (and calls that never ran are retried).</summary>
+    public bool Reconnects { get; }
+
+    public MuxClientState State => (MuxClientState)_state;
+
+    /// <summary>Completes when the client is closed for good.</summary>
+    public Task Completion => _closed.Task;
+
+    public abstract ClientConnection? Current { get; }
+
+    public abstract ClientConnection? Latest { get; }
+
+    protected MuxClientOptions Options { get; }
+
+    protected ILogger Logger { get; }
+
+    /// <summary>The server as log lines and error messages name it.</summary>
+    protected string Name { get; }
+
+    /// <summary>Cancelled by DisposeAsync: stops the loops and the waits they are in.</summary>
+    protected CancellationTokenSource Disposing { get; } = new();
+
+    public abstract ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken);
+
+    public abstract ValueTask DisposeAsync();
+
+    /// <summary>Moves the client to <paramref name="state"/> and tells the client's handler (a
+    /// handler that throws is logged, never allowed to stop the loop that changed the state).
+    /// Closed is final and completes <see cref="Completion"/>.</summary>
+    /// <returns>Whether the state changed.</returns>
+    protected bool SetState(MuxClientState state, Exception? error)
+    {
+        var previous = (MuxClientState)_state;
+        if (previous == state || previous == MuxClientState.Closed)
+        {
+            return false;
+        }
+
+        _state = (int)state;
+        try
+        {
+            _onStateChanged(previous, state, error);
+        }
+        catch (Exception ex)
+        {
+            ClientLog.StateChangedHandlerFailed(Logger, ex);
+        }
+
+        if (state == MuxClientState.Closed)
+        {
+            _closed.TrySetResult();
+        }
+
+        return true;
+    }
+
+    /// <summary>Waits for <paramref name="signal"/> (a connection, or a change worth looking again
+    /// at) until <paramref name="deadline"/>; a caller still waiting then gets <see cref="NoConnectionInTime"/>.</summary>
+    protected async Task WaitBeforeDeadlineAsync(Task signal, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken)
+    {
+        if (!ClockDeadline.TryGetRemaining(Options.TimeProvider, deadline, out TimeSpan wait))
+        {
+            throw NoConnectionInTime(ownTimeout);
+        }
+
+        try
+        {
+            await signal.WaitAsync(wait, Options.TimeProvider, cancellationToken).ConfigureAwait(false);
+        }
+        catch (TimeoutException)
+        {
+            throw NoConnectionInTime(ownTimeout);
+        }
+    }
+
+    /// <summary>Why a call that waited for a connection until its deadline was not sent.</summary>
+    protected abstract MuxConnectionException NoConnectionInTime(TimeSpan? ownTimeout);
+
+    /// <summary>Why a call that waited for a connection to <paramref name="server"/> until its
+    /// timeout was not sent.</summary>
+    protected MuxConnectionException NotSent(string server, TimeSpan? ownTimeout, string why, ClientConnection? latest, Exception? inner) =>
+        MuxConnectionException.NotRun(
+            $"No connection to {server} was available within {DurationText.Format(ownTimeout ?? Options.CallTimeout)} ({(ownTimeout is null ? "MuxClientOptions.CallTimeout" : "the call's own Timeout")}); the call was not sent.{why}",
+            latest?.CloseReason ?? MuxCloseReason.None,
+            inner);
+
+    /// <summary>The error of calls on a client that is closed for good.</summary>
+    protected MuxConnectionException Closed(Exception? inner) =>
+        new($"The Mux client for {Name} is closed.", MuxCloseReason.LocalShutdown, inner);
+}
