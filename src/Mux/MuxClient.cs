@@ -31,7 +31,7 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     }
 
     // One endpoint's ConnectionKeeper, or an EndPointBalancer over several instances.
-    private IConnectionSource Keeper => _runtime.Keeper;
+    private ConnectionSource Keeper => _runtime.Keeper;
 
     /// <summary>The newest connection under this client, for tests that drive its edges directly.</summary>
     internal ClientConnection Connection => Keeper.Latest ?? throw new InvalidOperationException("The client has not connected yet.");

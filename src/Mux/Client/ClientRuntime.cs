@@ -19,7 +19,7 @@ internal sealed partial class ClientRuntime
 {
     // One endpoint's ConnectionKeeper, or an EndPointBalancer over several instances. Set once by
     // the constructor (the keeper may start connecting at once: see Start).
-    private IConnectionSource _keeper = null!;
+    private ConnectionSource _keeper = null!;
 
     // The clock calls' deadlines are fixed and kept on (MuxClientOptions.TimeProvider), and
     // CallTimeout in its timestamp units (ClockDeadline.Never for none). Immutable.
@@ -58,7 +58,7 @@ internal sealed partial class ClientRuntime
     }
 
     /// <summary>Where the client's connections come from.</summary>
-    public IConnectionSource Keeper => _keeper;
+    public ConnectionSource Keeper => _keeper;
 
     /// <summary>What the client serves to calls its server starts (MuxClient.AddService); shared by
     /// every connection it opens, and kept across reconnects.</summary>

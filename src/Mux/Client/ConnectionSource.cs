@@ -5,11 +5,12 @@ using Mux.Transport;
 namespace Mux.Client;
 
 /// <summary>
-/// What one endpoint's <see cref="ConnectionKeeper"/> and the <see cref="Balancing.EndPointBalancer"/>
-/// share: the client's state and its report to the client's handler, the end of the client
-/// (<see cref="Completion"/>), and what their connections are opened and logged with.
+/// Where a <see cref="MuxClient"/> gets the connection for each call: one endpoint's
+/// <see cref="ConnectionKeeper"/>, or an <see cref="Balancing.EndPointBalancer"/> over several.
+/// The two share what is here: the client's state and its report to the client's handler, the end
+/// of the client (<see cref="Completion"/>), and what their connections are opened and logged with.
 /// </summary>
-internal abstract class ConnectionSource : IConnectionSource
+internal abstract class ConnectionSource : IAsyncDisposable
 {
     private readonly Action<MuxClientState, MuxClientState, Exception?> _onStateChanged;
 
@@ -36,8 +37,11 @@ internal abstract class ConnectionSource : IConnectionSource
     /// <summary>Completes when the client is closed for good.</summary>
     public Task Completion => _closed.Task;
 
+    /// <summary>The connection for a new call, or null when the caller must wait. Read by every
+    /// call: no lock, no allocation.</summary>
     public abstract ClientConnection? Current { get; }
 
+    /// <summary>The newest connection, open or not; null before the first one.</summary>
     public abstract ClientConnection? Latest { get; }
 
     protected MuxClientOptions Options { get; }
@@ -50,6 +54,11 @@ internal abstract class ConnectionSource : IConnectionSource
     /// <summary>Cancelled by DisposeAsync: stops the loops and the waits they are in.</summary>
     protected CancellationTokenSource Disposing { get; } = new();
 
+    /// <summary>Waits for a usable connection other than <paramref name="failed"/>, until
+    /// <paramref name="deadline"/> (a <see cref="ClockDeadline"/> timestamp of
+    /// <see cref="MuxClientOptions.TimeProvider"/>, or <see cref="ClockDeadline.Never"/>);
+    /// <paramref name="ownTimeout"/> is the call's own timeout when it replaced CallTimeout (for the
+    /// message of a call that found no connection in time), else null.</summary>
     public abstract ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken);
 
     public abstract ValueTask DisposeAsync();
