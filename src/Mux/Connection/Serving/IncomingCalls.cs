@@ -203,10 +203,13 @@ internal sealed class IncomingCalls
             ThrowCallIdReused(frame.CallId);
         }
 
-        if (_goingAway && IsAboveGoAway(frame.CallId))
+        if (_connection.IsClosed || (_goingAway && IsAboveGoAway(frame.CallId)))
         {
-            // Above the id GoAway carried: the caller fails this call itself ("not run, safe to
-            // retry"), so it must not run.
+            // Closed since the reader loop looked (on another thread: a stop out of patience, a
+            // timeout): read after the add (a full fence, as is the close's publish before its
+            // CancelAll looks at the table), so either CancelAll cancels this call or this sees the
+            // close; run, it would wait on a token nothing cancels. Or above the id GoAway carried:
+            // the caller fails this call itself ("not run, safe to retry"). Either way it must not run.
             call.ReleaseArguments();
             OnCallFinished(call);
             return;
