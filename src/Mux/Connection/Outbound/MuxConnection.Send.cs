@@ -139,14 +139,15 @@ internal abstract partial class MuxConnection
     }
 
     /// <summary>Sends a frame whose body is raw bytes (Cancel, Ping, Pong, GoAway, StreamCredit). A
-    /// Cancel also ends its call's Request if that is still being sent in fragments and the peer
-    /// takes a Cancel to end one (cancelEndsFragments).</summary>
+    /// Cancel of a call whose Request is still being sent in fragments never goes out before that
+    /// Request's first fragment, and ends the Request there if the peer takes a Cancel to end one
+    /// (cancelEndsFragments; see OutboundQueue.AbortRequest).</summary>
     internal void SendRawFrame(FrameType type, uint callId, ReadOnlySpan<byte> body, FrameFlags flags = FrameFlags.None)
     {
         ThrowIfClosed();
-        if (type == FrameType.Cancel && PeerEndsFragmentsOnCancel && _queue.QueuedMessages != 0)
+        if (type == FrameType.Cancel && _queue.QueuedMessages != 0 && _queue.AbortRequest(callId, flags, PeerEndsFragmentsOnCancel))
         {
-            _queue.AbortRequest(callId, flags);
+            return; // The Request carries its Cancel: the writer writes it after the first fragment.
         }
 
         PooledBufferWriter staging = StagingBuffers.Rent();

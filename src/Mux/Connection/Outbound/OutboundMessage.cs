@@ -60,6 +60,16 @@ internal sealed class OutboundMessage : IDisposable
     /// connection's outbound lock.</summary>
     public bool Aborted { get; set; }
 
+    /// <summary>Its call was cancelled before any fragment went out (a Request): the writer writes
+    /// the Cancel right after the first fragment, since the peer must see the Request before the
+    /// Cancel (a Cancel for a call it has not seen is dropped, and the Request would then run with
+    /// nothing to cancel it). Written and read under the connection's outbound lock.</summary>
+    public bool CancelAfterFirstFragment { get; set; }
+
+    /// <summary>With <see cref="CancelAfterFirstFragment"/>: whether the peer takes that Cancel to
+    /// end the message (cancelEndsFragments), so that no more of it is sent.</summary>
+    public bool CancelEndsIt { get; set; }
+
     /// <summary>Whether a fragment of it has been written. Read under the connection's outbound
     /// lock for a message in its queue: the writer moves the position before it puts the message
     /// back under that lock.</summary>
@@ -104,6 +114,10 @@ internal sealed class OutboundMessage : IDisposable
         _position += chunk;
         return last;
     }
+
+    /// <summary>Writes the Cancel of this message's call, in its id space.</summary>
+    public void WriteCancel(IBufferWriter<byte> output) =>
+        FrameWriter.WriteRaw(output, FrameType.Cancel, _callId, ReadOnlySpan<byte>.Empty, (FrameFlags)_flags & FrameFlags.ServerInitiated);
 
     /// <summary>Copies the next <paramref name="count"/> bytes of the frame, returning each segment
     /// once it has been read to its end.</summary>

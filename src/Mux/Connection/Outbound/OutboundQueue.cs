@@ -201,12 +201,13 @@ internal sealed class OutboundQueue
         }
 
         OutboundMessage message;
-        bool aborted;
+        bool aborted, cancel;
         lock (_lock)
         {
             message = _messages.Dequeue();
             _writingMessage = message;
             aborted = message.Aborted;
+            cancel = message.CancelAfterFirstFragment;
         }
 
         if (drop)
@@ -230,10 +231,19 @@ internal sealed class OutboundQueue
 
         // A Request whose Cancel is queued already sends nothing more: its Cancel ends it.
         bool last = !aborted && message.WriteNextFragment(output);
+        if (cancel)
+        {
+            // Cancelled before it began: its first fragment is out, so its Cancel may follow now.
+            message.WriteCancel(output);
+        }
+
         lock (_lock)
         {
             _writingMessage = null;
-            finished = last || message.Aborted; // Aborted also while this fragment was being written.
+            message.CancelAfterFirstFragment = false;
+
+            // Aborted also while this fragment was being written.
+            finished = last || message.Aborted || (cancel && message.CancelEndsIt);
             if (finished)
             {
                 _messageCount--;
@@ -257,36 +267,52 @@ internal sealed class OutboundQueue
             message.WhenWritten?.OnMessageWritten();
         }
 
-        return aborted ? 0 : 1;
+        return (aborted ? 0 : 1) + (cancel ? 1 : 0);
     }
 
     /// <summary>
-    /// Before a Cancel is queued, with cancelEndsFragments in force: marks the call's Request, if it
-    /// is being sent in fragments and has begun, so that the writer sends no more of it. Marked
-    /// first, the Cancel then follows the last fragment written (the writer checks the mark under
-    /// the lock before each fragment, and the Cancel is queued after). A Request that has not begun
-    /// is sent whole: the peer must see it to answer it, and the caller's side counts the call
-    /// until it does.
+    /// Before a Cancel is queued: finds the call's Request if it is being sent in fragments.
+    /// <list type="bullet">
+    /// <item>One that has not begun takes the Cancel itself (returns true: queue no Cancel frame).
+    /// The peer must see a Request before its Cancel (it drops a Cancel for a call it has not seen,
+    /// then would run the Request with nothing to cancel it), so the writer writes the Cancel right
+    /// after the first fragment; with <paramref name="endsFragments"/> (the peer's
+    /// cancelEndsFragments) that fragment is the last, else the rest follows.</item>
+    /// <item>One that has begun, with <paramref name="endsFragments"/>, is marked so that the writer
+    /// sends no more of it. Marked first, the queued Cancel then follows the last fragment written
+    /// (the writer checks the mark under the lock before each fragment, and the Cancel is queued after).</item>
+    /// </list>
+    /// The caller's side counts the call until the peer answers, which it does for the Cancel.
     /// </summary>
-    public void AbortRequest(uint callId, FrameFlags idSpace)
+    public bool AbortRequest(uint callId, FrameFlags idSpace, bool endsFragments)
     {
         lock (_lock)
         {
             if (_writingMessage is { } writing && writing.IsRequestOf(callId, idSpace))
             {
-                writing.Aborted = true; // Its fragment being written now is its last.
-                return;
+                // Its fragment being written now is its last; the Cancel queued after follows it.
+                writing.Aborted |= endsFragments;
+                return false;
             }
 
             foreach (OutboundMessage message in _messages)
             {
                 if (message.IsRequestOf(callId, idSpace))
                 {
-                    message.Aborted = message.Started;
-                    return;
+                    if (!message.Started)
+                    {
+                        message.CancelAfterFirstFragment = true;
+                        message.CancelEndsIt = endsFragments;
+                        return true;
+                    }
+
+                    message.Aborted |= endsFragments;
+                    return false;
                 }
             }
         }
+
+        return false;
     }
 
     /// <summary>One run of queued frames: a range of the copy buffer, or a whole taken-over
