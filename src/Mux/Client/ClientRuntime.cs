@@ -17,8 +17,8 @@ namespace Mux.Client;
 /// </summary>
 internal sealed partial class ClientRuntime
 {
-    // One endpoint's ConnectionKeeper, or an EndPointBalancer over several instances. Set once by
-    // the constructor (the keeper may start connecting at once: see Start).
+    // One endpoint's ConnectionKeeper, or an EndPointBalancer over several instances. Set once, by
+    // the factory that made this runtime, right after the constructor (either starts at once).
     private ConnectionSource _keeper = null!;
 
     // The clock calls' deadlines are fixed and kept on (MuxClientOptions.TimeProvider), and

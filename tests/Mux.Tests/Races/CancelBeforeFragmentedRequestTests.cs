@@ -92,14 +92,12 @@ public sealed class CancelBeforeFragmentedRequestTests
     private sealed class LargeArgumentService : ILargeArgumentService
     {
         private int _running;
-        public int Started;
 
         public int Running => Volatile.Read(ref _running);
 
         public async Task<int> WaitWith(string text, CancellationToken cancellationToken = default)
         {
             Interlocked.Increment(ref _running);
-            Interlocked.Increment(ref Started);
             try
             {
                 await Task.Delay(Timeout.Infinite, cancellationToken);
