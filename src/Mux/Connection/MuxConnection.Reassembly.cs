@@ -119,7 +119,7 @@ internal abstract partial class MuxConnection
                 return;
             }
 
-            if (frame.Type == FrameType.Cancel && interrupted.Type == FrameType.Request)
+            if (frame.Type == FrameType.Cancel && interrupted.Header.Type == FrameType.Request)
             {
                 // The caller gave up while its Request was still arriving: nothing will run it.
                 CancelArrivingRequest(interrupted);
@@ -131,7 +131,7 @@ internal abstract partial class MuxConnection
                 return;
             }
 
-            ThrowSequenceBroken($"A {frame.Type} frame for {DescribeCall(frame)} arrived while that call's fragmented {interrupted.Type} was still arriving ({interrupted.Received} of {interrupted.PayloadSize} bytes); the rest of a fragmented message must come first, in Continuation frames.");
+            ThrowSequenceBroken($"A {frame.Type} frame for {DescribeCall(frame)} arrived while that call's fragmented {interrupted.Header.Type} was still arriving ({interrupted.Received} of {interrupted.Header.PayloadSize} bytes); the rest of a fragmented message must come first, in Continuation frames.");
         }
 
         ulong key = ReassemblyKey(frame);
@@ -140,9 +140,9 @@ internal abstract partial class MuxConnection
             ThrowSequenceBroken($"A Continuation frame arrived for {DescribeCall(frame)}, which has no fragmented message in progress (a Continuation of a call the server started carries ServerInitiated, 0x08, as its first fragment does).");
         }
 
-        if (message.Received + frame.Payload.Length > message.PayloadSize)
+        if (message.Received + frame.Payload.Length > message.Header.PayloadSize)
         {
-            ThrowSequenceBroken($"The fragments of {DescribeCall(frame)}'s {message.Type} run past the {message.MessageSize} bytes its first fragment announced.");
+            ThrowSequenceBroken($"The fragments of {DescribeCall(frame)}'s {message.Header.Type} run past the {message.Header.MessageSize} bytes its first fragment announced.");
         }
 
         message.Append(frame.Payload);
@@ -152,10 +152,10 @@ internal abstract partial class MuxConnection
         }
 
         Forget(key, message);
-        if (message.Received != message.PayloadSize)
+        if (message.Received != message.Header.PayloadSize)
         {
             message.Release();
-            ThrowSequenceBroken($"The last fragment of {DescribeCall(frame)}'s {message.Type} arrived after {message.Received} of the {message.PayloadSize} payload bytes its first fragment announced.");
+            ThrowSequenceBroken($"The last fragment of {DescribeCall(frame)}'s {message.Header.Type} arrived after {message.Received} of the {message.Header.PayloadSize} payload bytes its first fragment announced.");
         }
 
         if (message.IsSkipped)
@@ -197,8 +197,8 @@ internal abstract partial class MuxConnection
         }
 
         request.Abandon();
-        var body = new ErrorBody(MuxStatusCode.Canceled, $"{MuxServiceRegistry.GetMethodDisplayName(request.MethodId)} was canceled before its request had arrived whole; it was not run.", null);
-        TrySendFrame(FrameType.Error, request.CallId, ref body, request.Flags & FrameFlags.ServerInitiated);
+        var body = new ErrorBody(MuxStatusCode.Canceled, $"{MuxServiceRegistry.GetMethodDisplayName(request.Header.MethodId)} was canceled before its request had arrived whole; it was not run.", null);
+        TrySendFrame(FrameType.Error, request.Header.CallId, ref body, request.Header.Flags & FrameFlags.ServerInitiated);
     }
 
     /// <summary>
@@ -225,7 +225,7 @@ internal abstract partial class MuxConnection
         if (_reassemblies.TryGetValue(key, out MessageReassembly? existing))
         {
             string call = DescribeCall(first);
-            ThrowSequenceBroken($"{char.ToUpperInvariant(call[0])}{call[1..]} started a fragmented {first.Type} while its fragmented {existing.Type} was still arriving; a call sends one message at a time in each direction.");
+            ThrowSequenceBroken($"{char.ToUpperInvariant(call[0])}{call[1..]} started a fragmented {first.Type} while its fragmented {existing.Header.Type} was still arriving; a call sends one message at a time in each direction.");
         }
 
         bool expected = ExpectsMessage(first);
