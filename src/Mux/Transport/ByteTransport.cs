@@ -237,7 +237,7 @@ internal abstract class ByteTransport : IMuxTransport
     /// has already read until the peer ended its stream; if the peer stops reading, the send is
     /// abandoned after a grace period rather than hanging the close.
     /// </summary>
-    public virtual async ValueTask DisposeAsync()
+    public async ValueTask DisposeAsync()
     {
         if (_sendLoop is not null)
         {
@@ -257,5 +257,11 @@ internal abstract class ByteTransport : IMuxTransport
         {
             await _receiveLoop.ConfigureAwait(false);
         }
+
+        ReleaseSendBuffers();
     }
+
+    /// <summary>Releases what the send loop sends with, once it has ended (at the end of
+    /// <see cref="DisposeAsync"/>, which may run twice).</summary>
+    protected abstract void ReleaseSendBuffers();
 }

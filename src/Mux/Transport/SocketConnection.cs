@@ -30,11 +30,5 @@ internal sealed class SocketConnection : ByteTransport
 
     protected override bool IsTransportError(Exception error) => error is SocketException or ObjectDisposedException;
 
-    public override async ValueTask DisposeAsync()
-    {
-        await base.DisposeAsync().ConfigureAwait(false);
-
-        // Only now: the send loop, which uses it, has ended.
-        _sender.Dispose();
-    }
+    protected override void ReleaseSendBuffers() => _sender.Dispose();
 }

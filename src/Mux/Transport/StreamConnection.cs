@@ -109,11 +109,8 @@ internal sealed class StreamConnection : ByteTransport
     // Any stream's failure ends the connection: a user's stream may throw anything.
     protected override bool IsTransportError(Exception error) => true;
 
-    public override async ValueTask DisposeAsync()
+    protected override void ReleaseSendBuffers()
     {
-        await base.DisposeAsync().ConfigureAwait(false);
-
-        // Only now: the send loop, which uses it, has ended.
         if (Interlocked.Exchange(ref _gather, null) is { } gather)
         {
             ArrayPool<byte>.Shared.Return(gather);
