@@ -29,9 +29,6 @@ internal sealed class MessageReassembly
     // Where the segments come from and go back to. Immutable.
     private readonly BufferSegmentPool _pool;
 
-    // Payload bytes kept in the segments (Received counts skipped ones too).
-    private long _kept;
-
     // The connection whose reassembly memory this message counts in (see
     // MuxConnection.ReassemblyBytesRented); null in unit tests. Immutable.
     private readonly MuxConnection? _owner;
@@ -82,7 +79,6 @@ internal sealed class MessageReassembly
                 int count = Math.Min(source.Length, segment.Free);
                 source[..count].CopyTo(segment.Array.AsSpan(segment.Used));
                 segment.Used += count;
-                _kept += count;
                 source = source[count..];
             }
         }
@@ -127,9 +123,10 @@ internal sealed class MessageReassembly
     }
 
     /// <summary>Whether <paramref name="payload"/> is this message's whole <see cref="Payload"/>
-    /// (rather than, say, a copy or a part of it).</summary>
+    /// (rather than, say, a copy or a part of it). While it holds segments, it has kept every byte
+    /// it received: a skipped or abandoned message holds none.</summary>
     public bool IsWholePayload(in ReadOnlySequence<byte> payload) =>
-        _first is not null && payload.Length == _kept && (payload.Start.GetObject() == _first || payload.Start.GetObject() == _first.Array);
+        _first is not null && payload.Length == Received && (payload.Start.GetObject() == _first || payload.Start.GetObject() == _first.Array);
 
     /// <summary>The whole message as one frame, as if it had arrived unfragmented. Valid until <see cref="Release"/>.</summary>
     public Frame ToFrame() => new(Header.Type, Header.Flags, Header.CallId, Header.MethodId, Payload, Header.TraceContext, Header.RemainingMilliseconds);
@@ -141,7 +138,6 @@ internal sealed class MessageReassembly
         BufferSegment? first = _first;
         _first = null;
         _last = null;
-        _kept = 0;
         long returned = _pool.ReturnChain(first);
         if (returned != 0)
         {

@@ -102,40 +102,35 @@ internal abstract partial class MuxConnection
             return;
         }
 
+        ulong key = ReassemblyKey(frame);
+        _reassemblies.TryGetValue(key, out MessageReassembly? message);
         if (frame.Type != FrameType.Continuation)
         {
-            if (!_reassemblies.TryGetValue(ReassemblyKey(frame), out MessageReassembly? interrupted))
+            // Not a fragment: nothing to do with us when its call has no message in fragments, nor
+            // when it is credit for the stream the other way (ours), which may cross the call's
+            // fragmented Response, queued by the peer while it was still reading our items.
+            if (message is null || frame.Type == FrameType.StreamCredit)
             {
-                // Not a fragment, and its call has no message in fragments: nothing to do with us.
                 await OnFrameAsync(frame).ConfigureAwait(false);
                 return;
             }
 
-            if (frame.Type == FrameType.StreamCredit)
-            {
-                // Credit for the stream the other way (ours): it may cross the call's fragmented
-                // Response, which the peer queued while it was still reading our items.
-                await OnFrameAsync(frame).ConfigureAwait(false);
-                return;
-            }
-
-            if (frame.Type == FrameType.Cancel && interrupted.Header.Type == FrameType.Request)
+            if (frame.Type == FrameType.Cancel && message.Header.Type == FrameType.Request)
             {
                 // The caller gave up while its Request was still arriving: nothing will run it.
-                CancelArrivingRequest(interrupted);
+                CancelArrivingRequest(message);
                 if (PeerEndsFragmentsOnCancel)
                 {
-                    Forget(ReassemblyKey(frame), interrupted); // Its sender sends no more of it.
+                    Forget(key, message); // Its sender sends no more of it.
                 }
 
                 return;
             }
 
-            ThrowSequenceBroken($"A {frame.Type} frame for {DescribeCall(frame)} arrived while that call's fragmented {interrupted.Header.Type} was still arriving ({interrupted.Received} of {interrupted.Header.PayloadSize} bytes); the rest of a fragmented message must come first, in Continuation frames.");
+            ThrowSequenceBroken($"A {frame.Type} frame for {DescribeCall(frame)} arrived while that call's fragmented {message.Header.Type} was still arriving ({message.Received} of {message.Header.PayloadSize} bytes); the rest of a fragmented message must come first, in Continuation frames.");
         }
 
-        ulong key = ReassemblyKey(frame);
-        if (!_reassemblies.TryGetValue(key, out MessageReassembly? message))
+        if (message is null)
         {
             ThrowSequenceBroken($"A Continuation frame arrived for {DescribeCall(frame)}, which has no fragmented message in progress (a Continuation of a call the server started carries ServerInitiated, 0x08, as its first fragment does).");
         }
