@@ -29,9 +29,6 @@ internal sealed class MessageReassembly
     // Where the segments come from and go back to. Immutable.
     private readonly BufferSegmentPool _pool;
 
-    // Payload bytes kept in the segments (Received counts skipped ones too).
-    private long _kept;
-
     // The connection whose reassembly memory this message counts in (see
     // MuxConnection.ReassemblyBytesRented); null in unit tests. Immutable.
     private readonly MuxConnection? _owner;
@@ -40,40 +37,19 @@ internal sealed class MessageReassembly
     {
         _owner = owner;
         _pool = pool ?? BufferSegmentPool.Shared;
-        Type = first.Type;
-        Flags = first.Flags & ~FrameFlags.MoreFragments;
-        CallId = first.CallId;
-        MethodId = first.MethodId;
-        RemainingMilliseconds = first.RemainingMilliseconds;
-        MessageSize = first.MessageSize;
-        PayloadSize = first.PayloadSize;
         IsSkipped = skip;
-        if (!first.TraceContext.IsEmpty && !skip)
-        {
-            _traceContext = first.TraceContext.ToArray(); // At most ~600 bytes, once per big message.
-        }
 
+        // The trace context is a slice of the receive buffer, so it is copied: at most ~600 bytes,
+        // once per big message.
+        ReadOnlySequence<byte> traceContext = first.TraceContext.IsEmpty || skip ? default : new(first.TraceContext.ToArray());
+        Header = new Frame(first.Type, first.Flags & ~FrameFlags.MoreFragments, first.CallId, first.MethodId, default, traceContext, first.RemainingMilliseconds, first.MessageSize, first.PayloadSize);
         Append(first.Payload);
     }
 
-    private readonly byte[]? _traceContext;
-
-    public FrameType Type { get; }
-
-    public FrameFlags Flags { get; }
-
-    public uint CallId { get; }
-
-    public uint MethodId { get; }
-
-    /// <summary>A Request's deadline header, from its first fragment.</summary>
-    public uint RemainingMilliseconds { get; }
-
-    /// <summary>The size the first fragment announced (the whole message after the common header).</summary>
-    public uint MessageSize { get; }
-
-    /// <summary>The size of the reassembled payload.</summary>
-    public long PayloadSize { get; }
+    /// <summary>What the first fragment said, less MoreFragments and without its payload: the
+    /// message's type, flags, call, method, deadline and trace context, the size it announced (the
+    /// whole message after the common header) and the size of the reassembled payload.</summary>
+    public Frame Header { get; }
 
     /// <summary>Over MaxMessageSize, no call waits for it, or its call was cancelled while it
     /// arrived (<see cref="Abandon"/>): its bytes are counted and dropped.</summary>
@@ -103,7 +79,6 @@ internal sealed class MessageReassembly
                 int count = Math.Min(source.Length, segment.Free);
                 source[..count].CopyTo(segment.Array.AsSpan(segment.Used));
                 segment.Used += count;
-                _kept += count;
                 source = source[count..];
             }
         }
@@ -148,19 +123,13 @@ internal sealed class MessageReassembly
     }
 
     /// <summary>Whether <paramref name="payload"/> is this message's whole <see cref="Payload"/>
-    /// (rather than, say, a copy or a part of it).</summary>
+    /// (rather than, say, a copy or a part of it). While it holds segments, it has kept every byte
+    /// it received: a skipped or abandoned message holds none.</summary>
     public bool IsWholePayload(in ReadOnlySequence<byte> payload) =>
-        _first is not null && payload.Length == _kept && (payload.Start.GetObject() == _first || payload.Start.GetObject() == _first.Array);
+        _first is not null && payload.Length == Received && (payload.Start.GetObject() == _first || payload.Start.GetObject() == _first.Array);
 
     /// <summary>The whole message as one frame, as if it had arrived unfragmented. Valid until <see cref="Release"/>.</summary>
-    public Frame ToFrame() => new(
-        Type,
-        Flags,
-        CallId,
-        MethodId,
-        Payload,
-        _traceContext is null ? default : new ReadOnlySequence<byte>(_traceContext),
-        RemainingMilliseconds);
+    public Frame ToFrame() => new(Header.Type, Header.Flags, Header.CallId, Header.MethodId, Payload, Header.TraceContext, Header.RemainingMilliseconds);
 
     /// <summary>Returns the segments to the pool. Called once, by the reader loop or by the call
     /// that took the message over (on its own thread).</summary>
@@ -169,14 +138,7 @@ internal sealed class MessageReassembly
         BufferSegment? first = _first;
         _first = null;
         _last = null;
-        _kept = 0;
-        long returned = 0;
-        for (BufferSegment? segment = first; segment is not null; segment = segment.NextSegment)
-        {
-            returned += segment.Array.Length;
-        }
-
-        _pool.ReturnChain(first);
+        long returned = _pool.ReturnChain(first);
         if (returned != 0)
         {
             _owner?.CountReassemblyBytes(-returned);

@@ -102,47 +102,42 @@ internal abstract partial class MuxConnection
             return;
         }
 
+        ulong key = ReassemblyKey(frame);
+        _reassemblies.TryGetValue(key, out MessageReassembly? message);
         if (frame.Type != FrameType.Continuation)
         {
-            if (!_reassemblies.TryGetValue(ReassemblyKey(frame), out MessageReassembly? interrupted))
+            // Not a fragment: nothing to do with us when its call has no message in fragments, nor
+            // when it is credit for the stream the other way (ours), which may cross the call's
+            // fragmented Response, queued by the peer while it was still reading our items.
+            if (message is null || frame.Type == FrameType.StreamCredit)
             {
-                // Not a fragment, and its call has no message in fragments: nothing to do with us.
                 await OnFrameAsync(frame).ConfigureAwait(false);
                 return;
             }
 
-            if (frame.Type == FrameType.StreamCredit)
-            {
-                // Credit for the stream the other way (ours): it may cross the call's fragmented
-                // Response, which the peer queued while it was still reading our items.
-                await OnFrameAsync(frame).ConfigureAwait(false);
-                return;
-            }
-
-            if (frame.Type == FrameType.Cancel && interrupted.Type == FrameType.Request)
+            if (frame.Type == FrameType.Cancel && message.Header.Type == FrameType.Request)
             {
                 // The caller gave up while its Request was still arriving: nothing will run it.
-                CancelArrivingRequest(interrupted);
+                CancelArrivingRequest(message);
                 if (PeerEndsFragmentsOnCancel)
                 {
-                    Forget(ReassemblyKey(frame), interrupted); // Its sender sends no more of it.
+                    Forget(key, message); // Its sender sends no more of it.
                 }
 
                 return;
             }
 
-            ThrowSequenceBroken($"A {frame.Type} frame for {DescribeCall(frame)} arrived while that call's fragmented {interrupted.Type} was still arriving ({interrupted.Received} of {interrupted.PayloadSize} bytes); the rest of a fragmented message must come first, in Continuation frames.");
+            ThrowSequenceBroken($"A {frame.Type} frame for {DescribeCall(frame)} arrived while that call's fragmented {message.Header.Type} was still arriving ({message.Received} of {message.Header.PayloadSize} bytes); the rest of a fragmented message must come first, in Continuation frames.");
         }
 
-        ulong key = ReassemblyKey(frame);
-        if (!_reassemblies.TryGetValue(key, out MessageReassembly? message))
+        if (message is null)
         {
             ThrowSequenceBroken($"A Continuation frame arrived for {DescribeCall(frame)}, which has no fragmented message in progress (a Continuation of a call the server started carries ServerInitiated, 0x08, as its first fragment does).");
         }
 
-        if (message.Received + frame.Payload.Length > message.PayloadSize)
+        if (message.Received + frame.Payload.Length > message.Header.PayloadSize)
         {
-            ThrowSequenceBroken($"The fragments of {DescribeCall(frame)}'s {message.Type} run past the {message.MessageSize} bytes its first fragment announced.");
+            ThrowSequenceBroken($"The fragments of {DescribeCall(frame)}'s {message.Header.Type} run past the {message.Header.MessageSize} bytes its first fragment announced.");
         }
 
         message.Append(frame.Payload);
@@ -152,10 +147,10 @@ internal abstract partial class MuxConnection
         }
 
         Forget(key, message);
-        if (message.Received != message.PayloadSize)
+        if (message.Received != message.Header.PayloadSize)
         {
             message.Release();
-            ThrowSequenceBroken($"The last fragment of {DescribeCall(frame)}'s {message.Type} arrived after {message.Received} of the {message.PayloadSize} payload bytes its first fragment announced.");
+            ThrowSequenceBroken($"The last fragment of {DescribeCall(frame)}'s {message.Header.Type} arrived after {message.Received} of the {message.Header.PayloadSize} payload bytes its first fragment announced.");
         }
 
         if (message.IsSkipped)
@@ -197,8 +192,8 @@ internal abstract partial class MuxConnection
         }
 
         request.Abandon();
-        var body = new ErrorBody(MuxStatusCode.Canceled, $"{MuxServiceRegistry.GetMethodDisplayName(request.MethodId)} was canceled before its request had arrived whole; it was not run.", null);
-        TrySendFrame(FrameType.Error, request.CallId, ref body, request.Flags & FrameFlags.ServerInitiated);
+        var body = new ErrorBody(MuxStatusCode.Canceled, $"{MuxServiceRegistry.GetMethodDisplayName(request.Header.MethodId)} was canceled before its request had arrived whole; it was not run.", null);
+        TrySendFrame(FrameType.Error, request.Header.CallId, ref body, request.Header.Flags & FrameFlags.ServerInitiated);
     }
 
     /// <summary>
@@ -225,7 +220,7 @@ internal abstract partial class MuxConnection
         if (_reassemblies.TryGetValue(key, out MessageReassembly? existing))
         {
             string call = DescribeCall(first);
-            ThrowSequenceBroken($"{char.ToUpperInvariant(call[0])}{call[1..]} started a fragmented {first.Type} while its fragmented {existing.Type} was still arriving; a call sends one message at a time in each direction.");
+            ThrowSequenceBroken($"{char.ToUpperInvariant(call[0])}{call[1..]} started a fragmented {first.Type} while its fragmented {existing.Header.Type} was still arriving; a call sends one message at a time in each direction.");
         }
 
         bool expected = ExpectsMessage(first);

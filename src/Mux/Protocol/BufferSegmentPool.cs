@@ -112,15 +112,20 @@ internal sealed class BufferSegmentPool
     }
 
     /// <summary>Takes back every segment of the chain that starts at <paramref name="first"/>
-    /// (the caller must not use any of them again). Null is nothing to return.</summary>
-    public void ReturnChain(BufferSegment? first)
+    /// (the caller must not use any of them again), and returns the bytes of their arrays. Null
+    /// is nothing to return.</summary>
+    public long ReturnChain(BufferSegment? first)
     {
+        long returned = 0;
         while (first is not null)
         {
             BufferSegment? next = first.NextSegment;
+            returned += first.Array.Length;
             Return(first);
             first = next;
         }
+
+        return returned;
     }
 
     /// <summary>Takes back one segment (unlinked from whatever chain it was in).</summary>

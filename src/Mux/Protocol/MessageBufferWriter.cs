@@ -114,10 +114,8 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
 
         BufferSegment first = _first;
         _last.Seal();
-        _first = null;
-        _last = null;
-        _segmentBytes = 0;
-        _head = null;
+        _first = null; // The caller's now: nothing for Discard to return.
+        Discard();
         return first;
     }
 
@@ -133,7 +131,7 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
             head.Write(segment.Array.AsSpan(0, segment.Used));
         }
 
-        Release();
+        Discard();
     }
 
     /// <summary>Ends a frame that stayed in the head: nothing to give back.</summary>
@@ -143,10 +141,9 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         _head = null;
     }
 
-    /// <summary>Returns the segments of a frame that will not be sent (its serializer threw).</summary>
-    public void Discard() => Release();
-
-    private void Release()
+    /// <summary>Returns the segments of a frame that will not be sent (its serializer threw), and
+    /// frees the writer for the next frame.</summary>
+    public void Discard()
     {
         _pool.ReturnChain(_first);
         _first = null;

@@ -21,6 +21,12 @@ internal abstract class ByteTransport : IMuxTransport
 
     // The side's clock, for the close's grace period. Immutable.
     private readonly TimeProvider _clock;
+
+    // The socket under the bytes when there is one (a stream may hide it, or have none): lets a
+    // finished send half-close (FIN) while the receive loop keeps reading, and is shut down both
+    // ways at the close. Immutable.
+    private readonly Socket? _socket;
+
     private Task? _receiveLoop;
     private Task? _sendLoop;
 
@@ -31,9 +37,18 @@ internal abstract class ByteTransport : IMuxTransport
     // 0 until DisposeAsync, Abort or a fault closes the transport; set with Interlocked.
     private int _shutdown;
 
-    protected ByteTransport(EndPoint? remoteEndPoint, int maxFrameSize, TimeProvider clock)
+    /// <param name="socket">The socket that carries the bytes, under any stream; null when there is none.</param>
+    /// <param name="maxFrameSize">The largest frame the reader accepts, which sizes the input pipe.</param>
+    /// <param name="clock">The side's clock, for the close's grace period.</param>
+    protected ByteTransport(Socket? socket, int maxFrameSize, TimeProvider clock)
     {
-        RemoteEndPoint = remoteEndPoint;
+        _socket = socket;
+        RemoteEndPoint = ReadRemoteEndPoint(socket);
+        if (socket is { ProtocolType: ProtocolType.Tcp })
+        {
+            socket.NoDelay = true; // Not a Unix domain socket option.
+        }
+
         _clock = clock;
         _input = TransportPipes.CreateInput(maxFrameSize);
         _output = TransportPipes.CreateOutput();
@@ -50,7 +65,7 @@ internal abstract class ByteTransport : IMuxTransport
     public long SocketSends => Volatile.Read(ref _sends);
 
     /// <summary>Whether the transport has been closed (after which its errors say nothing).</summary>
-    protected bool IsShutDown => Volatile.Read(ref _shutdown) != 0;
+    private bool IsShutDown => Volatile.Read(ref _shutdown) != 0;
 
     public void Start()
     {
@@ -65,10 +80,23 @@ internal abstract class ByteTransport : IMuxTransport
     /// (<see cref="CountSend"/>).</summary>
     protected abstract ValueTask SendAsync(ReadOnlySequence<byte> buffer);
 
-    /// <summary>Everything the owner wrote has been sent: tell the peer, but keep receiving.</summary>
-    protected abstract ValueTask FinishSendingAsync();
+    /// <summary>Everything the owner wrote has been sent: tell the peer (FIN), but keep receiving.
+    /// Without a socket nothing can half-close, so the transport closes whole.</summary>
+    protected virtual ValueTask FinishSendingAsync()
+    {
+        if (_socket is null)
+        {
+            Shutdown();
+        }
+        else if (!IsShutDown)
+        {
+            TryShutdown(SocketShutdown.Send);
+        }
 
-    /// <summary>Closes what carries the bytes, both ways; runs once.</summary>
+        return ValueTask.CompletedTask;
+    }
+
+    /// <summary>Closes what carries the bytes, the socket (if any) having been shut down both ways; runs once.</summary>
     protected abstract void Close();
 
     /// <summary>Whether <paramref name="error"/> is the transport failing (which ends the connection)
@@ -168,20 +196,34 @@ internal abstract class ByteTransport : IMuxTransport
     {
         if (Interlocked.Exchange(ref _shutdown, 1) == 0)
         {
+            TryShutdown(SocketShutdown.Both);
             Close();
         }
     }
 
-    /// <summary>Shuts down <paramref name="how"/> of <paramref name="socket"/>, if it is still there to shut.</summary>
-    protected static void TryShutdown(Socket? socket, SocketShutdown how)
+    /// <summary>Shuts down <paramref name="how"/> of the socket, if there is one still there to shut.</summary>
+    private void TryShutdown(SocketShutdown how)
     {
         try
         {
-            socket?.Shutdown(how);
+            _socket?.Shutdown(how);
         }
         catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
         {
             // Already closed or reset by the peer: nothing left to shut down.
+        }
+    }
+
+    // Read once, in the constructor: a socket's address cannot be read once it is disposed.
+    private static EndPoint? ReadRemoteEndPoint(Socket? socket)
+    {
+        try
+        {
+            return socket?.RemoteEndPoint;
+        }
+        catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
+        {
+            return null; // Already gone: the connection fails on its first read anyway.
         }
     }
 
@@ -195,7 +237,7 @@ internal abstract class ByteTransport : IMuxTransport
     /// has already read until the peer ended its stream; if the peer stops reading, the send is
     /// abandoned after a grace period rather than hanging the close.
     /// </summary>
-    public virtual async ValueTask DisposeAsync()
+    public async ValueTask DisposeAsync()
     {
         if (_sendLoop is not null)
         {
@@ -215,5 +257,11 @@ internal abstract class ByteTransport : IMuxTransport
         {
             await _receiveLoop.ConfigureAwait(false);
         }
+
+        ReleaseSendBuffers();
     }
+
+    /// <summary>Releases what the send loop sends with, once it has ended (at the end of
+    /// <see cref="DisposeAsync"/>, which may run twice).</summary>
+    protected abstract void ReleaseSendBuffers();
 }

@@ -8,13 +8,20 @@ namespace Mux.Transport;
 /// </summary>
 internal sealed class DuplexPipeTransport : IMuxTransport
 {
-    private readonly IDuplexPipe _pipe;
+    public DuplexPipeTransport(IDuplexPipe pipe)
+        : this(pipe.Input, pipe.Output)
+    {
+    }
 
-    public DuplexPipeTransport(IDuplexPipe pipe) => _pipe = pipe;
+    private DuplexPipeTransport(PipeReader input, PipeWriter output)
+    {
+        Input = input;
+        Output = output;
+    }
 
-    public PipeReader Input => _pipe.Input;
+    public PipeReader Input { get; }
 
-    public PipeWriter Output => _pipe.Output;
+    public PipeWriter Output { get; }
 
     public long SocketReceives => 0;
 
@@ -26,7 +33,7 @@ internal sealed class DuplexPipeTransport : IMuxTransport
         var options = new PipeOptions(readerScheduler: PipeScheduler.Inline, writerScheduler: PipeScheduler.Inline, pauseWriterThreshold: 64L * 1024 * 1024, resumeWriterThreshold: 32L * 1024 * 1024, useSynchronizationContext: false);
         var aToB = new Pipe(options);
         var bToA = new Pipe(options);
-        return (new DuplexPipeTransport(new Pair(bToA.Reader, aToB.Writer)), new DuplexPipeTransport(new Pair(aToB.Reader, bToA.Writer)));
+        return (new DuplexPipeTransport(bToA.Reader, aToB.Writer), new DuplexPipeTransport(aToB.Reader, bToA.Writer));
     }
 
     public void Start()
@@ -36,16 +43,9 @@ internal sealed class DuplexPipeTransport : IMuxTransport
     public void Abort()
     {
         // Ends both directions: our reader sees completion, and the peer's reader sees our writer complete.
-        _pipe.Input.CancelPendingRead();
-        _pipe.Output.CancelPendingFlush();
+        Input.CancelPendingRead();
+        Output.CancelPendingFlush();
     }
 
     public ValueTask DisposeAsync() => ValueTask.CompletedTask;
-
-    private sealed class Pair(PipeReader input, PipeWriter output) : IDuplexPipe
-    {
-        public PipeReader Input { get; } = input;
-
-        public PipeWriter Output { get; } = output;
-    }
 }

@@ -13,13 +13,9 @@ internal sealed class SocketConnection : ByteTransport
     private readonly SocketSender _sender = new();
 
     public SocketConnection(Socket socket, int maxFrameSize, TimeProvider clock)
-        : base(socket.RemoteEndPoint, maxFrameSize, clock)
+        : base(socket, maxFrameSize, clock)
     {
         _socket = socket;
-        if (socket.ProtocolType == ProtocolType.Tcp)
-        {
-            _socket.NoDelay = true; // Not a Unix domain socket option.
-        }
     }
 
     protected override ValueTask<int> ReceiveAsync(Memory<byte> memory) => _socket.ReceiveAsync(memory, SocketFlags.None);
@@ -30,29 +26,9 @@ internal sealed class SocketConnection : ByteTransport
         return _sender.SendAsync(_socket, buffer);
     }
 
-    protected override ValueTask FinishSendingAsync()
-    {
-        if (!IsShutDown)
-        {
-            TryShutdown(_socket, SocketShutdown.Send); // FIN
-        }
-
-        return ValueTask.CompletedTask;
-    }
-
-    protected override void Close()
-    {
-        TryShutdown(_socket, SocketShutdown.Both);
-        _socket.Dispose();
-    }
+    protected override void Close() => _socket.Dispose();
 
     protected override bool IsTransportError(Exception error) => error is SocketException or ObjectDisposedException;
 
-    public override async ValueTask DisposeAsync()
-    {
-        await base.DisposeAsync().ConfigureAwait(false);
-
-        // Only now: the send loop, which uses it, has ended.
-        _sender.Dispose();
-    }
+    protected override void ReleaseSendBuffers() => _sender.Dispose();
 }

@@ -1,5 +1,4 @@
 using System.Buffers;
-using System.Net;
 using System.Net.Security;
 using System.Net.Sockets;
 using System.Security.Cryptography.X509Certificates;
@@ -20,10 +19,6 @@ internal sealed class StreamConnection : ByteTransport
     private const int MaxGatheredWrite = 64 * 1024;
 
     private readonly Stream _stream;
-
-    // The socket under the stream when there is one (our own, or a NetworkStream's): lets a
-    // finished send half-close (FIN) while the receive loop keeps reading.
-    private readonly Socket? _socket;
 
     // Where a multi-segment flush is gathered; rented on the first, kept until the send loop has
     // ended (renting per flush would take one from another thread's pool now and then, and
@@ -49,14 +44,9 @@ internal sealed class StreamConnection : ByteTransport
     /// <param name="maxFrameSize">The largest frame the reader accepts, which sizes the input pipe.</param>
     /// <param name="clock">The side's clock, for the close's grace period.</param>
     public StreamConnection(Stream stream, Socket? socket, int maxFrameSize, TimeProvider clock)
-        : base(ReadRemoteEndPoint(socket ??= (stream as NetworkStream)?.Socket), maxFrameSize, clock)
+        : base(socket ?? (stream as NetworkStream)?.Socket, maxFrameSize, clock)
     {
         _stream = stream;
-        _socket = socket;
-        if (_socket is { ProtocolType: ProtocolType.Tcp })
-        {
-            _socket.NoDelay = true;
-        }
 
         // Read once, now: it is settled by the time a connection is made over the stream (the TLS
         // handshake has completed).
@@ -64,19 +54,6 @@ internal sealed class StreamConnection : ByteTransport
     }
 
     public X509Certificate2? RemoteCertificate { get; }
-
-    // Read once, in the constructor: a socket's address cannot be read once it is disposed.
-    private static EndPoint? ReadRemoteEndPoint(Socket? socket)
-    {
-        try
-        {
-            return socket?.RemoteEndPoint;
-        }
-        catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
-        {
-            return null; // Already gone: the connection fails on its first read anyway.
-        }
-    }
 
     protected override ValueTask<int> ReceiveAsync(Memory<byte> memory) => _stream.ReadAsync(memory);
 
@@ -104,8 +81,7 @@ internal sealed class StreamConnection : ByteTransport
         }
     }
 
-    /// <summary>TLS close_notify, then FIN. A stream with no socket under it cannot half-close, so
-    /// it is closed whole.</summary>
+    /// <summary>TLS close_notify, then FIN (or the close, without a socket).</summary>
     protected override async ValueTask FinishSendingAsync()
     {
         await _stream.FlushAsync().ConfigureAwait(false);
@@ -114,19 +90,11 @@ internal sealed class StreamConnection : ByteTransport
             await ssl.ShutdownAsync().ConfigureAwait(false);
         }
 
-        if (_socket is null)
-        {
-            Shutdown();
-        }
-        else if (!IsShutDown)
-        {
-            TryShutdown(_socket, SocketShutdown.Send);
-        }
+        await base.FinishSendingAsync().ConfigureAwait(false);
     }
 
     protected override void Close()
     {
-        TryShutdown(_socket, SocketShutdown.Both);
         try
         {
             _stream.Dispose();
@@ -141,11 +109,8 @@ internal sealed class StreamConnection : ByteTransport
     // Any stream's failure ends the connection: a user's stream may throw anything.
     protected override bool IsTransportError(Exception error) => true;
 
-    public override async ValueTask DisposeAsync()
+    protected override void ReleaseSendBuffers()
     {
-        await base.DisposeAsync().ConfigureAwait(false);
-
-        // Only now: the send loop, which uses it, has ended.
         if (Interlocked.Exchange(ref _gather, null) is { } gather)
         {
             ArrayPool<byte>.Shared.Return(gather);

@@ -36,10 +36,6 @@ internal static class StagingBuffers
         return staging;
     }
 
-    /// <summary>The buffer now belongs to someone else (a message in fragments): this thread gets a
-    /// fresh one next time.</summary>
-    public static void Forget() => t_staging = null;
-
     /// <summary>Drops a buffer a failed serializer may have left in a strange state.</summary>
     public static void Discard(PooledBufferWriter staging)
     {
