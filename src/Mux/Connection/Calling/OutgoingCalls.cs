@@ -144,37 +144,32 @@ internal sealed partial class OutgoingCalls
     public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, CallStreams? streams = null, byte[]? metadata = null)
         where TArguments : struct
     {
-        if (cancellationToken.IsCancellationRequested)
-        {
-            return ValueTask.FromCanceled<TResult>(cancellationToken);
-        }
-
-        if (metadata is not null)
-        {
-            metadata = MetadataForPeer(metadata, methodId, out Exception? refused);
-            if (refused is not null)
-            {
-                return ValueTask.FromException<TResult>(refused);
-            }
-        }
-
-        if (_connection.IsOutboundFull || !_slots.TryTake())
-        {
-            return InvokeWhenASlotIsFreeAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams, metadata);
-        }
-
-        PendingCall<TResult>? call = StartHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken, streams, metadata, out Exception? failure);
-        return call is not null ? new ValueTask<TResult>(call, call.Version) : ValueTask.FromException<TResult>(failure!);
+        PendingCall<TResult>? call = Start(methodId, arguments, deadline, now, cancellationToken, streams, metadata, out ValueTask<TResult> otherwise);
+        return call is not null ? new ValueTask<TResult>(call, call.Version) : otherwise;
     }
 
     /// <summary>Starts a call that returns no value; see
-    /// <see cref="InvokeAsync{TArguments, TResult}(uint, in TArguments, in CallDeadline, long, CancellationToken, CallStreams?, byte[])"/>.</summary>
+    /// <see cref="InvokeAsync{TArguments, TResult}(uint, in TArguments, in CallDeadline, long, CancellationToken, CallStreams?, byte[])"/>.
+    /// The call sent at once is awaited through its own object, as one with a value is.</summary>
     public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, byte[]? metadata = null)
+        where TArguments : struct
+    {
+        PendingCall<VoidResult>? call = Start(methodId, arguments, deadline, now, cancellationToken, null, metadata, out ValueTask<VoidResult> otherwise);
+        // Otherwise: a Task already when it failed before it was sent; one Task more when it waits
+        // for a slot or room (a rare path).
+        return call is not null ? new ValueTask(call, call.Version) : new ValueTask(otherwise.AsTask());
+    }
+
+    /// <summary>Both InvokeAsync: the call, when it was sent at once; else null, and
+    /// <paramref name="otherwise"/> is how it ends (cancelled or refused before anything was sent,
+    /// or its wait for a slot and room).</summary>
+    private PendingCall<TResult>? Start<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, CallStreams? streams, byte[]? metadata, out ValueTask<TResult> otherwise)
         where TArguments : struct
     {
         if (cancellationToken.IsCancellationRequested)
         {
-            return ValueTask.FromCanceled(cancellationToken);
+            otherwise = ValueTask.FromCanceled<TResult>(cancellationToken);
+            return null;
         }
 
         if (metadata is not null)
@@ -182,17 +177,20 @@ internal sealed partial class OutgoingCalls
             metadata = MetadataForPeer(metadata, methodId, out Exception? refused);
             if (refused is not null)
             {
-                return ValueTask.FromException(refused);
+                otherwise = ValueTask.FromException<TResult>(refused);
+                return null;
             }
         }
 
         if (_connection.IsOutboundFull || !_slots.TryTake())
         {
-            return VoidResult.Ignore(InvokeWhenASlotIsFreeAsync<TArguments, VoidResult>(methodId, arguments, deadline, cancellationToken, null, metadata));
+            otherwise = InvokeWhenASlotIsFreeAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams, metadata);
+            return null;
         }
 
-        PendingCall<VoidResult>? call = StartHoldingSlot<TArguments, VoidResult>(methodId, arguments, deadline, now, cancellationToken, null, metadata, out Exception? failure);
-        return call is not null ? new ValueTask(call, call.Version) : ValueTask.FromException(failure!);
+        PendingCall<TResult>? call = StartHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken, streams, metadata, out Exception? failure);
+        otherwise = call is null ? ValueTask.FromException<TResult>(failure!) : default;
+        return call;
     }
 
     /// <summary>
