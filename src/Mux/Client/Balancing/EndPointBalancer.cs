@@ -298,7 +298,8 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         var endPoint = new BalancedEndPoint(address);
         endPoint.Keeper = new ConnectionKeeper(
             null,
-            cancellationToken => ClientConnector.OpenAsync(address, Options, Logger, _services, cancellationToken),
+            address,
+            _services,
             Options,
             Logger,
             address.ToString() ?? "server",
