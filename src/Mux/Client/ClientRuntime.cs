@@ -129,28 +129,6 @@ internal sealed partial class ClientRuntime
     public static ILogger CreateLogger(MuxClientOptions options) =>
         (options.LoggerFactory ?? NullLoggerFactory.Instance).CreateLogger("Mux.Client");
 
-    /// <summary>Calls waiting for their response right now, on every instance's connection.</summary>
-    public int PendingCalls => _keeper is EndPointBalancer balancer ? balancer.PendingCalls : _keeper.Latest?.PendingCallCount ?? 0;
-
-    /// <summary>What the client knows about each instance it spreads calls over; empty for a
-    /// client over one endpoint.</summary>
-    public IReadOnlyList<MuxEndPointStatistics> GetEndPointStatistics()
-    {
-        if (_keeper is not EndPointBalancer balancer)
-        {
-            return [];
-        }
-
-        IReadOnlyList<BalancedEndPoint> endPoints = balancer.EndPoints;
-        var statistics = new MuxEndPointStatistics[endPoints.Count];
-        for (int i = 0; i < statistics.Length; i++)
-        {
-            statistics[i] = endPoints[i].GetStatistics();
-        }
-
-        return statistics;
-    }
-
     /// <summary>Where changes of the client's state go (MuxClient.StateChanged): set by the
     /// MuxClient made over this runtime, once. A change before that has nobody to see it.</summary>
     public Action<MuxClientState, MuxClientState, Exception?>? StateChanged { get; set; }
