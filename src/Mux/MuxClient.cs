@@ -68,7 +68,7 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
 
     /// <summary>Calls waiting for their response on the current connection right now (on all
     /// instances' connections for a client over several).</summary>
-    public int PendingCalls => _runtime.PendingCalls;
+    public int PendingCalls => Keeper.PendingCalls;
 
     /// <summary>Connects to a Mux server and completes the protocol handshake: over TCP for an
     /// <see cref="IPEndPoint"/> or <see cref="DnsEndPoint"/>, over a Unix domain socket for a
@@ -287,7 +287,7 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     /// <returns>One entry per instance in use, in no particular order; empty for a client over one
     /// <see cref="MuxClientOptions.EndPoint"/> (see <see cref="State"/> and <see cref="PendingCalls"/>).</returns>
     public IReadOnlyList<MuxEndPointStatistics> GetEndPointStatistics()
-        => _runtime.GetEndPointStatistics();
+        => Keeper.GetEndPointStatistics();
 
     /// <summary>
     /// Serves <typeparamref name="TService"/> to the server: its handlers can call it back on this

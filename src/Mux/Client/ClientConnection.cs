@@ -1,6 +1,8 @@
 using System.Buffers;
+using System.Net;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
+using Mux.Diagnostics;
 using Mux.Protocol;
 using Mux.Serialization;
 using Mux.Transport;
@@ -44,8 +46,20 @@ internal sealed class ClientConnection : MuxConnection
     /// <summary>Calls waiting for their answer now.</summary>
     public int PendingCallCount => Outgoing.Count;
 
-    /// <summary>The server's socket address; null in memory. Set once, before any call.</summary>
-    public System.Net.EndPoint? RemoteEndPoint { get; set; }
+    /// <summary>The server's socket address; null in memory.</summary>
+    public EndPoint? RemoteEndPoint => PeerEndPoint;
+
+    /// <summary>Opens a connection to <paramref name="endPoint"/>: the transport (socket, TLS), then
+    /// the handshake. Used for the first connection and for every reconnect.</summary>
+    /// <exception cref="MuxConnectionException">The server refused, did not answer within
+    /// <see cref="MuxClientOptions.ConnectTimeout"/>, failed TLS, or is not a Mux server.</exception>
+    public static async Task<ClientConnection> OpenAsync(EndPoint endPoint, MuxClientOptions options, ServiceMethods services, ILogger logger, CancellationToken cancellationToken)
+    {
+        (IMuxTransport transport, _) = await ClientTransport.ConnectAsync(endPoint, options, logger, cancellationToken).ConfigureAwait(false);
+        ClientConnection connection = await ConnectAsync(transport, options, services, logger, endPoint.ToString() ?? "server", cancellationToken).ConfigureAwait(false);
+        connection.Outgoing.Peer = ServerPeer.From(endPoint);
+        return connection;
+    }
 
     /// <summary>Starts the loops, sends Hello, and waits for the server's HelloAck.</summary>
     // services: what the connection serves to calls the server starts (its MuxClient's).

@@ -116,25 +116,6 @@ internal sealed partial class ClientRuntime
             lost ? latest!.CloseError : null);
     }
 
-    /// <summary>The connection for a call sent on the next one: the next one when the call waits,
-    /// else one already up other than <paramref name="failed"/> (the one a call the server never
-    /// ran failed on), else none, and the call fails with <paramref name="notRun"/>.</summary>
-    private ValueTask<ClientConnection> NextConnectionAsync(ClientConnection? failed, bool waits, in CallDeadline deadline, ExceptionDispatchInfo? notRun, CancellationToken cancellationToken)
-    {
-        if (waits)
-        {
-            return _keeper.WaitForConnectionAsync(failed, deadline.At, deadline.OwnTimeout, cancellationToken);
-        }
-
-        if (_keeper.Current is { } next && next != failed)
-        {
-            return new ValueTask<ClientConnection>(next);
-        }
-
-        notRun!.Throw();
-        return default; // Not reached.
-    }
-
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
     private async ValueTask<TResult> RetryIfNotRunAsync<TArguments, TResult>(ValueTask<TResult> call, ClientConnection connection, uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
@@ -165,14 +146,22 @@ internal sealed partial class ClientRuntime
         }
     }
 
-    /// <summary>Sends a call on the next connection (see <see cref="NextConnectionAsync"/>), within
-    /// its deadline and token: a call made while none was up (<paramref name="failed"/> null), or
-    /// one the server never ran on <paramref name="failed"/>, which may be sent again once more on
-    /// each connection after.</summary>
+    /// <summary>Sends a call on the next connection, within its deadline and token: a call made while
+    /// none was up (<paramref name="failed"/> null), or one the server never ran on
+    /// <paramref name="failed"/>, which may be sent again once more on each connection after. The
+    /// next connection is the next one up when the call waits, else one already up other than
+    /// <paramref name="failed"/>, else none, and the call fails with <paramref name="notRun"/>.</summary>
     private async ValueTask<TResult> SendOnNextConnectionAsync<TArguments, TResult>(ClientConnection? failed, ExceptionDispatchInfo? notRun, uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        ClientConnection connection = await NextConnectionAsync(failed, waits, deadline, notRun, cancellationToken).ConfigureAwait(false);
+        ClientConnection? connection = waits
+            ? await _keeper.WaitForConnectionAsync(failed, deadline.At, deadline.OwnTimeout, cancellationToken).ConfigureAwait(false)
+            : _keeper.Current;
+        if (connection is null || connection == failed)
+        {
+            notRun!.Throw(); // A call that waits never gets here: the wait gives it another connection or throws.
+        }
+
         ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata: metadata);
         return await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits, cancellationToken) : call).ConfigureAwait(false);
     }

@@ -186,27 +186,19 @@ internal sealed partial class ClientRuntime
     }
 
     /// <summary>What every client chain shares: the interceptors, and what they leave of the call.</summary>
-    private abstract class CallChain : InterceptorChain
+    private abstract class CallChain(ClientRuntime runtime, MuxClientCall call, uint methodId, CallSettings? settings)
+        : InterceptorChain(runtime._interceptors.Length)
     {
-        protected CallChain(ClientRuntime runtime, MuxClientCall call, uint methodId, CallSettings? settings)
-            : base(runtime._interceptors.Length)
-        {
-            Runtime = runtime;
-            Call = call;
-            MethodId = methodId;
-            Settings = settings;
-            MadeAt = runtime._clock.GetTimestamp(); // When the user made the call: its deadline counts from here.
-        }
+        protected ClientRuntime Runtime { get; } = runtime;
 
-        protected ClientRuntime Runtime { get; }
+        protected MuxClientCall Call { get; } = call;
 
-        protected MuxClientCall Call { get; }
+        protected uint MethodId { get; } = methodId;
 
-        protected uint MethodId { get; }
+        protected CallSettings? Settings { get; } = settings;
 
-        protected CallSettings? Settings { get; }
-
-        protected long MadeAt { get; }
+        /// <summary>When the user made the call: its deadline counts from here.</summary>
+        protected long MadeAt { get; } = runtime._clock.GetTimestamp();
 
         /// <summary>Why the call fails when the interceptors returned without reaching it.</summary>
         public InvalidOperationException NotInvoked() => NotInvoked(Call.MethodName, "A client interceptor stops a call by throwing.");

@@ -43,12 +43,15 @@ internal sealed partial class ClientRuntime
     // The client's log (category Mux.Client), for its keeper or balancer and every connection. Immutable.
     private readonly ILogger _logger;
 
-    private ClientRuntime(MuxClientOptions options, EndPoint? remoteEndPoint)
+    // The one endpoint the client connects to; null in memory and over several instances. Immutable.
+    private readonly EndPoint? _endPoint;
+
+    private ClientRuntime(MuxClientOptions options, EndPoint? endPoint)
     {
         options.Validate();
         _logger = CreateLogger(options);
         Services = new ServiceMethods();
-        RemoteEndPoint = remoteEndPoint;
+        _endPoint = endPoint;
         _clock = options.TimeProvider;
         _callTimeout = ClockDeadline.ToTimestampSpan(_clock, options.CallTimeout);
         _callTimeoutSpan = options.CallTimeout;
@@ -65,17 +68,16 @@ internal sealed partial class ClientRuntime
     public ServiceMethods Services { get; }
 
     /// <summary>The server's socket address once connected, else the configured endpoint; null in
-    /// memory and over several instances. Written by the keeper's loop as it connects.</summary>
-    public EndPoint? RemoteEndPoint { get; private set; }
+    /// memory and over several instances.</summary>
+    public EndPoint? RemoteEndPoint => _endPoint is null ? null : _keeper.Latest?.RemoteEndPoint ?? _endPoint;
 
     /// <summary>A client whose first connection (to <paramref name="endPoint"/>) is open: the keeper
     /// reconnects to the same endpoint when it is lost.</summary>
     public static async Task<ClientRuntime> ConnectAsync(EndPoint endPoint, MuxClientOptions options, CancellationToken cancellationToken)
     {
         var runtime = new ClientRuntime(options, endPoint);
-        Func<CancellationToken, Task<ClientConnection>> open = runtime.OpenFunction(endPoint, options);
-        ClientConnection first = await open(cancellationToken).ConfigureAwait(false);
-        runtime._keeper = new ConnectionKeeper(first, open, options, runtime._logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
+        ClientConnection first = await ClientConnection.OpenAsync(endPoint, options, runtime.Services, runtime._logger, cancellationToken).ConfigureAwait(false);
+        runtime._keeper = new ConnectionKeeper(first, endPoint, runtime.Services, options, runtime._logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
         return runtime;
     }
 
@@ -83,7 +85,7 @@ internal sealed partial class ClientRuntime
     public static ClientRuntime Create(EndPoint endPoint, MuxClientOptions options)
     {
         var runtime = new ClientRuntime(options, endPoint);
-        runtime._keeper = new ConnectionKeeper(null, runtime.OpenFunction(endPoint, options), options, runtime._logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
+        runtime._keeper = new ConnectionKeeper(null, endPoint, runtime.Services, options, runtime._logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
         return runtime;
     }
 
@@ -93,7 +95,7 @@ internal sealed partial class ClientRuntime
     {
         var runtime = new ClientRuntime(options, null);
         ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, runtime.Services, runtime._logger, name, cancellationToken).ConfigureAwait(false);
-        runtime._keeper = new ConnectionKeeper(connection, null, options, runtime._logger, name, runtime.RaiseStateChanged);
+        runtime._keeper = new ConnectionKeeper(connection, null, runtime.Services, options, runtime._logger, name, runtime.RaiseStateChanged);
         return runtime;
     }
 
@@ -124,40 +126,8 @@ internal sealed partial class ClientRuntime
         }
     }
 
-    private Func<CancellationToken, Task<ClientConnection>> OpenFunction(EndPoint endPoint, MuxClientOptions options)
-    {
-        return async cancellationToken =>
-        {
-            ClientConnection connection = await ClientConnector.OpenAsync(endPoint, options, _logger, Services, cancellationToken).ConfigureAwait(false);
-            RemoteEndPoint = connection.RemoteEndPoint;
-            return connection;
-        };
-    }
-
     public static ILogger CreateLogger(MuxClientOptions options) =>
         (options.LoggerFactory ?? NullLoggerFactory.Instance).CreateLogger("Mux.Client");
-
-    /// <summary>Calls waiting for their response right now, on every instance's connection.</summary>
-    public int PendingCalls => _keeper is EndPointBalancer balancer ? balancer.PendingCalls : _keeper.Latest?.PendingCallCount ?? 0;
-
-    /// <summary>What the client knows about each instance it spreads calls over; empty for a
-    /// client over one endpoint.</summary>
-    public IReadOnlyList<MuxEndPointStatistics> GetEndPointStatistics()
-    {
-        if (_keeper is not EndPointBalancer balancer)
-        {
-            return [];
-        }
-
-        IReadOnlyList<BalancedEndPoint> endPoints = balancer.EndPoints;
-        var statistics = new MuxEndPointStatistics[endPoints.Count];
-        for (int i = 0; i < statistics.Length; i++)
-        {
-            statistics[i] = endPoints[i].GetStatistics();
-        }
-
-        return statistics;
-    }
 
     /// <summary>Where changes of the client's state go (MuxClient.StateChanged): set by the
     /// MuxClient made over this runtime, once. A change before that has nobody to see it.</summary>

@@ -1,3 +1,4 @@
+using System.Net;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
 using Mux.Transport;
@@ -12,13 +13,16 @@ namespace Mux.Client;
 /// <see cref="WaitForConnectionAsync"/>.
 /// </summary>
 /// <remarks>
-/// Without a way to open a new connection (a client over a given transport), or with
+/// Without an endpoint to open a new connection to (a client over a given transport), or with
 /// <see cref="MuxClientOptions.AutoReconnect"/> off, the keeper never replaces its connection: a
 /// lost connection closes the client, and calls fail on it exactly as they would without a keeper.
 /// </remarks>
 internal sealed class ConnectionKeeper : ConnectionSource
 {
-    private readonly Func<CancellationToken, Task<ClientConnection>>? _open;
+    // Where new connections are opened, with what they serve to calls their server starts; null
+    // for a client over a given transport. Immutable.
+    private readonly EndPoint? _endPoint;
+    private readonly ServiceMethods _services;
 
     // Guards _current, _ready, _replaceNow, _retired and _disposed together. Taken on the slow
     // paths only (connection published or retired, a caller that must wait, dispose).
@@ -51,11 +55,13 @@ internal sealed class ConnectionKeeper : ConnectionSource
     private readonly Task _loop;
 
     /// <summary>Starts the keeper: from <paramref name="first"/> when ConnectAsync already
-    /// connected, else connecting in the background (calls wait for its first connection).</summary>
-    public ConnectionKeeper(ClientConnection? first, Func<CancellationToken, Task<ClientConnection>>? open, MuxClientOptions options, ILogger logger, string server, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
-        : base(options, logger, server, open is not null && options.AutoReconnect, onStateChanged)
+    /// connected, else connecting to <paramref name="endPoint"/> in the background (calls wait for
+    /// its first connection).</summary>
+    public ConnectionKeeper(ClientConnection? first, EndPoint? endPoint, ServiceMethods services, MuxClientOptions options, ILogger logger, string server, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
+        : base(options, logger, server, endPoint is not null && options.AutoReconnect, onStateChanged)
     {
-        _open = open;
+        _endPoint = endPoint;
+        _services = services;
         _loop = RunAsync(first);
     }
 
@@ -175,7 +181,7 @@ internal sealed class ConnectionKeeper : ConnectionSource
                 {
                     try
                     {
-                        connection = await _open!(stopping).ConfigureAwait(false);
+                        connection = await ClientConnection.OpenAsync(_endPoint!, Options, _services, Logger, stopping).ConfigureAwait(false);
                     }
                     catch (Exception ex) when (!stopping.IsCancellationRequested)
                     {

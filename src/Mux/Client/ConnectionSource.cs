@@ -44,6 +44,13 @@ internal abstract class ConnectionSource : IAsyncDisposable
     /// <summary>The newest connection, open or not; null before the first one.</summary>
     public abstract ClientConnection? Latest { get; }
 
+    /// <summary>Calls waiting for their response right now (on every instance's connection, over several).</summary>
+    public virtual int PendingCalls => Latest?.PendingCallCount ?? 0;
+
+    /// <summary>What the client knows about each instance it spreads calls over; empty for a
+    /// client over one endpoint.</summary>
+    public virtual IReadOnlyList<MuxEndPointStatistics> GetEndPointStatistics() => [];
+
     protected MuxClientOptions Options { get; }
 
     protected ILogger Logger { get; }

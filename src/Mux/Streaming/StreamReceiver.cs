@@ -25,7 +25,7 @@ internal sealed class StreamReceiver
     private readonly int _creditBatch;
 
     // The received items. The reader loop is the only writer; the consumer (and Abandon) read.
-    private readonly Channel<StreamItemBuffer> _items = Channel.CreateUnbounded<StreamItemBuffer>(
+    private readonly Channel<ItemBuffer> _items = Channel.CreateUnbounded<ItemBuffer>(
         new UnboundedChannelOptions { SingleWriter = true, SingleReader = false, AllowSynchronousContinuations = false });
 
     // Items received so far. Written by the reader loop only.
@@ -82,7 +82,7 @@ internal sealed class StreamReceiver
         int length = checked((int)payload.Length);
         byte[] buffer = ArrayPool<byte>.Shared.Rent(Math.Max(length, 1));
         payload.CopyTo(buffer);
-        if (!_items.Writer.TryWrite(new StreamItemBuffer(buffer, length)))
+        if (!_items.Writer.TryWrite(new ItemBuffer(buffer, length)))
         {
             ArrayPool<byte>.Shared.Return(buffer); // Completed meanwhile.
         }
@@ -122,7 +122,7 @@ internal sealed class StreamReceiver
     /// credit for it. Consumer only.</summary>
     public bool TryRead<T>(MessagePackSerializerOptions options, [MaybeNullWhen(false)] out T item)
     {
-        if (Volatile.Read(ref _aborted) != 0 || !_items.Reader.TryRead(out StreamItemBuffer buffer))
+        if (Volatile.Read(ref _aborted) != 0 || !_items.Reader.TryRead(out ItemBuffer buffer))
         {
             item = default;
             return false;
@@ -165,7 +165,7 @@ internal sealed class StreamReceiver
         Volatile.Write(ref _aborted, 1);
         Interlocked.Exchange(ref _ended, 1);
         _items.Writer.TryComplete();
-        while (_items.Reader.TryRead(out StreamItemBuffer buffer))
+        while (_items.Reader.TryRead(out ItemBuffer buffer))
         {
             ArrayPool<byte>.Shared.Return(buffer.Array);
         }
@@ -174,4 +174,8 @@ internal sealed class StreamReceiver
     [DoesNotReturn]
     private void ThrowOverCredit() =>
         throw new MuxProtocolException($"The peer sent more items on the stream of call {CallId} than the {Volatile.Read(ref _granted)} it was granted (stream window and StreamCredit frames).");
+
+    /// <summary>One received item's MessagePack bytes, copied out of the receive buffer into an
+    /// array rented from the shared pool: the first <see cref="Length"/> bytes of <see cref="Array"/>.</summary>
+    private readonly record struct ItemBuffer(byte[] Array, int Length);
 }

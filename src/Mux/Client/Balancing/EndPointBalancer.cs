@@ -70,9 +70,6 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         }
     }
 
-    /// <summary>The instances calls go to now.</summary>
-    public IReadOnlyList<BalancedEndPoint> EndPoints => _endPoints;
-
     /// <summary>An open connection of some instance if there is one, else the newest known.</summary>
     public override ClientConnection? Latest
     {
@@ -95,7 +92,7 @@ internal sealed partial class EndPointBalancer : ConnectionSource
     }
 
     /// <summary>Calls pending on all instances.</summary>
-    public int PendingCalls
+    public override int PendingCalls
     {
         get
         {
@@ -107,6 +104,19 @@ internal sealed partial class EndPointBalancer : ConnectionSource
 
             return pending;
         }
+    }
+
+    /// <summary>The instances calls go to now, each as it is now.</summary>
+    public override IReadOnlyList<MuxEndPointStatistics> GetEndPointStatistics()
+    {
+        BalancedEndPoint[] endPoints = _endPoints;
+        var statistics = new MuxEndPointStatistics[endPoints.Length];
+        for (int i = 0; i < statistics.Length; i++)
+        {
+            statistics[i] = endPoints[i].GetStatistics();
+        }
+
+        return statistics;
     }
 
     /// <summary>The connection for a new call: the one of two random usable instances with fewer
@@ -298,7 +308,8 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         var endPoint = new BalancedEndPoint(address);
         endPoint.Keeper = new ConnectionKeeper(
             null,
-            cancellationToken => ClientConnector.OpenAsync(address, Options, Logger, _services, cancellationToken),
+            address,
+            _services,
             Options,
             Logger,
             address.ToString() ?? "server",

@@ -1,0 +1,141 @@
+using System.Runtime.CompilerServices;
+using Mux.Protocol;
+using Mux.Transport;
+
+namespace Mux.Connection;
+
+// Calls their caller gives up on: the expiry scan that fails calls past their deadline, the
+// caller's token (Cancel), the Cancel sent to the peer, and the timeout's message.
+internal sealed partial class OutgoingCalls
+{
+    // Scans the table for expired calls, on the connection's TimeProvider. Created by the first
+    // call that has a deadline (CompareExchange); disposed by FailAll.
+    private ITimer? _expiryTimer;
+
+    // The scan's period in milliseconds: set when it starts, lowered (never raised) by a call whose
+    // own timeout is shorter (ShortenExpiryScan, CompareExchange).
+    private long _scanPeriodMs;
+
+    /// <summary>The timeout a call with <paramref name="deadline"/> fails with, naming where the
+    /// deadline came from (the served call it inherited it from, else the call's own timeout, else
+    /// the side's); <paramref name="detail"/> says what it waited for.</summary>
+    private TimeoutException CreateTimeoutException(uint methodId, in CallDeadline deadline, string detail)
+    {
+        string method = MuxServiceRegistry.GetMethodDisplayName(methodId);
+        if (deadline.InheritedFrom is { } inheritedFrom)
+        {
+            return new($"The Mux call to {method} did not complete by the deadline it inherited from the call this server handler serves ({inheritedFrom}, MuxCallContext.Current), which came sooner than {(deadline.OwnTimeout is null ? "MuxClientOptions.CallTimeout" : "its own Timeout")}{detail}.");
+        }
+
+        string within = deadline.OwnTimeout is { } own
+            ? $"{DurationText.Format(own)} (its own Timeout: MuxCallOptions.Timeout, or MuxClientCall.Timeout as an interceptor set it)"
+            : $"{DurationText.Format(_timeout)} ({(_connection.IsServer ? "MuxServerOptions.ClientCallTimeout" : "MuxClientOptions.CallTimeout")})";
+        return new($"The Mux call to {(_connection.IsServer ? "the client's " : "")}{method} did not complete within {within}{detail}.");
+    }
+
+    private TimeoutException CreateExpiredException(PendingCall call) =>
+        CreateTimeoutException(call.MethodId, call.Deadline, "");
+
+    /// <summary>Starts the expiry scan, once per connection: first at the deadline of the call that
+    /// needs it, then every tenth of the side's timeout (or, without one, of that first call's time
+    /// left), which keeps deadlines within about 10% without waking often.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void StartExpiryScan(long deadline, long now, TimeSpan? ownTimeout)
+    {
+        TimeSpan first = deadline > now ? Clock.GetElapsedTime(now, deadline) : TimeSpan.Zero;
+        TimeSpan span = ownTimeout ?? (_timeout != Timeout.InfiniteTimeSpan ? _timeout : first);
+        long periodMs = ScanPeriodMilliseconds(span);
+        Volatile.Write(ref _scanPeriodMs, periodMs);
+        var period = TimeSpan.FromMilliseconds(periodMs);
+        ITimer created;
+        using (ExecutionContext.SuppressFlow())
+        {
+            created = Clock.CreateTimer(static state => ((OutgoingCalls)state!).FailExpiredCalls(), this, first, period);
+        }
+
+        if (Interlocked.CompareExchange(ref _expiryTimer, created, null) is not null || _connection.IsClosed)
+        {
+            // Another call started one first, or FailAll may already have disposed the field's.
+            created.Dispose();
+        }
+    }
+
+    private static long ScanPeriodMilliseconds(TimeSpan timeout) => Math.Clamp((long)timeout.TotalMilliseconds / 10, 10, 1000);
+
+    /// <summary>A call whose own timeout (MuxCallOptions.Timeout) is shorter than the one the scan
+    /// was started for: scan more often from now on, so its deadline is kept within about 10% too.
+    /// The period only ever shrinks, so this happens at most a few times per connection.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ShortenExpiryScan(TimeSpan ownTimeout)
+    {
+        long period = ScanPeriodMilliseconds(ownTimeout);
+        long current = Volatile.Read(ref _scanPeriodMs);
+        while (period < current)
+        {
+            long seen = Interlocked.CompareExchange(ref _scanPeriodMs, period, current);
+            if (seen == current)
+            {
+                Volatile.Read(ref _expiryTimer)?.Change(TimeSpan.FromMilliseconds(period), TimeSpan.FromMilliseconds(period));
+                return;
+            }
+
+            current = seen;
+        }
+    }
+
+    private void FailExpiredCalls()
+    {
+        List<PendingCall>? expired = null;
+        lock (_abandoned)
+        {
+            _pending.RemoveWhere(Clock.GetTimestamp(), static (call, now) => call.Deadline.At <= now, ref expired);
+            if (expired is null)
+            {
+                return;
+            }
+
+            foreach (PendingCall call in expired)
+            {
+                _abandoned.Add(call.CallId);
+            }
+        }
+
+        NotifyIfDrainedAfterGoAway();
+        foreach (PendingCall call in expired)
+        {
+            GiveUp(call, CreateExpiredException(call));
+        }
+    }
+
+    /// <summary>The caller's token fired: the call fails as cancelled, unless its answer (or
+    /// anything else) completed it first.</summary>
+    public void Cancel(PendingCall call, CancellationToken token)
+    {
+        bool removed;
+        lock (_abandoned)
+        {
+            removed = _pending.TryRemove(call.CallId, call);
+            if (removed)
+            {
+                _abandoned.Add(call.CallId);
+            }
+        }
+
+        if (removed)
+        {
+            GiveUp(call, new OperationCanceledException("The Mux call was canceled by the caller.", token));
+        }
+
+        NotifyIfDrainedAfterGoAway();
+    }
+
+    /// <summary>Fails a call its caller gave up on (its token, its deadline), moved from the table
+    /// to the abandoned set, and tells the peer (best effort: the connection may be gone). Its slot
+    /// stays taken until the peer answers: the handler still runs there until it sees the Cancel.</summary>
+    private void GiveUp(PendingCall call, Exception failure)
+    {
+        // Closed: the peer cancels every handler of a closed connection anyway.
+        _connection.TrySendRawFrame(FrameType.Cancel, call.CallId, ReadOnlySpan<byte>.Empty, _idSpace);
+        call.CompleteWithException(failure);
+    }
+}
