@@ -15,7 +15,7 @@ public class DeadlineFrameTests
     [Fact]
     public void RequestWithADeadline_CarriesTheRemainingMillisecondsAsAU32AfterTheMethodId()
     {
-        byte[] bytes = Write(new DeadlineBody<RawBody>(new RawBody(s_arguments), 1500), FrameFlags.Deadline);
+        byte[] bytes = Write(new RequestBody<RawBody>(new RawBody(s_arguments), 1500, null, null), FrameFlags.Deadline);
 
         int header = ProtocolConstants.FrameHeaderSize + ProtocolConstants.RequestHeaderSize;
         Assert.Equal((byte)FrameFlags.Deadline, bytes[5]);
@@ -32,9 +32,10 @@ public class DeadlineFrameTests
     public void RequestWithADeadlineAndATraceContext_ReadsBoth_DeadlineFirst()
     {
         using var activity = new Activity("caller").SetIdFormat(ActivityIdFormat.W3C).Start();
-        var body = new DeadlineBody<TracedBody<RawBody>>(new TracedBody<RawBody>(new RawBody(s_arguments), activity), 42);
+        var body = new RequestBody<RawBody>(new RawBody(s_arguments), 42, activity, null);
+        Assert.Equal(FrameFlags.Deadline | FrameFlags.TraceContext, body.Flags);
 
-        byte[] bytes = Write(body, FrameFlags.Deadline | FrameFlags.TraceContext);
+        byte[] bytes = Write(body, body.Flags);
 
         int header = ProtocolConstants.FrameHeaderSize + ProtocolConstants.RequestHeaderSize;
         Assert.Equal(42u, BinaryPrimitives.ReadUInt32LittleEndian(bytes.AsSpan(header)));
@@ -60,7 +61,7 @@ public class DeadlineFrameTests
     [InlineData(3)]
     public void RequestWithTheDeadlineFlag_ButFewerThanFourBytesAfterTheMethodId_IsAProtocolError(int keep)
     {
-        byte[] full = Write(new DeadlineBody<RawBody>(new RawBody([]), 1500), FrameFlags.Deadline);
+        byte[] full = Write(new RequestBody<RawBody>(new RawBody([]), 1500, null, null), FrameFlags.Deadline);
         byte[] bytes = full[..(ProtocolConstants.FrameHeaderSize + ProtocolConstants.RequestHeaderSize + keep)];
         BinaryPrimitives.WriteUInt32LittleEndian(bytes, (uint)(bytes.Length - ProtocolConstants.LengthPrefixSize));
 

@@ -162,7 +162,7 @@ public class DeadlineTests
     internal static byte[] WriteRequest(uint callId, uint methodId, uint remainingMilliseconds)
     {
         using var output = new PooledBufferWriter();
-        var body = new DeadlineBody<RawBody>(new RawBody([0x90]), remainingMilliseconds);
+        var body = new RequestBody<RawBody>(new RawBody([0x90]), remainingMilliseconds, null, null);
         FrameWriter.Write(output, FrameType.Request, callId, methodId, ref body, FrameFlags.Deadline);
         return output.WrittenSpan.ToArray();
     }

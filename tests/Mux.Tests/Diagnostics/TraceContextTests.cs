@@ -151,7 +151,7 @@ public class TraceContextTests
     private static byte[] WriteTraced(Activity activity)
     {
         using var output = new PooledBufferWriter();
-        var body = new TracedBody<RawBody>(new RawBody(s_arguments), activity);
+        var body = new RequestBody<RawBody>(new RawBody(s_arguments), null, activity, null);
         FrameWriter.Write(output, FrameType.Request, 7, 0x5f7a008e, ref body, FrameFlags.TraceContext);
         return output.WrittenSpan.ToArray();
     }

@@ -20,64 +20,34 @@ internal sealed partial class OutgoingCalls
     // Written by callers on that core.
     private readonly CoreStripe[] _idBlocks = new CoreStripe[StripedCounter.StripeCount];
 
-    /// <summary>Sends the call's Request: its arguments, after its metadata section when it has one
-    /// (<paramref name="metadata"/>, checked against the peer's limit already).</summary>
+    /// <summary>Sends the call's Request: its arguments, after the headers it needs. Its metadata
+    /// section when it has one (<paramref name="metadata"/>, checked against the peer's limit
+    /// already); and, on a client's call, its deadline (what is left of it at <paramref name="now"/>)
+    /// and the caller's trace context (when the peer reads it). A server's calls to its client carry
+    /// neither (docs/protocol.md, "Calls from server to client").</summary>
     private void SendRequest<TArguments>(PendingCall call, uint methodId, in TArguments arguments, long now, IMessageWrittenListener? whenWritten, byte[]? metadata)
         where TArguments : struct
     {
-        var body = new ArgumentsBody<TArguments>(arguments, _connection.SerializerOptions);
-        if (metadata is null)
+        uint? remaining = null;
+        Activity? trace = null;
+        if (_idSpace == FrameFlags.None)
         {
-            SendRequest(call, methodId, ref body, FrameFlags.None, now, whenWritten);
-        }
-        else
-        {
-            var withMetadata = new MetadataBody<ArgumentsBody<TArguments>>(body, metadata);
-            SendRequest(call, methodId, ref withMetadata, FrameFlags.Metadata, now, whenWritten);
-        }
-    }
+            if (call.Deadline.IsSet)
+            {
+                // now is the caller's latest reading: taken when the call was made when it is sent at
+                // once, or after its last wait; so the peer's clock starts from what is really left.
+                remaining = DeadlineHeader.RemainingMilliseconds(call.Deadline.At, now, Clock.TimestampFrequency);
+            }
 
-    /// <summary>Sends the call's Request with the optional headers it needs before
-    /// <paramref name="body"/> (whose own flags are <paramref name="flags"/>): its deadline (when it
-    /// has one: what is left of it at <paramref name="now"/>) and the caller's trace context (when
-    /// the peer reads it). A server's calls to its client carry neither (docs/protocol.md, "Calls
-    /// from server to client").</summary>
-    private void SendRequest<TBody>(PendingCall call, uint methodId, ref TBody body, FrameFlags flags, long now, IMessageWrittenListener? whenWritten)
-        where TBody : struct, IFrameBody
-    {
-        if (_idSpace != FrameFlags.None)
-        {
-            _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref body, _idSpace | flags, whenWritten);
-            return;
+            trace = _peerReadsTraceContext ? call.Telemetry.Activity ?? Activity.Current : null;
+            if (trace is not null && !TraceContextHeader.CanPropagate(trace))
+            {
+                trace = null;
+            }
         }
 
-        Activity? trace = _peerReadsTraceContext ? call.Telemetry.Activity ?? Activity.Current : null;
-        if (trace is null || !TraceContextHeader.CanPropagate(trace))
-        {
-            SendRequestWithDeadline(call, methodId, ref body, flags, now, whenWritten);
-            return;
-        }
-
-        var traced = new TracedBody<TBody>(body, trace);
-        SendRequestWithDeadline(call, methodId, ref traced, flags | FrameFlags.TraceContext, now, whenWritten);
-    }
-
-    /// <summary>Sends the call's Request, <paramref name="body"/> after its deadline header when it
-    /// has a deadline.</summary>
-    private void SendRequestWithDeadline<TBody>(PendingCall call, uint methodId, ref TBody body, FrameFlags flags, long now, IMessageWrittenListener? whenWritten)
-        where TBody : struct, IFrameBody
-    {
-        if (!call.Deadline.IsSet)
-        {
-            _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref body, flags, whenWritten);
-            return;
-        }
-
-        // now is the caller's latest reading: taken when the call was made when it is sent at once,
-        // or after its last wait; so the peer's clock starts from what is really left.
-        uint remaining = DeadlineHeader.RemainingMilliseconds(call.Deadline.At, now, Clock.TimestampFrequency);
-        var timed = new DeadlineBody<TBody>(body, remaining);
-        _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref timed, flags | FrameFlags.Deadline, whenWritten);
+        var body = new RequestBody<ArgumentsBody<TArguments>>(new ArgumentsBody<TArguments>(arguments, _connection.SerializerOptions), remaining, trace, metadata);
+        _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref body, _idSpace | body.Flags, whenWritten);
     }
 
     /// <summary>

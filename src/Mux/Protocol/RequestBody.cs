@@ -1,0 +1,51 @@
+using System.Diagnostics;
+using MessagePack;
+
+namespace Mux.Protocol;
+
+/// <summary>
+/// A Request body: the optional headers its call needs, in the order docs/protocol.md gives
+/// (deadline, trace context, metadata section), then the arguments. <see cref="Flags"/> says which
+/// headers the frame announces. A struct passed by generic type, like the arguments it wraps, so a
+/// call allocates nothing for it.
+/// </summary>
+/// <param name="arguments">The call's arguments, written last.</param>
+/// <param name="remainingMilliseconds">What is left of the call's deadline; null for a call without one.</param>
+/// <param name="traceContext">The caller's trace context; null when the Request carries none.</param>
+/// <param name="metadata">The encoded metadata section (MetadataSection.Encode, shared by every call
+/// made with the same options); null for a call without metadata.</param>
+internal readonly struct RequestBody<TArguments>(TArguments arguments, uint? remainingMilliseconds, Activity? traceContext, byte[]? metadata) : IFrameBody
+    where TArguments : struct, IFrameBody
+{
+    private readonly TArguments _arguments = arguments;
+    private readonly uint? _remainingMilliseconds = remainingMilliseconds;
+    private readonly Activity? _traceContext = traceContext;
+    private readonly byte[]? _metadata = metadata;
+
+    /// <summary>The flags that announce the headers this body writes.</summary>
+    public FrameFlags Flags =>
+        (_remainingMilliseconds.HasValue ? FrameFlags.Deadline : FrameFlags.None)
+        | (_traceContext is null ? FrameFlags.None : FrameFlags.TraceContext)
+        | (_metadata is null ? FrameFlags.None : FrameFlags.Metadata);
+
+    public void Write(ref MessagePackWriter writer)
+    {
+        if (_remainingMilliseconds is uint remaining)
+        {
+            DeadlineHeader.Write(ref writer, remaining);
+        }
+
+        if (_traceContext is not null)
+        {
+            TraceContextHeader.Write(ref writer, _traceContext);
+        }
+
+        if (_metadata is not null)
+        {
+            writer.WriteRaw(_metadata);
+        }
+
+        TArguments arguments = _arguments;
+        arguments.Write(ref writer);
+    }
+}
