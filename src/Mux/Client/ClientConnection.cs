@@ -55,7 +55,7 @@ internal sealed class ClientConnection : MuxConnection
     /// <see cref="MuxClientOptions.ConnectTimeout"/>, failed TLS, or is not a Mux server.</exception>
     public static async Task<ClientConnection> OpenAsync(EndPoint endPoint, MuxClientOptions options, ServiceMethods services, ILogger logger, CancellationToken cancellationToken)
     {
-        (IMuxTransport transport, _) = await ClientTransport.ConnectAsync(endPoint, options, logger, cancellationToken).ConfigureAwait(false);
+        IMuxTransport transport = await ClientTransport.ConnectAsync(endPoint, options, logger, cancellationToken).ConfigureAwait(false);
         ClientConnection connection = await ConnectAsync(transport, options, services, logger, endPoint.ToString() ?? "server", cancellationToken).ConfigureAwait(false);
         connection.Outgoing.Peer = ServerPeer.From(endPoint);
         return connection;

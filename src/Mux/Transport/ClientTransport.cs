@@ -15,7 +15,7 @@ internal static class ClientTransport
     /// </summary>
     /// <exception cref="MuxConnectionException">The server refused, did not answer in time, or
     /// failed the TLS handshake.</exception>
-    public static async Task<(IMuxTransport Transport, EndPoint? RemoteEndPoint)> ConnectAsync(EndPoint endPoint, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken)
+    public static async Task<IMuxTransport> ConnectAsync(EndPoint endPoint, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken)
     {
         WarnIfTokenInPlaintext(endPoint, options, logger);
         Socket socket = SocketEndPoints.CreateSocket(endPoint);
@@ -24,16 +24,15 @@ internal static class ClientTransport
         try
         {
             await socket.ConnectAsync(endPoint, timeout.Token).ConfigureAwait(false);
-            EndPoint? remote = socket.RemoteEndPoint;
             if (options.Tls is null)
             {
-                return (new SocketConnection(socket, options.MaxFrameSize, options.TimeProvider), remote);
+                return new SocketConnection(socket, options.MaxFrameSize, options.TimeProvider);
             }
 
             var network = new NetworkStream(socket, ownsSocket: true);
             SslStream ssl = await TlsHandshake.AuthenticateAsClientAsync(network, options.Tls, SocketEndPoints.TlsTargetHost(endPoint), endPoint.ToString() ?? "server", timeout.Token).ConfigureAwait(false);
             TransportLog.TlsEstablished(logger, endPoint.ToString() ?? "server", ssl.SslProtocol, ssl.NegotiatedCipherSuite);
-            return (new StreamConnection(ssl, socket, options.MaxFrameSize, options.TimeProvider), remote);
+            return new StreamConnection(ssl, socket, options.MaxFrameSize, options.TimeProvider);
         }
         catch (OperationCanceledException ex) when (!cancellationToken.IsCancellationRequested)
         {
