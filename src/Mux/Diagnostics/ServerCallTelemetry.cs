@@ -24,8 +24,12 @@ internal struct ServerCallTelemetry
     // rpc.server.call.duration.
     private long _startTimestamp;
 
-    // The method's names; set whenever the call is observed (the mark Stop tests).
+    // The method's names; set whenever the call is observed (see IsStarted).
     private MethodTelemetryName? _name;
+
+    /// <summary>Whether <see cref="Start"/> observed the call and <see cref="Stop"/> has not yet
+    /// ended it.</summary>
+    public readonly bool IsStarted => _name is not null;
 
     /// <summary>Whether a call starting now should be observed: one read of each listener flag.</summary>
     public static bool IsObserved
@@ -86,10 +90,9 @@ internal struct ServerCallTelemetry
     /// <summary>Ends the span and records the duration.</summary>
     /// <param name="call">The call, which <see cref="Start"/> observed.</param>
     /// <param name="failure">What the handler threw; null when it succeeded.</param>
-    /// <param name="cancellationRequested">Whether the call had been cancelled (so that an
-    /// OperationCanceledException counts as Canceled, as the Error frame reports it).</param>
+    /// <param name="code">How the call ended: Ok, or the status its Error frame carries.</param>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    public static void Stop(IncomingCall call, Exception? failure, bool cancellationRequested)
+    public static void Stop(IncomingCall call, Exception? failure, MuxStatusCode code)
     {
         ServerCallTelemetry telemetry = call.Telemetry;
         call.Telemetry = default; // Stopped once: the pooled call holds no span past its call.
@@ -98,15 +101,7 @@ internal struct ServerCallTelemetry
             return;
         }
 
-        string status = failure switch
-        {
-            null => CallStatus.Ok,
-            InvalidArgumentsException => CallStatus.Of(MuxStatusCode.InvalidArguments),
-            FrameTooLargeException => CallStatus.Of(MuxStatusCode.FrameTooLarge),
-            MuxRemoteException chosen when chosen.StatusCode != MuxStatusCode.Ok => CallStatus.Of(chosen.StatusCode),
-            OperationCanceledException when cancellationRequested => CallStatus.Canceled,
-            _ => CallStatus.Of(MuxStatusCode.HandlerFailed),
-        };
+        string status = CallStatus.Of(code);
         string? errorType = failure?.GetType().FullName;
 
         RpcTags.EndSpan(telemetry._activity, status, errorType, failure);

@@ -86,10 +86,6 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
     // The context a handler asked for (Context), made once per call; reset by Start.
     private MuxCallContext? _context;
 
-    // Whether the call's span and duration are being recorded (in Telemetry). Set by Start and
-    // StartTelemetry, before the handler runs.
-    private bool _observed;
-
     /// <summary>The call's span and duration (<see cref="ServerCallTelemetry"/>): started with the
     /// call when someone listens, stopped by Finish. Touched only by whoever owns the call at the
     /// moment (its setup, then its handler's side).</summary>
@@ -134,7 +130,6 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         _slotReleased = 0;
         ResetStreams();
         _arguments.Take(arguments, MaxOwnedArguments, Connection);
-        _observed = false;
     }
 
     /// <summary>Starts the span and duration if anyone listens. Reader loop only, once the call
@@ -143,7 +138,6 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
     {
         if (ServerCallTelemetry.IsObserved)
         {
-            _observed = true;
             ServerCallTelemetry.Start(this, _method.Id, traceContext, arrivedAt);
         }
     }
@@ -255,7 +249,11 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
     void IThreadPoolWorkItem.Execute()
     {
         ValueTask pending;
-        Activity? previous = _observed ? ServerCallTelemetry.EnterHandler(this) : null;
+
+        // Read once: a handler that fails at once is finished (its telemetry stopped) before the
+        // finally below runs.
+        bool observed = Telemetry.IsStarted;
+        Activity? previous = observed ? ServerCallTelemetry.EnterHandler(this) : null;
 
         // Only with propagation on and a deadline to pass on: setting the ambient context costs an
         // ExecutionContext per call. The handler's awaits capture it; this thread gets its own back.
@@ -283,7 +281,7 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         }
         finally
         {
-            if (_observed)
+            if (observed)
             {
                 Activity.Current = previous;
             }
@@ -334,14 +332,11 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
 
     private void Finish(Exception? failure)
     {
-        if (_observed)
+        // A failure's status is the one its Error frame carries: telemetry reports what the caller is told.
+        MuxStatusCode status = failure is null ? MuxStatusCode.Ok : _calls.SendFailure(this, failure);
+        if (Telemetry.IsStarted)
         {
-            ServerCallTelemetry.Stop(this, failure, IsCancellationRequested || (failure is not null && DeadlinePassed));
-        }
-
-        if (failure is not null)
-        {
-            _calls.SendFailure(this, failure);
+            ServerCallTelemetry.Stop(this, failure, status);
         }
 
         Debug.Assert(_arguments.IsHeld, "A call finishes once.");

@@ -306,19 +306,22 @@ internal sealed class IncomingCalls
         _connection.SendFrame(FrameType.Response, call.CallId, 0, ref body, IdSpace);
     }
 
-    /// <summary>Turns a failed call into an Error frame its caller can act on.</summary>
-    public void SendFailure(IncomingCall call, Exception failure)
+    /// <summary>Turns a failed call into an Error frame its caller can act on. Returns the status
+    /// the frame carries (also when the connection has closed and nothing is sent), which is the
+    /// status the call's telemetry reports.</summary>
+    public MuxStatusCode SendFailure(IncomingCall call, Exception failure)
     {
         call.ReleaseSlot();
+        ErrorBody? described = DescribeFailure(call, failure);
         if (_connection.IsClosed)
         {
-            return; // Nobody is listening.
+            return described?.Code ?? MuxStatusCode.HandlerFailed; // Nobody is listening.
         }
 
-        if (DescribeFailure(call, failure) is { } error)
+        if (described is { } error)
         {
             SendError(call.CallId, error.Code, error.Message, error.RemoteType);
-            return;
+            return error.Code;
         }
 
         if (!_connection.IsServer)
@@ -326,7 +329,7 @@ internal sealed class IncomingCalls
             // Like a server without EnableDetailedErrors: an exception's message may carry internals.
             ServingLog.ServerCallFailed(_connection.Logger, call.MethodName, _connection.Name, failure);
             SendError(call.CallId, MuxStatusCode.HandlerFailed, $"{call.MethodName} failed on the client. The client's log has the exception.");
-            return;
+            return MuxStatusCode.HandlerFailed;
         }
 
         ServingLog.HandlerFailed(_connection.Logger, call.MethodName, _connection.Name, failure);
@@ -339,6 +342,8 @@ internal sealed class IncomingCalls
             // An exception's message may carry internals (SQL, paths, names); only the log gets it.
             SendError(call.CallId, MuxStatusCode.HandlerFailed, $"{call.MethodName} failed on the server. The server's log has the exception; MuxServerOptions.EnableDetailedErrors sends its message to callers.");
         }
+
+        return MuxStatusCode.HandlerFailed;
     }
 
     /// <summary>The Error body for the failures whose status the caller can act on (bad arguments,
