@@ -44,9 +44,9 @@ internal struct ServerCallTelemetry
     /// include the time the call waited for a thread. Call only when <see cref="IsObserved"/>.
     /// </summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    public static void Start(IncomingCall call, uint methodId, in ReadOnlySequence<byte> traceContext, long arrivedAt)
+    public static void Start(IncomingCall call, in ReadOnlySequence<byte> traceContext, long arrivedAt)
     {
-        MethodTelemetryName name = MethodNames.Get(methodId);
+        MethodTelemetryName name = MethodNames.Get(call.MethodId);
         Activity? activity = null;
         if (MuxTelemetry.Source.HasListeners())
         {

@@ -132,16 +132,6 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         _arguments.Take(arguments, MaxOwnedArguments, Connection);
     }
 
-    /// <summary>Starts the span and duration if anyone listens. Reader loop only, once the call
-    /// has been admitted, so that the span includes the time the call waits for a thread.</summary>
-    internal void StartTelemetry(in ReadOnlySequence<byte> traceContext, long arrivedAt)
-    {
-        if (ServerCallTelemetry.IsObserved)
-        {
-            ServerCallTelemetry.Start(this, _method.Id, traceContext, arrivedAt);
-        }
-    }
-
     /// <summary>Gives back the request's bytes: when the call finishes, or when it will not run
     /// (refused after GoAway).</summary>
     internal void ReleaseArguments() => _arguments.Release();

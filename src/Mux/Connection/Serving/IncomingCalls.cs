@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
 using System.Runtime.CompilerServices;
+using Mux.Diagnostics;
 using Mux.Protocol;
 using Mux.Serialization;
 
@@ -215,9 +216,9 @@ internal sealed class IncomingCalls
             return;
         }
 
-        if (IsObserved)
+        if (IsObserved && ServerCallTelemetry.IsObserved)
         {
-            call.StartTelemetry(frame.TraceContext, _connection.ArrivalTimestamp);
+            ServerCallTelemetry.Start(call, frame.TraceContext, _connection.ArrivalTimestamp);
         }
 
         ThreadPool.UnsafeQueueUserWorkItem(call, preferLocal: false);
