@@ -2,6 +2,7 @@ using System.Diagnostics;
 using System.Runtime.CompilerServices;
 using MessagePack;
 using Mux.Diagnostics;
+using Mux.Protocol;
 using Mux.Serialization;
 
 namespace Mux.Connection;
@@ -80,8 +81,10 @@ internal sealed partial class IncomingCall
 
     private void SendResultNow<T>(T value)
     {
+        // The slot first, so that a caller sending its next request on reading the answer finds it free.
+        ReleaseSlot();
         var body = new ResultBody<T>(value, SerializerOptions);
-        _calls.SendResponse(this, ref body);
+        Connection.SendFrame(FrameType.Response, CallId, 0, ref body, _calls.IdSpace);
     }
 
     void IThreadPoolWorkItem.Execute()

@@ -2,7 +2,6 @@ using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
 using Mux.Diagnostics;
 using Mux.Protocol;
-using Mux.Serialization;
 
 namespace Mux.Connection;
 
@@ -248,14 +247,6 @@ internal sealed partial class IncomingCalls
 
     /// <summary>Credit for the stream a running call returns. Reader loop only.</summary>
     public void OnStreamCredit(uint callId, uint count) => _calls.Find(callId)?.OnStreamCredit(count);
-
-    /// <summary>Queues a call's result; its slot is given back first, so that a caller sending its
-    /// next request on reading the answer finds it free.</summary>
-    public void SendResponse<T>(IncomingCall call, ref ResultBody<T> body)
-    {
-        call.ReleaseSlot();
-        _connection.SendFrame(FrameType.Response, call.CallId, 0, ref body, IdSpace);
-    }
 
     /// <summary>Gives back the slot a call held (see <see cref="IncomingCall.ReleaseSlot"/>).</summary>
     public void ReleaseSlot() => _slots.Release();
