@@ -88,7 +88,7 @@ internal struct ServerCallTelemetry
     }
 
     /// <summary>Ends the span and records the duration.</summary>
-    /// <param name="call">The call, which <see cref="Start"/> observed.</param>
+    /// <param name="call">The call, which <see cref="Start"/> observed (see <see cref="IsStarted"/>).</param>
     /// <param name="failure">What the handler threw; null when it succeeded.</param>
     /// <param name="code">How the call ended: Ok, or the status its Error frame carries.</param>
     [MethodImpl(MethodImplOptions.NoInlining)]
@@ -96,11 +96,7 @@ internal struct ServerCallTelemetry
     {
         ServerCallTelemetry telemetry = call.Telemetry;
         call.Telemetry = default; // Stopped once: the pooled call holds no span past its call.
-        if (telemetry._name is null)
-        {
-            return;
-        }
-
+        Debug.Assert(telemetry._name is not null, "Only a call Start observed is stopped, and only once.");
         string status = CallStatus.Of(code);
         string? errorType = failure?.GetType().FullName;
 
