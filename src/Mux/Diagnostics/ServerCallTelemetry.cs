@@ -50,21 +50,10 @@ internal struct ServerCallTelemetry
         Activity? activity = null;
         if (MuxTelemetry.Source.HasListeners())
         {
-            Activity? previous = Activity.Current;
-            if (!TraceContextHeader.TryParse(traceContext, out ActivityContext parent))
-            {
-                // No caller context: a new trace, not a child of whatever flowed into the reader loop.
-                Activity.Current = null;
-            }
-
-            activity = MuxTelemetry.Source.StartActivity(name.SpanName, ActivityKind.Server, parent);
-
-            // The reader loop is no place for the span: the handler makes it current on its own thread.
-            Activity.Current = previous;
-            if (activity is not null && activity.IsAllDataRequested)
-            {
-                RpcTags.SetMethod(activity, name);
-            }
+            // No caller context: a new trace, not a child of whatever flowed into the reader loop. The
+            // reader loop is no place for the span either: the handler makes it current on its own thread.
+            bool fromCaller = TraceContextHeader.TryParse(traceContext, out ActivityContext parent);
+            activity = RpcTags.StartSpan(name, ActivityKind.Server, parent, newTrace: !fromCaller);
         }
 
         ref ServerCallTelemetry telemetry = ref call.Telemetry;
