@@ -1,5 +1,6 @@
 using System.Security.Claims;
 using Mux.Connection;
+using Mux.Server;
 
 namespace Mux;
 
@@ -20,7 +21,7 @@ namespace Mux;
 /// <para>On the client side the parameter is ignored: a generated proxy sends nothing for it, so
 /// callers pass <see langword="null"/> (or their own handler's context, which changes nothing).</para>
 /// </remarks>
-public sealed partial class MuxCallContext
+public sealed class MuxCallContext
 {
     // The context of the handler running on this logical flow, when its server propagates call
     // contexts: set by MuxServerCall around the handler's invocation (the handler's awaits carry
@@ -127,9 +128,28 @@ public sealed partial class MuxCallContext
     /// <summary>Whether the call is still being served (its handler's task has not completed).</summary>
     public bool IsCallRunning => _call.Generation == _generation;
 
-    /// <summary>The pooled call behind this context, for the partial class's other parts; check
-    /// <see cref="IsCallRunning"/> before trusting what it says about this call.</summary>
-    internal IncomingCall Call => _call;
+    /// <summary>
+    /// The client that made this call, to call the services it added with
+    /// <see cref="MuxClient.AddService{TService}(TService)"/> on the same connection
+    /// (<see cref="MuxRemoteClient.CreateProxy{TService}()"/>). The object may be kept after the call
+    /// has finished: it stays usable while the client's connection is open.
+    /// </summary>
+    /// <exception cref="InvalidOperationException">This context is of a call a server started,
+    /// served by a client: a client cannot be called back from there.</exception>
+    public MuxRemoteClient Client => _call.Connection is ServerConnection server
+        ? server.RemoteClient
+        : throw new InvalidOperationException($"{MethodName} is a call from the server, served by this client; MuxCallContext.Client exists only in a server's handlers. Make calls to the server through your MuxClient.");
+
+    /// <summary>A proxy of a service the calling client serves; the same as
+    /// <c>Client.CreateProxy&lt;TService&gt;()</c>.</summary>
+    /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface the client added
+    /// with <see cref="MuxClient.AddService{TService}(TService)"/>.</typeparam>
+    /// <returns>The proxy; its calls travel on the caller's connection.</returns>
+    /// <exception cref="InvalidOperationException">See <see cref="Client"/>; or no proxy is
+    /// registered for the interface.</exception>
+    public TService GetClientProxy<TService>()
+        where TService : class
+        => Client.CreateProxy<TService>();
 
     /// <summary>
     /// The deadline as a <see cref="TimeProvider"/> timestamp of the server's

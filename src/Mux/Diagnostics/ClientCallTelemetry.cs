@@ -43,27 +43,14 @@ internal struct ClientCallTelemetry
     private static ClientCallTelemetry StartObserved(uint methodId, ServerPeer? peer, TimeProvider clock, long now)
     {
         MethodTelemetryName name = MethodNames.Get(methodId);
-        Activity? activity = null;
-        if (MuxTelemetry.Source.HasListeners())
+        // A child of the caller's activity, which stays current: this method returns synchronously
+        // into the caller's context, where the span would make every later operation of the caller
+        // look like a child of this call.
+        Activity? activity = MuxTelemetry.Source.HasListeners() ? RpcTags.StartSpan(name, ActivityKind.Client, default, newTrace: false) : null;
+        if (peer is not null && activity is { IsAllDataRequested: true })
         {
-            Activity? callers = Activity.Current;
-            activity = MuxTelemetry.Source.StartActivity(name.SpanName, ActivityKind.Client);
-            if (activity is not null)
-            {
-                // Starting made the span current in the caller's context, and this method returns
-                // synchronously into that context: put the caller's own activity back, or every
-                // later operation of the caller would look like a child of this call.
-                Activity.Current = callers;
-                if (activity.IsAllDataRequested)
-                {
-                    RpcTags.SetMethod(activity, name);
-                    if (peer is not null)
-                    {
-                        activity.SetTag(RpcTags.ServerAddress, peer.Address);
-                        activity.SetTag(RpcTags.ServerPort, peer.Port);
-                    }
-                }
-            }
+            activity.SetTag(RpcTags.ServerAddress, peer.Address);
+            activity.SetTag(RpcTags.ServerPort, peer.Port);
         }
 
         return new ClientCallTelemetry

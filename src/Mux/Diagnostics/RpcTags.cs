@@ -15,12 +15,31 @@ internal static class RpcTags
     public const string ServerAddress = "server.address";
     public const string ServerPort = "server.port";
 
-    /// <summary>Tags a call's span (one that records data) with its method.</summary>
-    public static void SetMethod(Activity activity, MethodTelemetryName name)
+    /// <summary>Starts a call's span, either side's, tagged with its method when it records data;
+    /// null when the sampler drops it. What was current stays current: the thread that starts a
+    /// span goes on with its own work. Call only when the activity source has listeners.</summary>
+    /// <param name="name">The method's names.</param>
+    /// <param name="kind">Client or Server.</param>
+    /// <param name="parent">The span's parent; default for a child of the current activity.</param>
+    /// <param name="newTrace">With no parent: a new trace, not a child of the current activity.</param>
+    public static Activity? StartSpan(MethodTelemetryName name, ActivityKind kind, in ActivityContext parent, bool newTrace)
     {
-        activity.SetTag(System, SystemValue);
-        activity.SetTag(Service, name.Service);
-        activity.SetTag(Method, name.Method);
+        Activity? previous = Activity.Current;
+        if (newTrace)
+        {
+            Activity.Current = null;
+        }
+
+        Activity? activity = MuxTelemetry.Source.StartActivity(name.SpanName, kind, parent);
+        Activity.Current = previous;
+        if (activity is { IsAllDataRequested: true })
+        {
+            activity.SetTag(System, SystemValue);
+            activity.SetTag(Service, name.Service);
+            activity.SetTag(Method, name.Method);
+        }
+
+        return activity;
     }
 
     /// <summary>Ends a call's span, if it has one, with how the call ended.</summary>

@@ -24,8 +24,12 @@ internal struct ServerCallTelemetry
     // rpc.server.call.duration.
     private long _startTimestamp;
 
-    // The method's names; set whenever the call is observed (the mark Stop tests).
+    // The method's names; set whenever the call is observed (see IsStarted).
     private MethodTelemetryName? _name;
+
+    /// <summary>Whether <see cref="Start"/> observed the call and <see cref="Stop"/> has not yet
+    /// ended it.</summary>
+    public readonly bool IsStarted => _name is not null;
 
     /// <summary>Whether a call starting now should be observed: one read of each listener flag.</summary>
     public static bool IsObserved
@@ -40,27 +44,16 @@ internal struct ServerCallTelemetry
     /// include the time the call waited for a thread. Call only when <see cref="IsObserved"/>.
     /// </summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    public static void Start(IncomingCall call, uint methodId, in ReadOnlySequence<byte> traceContext, long arrivedAt)
+    public static void Start(IncomingCall call, in ReadOnlySequence<byte> traceContext, long arrivedAt)
     {
-        MethodTelemetryName name = MethodNames.Get(methodId);
+        MethodTelemetryName name = MethodNames.Get(call.MethodId);
         Activity? activity = null;
         if (MuxTelemetry.Source.HasListeners())
         {
-            Activity? previous = Activity.Current;
-            if (!TraceContextHeader.TryParse(traceContext, out ActivityContext parent))
-            {
-                // No caller context: a new trace, not a child of whatever flowed into the reader loop.
-                Activity.Current = null;
-            }
-
-            activity = MuxTelemetry.Source.StartActivity(name.SpanName, ActivityKind.Server, parent);
-
-            // The reader loop is no place for the span: the handler makes it current on its own thread.
-            Activity.Current = previous;
-            if (activity is not null && activity.IsAllDataRequested)
-            {
-                RpcTags.SetMethod(activity, name);
-            }
+            // No caller context: a new trace, not a child of whatever flowed into the reader loop. The
+            // reader loop is no place for the span either: the handler makes it current on its own thread.
+            bool fromCaller = TraceContextHeader.TryParse(traceContext, out ActivityContext parent);
+            activity = RpcTags.StartSpan(name, ActivityKind.Server, parent, newTrace: !fromCaller);
         }
 
         ref ServerCallTelemetry telemetry = ref call.Telemetry;
@@ -84,29 +77,16 @@ internal struct ServerCallTelemetry
     }
 
     /// <summary>Ends the span and records the duration.</summary>
-    /// <param name="call">The call, which <see cref="Start"/> observed.</param>
+    /// <param name="call">The call, which <see cref="Start"/> observed (see <see cref="IsStarted"/>).</param>
     /// <param name="failure">What the handler threw; null when it succeeded.</param>
-    /// <param name="cancellationRequested">Whether the call had been cancelled (so that an
-    /// OperationCanceledException counts as Canceled, as the Error frame reports it).</param>
+    /// <param name="code">How the call ended: Ok, or the status its Error frame carries.</param>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    public static void Stop(IncomingCall call, Exception? failure, bool cancellationRequested)
+    public static void Stop(IncomingCall call, Exception? failure, MuxStatusCode code)
     {
         ServerCallTelemetry telemetry = call.Telemetry;
         call.Telemetry = default; // Stopped once: the pooled call holds no span past its call.
-        if (telemetry._name is null)
-        {
-            return;
-        }
-
-        string status = failure switch
-        {
-            null => CallStatus.Ok,
-            InvalidArgumentsException => CallStatus.Of(MuxStatusCode.InvalidArguments),
-            FrameTooLargeException => CallStatus.Of(MuxStatusCode.FrameTooLarge),
-            MuxRemoteException chosen when chosen.StatusCode != MuxStatusCode.Ok => CallStatus.Of(chosen.StatusCode),
-            OperationCanceledException when cancellationRequested => CallStatus.Canceled,
-            _ => CallStatus.Of(MuxStatusCode.HandlerFailed),
-        };
+        Debug.Assert(telemetry._name is not null, "Only a call Start observed is stopped, and only once.");
+        string status = CallStatus.Of(code);
         string? errorType = failure?.GetType().FullName;
 
         RpcTags.EndSpan(telemetry._activity, status, errorType, failure);

@@ -21,9 +21,6 @@ internal sealed class ServerConnection : MuxConnection
     // Cancelled on close, to end the handshake timer.
     private readonly CancellationTokenSource _closing = new();
 
-    // Whether MuxServerOptions.IdleTimeout is on. Immutable.
-    private readonly bool _closesWhenIdle;
-
     // TimeProvider timestamp of the accept: the handshake timeout counts from it, since the
     // server lists the connection a moment before it starts it. Immutable.
     private readonly long _acceptedAt;
@@ -49,7 +46,6 @@ internal sealed class ServerConnection : MuxConnection
         FragmentSize = options.FragmentSize;
         MaxMessagesInProgress = options.MaxConcurrentCallsPerConnection; // A client keeps at most that many calls outstanding.
         SerializerOptions = MuxSerializerOptions.ForServer(options.SerializerOptions);
-        _closesWhenIdle = options.IdleTimeout != Timeout.InfiniteTimeSpan;
         _acceptedAt = TimeProvider.GetTimestamp();
         Outgoing = new OutgoingCalls(this, options.ClientCallTimeout);
         Incoming = new IncomingCalls(this, methods, options.MaxConcurrentCallsPerConnection)
@@ -57,7 +53,7 @@ internal sealed class ServerConnection : MuxConnection
             SendsDetailedErrors = options.EnableDetailedErrors,
             PropagatesCallContext = options.EnableCallContextPropagation,
             IsObserved = true,
-            TracksIdle = _closesWhenIdle,
+            TracksIdle = options.IdleTimeout != Timeout.InfiniteTimeSpan, // The idle close (CheckDeadlines) reads IdleSince.
             Interceptors = interceptors,
         };
 
@@ -227,7 +223,7 @@ internal sealed class ServerConnection : MuxConnection
     /// timer: a connection that has held no call for that long is told GoAway and drained.</summary>
     protected override TimeSpan CheckDeadlines(long now)
     {
-        if (!_closesWhenIdle || Incoming.IsGoingAway)
+        if (!Incoming.TracksIdle || Incoming.IsGoingAway)
         {
             return Timeout.InfiniteTimeSpan;
         }

@@ -116,11 +116,7 @@ internal sealed class ServerRuntime
     /// server without a listener first if it has not started (tests and benchmarks).</summary>
     public Task<MuxClient> ConnectInMemoryAsync(MuxClientOptions? clientOptions = null)
     {
-        if (Volatile.Read(ref _state) == 0)
-        {
-            StartWithoutListener();
-        }
-
+        EnsureStarted();
         (DuplexPipeTransport clientSide, DuplexPipeTransport serverSide) = DuplexPipeTransport.CreatePair();
         Accept(serverSide, "in-memory");
         return MuxClient.ConnectAsync(clientSide, clientOptions);
@@ -220,6 +216,14 @@ internal sealed class ServerRuntime
     /// not started) and names it after its <paramref name="kind"/> and number.</summary>
     private string CountUserConnection(string kind)
     {
+        EnsureStarted();
+        return $"{kind} #{Interlocked.Increment(ref _connectionsAccepted)}";
+    }
+
+    /// <summary>Starts the server without a listener if it has not started, for a connection handed
+    /// to it; throws if it is stopping or stopped.</summary>
+    private void EnsureStarted()
+    {
         if (Volatile.Read(ref _state) == 0)
         {
             try
@@ -236,8 +240,6 @@ internal sealed class ServerRuntime
         {
             throw new InvalidOperationException("The Mux server is stopping or stopped; it accepts no more connections.");
         }
-
-        return $"{kind} #{Interlocked.Increment(ref _connectionsAccepted)}";
     }
 
     /// <summary>Serves one connection over an already-connected transport.</summary>

@@ -1,9 +1,7 @@
 using System.Buffers;
 using System.Diagnostics;
-using System.Runtime.CompilerServices;
 using MessagePack;
 using Mux.Diagnostics;
-using Mux.Serialization;
 
 namespace Mux.Connection;
 
@@ -86,10 +84,6 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
     // The context a handler asked for (Context), made once per call; reset by Start.
     private MuxCallContext? _context;
 
-    // Whether the call's span and duration are being recorded (in Telemetry). Set by Start and
-    // StartTelemetry, before the handler runs.
-    private bool _observed;
-
     /// <summary>The call's span and duration (<see cref="ServerCallTelemetry"/>): started with the
     /// call when someone listens, stopped by Finish. Touched only by whoever owns the call at the
     /// moment (its setup, then its handler's side).</summary>
@@ -134,18 +128,6 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         _slotReleased = 0;
         ResetStreams();
         _arguments.Take(arguments, MaxOwnedArguments, Connection);
-        _observed = false;
-    }
-
-    /// <summary>Starts the span and duration if anyone listens. Reader loop only, once the call
-    /// has been admitted, so that the span includes the time the call waits for a thread.</summary>
-    internal void StartTelemetry(in ReadOnlySequence<byte> traceContext, long arrivedAt)
-    {
-        if (ServerCallTelemetry.IsObserved)
-        {
-            _observed = true;
-            ServerCallTelemetry.Start(this, _method.Id, traceContext, arrivedAt);
-        }
     }
 
     /// <summary>Gives back the request's bytes: when the call finishes, or when it will not run
@@ -178,170 +160,13 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
     /// of this call's own, made on first use.</summary>
     public CancellationToken CancellationToken => (Volatile.Read(ref _cancellation) ?? CreateCancellation()).Token;
 
-    /// <summary>Reads the request's argument list; unreadable arguments fail the call alone with
-    /// <see cref="MuxStatusCode.InvalidArguments"/>.</summary>
-    public TArguments ReadArguments<TArguments>()
-    {
-        try
-        {
-            // _argumentsStart skips the metadata section, if any.
-            return _arguments.Message is { } message
-                ? MessagePackSerializer.Deserialize<TArguments>(message.Payload.Slice(_argumentsStart), SerializerOptions)
-                : MessagePackSerializer.Deserialize<TArguments>(_arguments.Memory[_argumentsStart..], SerializerOptions);
-        }
-        catch (MessagePackSerializationException ex)
-        {
-            throw new InvalidArgumentsException($"The arguments of {MethodName} could not be read: {ex.GetBaseException().Message}", ex);
-        }
-    }
-
-    /// <summary>Sends a handler's result once it completes.</summary>
-    public ValueTask ReturnAsync<T>(ValueTask<T> result)
-    {
-        if (result.IsCompletedSuccessfully)
-        {
-            SendResult(result.Result);
-            return ValueTask.CompletedTask;
-        }
-
-        return AwaitResultAsync(result);
-    }
-
-    /// <summary>Sends a handler's (empty) result once it completes.</summary>
-    public ValueTask ReturnAsync(ValueTask result)
-    {
-        if (result.IsCompletedSuccessfully)
-        {
-            result.GetAwaiter().GetResult(); // Releases a pooled source, if any.
-            SendResult(default(VoidResult));
-            return ValueTask.CompletedTask;
-        }
-
-        return AwaitVoidAsync(result);
-    }
-
-    /// <summary>A service method returned a null Task.</summary>
-    public InvalidOperationException NullTask() => new($"{MethodName} returned a null Task; a service method must return a Task.");
-
-    // Pooled state machines: a handler that completes asynchronously allocates no box per request.
-    // Execute's continuation (OnHandlerCompleted) awaits exactly once, which returns the box.
-    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
-    private async ValueTask AwaitResultAsync<T>(ValueTask<T> result) => SendResult(await result.ConfigureAwait(false));
-
-    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
-    private async ValueTask AwaitVoidAsync(ValueTask result)
-    {
-        await result.ConfigureAwait(false);
-        SendResult(default(VoidResult));
-    }
-
-    private void SendResult<T>(T value)
-    {
-        if (_deferResult)
-        {
-            DeferResult(value); // Interceptors run around the handler: they answer once they return.
-            return;
-        }
-
-        SendResultNow(value);
-    }
-
-    private void SendResultNow<T>(T value)
-    {
-        var body = new ResultBody<T>(value, SerializerOptions);
-        _calls.SendResponse(this, ref body);
-    }
-
-    void IThreadPoolWorkItem.Execute()
-    {
-        ValueTask pending;
-        Activity? previous = _observed ? ServerCallTelemetry.EnterHandler(this) : null;
-
-        // Only with propagation on and a deadline to pass on: setting the ambient context costs an
-        // ExecutionContext per call. The handler's awaits capture it; this thread gets its own back.
-        bool ambient = DeadlineTimestamp != long.MaxValue && _calls.PropagatesCallContext;
-        MuxCallContext? outer = null;
-        try
-        {
-            if (_hasMetadata)
-            {
-                ReadMetadata(); // Before anything makes the call's context, which keeps the metadata.
-            }
-
-            if (ambient)
-            {
-                outer = MuxCallContext.Enter(Context);
-            }
-
-            IMuxServerInterceptor[] interceptors = _calls.Interceptors;
-            pending = interceptors.Length == 0 ? _method.InvokeAsync(Public) : InvokeInterceptorsAsync(interceptors);
-        }
-        catch (Exception ex)
-        {
-            Finish(ex);
-            return;
-        }
-        finally
-        {
-            if (_observed)
-            {
-                Activity.Current = previous;
-            }
-
-            if (ambient)
-            {
-                MuxCallContext.Restore(outer);
-            }
-        }
-
-        if (pending.IsCompletedSuccessfully)
-        {
-            pending.GetAwaiter().GetResult();
-            Finish(null);
-            return;
-        }
-
-        _pendingHandler = pending;
-        if (pending.IsCompleted)
-        {
-            OnHandlerCompleted(); // Failed without ever waiting: no need to go through the pool.
-        }
-        else
-        {
-            // A continuation kept by this object rather than an async method, whose state machine
-            // would be allocated per request. Like an await with ConfigureAwait(false), it runs on
-            // the thread that completes the handler.
-            pending.ConfigureAwait(false).GetAwaiter().UnsafeOnCompleted(_onHandlerCompleted ??= OnHandlerCompleted);
-        }
-    }
-
-    private void OnHandlerCompleted()
-    {
-        ValueTask pending = _pendingHandler;
-        _pendingHandler = default;
-        Exception? failure = null;
-        try
-        {
-            pending.GetAwaiter().GetResult(); // Also gives a pooled source back.
-        }
-        catch (Exception ex)
-        {
-            failure = ex;
-        }
-
-        Finish(failure);
-    }
-
     private void Finish(Exception? failure)
     {
-        if (_observed)
+        // A failure's status is the one its Error frame carries: telemetry reports what the caller is told.
+        MuxStatusCode status = failure is null ? MuxStatusCode.Ok : _calls.SendFailure(this, failure);
+        if (Telemetry.IsStarted)
         {
-            ServerCallTelemetry.Stop(this, failure, IsCancellationRequested || (failure is not null && DeadlinePassed));
-        }
-
-        if (failure is not null)
-        {
-            _calls.SendFailure(this, failure);
+            ServerCallTelemetry.Stop(this, failure, status);
         }
 
         Debug.Assert(_arguments.IsHeld, "A call finishes once.");

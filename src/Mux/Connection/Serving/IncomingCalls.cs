@@ -1,8 +1,7 @@
 using System.Diagnostics;
 using System.Diagnostics.CodeAnalysis;
-using System.Runtime.CompilerServices;
+using Mux.Diagnostics;
 using Mux.Protocol;
-using Mux.Serialization;
 
 namespace Mux.Connection;
 
@@ -14,7 +13,7 @@ namespace Mux.Connection;
 /// frames to the running call, answers each call exactly once, and keeps the line a GoAway draws:
 /// every call up to its id is served, none above it.
 /// </summary>
-internal sealed class IncomingCalls
+internal sealed partial class IncomingCalls
 {
     private readonly MuxConnection _connection;
 
@@ -215,9 +214,9 @@ internal sealed class IncomingCalls
             return;
         }
 
-        if (IsObserved)
+        if (IsObserved && ServerCallTelemetry.IsObserved)
         {
-            call.StartTelemetry(frame.TraceContext, _connection.ArrivalTimestamp);
+            ServerCallTelemetry.Start(call, frame.TraceContext, _connection.ArrivalTimestamp);
         }
 
         ThreadPool.UnsafeQueueUserWorkItem(call, preferLocal: false);
@@ -235,55 +234,6 @@ internal sealed class IncomingCalls
     private void ThrowCallIdReused(uint callId) =>
         throw new MuxProtocolException($"The {_connection.PeerName} reused call id {callId} while that call was still running.");
 
-    /// <summary>A request beyond the cap this side announced in its handshake (a Mux caller waits
-    /// for a slot instead of sending it): answered with an Error, the connection stays up.</summary>
-    private void RefuseOverLimit(in Frame frame) =>
-        SendError(frame.CallId, MuxStatusCode.TooManyCalls, $"The {_connection.SideName} did not run {MuxServiceRegistry.GetMethodDisplayName(frame.MethodId)}: this connection already runs {_maxConcurrentCalls} calls, the most it allows ({_connection.OptionsName}.MaxConcurrentCallsPerConnection, advertised in the handshake). A {_connection.PeerName} must wait for an answer before sending more.");
-
-    /// <summary>A request whose caller's time was up before it arrived (its deadline header says
-    /// 0 ms): running it would only waste this side, as nobody waits for the answer.</summary>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private void RefuseExpired(uint callId, ServiceMethod method)
-    {
-        _slots.Release();
-        SendError(callId, MuxStatusCode.DeadlineExceeded, $"The {_connection.SideName} did not run {method.Name}: the caller's deadline had passed when the request arrived.");
-    }
-
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private void RefuseUnknownMethod(uint callId, uint methodId)
-    {
-        string name = MuxServiceRegistry.GetMethodDisplayName(methodId);
-        bool known = !name.StartsWith("method ", StringComparison.Ordinal);
-        string message;
-        if (_connection.IsServer)
-        {
-            ServingLog.UnknownMethod(_connection.Logger, _connection.Name, name);
-            message = $"The server has no method {(known ? $"{name} (id 0x{methodId:x8})" : $"with id 0x{methodId:x8}")}. The client and server contracts differ, or the service was not added to the server.";
-        }
-        else if (known)
-        {
-            string service = name[..name.LastIndexOf('.')];
-            message = $"The client does not serve {name} (id 0x{methodId:x8}): it did not add {service} with MuxClient.AddService<{service}>.";
-        }
-        else
-        {
-            message = $"The client has no method with id 0x{methodId:x8}: it did not add that service with MuxClient.AddService, or the client and server contracts differ.";
-        }
-
-        SendError(callId, MuxStatusCode.UnknownMethod, message);
-    }
-
-    /// <summary>A Request over this side's MaxMessageSize (from a peer that ignored the limit this
-    /// side announced): answered at once with MessageTooLarge and not run; the rest of it is skipped
-    /// as it arrives and the connection stays up. Reader loop only.</summary>
-    public void OnRequestTooLarge(in Frame first)
-    {
-        NoteReceived(first.CallId);
-        int max = _connection.MaxMessageSize;
-        string options = _connection.OptionsName;
-        SendError(first.CallId, MuxStatusCode.MessageTooLarge, $"The {_connection.PeerName}'s call to {MuxServiceRegistry.GetMethodDisplayName(first.MethodId)} is {first.MessageSize} bytes, over this {_connection.SideName}'s MaxMessageSize of {max} bytes ({MuxConnection.DescribeSize(max)}, {options}.MaxMessageSize); it was not run. Send a smaller argument, or raise {options}.MaxMessageSize.");
-    }
-
     /// <summary>The peer's caller gave up. Unknown ids are calls that already finished; a call
     /// found may finish meanwhile, but it cannot be reused for another request before this
     /// (reader loop) thread dispatches again. Reader loop only.</summary>
@@ -297,82 +247,6 @@ internal sealed class IncomingCalls
 
     /// <summary>Credit for the stream a running call returns. Reader loop only.</summary>
     public void OnStreamCredit(uint callId, uint count) => _calls.Find(callId)?.OnStreamCredit(count);
-
-    /// <summary>Queues a call's result; its slot is given back first, so that a caller sending its
-    /// next request on reading the answer finds it free.</summary>
-    public void SendResponse<T>(IncomingCall call, ref ResultBody<T> body)
-    {
-        call.ReleaseSlot();
-        _connection.SendFrame(FrameType.Response, call.CallId, 0, ref body, IdSpace);
-    }
-
-    /// <summary>Turns a failed call into an Error frame its caller can act on.</summary>
-    public void SendFailure(IncomingCall call, Exception failure)
-    {
-        call.ReleaseSlot();
-        if (_connection.IsClosed)
-        {
-            return; // Nobody is listening.
-        }
-
-        if (DescribeFailure(call, failure) is { } error)
-        {
-            SendError(call.CallId, error.Code, error.Message, error.RemoteType);
-            return;
-        }
-
-        if (!_connection.IsServer)
-        {
-            // Like a server without EnableDetailedErrors: an exception's message may carry internals.
-            ServingLog.ServerCallFailed(_connection.Logger, call.MethodName, _connection.Name, failure);
-            SendError(call.CallId, MuxStatusCode.HandlerFailed, $"{call.MethodName} failed on the client. The client's log has the exception.");
-            return;
-        }
-
-        ServingLog.HandlerFailed(_connection.Logger, call.MethodName, _connection.Name, failure);
-        if (SendsDetailedErrors)
-        {
-            SendError(call.CallId, MuxStatusCode.HandlerFailed, failure.Message, failure.GetType().FullName);
-        }
-        else
-        {
-            // An exception's message may carry internals (SQL, paths, names); only the log gets it.
-            SendError(call.CallId, MuxStatusCode.HandlerFailed, $"{call.MethodName} failed on the server. The server's log has the exception; MuxServerOptions.EnableDetailedErrors sends its message to callers.");
-        }
-    }
-
-    /// <summary>The Error body for the failures whose status the caller can act on (bad arguments,
-    /// a frame or message too large, past the caller's deadline, cancelled, or a
-    /// <see cref="MuxRemoteException"/> the handler chose); null for any other exception.</summary>
-    private static ErrorBody? DescribeFailure(IncomingCall call, Exception failure) => failure switch
-    {
-        InvalidArgumentsException => new ErrorBody(MuxStatusCode.InvalidArguments, failure.Message, null),
-        FrameTooLargeException => new ErrorBody(MuxStatusCode.FrameTooLarge, failure.Message, null),
-
-        // Before Canceled: the caller gave up at its deadline, whatever else happened.
-        OperationCanceledException when call.DeadlinePassed => new ErrorBody(MuxStatusCode.DeadlineExceeded, $"{call.MethodName} stopped at the caller's deadline.", failure.GetType().FullName),
-        MessageTooLargeException => new ErrorBody(MuxStatusCode.MessageTooLarge, $"The response of {call.MethodName} was not sent: {failure.Message}", null),
-        OperationCanceledException when call.IsCancellationRequested => new ErrorBody(MuxStatusCode.Canceled, $"{call.MethodName} was canceled.", failure.GetType().FullName),
-
-        // The handler chose the status and message its caller sees.
-        MuxRemoteException chosen => new ErrorBody(chosen.StatusCode == MuxStatusCode.Ok ? MuxStatusCode.HandlerFailed : chosen.StatusCode, chosen.Message, chosen.RemoteExceptionType),
-        _ => null,
-    };
-
-    private void SendError(uint callId, MuxStatusCode code, string message, string? remoteType = null)
-    {
-        var body = new ErrorBody(code, message, remoteType);
-        try
-        {
-            _connection.TrySendFrame(FrameType.Error, callId, ref body, IdSpace);
-        }
-        catch (FrameTooLargeException)
-        {
-            // An enormous message: send a short one instead.
-            var shortBody = new ErrorBody(code, message[..Math.Min(message.Length, 1024)], remoteType);
-            _connection.TrySendFrame(FrameType.Error, callId, ref shortBody, IdSpace);
-        }
-    }
 
     /// <summary>Gives back the slot a call held (see <see cref="IncomingCall.ReleaseSlot"/>).</summary>
     public void ReleaseSlot() => _slots.Release();
