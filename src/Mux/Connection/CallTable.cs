@@ -91,18 +91,18 @@ internal sealed class CallTable<TCall>
             return false;
         }
 
+        // Counted before it is published, not after: a scan may take it out (and uncount it) as
+        // soon as it is in its slot, and a count read then (the drain check after GoAway) must not
+        // come out one short while another call is still waiting. It reads one high instead for the
+        // few instructions before the call is in, as if the call were added that much earlier.
+        _count.Increment();
         uint index = call.CallId & (uint)_mask;
         ref TCall? slot = ref _slots[index];
-        if (Volatile.Read(ref _overflowed[index]) != 0 || Interlocked.CompareExchange(ref slot, call, null) is not null)
+        if ((Volatile.Read(ref _overflowed[index]) != 0 || Interlocked.CompareExchange(ref slot, call, null) is not null)
+            && !TryAddSlow(call, ref slot))
         {
-            if (!TryAddSlow(call, ref slot))
-            {
-                return false;
-            }
-        }
-        else
-        {
-            _count.Increment();
+            _count.Decrement();
+            return false;
         }
 
         // The swap above is a full fence: either Close (which sets _closed, then empties the slots)
@@ -131,7 +131,6 @@ internal sealed class CallTable<TCall>
                 AddToOverflowLocked(call);
             }
 
-            _count.Increment();
             return true;
         }
     }

@@ -8,7 +8,10 @@ namespace Mux.Tests.Races;
 /// they look. A scan decides on a call it read from a slot, then takes it out by compare-and-swap;
 /// the call objects are pooled, so between the two the call may have completed and its object been
 /// reused for a later call whose id maps to the same slot: the swap then succeeds on a call the
-/// scan never judged (an expiry scan failed a call with time left as timed out).
+/// scan never judged (an expiry scan failed a call with time left as timed out). And a call is
+/// counted when it is added: counted only after it was published, a scan could take it and
+/// uncount it first, and the count read right after (the drain check after GoAway) came out one
+/// short, so a client closed a connection a call still waited on.
 /// </summary>
 public sealed class CallTableRacingReuseTests
 {
@@ -88,5 +91,64 @@ public sealed class CallTableRacingReuseTests
         Assert.Equal(3 + Slots, call.CallId);
         Assert.Null(table.Find(3 + Slots));
         Assert.Equal(0, table.Count);
+    }
+
+    [Fact]
+    public async Task ACallTakenByAScanAsItIsAdded_NeverMakesTheCountReadLow()
+    {
+        // One call stays in the table throughout (a call the peer serves after GoAway); another
+        // thread adds calls one at a time, and a scan takes each as soon as it can see it, then
+        // reads the count, as OnGoAway does for its drain check. The count must never read 0
+        // while the call that stays is in.
+        const int Rounds = 20_000;
+        var table = new CallTable<Call>(Expected);
+        Assert.True(table.TryAdd(new Call(1, 0), out _));
+        var added = new SemaphoreSlim(0);
+        var taken = new SemaphoreSlim(0);
+        long low = 0;
+        Task adder = Task.Factory.StartNew(
+            () =>
+            {
+                for (uint i = 0; i < Rounds; i++)
+                {
+                    Assert.True(table.TryAdd(new Call(2 + (i % (Slots - 2)), 0), out _));
+                    added.Release();
+                    taken.Wait();
+                }
+            },
+            CancellationToken.None,
+            TaskCreationOptions.LongRunning,
+            TaskScheduler.Default);
+        Task scanner = Task.Factory.StartNew(
+            () =>
+            {
+                for (uint i = 0; i < Rounds; i++)
+                {
+                    uint id = 2 + (i % (Slots - 2));
+
+                    // Take it as soon as it is in its slot (the adder may not have returned yet).
+                    List<Call>? removed = null;
+                    while (removed is null)
+                    {
+                        table.RemoveWhere(id, static (call, id) => call.CallId == id, ref removed);
+                    }
+
+                    if (table.Count < 1)
+                    {
+                        Interlocked.Increment(ref low);
+                    }
+
+                    // The adder's count has landed by now; the two wait for each other every round.
+                    added.Wait();
+                    taken.Release();
+                }
+            },
+            CancellationToken.None,
+            TaskCreationOptions.LongRunning,
+            TaskScheduler.Default);
+
+        await Task.WhenAll(adder, scanner).WaitAsync(TestHost.Patience * 4);
+        Assert.Equal(0, Interlocked.Read(ref low));
+        Assert.Equal(1, table.Count);
     }
 }
