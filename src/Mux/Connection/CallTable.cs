@@ -31,7 +31,8 @@ internal interface ICallTableEntry
 /// Removal is the one point that decides who completes a call: only the thread whose
 /// compare-and-swap took a call out completes it. Call objects are pooled, so a remover by id
 /// checks, after taking a call out, that it still has that id (it may have finished and been reused
-/// for another id of the same slot between the look and the swap) and puts back one that does not.
+/// for another id of the same slot between the look and the swap), and a scan that its rule still
+/// selects it; each puts back one that fails the check.
 /// </para>
 /// </remarks>
 internal sealed class CallTable<TCall>
@@ -90,18 +91,18 @@ internal sealed class CallTable<TCall>
             return false;
         }
 
+        // Counted before it is published, not after: a scan may take it out (and uncount it) as
+        // soon as it is in its slot, and a count read then (the drain check after GoAway) must not
+        // come out one short while another call is still waiting. It reads one high instead for the
+        // few instructions before the call is in, as if the call were added that much earlier.
+        _count.Increment();
         uint index = call.CallId & (uint)_mask;
         ref TCall? slot = ref _slots[index];
-        if (Volatile.Read(ref _overflowed[index]) != 0 || Interlocked.CompareExchange(ref slot, call, null) is not null)
+        if ((Volatile.Read(ref _overflowed[index]) != 0 || Interlocked.CompareExchange(ref slot, call, null) is not null)
+            && !TryAddSlow(call, ref slot))
         {
-            if (!TryAddSlow(call, ref slot))
-            {
-                return false;
-            }
-        }
-        else
-        {
-            _count.Increment();
+            _count.Decrement();
+            return false;
         }
 
         // The swap above is a full fence: either Close (which sets _closed, then empties the slots)
@@ -130,7 +131,6 @@ internal sealed class CallTable<TCall>
                 AddToOverflowLocked(call);
             }
 
-            _count.Increment();
             return true;
         }
     }
@@ -206,9 +206,10 @@ internal sealed class CallTable<TCall>
         }
     }
 
-    /// <summary>A call taken out of its slot by a remover that was after the call's previous id:
-    /// back into the table, where its current id maps (the same slot, or the overflow if that was
-    /// taken meanwhile). Never seen in practice; kept so that pooling cannot lose a call.</summary>
+    /// <summary>A call taken out of its slot by a remover that was after the call's previous use
+    /// (its id, or what a scan read of it): back into the table, where its current id maps (the same
+    /// slot, or the overflow if that was taken meanwhile). Needs about a slot count of new ids
+    /// between the remover's look and its swap; kept so that pooling cannot lose a call.</summary>
     private void PutBack(TCall call)
     {
         ref TCall? slot = ref _slots[call.CallId & (uint)_mask];
@@ -231,11 +232,22 @@ internal sealed class CallTable<TCall>
         foreach (ref TCall? slot in _slots.AsSpan())
         {
             TCall? call = Volatile.Read(ref slot);
-            if (call is not null && match(call, state) && ReferenceEquals(Interlocked.CompareExchange(ref slot, null, call), call))
+            if (call is null || !match(call, state) || !ReferenceEquals(Interlocked.CompareExchange(ref slot, null, call), call))
             {
-                _count.Decrement();
-                (removed ??= []).Add(call);
+                continue;
             }
+
+            // Asked again now that the call is out and nobody else can take it: between the look and
+            // the swap it may have completed and been reused for a later call of this slot, which
+            // the first answer was not about (an expiry scan failed such a call, time left or not).
+            if (!match(call, state))
+            {
+                PutBack(call);
+                continue;
+            }
+
+            _count.Decrement();
+            (removed ??= []).Add(call);
         }
 
         if (_overflowCount == 0)

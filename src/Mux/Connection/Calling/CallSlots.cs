@@ -116,18 +116,21 @@ internal sealed class CallSlots
         }
         catch when (!waiter.Task.IsFaulted)
         {
-            bool stillWaiting;
+            bool granted;
             lock (_lock)
             {
-                stillWaiting = waiter.Node.List is not null;
-                if (stillWaiting)
+                if (waiter.Node.List is not null)
                 {
                     _waiters.Remove(waiter.Node);
                     Interlocked.Decrement(ref _waiterCount);
                 }
+
+                // Off the list, it was granted a slot or failed (Fail takes the waiters off under
+                // the lock, and fails them after it): only a granted one has a slot to give back.
+                granted = waiter.Granted;
             }
 
-            if (!stillWaiting)
+            if (granted)
             {
                 Release(); // A slot was granted just as we gave up: pass it on.
             }
@@ -157,6 +160,7 @@ internal sealed class CallSlots
                 _waiters.RemoveFirst();
                 Interlocked.Decrement(ref _waiterCount);
                 granted = oldest.Value;
+                granted.Granted = true;
             }
         }
 
@@ -186,5 +190,8 @@ internal sealed class CallSlots
     {
         // Its place in _waiters; detached (List is null) once granted, failed or given up. Guarded by _lock.
         public LinkedListNode<Waiter> Node = null!;
+
+        // Whether Release took a slot for it (and detached it). Guarded by _lock.
+        public bool Granted;
     }
 }

@@ -295,7 +295,7 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
     /// <summary>The deadline timer fired. It may fire late, for a call that has finished (Finish's
     /// disarm came too late to stop it) while this object serves another: so it cancels only the
     /// source of the call running now, and only once the clock says that call's own deadline has
-    /// passed; earlier, it re-arms for what remains.</summary>
+    /// passed; earlier, it re-arms for what remains, never over the arm of a call started since.</summary>
     private void OnDeadline()
     {
         // Read between two reads of the generation, which Start and Finish bump: unchanged, the
@@ -323,6 +323,16 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         if (remaining < s_longestTimer)
         {
             _deadlineTimer?.Change(remaining, Timeout.InfiniteTimeSpan);
+        }
+
+        // If the call read above finished since, and the next one armed the timer for its own
+        // deadline before this re-arm, this re-arm replaced that arm (a later deadline put the next
+        // call's off): then look again, for the call running now. The fence orders the re-arm before
+        // the read: with the generation unchanged, a next call's arm comes after this re-arm.
+        Interlocked.MemoryBarrier();
+        if (Volatile.Read(ref _generation) != generation)
+        {
+            OnDeadline();
         }
     }
 

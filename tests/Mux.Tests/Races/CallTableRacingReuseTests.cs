@@ -1,0 +1,154 @@
+using Mux.Connection;
+using Mux.Tests.Infrastructure;
+
+namespace Mux.Tests.Races;
+
+/// <summary>
+/// The pending table's scans (the expiry scan, GoAway's) against the calls that come and go while
+/// they look. A scan decides on a call it read from a slot, then takes it out by compare-and-swap;
+/// the call objects are pooled, so between the two the call may have completed and its object been
+/// reused for a later call whose id maps to the same slot: the swap then succeeds on a call the
+/// scan never judged (an expiry scan failed a call with time left as timed out). And a call is
+/// counted when it is added: counted only after it was published, a scan could take it and
+/// uncount it first, and the count read right after (the drain check after GoAway) came out one
+/// short, so a client closed a connection a call still waited on.
+/// </summary>
+public sealed class CallTableRacingReuseTests
+{
+    // 32 expected calls make 64 slots: ids 3 and 67 share slot 3.
+    private const int Expected = 32;
+    private const uint Slots = 64;
+
+    /// <summary>A pooled call as the scans see it: its id and its deadline, both changed when the
+    /// object is reused.</summary>
+    private sealed class Call(uint callId, long deadline) : ICallTableEntry
+    {
+        public uint CallId { get; set; } = callId;
+
+        public long Deadline { get; set; } = deadline;
+    }
+
+    [Fact]
+    public void ExpiryScan_DoesNotTakeACallWhoseObjectWasReusedForALaterCall_WhileItLooked()
+    {
+        const long now = 1_000;
+        var table = new CallTable<Call>(Expected);
+        var expired = new Call(3, deadline: now - 1);
+        Assert.True(table.TryAdd(expired, out _));
+
+        // The scan reads the expired call's deadline; right after (before its swap) the answer takes
+        // the call, its caller returns the object to the pool, and a new call with time left rents it
+        // and is added under an id of the same slot. Done inside the predicate: that is exactly the
+        // window between the scan's look and its swap.
+        bool reused = false;
+        List<Call>? removed = null;
+        table.RemoveWhere(now, (call, at) =>
+        {
+            bool match = call.Deadline <= at;
+            if (!reused)
+            {
+                reused = true;
+                Assert.True(table.TryRemove(call.CallId, call));
+                call.CallId = 3 + Slots;
+                call.Deadline = now + 60_000;
+                Assert.True(table.TryAdd(call, out _));
+            }
+
+            return match;
+        }, ref removed);
+
+        Assert.True(reused);
+        Assert.Null(removed); // Before: the new call, with a minute left, was failed as timed out.
+        Assert.Same(expired, table.Find(3 + Slots));
+        Assert.Equal(1, table.Count);
+    }
+
+    [Fact]
+    public void GoAwayScan_StillTakesAReusedCall_ThatItsRuleSelectsUnderItsNewId()
+    {
+        var table = new CallTable<Call>(Expected);
+        var call = new Call(3, deadline: 0);
+        Assert.True(table.TryAdd(call, out _));
+
+        bool reused = false;
+        List<Call>? removed = null;
+        table.RemoveWhere(2u, (c, last) =>
+        {
+            bool match = c.CallId > last;
+            if (!reused)
+            {
+                reused = true;
+                Assert.True(table.TryRemove(c.CallId, c));
+                c.CallId = 3 + Slots; // Above the line too: the peer will not serve it either.
+                Assert.True(table.TryAdd(c, out _));
+            }
+
+            return match;
+        }, ref removed);
+
+        Assert.NotNull(removed);
+        Assert.Same(call, Assert.Single(removed));
+        Assert.Equal(3 + Slots, call.CallId);
+        Assert.Null(table.Find(3 + Slots));
+        Assert.Equal(0, table.Count);
+    }
+
+    [Fact]
+    public async Task ACallTakenByAScanAsItIsAdded_NeverMakesTheCountReadLow()
+    {
+        // One call stays in the table throughout (a call the peer serves after GoAway); another
+        // thread adds calls one at a time, and a scan takes each as soon as it can see it, then
+        // reads the count, as OnGoAway does for its drain check. The count must never read 0
+        // while the call that stays is in.
+        const int Rounds = 20_000;
+        var table = new CallTable<Call>(Expected);
+        Assert.True(table.TryAdd(new Call(1, 0), out _));
+        var added = new SemaphoreSlim(0);
+        var taken = new SemaphoreSlim(0);
+        long low = 0;
+        Task adder = Task.Factory.StartNew(
+            () =>
+            {
+                for (uint i = 0; i < Rounds; i++)
+                {
+                    Assert.True(table.TryAdd(new Call(2 + (i % (Slots - 2)), 0), out _));
+                    added.Release();
+                    taken.Wait();
+                }
+            },
+            CancellationToken.None,
+            TaskCreationOptions.LongRunning,
+            TaskScheduler.Default);
+        Task scanner = Task.Factory.StartNew(
+            () =>
+            {
+                for (uint i = 0; i < Rounds; i++)
+                {
+                    uint id = 2 + (i % (Slots - 2));
+
+                    // Take it as soon as it is in its slot (the adder may not have returned yet).
+                    List<Call>? removed = null;
+                    while (removed is null)
+                    {
+                        table.RemoveWhere(id, static (call, id) => call.CallId == id, ref removed);
+                    }
+
+                    if (table.Count < 1)
+                    {
+                        Interlocked.Increment(ref low);
+                    }
+
+                    // The adder's count has landed by now; the two wait for each other every round.
+                    added.Wait();
+                    taken.Release();
+                }
+            },
+            CancellationToken.None,
+            TaskCreationOptions.LongRunning,
+            TaskScheduler.Default);
+
+        await Task.WhenAll(adder, scanner).WaitAsync(TestHost.Patience * 4);
+        Assert.Equal(0, Interlocked.Read(ref low));
+        Assert.Equal(1, table.Count);
+    }
+}
