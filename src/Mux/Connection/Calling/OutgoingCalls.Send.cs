@@ -180,6 +180,11 @@ internal sealed partial class OutgoingCalls
             }
 
             call.Return();
+
+            // The last answer the peer owed may have been read while this call sat in the table,
+            // so the drain was not noticed then: notice it now, or the connection would stay open
+            // until the peer closed it.
+            NotifyIfDrainedAfterGoAway();
             return GoingAwayNotSent();
         }
 
