@@ -112,9 +112,7 @@ internal sealed class ClientConnection : MuxConnection
             throw new MuxProtocolException($"The server answered with protocol version {settings.Version}; this client speaks version {ProtocolConstants.Version}.");
         }
 
-        OnPeerSettings(settings);
-        Outgoing.OnPeerSettings(settings.MaxConcurrentCalls, serverReadsTraceContext, takesStreams: true);
-        IsHandshakeDone = true;
+        CompleteHandshake(settings, serverReadsTraceContext, takesStreams: true);
         _handshake.TrySetResult();
     }
 

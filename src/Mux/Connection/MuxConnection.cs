@@ -67,9 +67,9 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     public MessagePackSerializerOptions SerializerOptions { get; protected init; } = null!;
 
     /// <summary>Whether the handshake has completed: until then only its frames are accepted.
-    /// Set once by the subclass: on the reader loop, or (a server whose Authenticate ran) on the
-    /// thread that finished it, before the HelloAck is sent.</summary>
-    protected bool IsHandshakeDone { get => _handshakeDone; set => _handshakeDone = value; }
+    /// Set once, by CompleteHandshake: on the reader loop, or (a server whose Authenticate ran) on
+    /// the thread that finished it, before the HelloAck is sent.</summary>
+    protected bool IsHandshakeDone => _handshakeDone;
 
     // See IsHandshakeDone; volatile because a server may set it off the reader loop.
     private volatile bool _handshakeDone;
@@ -81,14 +81,17 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     /// the protocol minimum, which any handshake fits into.</summary>
     protected int PeerMaxFrameSize { get; private set; } = ProtocolConstants.MinimumMaxFrameSize;
 
-    /// <summary>Takes the limits the peer announced in its handshake. Reader loop, before any call.</summary>
-    protected void OnPeerSettings(in HandshakeSettings peer)
+    /// <summary>Takes the limits the peer announced in its handshake, and what this side's calls may
+    /// carry to it, and completes the handshake: calls flow from here on. Before any call.</summary>
+    protected void CompleteHandshake(in HandshakeSettings peer, bool readsTraceContext, bool takesStreams)
     {
         PeerMaxFrameSize = peer.MaxFrameSize;
         PeerStreamWindow = peer.StreamWindow;
         PeerMaxMessageSize = peer.MaxMessageSize;
         PeerEndsFragmentsOnCancel = peer.CancelEndsFragments;
         PeerMaxMetadataSize = peer.MaxMetadataSize;
+        Outgoing.OnPeerSettings(peer.MaxConcurrentCalls, readsTraceContext, takesStreams);
+        _handshakeDone = true;
     }
 
     public ILogger Logger { get; }

@@ -145,9 +145,7 @@ internal sealed class ServerConnection : MuxConnection
     /// connection serves calls. On the reader loop, or after Authenticate, off it.</summary>
     private void AcceptHandshake(in HandshakeSettings client)
     {
-        OnPeerSettings(client);
-        Outgoing.OnPeerSettings(client.MaxConcurrentCalls, readsTraceContext: false, client.ServerCallStreams); // A server's calls carry no headers.
-        IsHandshakeDone = true;
+        CompleteHandshake(client, readsTraceContext: false, client.ServerCallStreams); // A server's calls carry no headers.
         var body = new HelloBody(new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow, MaxMessageSize = _options.MaxMessageSize, MaxMetadataSize = MaxMetadataSize });
         TrySendFrame(FrameType.HelloAck, 0, ref body); // Closed meanwhile: the client's connect fails with the close.
     }
