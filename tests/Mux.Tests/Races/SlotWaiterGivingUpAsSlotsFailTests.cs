@@ -33,23 +33,7 @@ public sealed class SlotWaiterGivingUpAsSlotsFailTests
             }
 
             // The last waiters Fail reaches give up while it works down the list.
-            using var start = new Barrier(2);
-            Task failing = Task.Factory.StartNew(
-                () =>
-                {
-                    start.SignalAndWait();
-                    slots.Fail(failure);
-                },
-                CancellationToken.None,
-                TaskCreationOptions.LongRunning,
-                TaskScheduler.Default);
-            start.SignalAndWait();
-            for (int i = Waiters - 1; i >= 0; i--)
-            {
-                tokens[i].Cancel();
-            }
-
-            await failing.WaitAsync(TestHost.Patience);
+            await RunWhileGivingUpFromTheLast(() => slots.Fail(failure), tokens);
             foreach (Task wait in waits)
             {
                 Exception error = await Assert.ThrowsAnyAsync<Exception>(() => wait.WaitAsync(TestHost.Patience));
@@ -98,23 +82,7 @@ public sealed class SlotWaiterGivingUpAsSlotsFailTests
                     TaskScheduler.Default).Unwrap();
             }
 
-            using var start = new Barrier(2);
-            Task handing = Task.Factory.StartNew(
-                () =>
-                {
-                    start.SignalAndWait();
-                    slots.Release();
-                },
-                CancellationToken.None,
-                TaskCreationOptions.LongRunning,
-                TaskScheduler.Default);
-            start.SignalAndWait();
-            for (int i = Waiters - 1; i >= 0; i--)
-            {
-                tokens[i].Cancel();
-            }
-
-            await handing.WaitAsync(TestHost.Patience);
+            await RunWhileGivingUpFromTheLast(() => slots.Release(), tokens);
             foreach (Task wait in waits)
             {
                 try
@@ -132,5 +100,28 @@ public sealed class SlotWaiterGivingUpAsSlotsFailTests
                 token.Dispose();
             }
         }
+    }
+
+    // Runs act on a thread of its own, started at the moment this thread begins to cancel the
+    // waiters' tokens from the last to the first, and waits for it to end.
+    private static async Task RunWhileGivingUpFromTheLast(Action act, CancellationTokenSource[] tokens)
+    {
+        using var start = new Barrier(2);
+        Task running = Task.Factory.StartNew(
+            () =>
+            {
+                start.SignalAndWait();
+                act();
+            },
+            CancellationToken.None,
+            TaskCreationOptions.LongRunning,
+            TaskScheduler.Default);
+        start.SignalAndWait();
+        for (int i = tokens.Length - 1; i >= 0; i--)
+        {
+            tokens[i].Cancel();
+        }
+
+        await running.WaitAsync(TestHost.Patience);
     }
 }
