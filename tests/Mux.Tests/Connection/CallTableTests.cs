@@ -252,4 +252,25 @@ public class CallSlotsTests
         Assert.Equal(0, slots.Free); // The waiter holds it.
         Assert.False(slots.TryTake());
     }
+
+    [Fact]
+    public async Task FailedSlots_FailEachWaiterAndEachLaterWait_WithAnExceptionOfItsOwn()
+    {
+        var slots = new CallSlots(1);
+        Assert.True(slots.TryTake());
+        Task first = slots.WaitAsync(Timeout.InfiniteTimeSpan, TimeProvider.System, CancellationToken.None).AsTask();
+        Task second = slots.WaitAsync(Timeout.InfiniteTimeSpan, TimeProvider.System, CancellationToken.None).AsTask();
+
+        slots.Fail(() => new InvalidOperationException("The connection closed."));
+
+        var one = await Assert.ThrowsAsync<InvalidOperationException>(() => first.WaitAsync(TestHost.Patience));
+        var two = await Assert.ThrowsAsync<InvalidOperationException>(() => second.WaitAsync(TestHost.Patience));
+        var later = await Assert.ThrowsAsync<InvalidOperationException>(() => slots.WaitAsync(Timeout.InfiniteTimeSpan, TimeProvider.System, CancellationToken.None).AsTask());
+        Assert.Equal("The connection closed.", later.Message);
+
+        // Thrown on different threads, one shared instance would carry whichever stack trace was written last.
+        Assert.NotSame(one, two);
+        Assert.NotSame(one, later);
+        Assert.NotSame(two, later);
+    }
 }

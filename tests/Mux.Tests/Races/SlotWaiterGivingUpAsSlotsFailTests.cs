@@ -33,7 +33,7 @@ public sealed class SlotWaiterGivingUpAsSlotsFailTests
             }
 
             // The last waiters Fail reaches give up while it works down the list.
-            await RunWhileGivingUpFromTheLast(() => slots.Fail(failure), tokens);
+            await RunWhileGivingUpFromTheLast(() => slots.Fail(() => failure), tokens);
             foreach (Task wait in waits)
             {
                 Exception error = await Assert.ThrowsAnyAsync<Exception>(() => wait.WaitAsync(TestHost.Patience));

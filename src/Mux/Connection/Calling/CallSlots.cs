@@ -39,8 +39,10 @@ internal sealed class CallSlots
     // a new waiter (which scans every stripe after it) sees the freed slot or Release sees the waiter.
     private int _waiterCount;
 
-    // Set once, under _lock, when the connection can send no more calls; waiters fail with it.
-    private Exception? _failure;
+    // Set once, under _lock, when the connection can send no more calls: makes the exception each
+    // later waiter fails with, one of its own (one instance thrown on several threads would have
+    // its stack trace overwritten by each).
+    private Func<Exception>? _failure;
 
     public CallSlots(int count)
     {
@@ -97,7 +99,7 @@ internal sealed class CallSlots
         {
             if (_failure is not null)
             {
-                throw _failure;
+                throw _failure();
             }
 
             Interlocked.Increment(ref _waiterCount);
@@ -167,8 +169,9 @@ internal sealed class CallSlots
         granted?.TrySetResult();
     }
 
-    /// <summary>Fails every waiter, and every later wait, with <paramref name="failure"/>.</summary>
-    public void Fail(Exception failure)
+    /// <summary>Fails every waiter, and every later wait, with an exception <paramref name="failure"/>
+    /// makes for each.</summary>
+    public void Fail(Func<Exception> failure)
     {
         Waiter[] waiters;
         lock (_lock)
@@ -181,7 +184,7 @@ internal sealed class CallSlots
 
         foreach (Waiter waiter in waiters)
         {
-            waiter.TrySetException(failure);
+            waiter.TrySetException(failure());
         }
     }
 

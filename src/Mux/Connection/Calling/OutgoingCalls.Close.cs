@@ -20,7 +20,7 @@ internal sealed partial class OutgoingCalls
     {
         _goingAway = true;
         Interlocked.MemoryBarrier(); // Pairs with StartCall's check after its table add: see there.
-        _slots.Fail(GoingAwayNotSent());
+        _slots.Fail(GoingAwayNotSent);
         List<PendingCall>? notServed = null;
         _pending.RemoveWhere(lastServedCallId, static (call, last) => call.CallId > last, ref notServed);
         foreach (PendingCall call in notServed ?? [])
@@ -43,7 +43,7 @@ internal sealed partial class OutgoingCalls
     public void FailAll(MuxConnectionException error)
     {
         Volatile.Read(ref _expiryTimer)?.Dispose();
-        _slots.Fail(NotSent(error));
+        _slots.Fail(() => NotSent(error));
         var calls = new List<PendingCall>();
         _pending.Close(calls);
         foreach (PendingCall call in calls)
