@@ -81,7 +81,7 @@ internal sealed class EngineSeam : IAsyncDisposable
         Task<MuxClient> connecting = MuxClient.ConnectAsync(transport, options, "engine-benchmark");
         using (var helloAck = new PooledBufferWriter())
         {
-            var body = new HelloBody(new HandshakeSettings(ProtocolConstants.Version, MaxFrameSize, int.MaxValue, null));
+            var body = new HandshakeSettings(ProtocolConstants.Version, MaxFrameSize, int.MaxValue, null);
             FrameWriter.Write(helloAck, FrameType.HelloAck, 0, 0, ref body);
             await inbound.Writer.WriteAsync(helloAck.WrittenMemory);
         }

@@ -120,7 +120,7 @@ public class FrameBenchmarks
     public int EncodeHello()
     {
         _output.Reset();
-        var body = new HelloBody(_settings);
+        var body = _settings;
         return FrameWriter.Write(_output, FrameType.Hello, 0, 0, ref body);
     }
 

@@ -37,7 +37,7 @@ public static class SeedCorpus
         var writer = new ArrayBufferWriter<byte>();
         var body = new ArrayBufferWriter<byte>();
         var msgpack = new MessagePackWriter(body);
-        FrameWriter.WriteHelloBody(ref msgpack, new HandshakeSettings(ProtocolConstants.Version, 64 * 1024, 100, null));
+        new HandshakeSettings(ProtocolConstants.Version, 64 * 1024, 100, null).Write(ref msgpack);
         msgpack.Flush();
         FrameWriter.WriteRaw(writer, FrameType.Hello, 0, body.WrittenSpan);
         return writer.WrittenSpan.ToArray();

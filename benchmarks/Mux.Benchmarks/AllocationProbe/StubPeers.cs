@@ -26,7 +26,7 @@ internal static class StubFrames
     }
 
     public static byte[] Hello(FrameType type) =>
-        Encode(type, 0, new HelloBody(new HandshakeSettings(ProtocolConstants.Version, 4 * 1024 * 1024, int.MaxValue, null)));
+        Encode(type, 0, new HandshakeSettings(ProtocolConstants.Version, 4 * 1024 * 1024, int.MaxValue, null));
 
     /// <summary>Appends a pre-encoded frame with the given call id.</summary>
     public static void Write(PipeWriter output, byte[] frame, uint callId)

@@ -70,8 +70,7 @@ internal sealed class ClientConnection : MuxConnection
         try
         {
             var settings = new HandshakeSettings(ProtocolConstants.Version, options.MaxFrameSize, int.MaxValue, options.AuthToken) { StreamWindow = options.StreamWindow, MaxMessageSize = options.MaxMessageSize, MaxMetadataSize = connection.MaxMetadataSize };
-            var hello = new HelloBody(settings);
-            connection.SendFrame(FrameType.Hello, 0, 0, ref hello);
+            connection.SendFrame(FrameType.Hello, 0, 0, ref settings);
             await connection._handshake.Task.WaitAsync(options.ConnectTimeout, options.TimeProvider, cancellationToken).ConfigureAwait(false);
             return connection;
         }

@@ -63,16 +63,6 @@ internal static class FrameWriter
         return frameSize;
     }
 
-    /// <summary>Writes the body of Hello or HelloAck: magic, version, then the settings map.</summary>
-    public static void WriteHelloBody(ref MessagePackWriter writer, in HandshakeSettings settings)
-    {
-        Span<byte> prefix = writer.GetSpan(ProtocolConstants.HelloHeaderSize);
-        BinaryPrimitives.WriteUInt32LittleEndian(prefix, ProtocolConstants.Magic);
-        BinaryPrimitives.WriteUInt16LittleEndian(prefix[4..], settings.Version);
-        writer.Advance(ProtocolConstants.HelloHeaderSize);
-        settings.WriteMap(ref writer);
-    }
-
     private static int HeaderSize(FrameType type) =>
         ProtocolConstants.FrameHeaderSize + (type == FrameType.Request ? ProtocolConstants.RequestHeaderSize : 0);
 

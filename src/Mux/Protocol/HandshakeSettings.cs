@@ -5,10 +5,11 @@ using MessagePack;
 namespace Mux.Protocol;
 
 /// <summary>
-/// What each side announces in Hello / HelloAck. Unknown keys are skipped so that later versions
-/// can add settings without breaking version-1 peers.
+/// What each side announces in Hello / HelloAck, and the body of those frames: written by
+/// <see cref="Write"/> and read by <see cref="Parse(in ReadOnlySequence{byte}, out bool)"/>. Unknown
+/// keys are skipped so that later versions can add settings without breaking version-1 peers.
 /// </summary>
-internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSize, int MaxConcurrentCalls, string? AuthToken)
+internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSize, int MaxConcurrentCalls, string? AuthToken) : IFrameBody
 {
     /// <summary>The stream window a peer that does not announce <c>streamWindow</c> is taken to grant.</summary>
     public const int DefaultStreamWindow = 64;
@@ -52,8 +53,13 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
     private const string ServerCallStreamsKey = "serverCallStreams";
     private const string MaxMetadataSizeKey = "maxMetadataSize";
 
-    public void WriteMap(ref MessagePackWriter writer)
+    /// <summary>Writes the body of Hello or HelloAck: magic, version, then the settings map.</summary>
+    public void Write(ref MessagePackWriter writer)
     {
+        Span<byte> prefix = writer.GetSpan(ProtocolConstants.HelloHeaderSize);
+        BinaryPrimitives.WriteUInt32LittleEndian(prefix, ProtocolConstants.Magic);
+        BinaryPrimitives.WriteUInt16LittleEndian(prefix[4..], Version);
+        writer.Advance(ProtocolConstants.HelloHeaderSize);
         writer.WriteMapHeader(7 + (AuthToken is null ? 0 : 1) + (MaxMetadataSize > 0 ? 1 : 0));
         writer.Write(MaxFrameSizeKey);
         writer.Write(MaxFrameSize);
@@ -88,7 +94,7 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
 
     /// <summary>Parses like <see cref="Parse(in ReadOnlySequence{byte})"/>, and says whether the peer
     /// announced <c>traceContext</c>: that it reads the trace-context header of Requests
-    /// (FrameFlags.TraceContext). Every side of this build announces it (see WriteMap); a peer that
+    /// (FrameFlags.TraceContext). Every side of this build announces it (see Write); a peer that
     /// does not must never receive that flag, which version-1 readers reject.</summary>
     public static HandshakeSettings Parse(in ReadOnlySequence<byte> payload, out bool readsTraceContext)
     {

@@ -146,8 +146,8 @@ internal sealed class ServerConnection : MuxConnection
     private void AcceptHandshake(in HandshakeSettings client)
     {
         CompleteHandshake(client, readsTraceContext: false, client.ServerCallStreams); // A server's calls carry no headers.
-        var body = new HelloBody(new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow, MaxMessageSize = _options.MaxMessageSize, MaxMetadataSize = MaxMetadataSize });
-        TrySendFrame(FrameType.HelloAck, 0, ref body); // Closed meanwhile: the client's connect fails with the close.
+        var settings = new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow, MaxMessageSize = _options.MaxMessageSize, MaxMetadataSize = MaxMetadataSize };
+        TrySendFrame(FrameType.HelloAck, 0, ref settings); // Closed meanwhile: the client's connect fails with the close.
     }
 
     /// <summary>Runs MuxServerOptions.Authenticate on the thread pool, then accepts the handshake

@@ -36,8 +36,8 @@ public class FrameReaderTests
 
         return new Dictionary<string, FrameCase>
         {
-            ["Hello"] = new(WriteHelloFrame(FrameType.Hello, helloSettings), FrameType.Hello, 0, 0, HelloPayload(helloSettings)),
-            ["HelloAck"] = new(WriteHelloFrame(FrameType.HelloAck, ackSettings), FrameType.HelloAck, 0, 0, HelloPayload(ackSettings)),
+            ["Hello"] = new(WriteHelloFrame(FrameType.Hello, helloSettings), FrameType.Hello, 0, 0, EncodeBody(helloSettings)),
+            ["HelloAck"] = new(WriteHelloFrame(FrameType.HelloAck, ackSettings), FrameType.HelloAck, 0, 0, EncodeBody(ackSettings)),
             ["Request"] = new(WriteFrame(FrameType.Request, 42, 0xa063e920, new RawBody(requestArgs)), FrameType.Request, 42, 0xa063e920, requestArgs),
             ["RequestWithEmptyBody"] = new(WriteFrame(FrameType.Request, 1, 0xffffffff, new RawBody([])), FrameType.Request, 1, 0xffffffff, []),
             ["Response"] = new(WriteFrame(FrameType.Response, 0xffffffff, 0, new RawBody(responseBody)), FrameType.Response, 0xffffffff, 0, responseBody),
@@ -53,15 +53,6 @@ public class FrameReaderTests
             ["StreamCredit"] = new(WriteRawFrame(FrameType.StreamCredit, 11, credit), FrameType.StreamCredit, 11, 0, credit),
             ["LastContinuation"] = new(WriteRawFrame(FrameType.Continuation, 5, responseBody), FrameType.Continuation, 5, 0, responseBody),
         };
-    }
-
-    private static byte[] HelloPayload(HandshakeSettings settings)
-    {
-        var output = new ArrayBufferWriter<byte>();
-        var writer = new MessagePackWriter(output);
-        FrameWriter.WriteHelloBody(ref writer, settings);
-        writer.Flush();
-        return output.WrittenSpan.ToArray();
     }
 
     /// <summary>A frame assembled by hand, so that it can break the rules FrameWriter keeps.</summary>

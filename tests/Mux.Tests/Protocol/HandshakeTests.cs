@@ -10,15 +10,6 @@ public class HandshakeTests
 {
     private delegate void WriteMap(ref MessagePackWriter writer);
 
-    private static byte[] HelloPayload(in HandshakeSettings settings)
-    {
-        var output = new ArrayBufferWriter<byte>();
-        var writer = new MessagePackWriter(output);
-        FrameWriter.WriteHelloBody(ref writer, settings);
-        writer.Flush();
-        return output.WrittenSpan.ToArray();
-    }
-
     /// <summary>Magic, version, then whatever <paramref name="writeMap"/> writes.</summary>
     private static byte[] HandMadePayload(WriteMap writeMap, ushort version = ProtocolConstants.Version, uint magic = 0)
     {
@@ -46,24 +37,24 @@ public class HandshakeTests
 
     [Theory]
     [MemberData(nameof(RoundTripCases))]
-    public void Settings_RoundTripThroughWriteHelloBodyAndParse(ushort version, int maxFrameSize, int maxConcurrentCalls, string? authToken)
+    public void Settings_RoundTripThroughWriteAndParse(ushort version, int maxFrameSize, int maxConcurrentCalls, string? authToken)
     {
         var settings = new HandshakeSettings(version, maxFrameSize, maxConcurrentCalls, authToken);
 
-        HandshakeSettings parsed = Parse(HelloPayload(settings));
+        HandshakeSettings parsed = Parse(EncodeBody(settings));
 
         Assert.Equal(settings, parsed);
     }
 
     [Fact]
-    public void WriteHelloBody_StartsWithTheMagicMux1AndTheLittleEndianVersion()
+    public void Write_StartsWithTheMagicMux1AndTheLittleEndianVersion()
     {
-        byte[] payload = HelloPayload(new HandshakeSettings(0x0201, 4096, 1, null));
+        byte[] payload = EncodeBody(new HandshakeSettings(0x0201, 4096, 1, null));
 
         Assert.Equal("MUX1"u8.ToArray(), payload[..4]);
         Assert.Equal(new byte[] { 0x01, 0x02 }, payload[4..6]);
         Assert.Equal(0x87, payload[6]); // A map of 7 entries (with traceContext, streamWindow, maxMessageSize, cancelEndsFragments and serverCallStreams): no auth token key without a token.
-        Assert.Equal(0x88, HelloPayload(new HandshakeSettings(1, 4096, 1, "x"))[6]);
+        Assert.Equal(0x88, EncodeBody(new HandshakeSettings(1, 4096, 1, "x"))[6]);
     }
 
     [Theory]
@@ -105,7 +96,7 @@ public class HandshakeTests
     [InlineData("\0\0\0\0")]
     public void Parse_WithTheWrongMagic_SaysThePeerIsNotAMuxEndpoint(string magic)
     {
-        byte[] payload = HelloPayload(new HandshakeSettings(1, 4096, 1, null));
+        byte[] payload = EncodeBody(new HandshakeSettings(1, 4096, 1, null));
         System.Text.Encoding.ASCII.GetBytes(magic).CopyTo(payload, 0);
 
         var ex = Assert.Throws<MuxProtocolException>(() => Parse(payload));
@@ -167,7 +158,7 @@ public class HandshakeTests
     [InlineData(int.MinValue)]
     public void Parse_WithAMaxFrameSizeBelowTheProtocolMinimum_Throws(int maxFrameSize)
     {
-        byte[] payload = HelloPayload(new HandshakeSettings(1, maxFrameSize, 10, null));
+        byte[] payload = EncodeBody(new HandshakeSettings(1, maxFrameSize, 10, null));
 
         var ex = Assert.Throws<MuxProtocolException>(() => Parse(payload));
 
@@ -180,7 +171,7 @@ public class HandshakeTests
     [InlineData(-5)]
     public void Parse_WithMaxConcurrentCallsBelowOne_Throws(int maxConcurrentCalls)
     {
-        byte[] payload = HelloPayload(new HandshakeSettings(1, 4096, maxConcurrentCalls, null));
+        byte[] payload = EncodeBody(new HandshakeSettings(1, 4096, maxConcurrentCalls, null));
 
         var ex = Assert.Throws<MuxProtocolException>(() => Parse(payload));
 
@@ -216,7 +207,7 @@ public class HandshakeTests
     [Fact]
     public void Parse_WithATruncatedSettingsMap_ThrowsMuxProtocolException_AtEveryCut()
     {
-        byte[] payload = HelloPayload(new HandshakeSettings(1, 65536, 100, "secret"));
+        byte[] payload = EncodeBody(new HandshakeSettings(1, 65536, 100, "secret"));
         for (int cut = ProtocolConstants.HelloHeaderSize; cut < payload.Length; cut++)
         {
             byte[] truncated = payload[..cut];

@@ -39,7 +39,7 @@ internal static class ProtocolTestHelpers
     }
 
     public static byte[] WriteHelloFrame(FrameType type, in HandshakeSettings settings) =>
-        WriteFrame(type, 0, 0, new HelloBody(settings));
+        WriteFrame(type, 0, 0, settings);
 
     /// <summary>The MessagePack encoding of a body on its own, as the payload a reader should see.</summary>
     public static byte[] EncodeBody<TBody>(TBody body)
