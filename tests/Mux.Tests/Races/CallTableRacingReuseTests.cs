@@ -63,6 +63,77 @@ public sealed class CallTableRacingReuseTests
         Assert.Equal(1, table.Count);
     }
 
+    /// <summary>How long the scan's second ask gives a look from another thread to come back. A
+    /// look that does not wait for the scan's verdict comes back at once; one that does never comes
+    /// back within it, so each test takes this long (and passes whatever the machine's speed).</summary>
+    private static readonly TimeSpan JudgingWindow = TimeSpan.FromMilliseconds(250);
+
+    /// <summary>Runs an expiry scan over an expired call whose object, between the scan's look and
+    /// its swap, is reused for a later call of the same slot with time left (as the first test), and
+    /// starts <paramref name="look"/> on another thread during the scan's second ask: while the call
+    /// is out of its slot and the scan has not yet put it back.</summary>
+    private static async Task<(Call Call, T Seen)> LookWhileTheScanJudgesAReusedCall<T>(CallTable<Call> table, Func<T> look)
+    {
+        const long now = 1_000;
+        var call = new Call(3, deadline: now - 1);
+        Assert.True(table.TryAdd(call, out _));
+        int asked = 0;
+        Task<T>? looking = null;
+        List<Call>? removed = null;
+        table.RemoveWhere(now, (c, at) =>
+        {
+            if (++asked == 1)
+            {
+                bool expired = c.Deadline <= at;
+                Assert.True(table.TryRemove(c.CallId, c));
+                c.CallId = 3 + Slots;
+                c.Deadline = now + 60_000;
+                Assert.True(table.TryAdd(c, out _));
+                return expired;
+            }
+
+            looking = Task.Factory.StartNew(look, CancellationToken.None, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+            looking.Wait(JudgingWindow);
+            return c.Deadline <= at;
+        }, ref removed);
+
+        Assert.Equal(2, asked);
+        Assert.Null(removed);
+        Assert.NotNull(looking);
+        return (call, await looking.WaitAsync(TestHost.Patience));
+    }
+
+    [Fact]
+    public async Task AnAnswerToAReusedCall_ThatArrivesWhileAScanPutsItBack_FindsIt()
+    {
+        // The reader loop takes the call its answer names while the scan holds that call out of
+        // its slot. Before: it found the slot empty, dropped the answer, and the call waited
+        // until its deadline (forever without one), holding its call slot.
+        var table = new CallTable<Call>(Expected);
+        (Call call, Call? answered) = await LookWhileTheScanJudgesAReusedCall(table, () => table.TryRemove(3 + Slots));
+
+        Assert.Same(call, answered);
+        Assert.Equal(0, table.Count);
+    }
+
+    [Fact]
+    public async Task AClose_WhileAScanPutsBackAReusedCall_StillTakesIt()
+    {
+        // Before: the close found the slot empty, then the scan put the call back into the closed
+        // table, where nothing would ever fail it.
+        var table = new CallTable<Call>(Expected);
+        (Call call, List<Call> closed) = await LookWhileTheScanJudgesAReusedCall(table, () =>
+        {
+            var calls = new List<Call>();
+            table.Close(calls);
+            return calls;
+        });
+
+        Assert.Same(call, Assert.Single(closed));
+        Assert.Null(table.Find(3 + Slots));
+        Assert.Equal(0, table.Count);
+    }
+
     [Fact]
     public void GoAwayScan_StillTakesAReusedCall_ThatItsRuleSelectsUnderItsNewId()
     {
