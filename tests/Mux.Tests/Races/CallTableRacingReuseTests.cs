@@ -11,7 +11,9 @@ namespace Mux.Tests.Races;
 /// scan never judged (an expiry scan failed a call with time left as timed out). And a call is
 /// counted when it is added: counted only after it was published, a scan could take it and
 /// uncount it first, and the count read right after (the drain check after GoAway) came out one
-/// short, so a client closed a connection a call still waited on.
+/// short, so a client closed a connection a call still waited on. And a remover (a scan, or one by
+/// id) that took out such a reused call put it back only after its second check: until then a
+/// lookup of the new call's id found nothing (its answer was dropped), and a close missed it.
 /// </summary>
 public sealed class CallTableRacingReuseTests
 {
@@ -131,6 +133,59 @@ public sealed class CallTableRacingReuseTests
 
         Assert.Same(call, Assert.Single(closed));
         Assert.Null(table.Find(3 + Slots));
+        Assert.Equal(0, table.Count);
+    }
+
+    /// <summary>A pooled call whose id, read once by the table, runs <see cref="OnRead"/> (once)
+    /// between reading its field and returning it: a step of another thread that lands exactly
+    /// after the table's read.</summary>
+    private sealed class ReadHookedCall(uint callId) : ICallTableEntry
+    {
+        public uint Id { get; set; } = callId;
+
+        public Action? OnRead { get; set; }
+
+        public uint CallId
+        {
+            get
+            {
+                uint id = Id;
+                Action? onRead = OnRead;
+                OnRead = null;
+                onRead?.Invoke();
+                return id;
+            }
+        }
+    }
+
+    [Fact]
+    public async Task ARemoverById_ThatTakesOutAReusedCall_NeverHidesItFromALookupOfItsNewId()
+    {
+        // A remover by id (a Cancel, say) reads the call's id; right after, the call's answer
+        // takes it, and its object is reused for a later call of the same slot; the remover's
+        // swap then takes that call out, and its second id check sees the new id. While it
+        // checks, the new call's answer arrives on the reader loop's thread. Before: the slot read
+        // empty, the answer was dropped, and the call waited until its deadline, or forever.
+        var table = new CallTable<ReadHookedCall>(Expected);
+        var call = new ReadHookedCall(3);
+        Assert.True(table.TryAdd(call, out _));
+        Task<ReadHookedCall?>? answered = null;
+        call.OnRead = () =>
+        {
+            Assert.True(table.TryRemove(3, call));
+            call.Id = 3 + Slots;
+            Assert.True(table.TryAdd(call, out _));
+            call.OnRead = () =>
+            {
+                answered = Task.Factory.StartNew(() => table.TryRemove(3 + Slots), CancellationToken.None, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+                answered.Wait(JudgingWindow);
+            };
+        };
+
+        Assert.False(table.TryRemove(3, call));
+
+        Assert.NotNull(answered);
+        Assert.Same(call, await answered.WaitAsync(TestHost.Patience));
         Assert.Equal(0, table.Count);
     }
 
