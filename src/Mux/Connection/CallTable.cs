@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using System.Numerics;
+using System.Runtime.CompilerServices;
 
 namespace Mux.Connection;
 
@@ -8,6 +9,26 @@ internal interface ICallTableEntry
 {
     /// <summary>The call's id; set before the call is added and unchanged while it is in a table.</summary>
     uint CallId { get; }
+}
+
+/// <summary>
+/// What a <see cref="CallTable{TCall}"/> leaves in a slot while a remover judges the call it took
+/// out of it: lookups that meet it wait (see the table's remarks). Its id never maps to a slot it is
+/// put in, so the id checks the fast paths make anyway never take it for a call.
+/// </summary>
+internal sealed class CallTableMark : ICallTableEntry
+{
+    /// <summary>For every slot but 0: its id, 0, maps to slot 0.</summary>
+    public static readonly CallTableMark Elsewhere = new(0);
+
+    /// <summary>For slot 0: its id, 1, maps to slot 1 (a table has at least 64 slots).</summary>
+    public static readonly CallTableMark InSlotZero = new(1);
+
+    private CallTableMark(uint callId) => CallId = callId;
+
+    public uint CallId { get; }
+
+    public static CallTableMark For(uint index) => index == 0 ? InSlotZero : Elsewhere;
 }
 
 /// <summary>
@@ -34,6 +55,18 @@ internal interface ICallTableEntry
 /// for another id of the same slot between the look and the swap), and a scan that its rule still
 /// selects it; each puts back one that fails the check.
 /// </para>
+/// <para>
+/// The swap does not empty the slot: it leaves a <see cref="CallTableMark"/> there until the
+/// remover has judged, then writes null (taken) or the call itself (put back). A reused call taken
+/// out by a stale remover keeps its new id, which is already out (its Request was sent): had its
+/// slot read empty meanwhile, the reader loop would have dropped its answer (and the call waited
+/// until its deadline, or forever, holding its call slot), and a close would have missed it and
+/// left it in a closed table. Anyone whose look depends on the slot's call (a lookup that missed,
+/// a scan, an adder on the slow path) waits while the mark is there, which is a few instructions
+/// unless the remover is preempted; no remover waits for anything while it holds one. The mark
+/// costs the per-call remove one more store to the line its swap just wrote (no fence, no lock)
+/// and the lookups nothing: the swap was already there, and a lookup's id check fails on a mark.
+/// </para>
 /// </remarks>
 internal sealed class CallTable<TCall>
     where TCall : class, ICallTableEntry
@@ -43,8 +76,10 @@ internal sealed class CallTable<TCall>
     private const int MaxSlots = 8192;
 
     // Calls at index CallId & _mask. A slot goes from null to a call by compare-and-swap (TryAdd),
-    // and back to null by compare-and-swap (the removers); nothing else writes it.
-    private readonly TCall?[] _slots;
+    // and from a call to a mark by compare-and-swap (the removers); only the remover whose swap
+    // left the mark writes the slot again (null, or the call back). Typed by the interface so a
+    // mark fits; only TCalls and marks are ever stored, so an entry that is not a mark is a TCall.
+    private readonly ICallTableEntry?[] _slots;
     private readonly int _mask;
 
     private readonly Lock _overflowLock = new();
@@ -72,7 +107,7 @@ internal sealed class CallTable<TCall>
     public CallTable(int expectedCalls)
     {
         int slots = (int)BitOperations.RoundUpToPowerOf2((uint)Math.Clamp(expectedCalls * 2L, MinSlots, MaxSlots));
-        _slots = new TCall?[slots];
+        _slots = new ICallTableEntry?[slots];
         _overflowed = new int[slots];
         _mask = slots - 1;
     }
@@ -97,7 +132,7 @@ internal sealed class CallTable<TCall>
         // few instructions before the call is in, as if the call were added that much earlier.
         _count.Increment();
         uint index = call.CallId & (uint)_mask;
-        ref TCall? slot = ref _slots[index];
+        ref ICallTableEntry? slot = ref _slots[index];
         if ((Volatile.Read(ref _overflowed[index]) != 0 || Interlocked.CompareExchange(ref slot, call, null) is not null)
             && !TryAddSlow(call, ref slot))
         {
@@ -116,22 +151,42 @@ internal sealed class CallTable<TCall>
         return true;
     }
 
-    private bool TryAddSlow(TCall call, ref TCall? slot)
+    private bool TryAddSlow(TCall call, ref ICallTableEntry? slot)
     {
-        lock (_overflowLock)
+        while (true)
         {
-            TCall? occupant = Volatile.Read(ref slot);
-            if ((occupant is not null && occupant.CallId == call.CallId) || _overflow.ContainsKey(call.CallId))
+            // A mark may hide a call with this id (put back in a moment): judge the slot once it is gone.
+            WaitWhileMarked(ref slot);
+            lock (_overflowLock)
             {
-                return false;
-            }
+                ICallTableEntry? occupant = Volatile.Read(ref slot);
+                if (occupant is CallTableMark)
+                {
+                    continue;
+                }
 
-            if (occupant is not null || Interlocked.CompareExchange(ref slot, call, null) is not null)
-            {
-                AddToOverflowLocked(call);
-            }
+                if ((occupant is not null && occupant.CallId == call.CallId) || _overflow.ContainsKey(call.CallId))
+                {
+                    return false;
+                }
 
-            return true;
+                if (occupant is not null || Interlocked.CompareExchange(ref slot, call, null) is not null)
+                {
+                    AddToOverflowLocked(call);
+                }
+
+                return true;
+            }
+        }
+    }
+
+    /// <summary>Until the remover that left a mark in this slot has written it again.</summary>
+    private static void WaitWhileMarked(ref ICallTableEntry? slot)
+    {
+        SpinWait spin = default;
+        while (Volatile.Read(ref slot) is CallTableMark)
+        {
+            spin.SpinOnce();
         }
     }
 
@@ -140,10 +195,18 @@ internal sealed class CallTable<TCall>
     /// call's own rules.</summary>
     public TCall? Find(uint callId)
     {
-        TCall? call = Volatile.Read(ref _slots[callId & (uint)_mask]);
-        if (call is not null && call.CallId == callId)
+        ref ICallTableEntry? slot = ref _slots[callId & (uint)_mask];
+        ICallTableEntry? entry = Volatile.Read(ref slot);
+        if (entry is not null && entry.CallId == callId)
         {
-            return call;
+            return Unsafe.As<TCall>(entry); // Not a mark: a mark's id never maps to its slot.
+        }
+
+        if (entry is CallTableMark)
+        {
+            // The remover may be putting back the very call we look for: ask again once it has.
+            WaitWhileMarked(ref slot);
+            return Find(callId);
         }
 
         if (Volatile.Read(ref _overflowed[callId & (uint)_mask]) == 0)
@@ -165,22 +228,31 @@ internal sealed class CallTable<TCall>
 
     private TCall? Remove(uint callId, TCall? expected)
     {
-        ref TCall? slot = ref _slots[callId & (uint)_mask];
-        TCall? call = Volatile.Read(ref slot);
-        if (call is not null && call.CallId == callId && (expected is null || ReferenceEquals(call, expected)))
+        uint index = callId & (uint)_mask;
+        ref ICallTableEntry? slot = ref _slots[index];
+        ICallTableEntry? entry = Volatile.Read(ref slot);
+        if (entry is not null && entry.CallId == callId && (expected is null || ReferenceEquals(entry, expected)))
         {
-            if (ReferenceEquals(Interlocked.CompareExchange(ref slot, null, call), call))
+            if (ReferenceEquals(Interlocked.CompareExchange(ref slot, CallTableMark.For(index), entry), entry))
             {
-                if (call.CallId == callId)
+                if (entry.CallId == callId)
                 {
+                    Volatile.Write(ref slot, null);
                     _count.Decrement();
-                    return call;
+                    return Unsafe.As<TCall>(entry);
                 }
 
-                PutBack(call); // Finished and reused for another id of this slot meanwhile: not ours.
+                // Finished and reused for another id of this slot meanwhile: not ours. Back where
+                // lookups of its new id, which waited on the mark, find it.
+                Volatile.Write(ref slot, entry);
             }
 
-            // Removed by someone else first (or reused meanwhile): it may have gone to the overflow.
+            // Removed by someone else first (or reused meanwhile): it may be in the overflow.
+        }
+        else if (entry is CallTableMark)
+        {
+            WaitWhileMarked(ref slot); // Maybe a put-back of the call we want to remove.
+            return Remove(callId, expected);
         }
 
         return TryRemoveOverflow(callId, expected);
@@ -206,48 +278,51 @@ internal sealed class CallTable<TCall>
         }
     }
 
-    /// <summary>A call taken out of its slot by a remover that was after the call's previous use
-    /// (its id, or what a scan read of it): back into the table, where its current id maps (the same
-    /// slot, or the overflow if that was taken meanwhile). Needs about a slot count of new ids
-    /// between the remover's look and its swap; kept so that pooling cannot lose a call.</summary>
-    private void PutBack(TCall call)
-    {
-        ref TCall? slot = ref _slots[call.CallId & (uint)_mask];
-        if (Interlocked.CompareExchange(ref slot, call, null) is null)
-        {
-            return;
-        }
-
-        lock (_overflowLock)
-        {
-            AddToOverflowLocked(call);
-        }
-    }
-
     /// <summary>Removes every call <paramref name="match"/> selects into <paramref name="removed"/>
     /// (created when there is one; each taken by compare-and-swap, so a call another thread removes meanwhile is not also
-    /// taken here). For the rare scans: expiry, GoAway.</summary>
+    /// taken here). For the rare scans: expiry, GoAway. <paramref name="match"/> is asked again about
+    /// a call once it is out, while its slot holds a mark: that second ask must not wait on this table.</summary>
     public void RemoveWhere<TState>(TState state, Func<TCall, TState, bool> match, ref List<TCall>? removed)
     {
-        foreach (ref TCall? slot in _slots.AsSpan())
+        for (uint index = 0; index < _slots.Length; index++)
         {
-            TCall? call = Volatile.Read(ref slot);
-            if (call is null || !match(call, state) || !ReferenceEquals(Interlocked.CompareExchange(ref slot, null, call), call))
+            ref ICallTableEntry? slot = ref _slots[index];
+            while (true)
             {
-                continue;
-            }
+                // A marked slot's call may be put back: wait to see it. A lost swap means another
+                // remover (or a new call) got there first: look again, for a remover may put back.
+                WaitWhileMarked(ref slot);
+                ICallTableEntry? entry = Volatile.Read(ref slot);
+                if (entry is CallTableMark)
+                {
+                    continue;
+                }
 
-            // Asked again now that the call is out and nobody else can take it: between the look and
-            // the swap it may have completed and been reused for a later call of this slot, which
-            // the first answer was not about (an expiry scan failed such a call, time left or not).
-            if (!match(call, state))
-            {
-                PutBack(call);
-                continue;
-            }
+                if (entry is null || !match(Unsafe.As<TCall>(entry), state))
+                {
+                    break;
+                }
 
-            _count.Decrement();
-            (removed ??= []).Add(call);
+                if (!ReferenceEquals(Interlocked.CompareExchange(ref slot, CallTableMark.For(index), entry), entry))
+                {
+                    continue;
+                }
+
+                // Asked again now that the call is out and nobody else can take it: between the look and
+                // the swap it may have completed and been reused for a later call of this slot, which
+                // the first answer was not about (an expiry scan failed such a call, time left or not).
+                TCall call = Unsafe.As<TCall>(entry);
+                if (!match(call, state))
+                {
+                    Volatile.Write(ref slot, entry);
+                    break;
+                }
+
+                Volatile.Write(ref slot, null);
+                _count.Decrement();
+                (removed ??= []).Add(call);
+                break;
+            }
         }
 
         if (_overflowCount == 0)
@@ -309,12 +384,20 @@ internal sealed class CallTable<TCall>
     public List<TCall> Snapshot()
     {
         var calls = new List<TCall>();
-        foreach (ref TCall? slot in _slots.AsSpan())
+        foreach (ref ICallTableEntry? slot in _slots.AsSpan())
         {
-            TCall? call = Volatile.Read(ref slot);
-            if (call is not null)
+            // A marked slot's call is being judged: wait for the verdict (a call put back is still in).
+            ICallTableEntry? entry;
+            do
             {
-                calls.Add(call);
+                WaitWhileMarked(ref slot);
+                entry = Volatile.Read(ref slot);
+            }
+            while (entry is CallTableMark);
+
+            if (entry is not null)
+            {
+                calls.Add(Unsafe.As<TCall>(entry));
             }
         }
 

@@ -11,7 +11,9 @@ namespace Mux.Tests.Races;
 /// scan never judged (an expiry scan failed a call with time left as timed out). And a call is
 /// counted when it is added: counted only after it was published, a scan could take it and
 /// uncount it first, and the count read right after (the drain check after GoAway) came out one
-/// short, so a client closed a connection a call still waited on.
+/// short, so a client closed a connection a call still waited on. And a remover (a scan, or one by
+/// id) that took out such a reused call put it back only after its second check: until then a
+/// lookup of the new call's id found nothing (its answer was dropped), and a close missed it.
 /// </summary>
 public sealed class CallTableRacingReuseTests
 {
@@ -61,6 +63,130 @@ public sealed class CallTableRacingReuseTests
         Assert.Null(removed); // Before: the new call, with a minute left, was failed as timed out.
         Assert.Same(expired, table.Find(3 + Slots));
         Assert.Equal(1, table.Count);
+    }
+
+    /// <summary>How long the scan's second ask gives a look from another thread to come back. A
+    /// look that does not wait for the scan's verdict comes back at once; one that does never comes
+    /// back within it, so each test takes this long (and passes whatever the machine's speed).</summary>
+    private static readonly TimeSpan JudgingWindow = TimeSpan.FromMilliseconds(250);
+
+    /// <summary>Runs an expiry scan over an expired call whose object, between the scan's look and
+    /// its swap, is reused for a later call of the same slot with time left (as the first test), and
+    /// starts <paramref name="look"/> on another thread during the scan's second ask: while the call
+    /// is out of its slot and the scan has not yet put it back.</summary>
+    private static async Task<(Call Call, T Seen)> LookWhileTheScanJudgesAReusedCall<T>(CallTable<Call> table, Func<T> look)
+    {
+        const long now = 1_000;
+        var call = new Call(3, deadline: now - 1);
+        Assert.True(table.TryAdd(call, out _));
+        int asked = 0;
+        Task<T>? looking = null;
+        List<Call>? removed = null;
+        table.RemoveWhere(now, (c, at) =>
+        {
+            if (++asked == 1)
+            {
+                bool expired = c.Deadline <= at;
+                Assert.True(table.TryRemove(c.CallId, c));
+                c.CallId = 3 + Slots;
+                c.Deadline = now + 60_000;
+                Assert.True(table.TryAdd(c, out _));
+                return expired;
+            }
+
+            looking = Task.Factory.StartNew(look, CancellationToken.None, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+            looking.Wait(JudgingWindow);
+            return c.Deadline <= at;
+        }, ref removed);
+
+        Assert.Equal(2, asked);
+        Assert.Null(removed);
+        Assert.NotNull(looking);
+        return (call, await looking.WaitAsync(TestHost.Patience));
+    }
+
+    [Fact]
+    public async Task AnAnswerToAReusedCall_ThatArrivesWhileAScanPutsItBack_FindsIt()
+    {
+        // The reader loop takes the call its answer names while the scan holds that call out of
+        // its slot. Before: it found the slot empty, dropped the answer, and the call waited
+        // until its deadline (forever without one), holding its call slot.
+        var table = new CallTable<Call>(Expected);
+        (Call call, Call? answered) = await LookWhileTheScanJudgesAReusedCall(table, () => table.TryRemove(3 + Slots));
+
+        Assert.Same(call, answered);
+        Assert.Equal(0, table.Count);
+    }
+
+    [Fact]
+    public async Task AClose_WhileAScanPutsBackAReusedCall_StillTakesIt()
+    {
+        // Before: the close found the slot empty, then the scan put the call back into the closed
+        // table, where nothing would ever fail it.
+        var table = new CallTable<Call>(Expected);
+        (Call call, List<Call> closed) = await LookWhileTheScanJudgesAReusedCall(table, () =>
+        {
+            var calls = new List<Call>();
+            table.Close(calls);
+            return calls;
+        });
+
+        Assert.Same(call, Assert.Single(closed));
+        Assert.Null(table.Find(3 + Slots));
+        Assert.Equal(0, table.Count);
+    }
+
+    /// <summary>A pooled call whose id, read once by the table, runs <see cref="OnRead"/> (once)
+    /// between reading its field and returning it: a step of another thread that lands exactly
+    /// after the table's read.</summary>
+    private sealed class ReadHookedCall(uint callId) : ICallTableEntry
+    {
+        public uint Id { get; set; } = callId;
+
+        public Action? OnRead { get; set; }
+
+        public uint CallId
+        {
+            get
+            {
+                uint id = Id;
+                Action? onRead = OnRead;
+                OnRead = null;
+                onRead?.Invoke();
+                return id;
+            }
+        }
+    }
+
+    [Fact]
+    public async Task ARemoverById_ThatTakesOutAReusedCall_NeverHidesItFromALookupOfItsNewId()
+    {
+        // A remover by id (a Cancel, say) reads the call's id; right after, the call's answer
+        // takes it, and its object is reused for a later call of the same slot; the remover's
+        // swap then takes that call out, and its second id check sees the new id. While it
+        // checks, the new call's answer arrives on the reader loop's thread. Before: the slot read
+        // empty, the answer was dropped, and the call waited until its deadline, or forever.
+        var table = new CallTable<ReadHookedCall>(Expected);
+        var call = new ReadHookedCall(3);
+        Assert.True(table.TryAdd(call, out _));
+        Task<ReadHookedCall?>? answered = null;
+        call.OnRead = () =>
+        {
+            Assert.True(table.TryRemove(3, call));
+            call.Id = 3 + Slots;
+            Assert.True(table.TryAdd(call, out _));
+            call.OnRead = () =>
+            {
+                answered = Task.Factory.StartNew(() => table.TryRemove(3 + Slots), CancellationToken.None, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+                answered.Wait(JudgingWindow);
+            };
+        };
+
+        Assert.False(table.TryRemove(3, call));
+
+        Assert.NotNull(answered);
+        Assert.Same(call, await answered.WaitAsync(TestHost.Patience));
+        Assert.Equal(0, table.Count);
     }
 
     [Fact]
