@@ -76,6 +76,8 @@ internal struct CallTelemetry
         return Start(methodId, ActivityKind.Server, parent, newTrace: !fromCaller, MuxTelemetry.ServerCallDuration, clock, arrivedAt, peer: null);
     }
 
+    // Inlined into each side's entry, so that sharing it costs a listened-to call no extra call.
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private static CallTelemetry Start(uint methodId, ActivityKind kind, in ActivityContext parent, bool newTrace, Histogram<double> duration, TimeProvider clock, long now, ServerPeer? peer)
     {
         MethodTelemetryName name = MethodNames.Get(methodId);
@@ -144,6 +146,8 @@ internal struct CallTelemetry
     public readonly void Stop(Exception? failure, MuxStatusCode code) =>
         Stop(CallStatus.Of(code), failure?.GetType().FullName, failure);
 
+    // Inlined into each side's entry, so that sharing it costs a listened-to call no extra call.
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private readonly void Stop(string status, string? errorType, Exception? error)
     {
         RpcTags.EndSpan(_activity, status, errorType, error);
