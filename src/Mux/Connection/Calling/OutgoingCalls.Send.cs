@@ -108,7 +108,7 @@ internal sealed partial class OutgoingCalls
 
         // Only a client's calls are spans of their own: a server's call to its client runs inside
         // the handler's server span.
-        ClientCallTelemetry telemetry = call.Telemetry = _connection.IsServer ? default : ClientCallTelemetry.Start(methodId, Peer, Clock, now);
+        CallTelemetry telemetry = call.Telemetry = _connection.IsServer ? default : CallTelemetry.StartClient(methodId, Peer, Clock, now);
         failure = StartCall(call, methodId, arguments, now, cancellationToken, metadata);
         if (failure is null)
         {

@@ -39,7 +39,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
 
     /// <summary>The call's span and duration measurement: set by the caller before the request is
     /// sent, ended by the completion (Execute) before the caller's task completes.</summary>
-    public ClientCallTelemetry Telemetry;
+    public CallTelemetry Telemetry;
 
     /// <summary>The call's streams (Mux.Streaming), when its method takes or returns an
     /// IAsyncEnumerable; null otherwise. Set by the caller before the call starts.</summary>
@@ -123,7 +123,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
         // Read everything before completing: the caller's continuation may run inline, finish,
         // and return this object to its pool for another call before SetResult returns.
         ReceivedBytes payload = _payload.Detach();
-        ClientCallTelemetry telemetry = Telemetry;
+        CallTelemetry telemetry = Telemetry;
         try
         {
             // The span ends before the caller's task completes, so that it never outlives the call

@@ -1,7 +1,6 @@
 using System.Diagnostics;
 using System.Runtime.CompilerServices;
 using MessagePack;
-using Mux.Diagnostics;
 using Mux.Protocol;
 using Mux.Serialization;
 
@@ -94,7 +93,7 @@ internal sealed partial class IncomingCall
         // Read once: a handler that fails at once is finished (its telemetry stopped) before the
         // finally below runs.
         bool observed = Telemetry.IsStarted;
-        Activity? previous = observed ? ServerCallTelemetry.EnterHandler(this) : null;
+        Activity? previous = observed ? Telemetry.EnterHandler() : null;
 
         // Only with propagation on and a deadline to pass on: setting the ambient context costs an
         // ExecutionContext per call. The handler's awaits capture it; this thread gets its own back.

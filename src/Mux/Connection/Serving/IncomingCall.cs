@@ -84,10 +84,10 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
     // The context a handler asked for (Context), made once per call; reset by Start.
     private MuxCallContext? _context;
 
-    /// <summary>The call's span and duration (<see cref="ServerCallTelemetry"/>): started with the
+    /// <summary>The call's span and duration (<see cref="CallTelemetry"/>): started with the
     /// call when someone listens, stopped by Finish. Touched only by whoever owns the call at the
     /// moment (its setup, then its handler's side).</summary>
-    internal ServerCallTelemetry Telemetry;
+    internal CallTelemetry Telemetry;
 
     public IncomingCall(IncomingCalls calls)
     {
@@ -166,7 +166,8 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         MuxStatusCode status = failure is null ? MuxStatusCode.Ok : _calls.SendFailure(this, failure);
         if (Telemetry.IsStarted)
         {
-            ServerCallTelemetry.Stop(this, failure, status);
+            Telemetry.Stop(failure, status);
+            Telemetry = default; // Stopped once: the pooled call holds no span past its call.
         }
 
         Debug.Assert(_arguments.IsHeld, "A call finishes once.");

@@ -214,9 +214,9 @@ internal sealed partial class IncomingCalls
             return;
         }
 
-        if (IsObserved && ServerCallTelemetry.IsObserved)
+        if (IsObserved && CallTelemetry.IsObserved(MuxTelemetry.ServerCallDuration))
         {
-            ServerCallTelemetry.Start(call, frame.TraceContext, _connection.ArrivalTimestamp);
+            call.Telemetry = CallTelemetry.StartServer(call.MethodId, frame.TraceContext, _connection.TimeProvider, _connection.ArrivalTimestamp);
         }
 
         ThreadPool.UnsafeQueueUserWorkItem(call, preferLocal: false);
