@@ -43,12 +43,7 @@ internal abstract class ByteTransport : IMuxTransport
     protected ByteTransport(Socket? socket, int maxFrameSize, TimeProvider clock)
     {
         _socket = socket;
-        RemoteEndPoint = ReadRemoteEndPoint(socket);
-        if (socket is { ProtocolType: ProtocolType.Tcp })
-        {
-            socket.NoDelay = true; // Not a Unix domain socket option.
-        }
-
+        RemoteEndPoint = PrepareSocket(socket);
         _clock = clock;
         _input = TransportPipes.CreateInput(maxFrameSize);
         _output = TransportPipes.CreateOutput();
@@ -214,17 +209,27 @@ internal abstract class ByteTransport : IMuxTransport
         }
     }
 
-    // Read once, in the constructor: a socket's address cannot be read once it is disposed.
-    private static EndPoint? ReadRemoteEndPoint(Socket? socket)
+    // Reads the peer's address (once: it cannot be read once the socket is disposed) and turns
+    // Nagle off. A socket that is already gone (disposed, or reset by its peer: macOS then refuses
+    // TCP_NODELAY) fails on its first read anyway, so neither may throw here: on the server that
+    // would end the accept loop instead of this one connection.
+    private static EndPoint? PrepareSocket(Socket? socket)
     {
+        EndPoint? remote = null;
         try
         {
-            return socket?.RemoteEndPoint;
+            remote = socket?.RemoteEndPoint;
+            if (socket is { ProtocolType: ProtocolType.Tcp })
+            {
+                socket.NoDelay = true; // Not a Unix domain socket option.
+            }
         }
         catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
         {
-            return null; // Already gone: the connection fails on its first read anyway.
+            // Already gone: the connection fails on its first read.
         }
+
+        return remote;
     }
 
     /// <summary>Closes at once, both ways (pending output is dropped); the loops end on their own,
