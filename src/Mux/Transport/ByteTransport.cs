@@ -81,7 +81,7 @@ internal abstract class ByteTransport : IMuxTransport
     {
         if (_socket is null)
         {
-            Shutdown();
+            Abort();
         }
         else if (!IsShutDown)
         {
@@ -178,7 +178,7 @@ internal abstract class ByteTransport : IMuxTransport
             {
                 // A connection that cannot send is of no use; closing also wakes the receive loop
                 // so that pending calls fail now rather than at their deadlines.
-                Shutdown();
+                Abort();
             }
         }
     }
@@ -186,8 +186,9 @@ internal abstract class ByteTransport : IMuxTransport
     /// <summary>Counts one socket or stream write (send loop only).</summary>
     protected void CountSend() => _sends++;
 
-    /// <summary>Closes the transport at once, both ways, if it is not closed yet.</summary>
-    protected void Shutdown()
+    /// <summary>Closes at once, both ways (pending output is dropped), if not closed yet; the loops
+    /// end on their own, and <see cref="DisposeAsync"/> waits for them.</summary>
+    public void Abort()
     {
         if (Interlocked.Exchange(ref _shutdown, 1) == 0)
         {
@@ -232,10 +233,6 @@ internal abstract class ByteTransport : IMuxTransport
         return remote;
     }
 
-    /// <summary>Closes at once, both ways (pending output is dropped); the loops end on their own,
-    /// and <see cref="DisposeAsync"/> waits for them.</summary>
-    public void Abort() => Shutdown();
-
     /// <summary>
     /// Lets the send loop finish what was flushed, then closes. The owner completes
     /// <see cref="Output"/> first (only it knows when no writer is active) and, for a graceful close,
@@ -252,12 +249,12 @@ internal abstract class ByteTransport : IMuxTransport
             }
             catch (TimeoutException)
             {
-                Shutdown();
+                Abort();
                 await _sendLoop.ConfigureAwait(false);
             }
         }
 
-        Shutdown();
+        Abort();
         if (_receiveLoop is not null)
         {
             await _receiveLoop.ConfigureAwait(false);
