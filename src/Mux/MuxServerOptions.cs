@@ -220,6 +220,20 @@ public sealed class MuxServerOptions
     /// </summary>
     public int MaxMetadataSize { get; set; } = Protocol.MetadataSection.DefaultMaxSize;
 
+    /// <summary>What is left of <see cref="HandshakeTimeout"/> at <paramref name="now"/> for a
+    /// connection accepted at <paramref name="acceptedAt"/> (timestamps of <see cref="TimeProvider"/>,
+    /// so that a fake clock moves it): zero once it has passed, infinite when it is.</summary>
+    internal TimeSpan HandshakeTimeLeft(long acceptedAt, long now)
+    {
+        if (HandshakeTimeout == Timeout.InfiniteTimeSpan)
+        {
+            return Timeout.InfiniteTimeSpan;
+        }
+
+        TimeSpan left = HandshakeTimeout - TimeProvider.GetElapsedTime(acceptedAt, now);
+        return left > TimeSpan.Zero ? left : TimeSpan.Zero;
+    }
+
     /// <summary>Checks every option; <paramref name="requireEndPoint"/> is false for a server that only
     /// serves connections handed to it (<see cref="MuxServer.Accept(System.IO.Pipelines.IDuplexPipe)"/>).</summary>
     internal void Validate(bool requireEndPoint = true)

@@ -18,7 +18,7 @@ internal sealed class ServerConnection : MuxConnection
 {
     private readonly MuxServerOptions _options;
 
-    // Cancelled on close, to end the handshake timer.
+    // Cancelled on close: the token Authenticate runs with.
     private readonly CancellationTokenSource _closing = new();
 
     // TimeProvider timestamp of the accept: the handshake timeout counts from it, since the
@@ -71,36 +71,9 @@ internal sealed class ServerConnection : MuxConnection
     /// has been written: the close must still send it.</summary>
     protected override bool SendsQueuedFramesOnGracefulClose => true;
 
-    /// <summary>Starts the loops and the handshake timeout (counted from the accept).</summary>
-    public void Start()
-    {
-        StartLoops();
-        if (_options.HandshakeTimeout != Timeout.InfiniteTimeSpan)
-        {
-            _ = EnforceHandshakeTimeoutAsync();
-        }
-    }
-
-    private async Task EnforceHandshakeTimeoutAsync()
-    {
-        TimeSpan left = _options.HandshakeTimeout - TimeProvider.GetElapsedTime(_acceptedAt);
-        try
-        {
-            if (left > TimeSpan.Zero)
-            {
-                await Task.Delay(left, TimeProvider, _closing.Token).ConfigureAwait(false);
-            }
-        }
-        catch (OperationCanceledException)
-        {
-            return; // Closed first.
-        }
-
-        if (!IsHandshakeDone)
-        {
-            Close(MuxCloseReason.HandshakeTimeout, new TimeoutException($"The client did not complete the handshake within {DurationText.Format(_options.HandshakeTimeout)} (MuxServerOptions.HandshakeTimeout)."));
-        }
-    }
+    /// <summary>Starts the loops, and the connection's timer with the handshake timeout on it (see
+    /// <see cref="CheckDeadlines"/>).</summary>
+    public void Start() => StartLoops();
 
     /// <summary>The client's Hello: checks the version and token, answers HelloAck with this
     /// server's settings, or refuses the connection.</summary>
@@ -217,9 +190,26 @@ internal sealed class ServerConnection : MuxConnection
         Close(MuxCloseReason.ProtocolError, error);
     }
 
-    /// <summary>The idle close (<see cref="MuxServerOptions.IdleTimeout"/>), on the connection's
-    /// timer: a connection that has held no call for that long is told GoAway and drained.</summary>
+    /// <summary>The server's deadlines, on the connection's timer (the keepalive's): the handshake
+    /// timeout (<see cref="MuxServerOptions.HandshakeTimeout"/>, counted from the accept) until the
+    /// handshake is done, and the idle close.</summary>
     protected override TimeSpan CheckDeadlines(long now)
+    {
+        TimeSpan handshakeLeft = IsHandshakeDone ? Timeout.InfiniteTimeSpan : _options.HandshakeTimeLeft(_acceptedAt, now);
+        if (handshakeLeft == TimeSpan.Zero)
+        {
+            Close(MuxCloseReason.HandshakeTimeout, new TimeoutException($"The client did not complete the handshake within {DurationText.Format(_options.HandshakeTimeout)} (MuxServerOptions.HandshakeTimeout)."));
+            return Timeout.InfiniteTimeSpan;
+        }
+
+        // The earlier of the two, infinite meaning never.
+        TimeSpan idleLeft = CheckIdle(now);
+        return idleLeft == Timeout.InfiniteTimeSpan || (handshakeLeft != Timeout.InfiniteTimeSpan && handshakeLeft < idleLeft) ? handshakeLeft : idleLeft;
+    }
+
+    /// <summary>The idle close (<see cref="MuxServerOptions.IdleTimeout"/>): a connection that has
+    /// held no call for that long is told GoAway and drained.</summary>
+    private TimeSpan CheckIdle(long now)
     {
         if (!Incoming.TracksIdle || Incoming.IsGoingAway)
         {

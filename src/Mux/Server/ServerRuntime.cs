@@ -314,8 +314,10 @@ internal sealed class ServerRuntime
 
     public async ValueTask DisposeAsync()
     {
-        // An infinite ShutdownTimeout makes a source that never cancels.
-        using var deadline = new CancellationTokenSource(_options.ShutdownTimeout, _options.TimeProvider);
-        await StopAsync(deadline.Token).ConfigureAwait(false);
+        // An infinite ShutdownTimeout makes a source that never cancels. A server that never started
+        // has nothing to drain and makes none: its options may be ones StartAsync refused, which must
+        // not fail the disposal too (an `await using` would throw that error instead of the refusal).
+        using CancellationTokenSource? deadline = Volatile.Read(ref _state) == 0 ? null : new(_options.ShutdownTimeout, _options.TimeProvider);
+        await StopAsync(deadline?.Token ?? CancellationToken.None).ConfigureAwait(false);
     }
 }

@@ -43,12 +43,7 @@ internal abstract class ByteTransport : IMuxTransport
     protected ByteTransport(Socket? socket, int maxFrameSize, TimeProvider clock)
     {
         _socket = socket;
-        RemoteEndPoint = ReadRemoteEndPoint(socket);
-        if (socket is { ProtocolType: ProtocolType.Tcp })
-        {
-            socket.NoDelay = true; // Not a Unix domain socket option.
-        }
-
+        RemoteEndPoint = PrepareSocket(socket);
         _clock = clock;
         _input = TransportPipes.CreateInput(maxFrameSize);
         _output = TransportPipes.CreateOutput();
@@ -86,7 +81,7 @@ internal abstract class ByteTransport : IMuxTransport
     {
         if (_socket is null)
         {
-            Shutdown();
+            Abort();
         }
         else if (!IsShutDown)
         {
@@ -183,7 +178,7 @@ internal abstract class ByteTransport : IMuxTransport
             {
                 // A connection that cannot send is of no use; closing also wakes the receive loop
                 // so that pending calls fail now rather than at their deadlines.
-                Shutdown();
+                Abort();
             }
         }
     }
@@ -191,8 +186,9 @@ internal abstract class ByteTransport : IMuxTransport
     /// <summary>Counts one socket or stream write (send loop only).</summary>
     protected void CountSend() => _sends++;
 
-    /// <summary>Closes the transport at once, both ways, if it is not closed yet.</summary>
-    protected void Shutdown()
+    /// <summary>Closes at once, both ways (pending output is dropped), if not closed yet; the loops
+    /// end on their own, and <see cref="DisposeAsync"/> waits for them.</summary>
+    public void Abort()
     {
         if (Interlocked.Exchange(ref _shutdown, 1) == 0)
         {
@@ -214,22 +210,28 @@ internal abstract class ByteTransport : IMuxTransport
         }
     }
 
-    // Read once, in the constructor: a socket's address cannot be read once it is disposed.
-    private static EndPoint? ReadRemoteEndPoint(Socket? socket)
+    // Reads the peer's address (once: it cannot be read once the socket is disposed) and turns
+    // Nagle off. A socket that is already gone (disposed, or reset by its peer: macOS then refuses
+    // TCP_NODELAY) fails on its first read anyway, so neither may throw here: on the server that
+    // would end the accept loop instead of this one connection.
+    private static EndPoint? PrepareSocket(Socket? socket)
     {
+        EndPoint? remote = null;
         try
         {
-            return socket?.RemoteEndPoint;
+            remote = socket?.RemoteEndPoint;
+            if (socket is { ProtocolType: ProtocolType.Tcp })
+            {
+                socket.NoDelay = true; // Not a Unix domain socket option.
+            }
         }
         catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
         {
-            return null; // Already gone: the connection fails on its first read anyway.
+            // Already gone: the connection fails on its first read.
         }
-    }
 
-    /// <summary>Closes at once, both ways (pending output is dropped); the loops end on their own,
-    /// and <see cref="DisposeAsync"/> waits for them.</summary>
-    public void Abort() => Shutdown();
+        return remote;
+    }
 
     /// <summary>
     /// Lets the send loop finish what was flushed, then closes. The owner completes
@@ -247,12 +249,12 @@ internal abstract class ByteTransport : IMuxTransport
             }
             catch (TimeoutException)
             {
-                Shutdown();
+                Abort();
                 await _sendLoop.ConfigureAwait(false);
             }
         }
 
-        Shutdown();
+        Abort();
         if (_receiveLoop is not null)
         {
             await _receiveLoop.ConfigureAwait(false);

@@ -19,7 +19,7 @@ internal static class ClientTransport
     {
         WarnIfTokenInPlaintext(endPoint, options, logger);
         Socket socket = SocketEndPoints.CreateSocket(endPoint);
-        using CancellationTokenSource expiry = StartConnectTimeout(options);
+        using var expiry = new CancellationTokenSource(options.ConnectTimeout, options.TimeProvider); // Infinite: never.
         using var timeout = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, expiry.Token);
         try
         {
@@ -59,7 +59,7 @@ internal static class ClientTransport
             return new StreamConnection(stream, socket: null, options.MaxFrameSize, options.TimeProvider);
         }
 
-        using CancellationTokenSource expiry = StartConnectTimeout(options);
+        using var expiry = new CancellationTokenSource(options.ConnectTimeout, options.TimeProvider); // Infinite: never.
         using var timeout = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, expiry.Token);
         try
         {
@@ -72,10 +72,6 @@ internal static class ClientTransport
             throw new MuxConnectionException($"The TLS handshake over the given stream timed out after {DurationText.Format(options.ConnectTimeout)} (MuxClientOptions.ConnectTimeout).", new TimeoutException(ex.Message, ex));
         }
     }
-
-    /// <summary>Cancelled at ConnectTimeout, on the options' clock (never, when it is infinite).</summary>
-    private static CancellationTokenSource StartConnectTimeout(MuxClientOptions options) =>
-        options.ConnectTimeout == Timeout.InfiniteTimeSpan ? new CancellationTokenSource() : new CancellationTokenSource(options.ConnectTimeout, options.TimeProvider);
 
     private static void WarnIfTokenInPlaintext(EndPoint endPoint, MuxClientOptions options, ILogger logger)
     {

@@ -64,7 +64,7 @@ internal static class ServerTransport
     /// </summary>
     public static async Task<StreamConnection?> AuthenticateAsync(Stream stream, MuxServerOptions options, ILogger logger, string name, long acceptedAt, CancellationToken stopping)
     {
-        using CancellationTokenSource timeout = StartHandshakeTimeout(options, acceptedAt);
+        using var timeout = new CancellationTokenSource(options.HandshakeTimeLeft(acceptedAt, options.TimeProvider.GetTimestamp()), options.TimeProvider);
         using var linked = CancellationTokenSource.CreateLinkedTokenSource(stopping, timeout.Token);
         try
         {
@@ -86,19 +86,5 @@ internal static class ServerTransport
             await stream.DisposeAsync().ConfigureAwait(false);
             return null;
         }
-    }
-
-    /// <summary>A source cancelled at the handshake timeout, on the server's clock (so that a fake
-    /// one moves it), counting the time since the accept; already cancelled when that has passed.</summary>
-    private static CancellationTokenSource StartHandshakeTimeout(MuxServerOptions options, long acceptedAt)
-    {
-        if (options.HandshakeTimeout == Timeout.InfiniteTimeSpan)
-        {
-            return new CancellationTokenSource();
-        }
-
-        TimeSpan waited = options.TimeProvider.GetElapsedTime(acceptedAt);
-        TimeSpan remaining = waited < options.HandshakeTimeout ? options.HandshakeTimeout - waited : TimeSpan.Zero;
-        return new CancellationTokenSource(remaining, options.TimeProvider);
     }
 }

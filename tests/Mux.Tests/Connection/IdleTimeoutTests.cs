@@ -51,6 +51,29 @@ public class IdleTimeoutTests
     }
 
     [Fact]
+    public async Task AnIdleTimeoutShorterThanTheHandshakeTimeout_StillClosesAtTheIdleTimeout()
+    {
+        // Both deadlines share the connection's one timer: the handshake's, pending when the timer
+        // is first armed and later than the idle close, must not hold that close back.
+        var time = new FakeTimeProvider();
+        MuxServerOptions options = IdleOptions(time);
+        options.HandshakeTimeout = Idle * 10;
+        (MuxServer server, TestService _) = await KeepAliveTests.StartServerAsync(options);
+        await using MuxServer __ = server;
+        await using RawMuxPeer client = await RawMuxPeer.ConnectAsync(server.LocalEndPoint!);
+        await client.HandshakeAsync();
+        ServerConnection connection = server.Connections.Single();
+
+        time.Advance(Idle - TimeSpan.FromSeconds(1));
+        Assert.False(connection.Incoming.IsGoingAway);
+        time.Advance(TimeSpan.FromSeconds(1));
+        Assert.Equal(FrameType.GoAway, (await client.ExpectFrameAsync()).Type);
+        client.ShutdownSend();
+        await connection.Completion.WaitAsync(TestHost.Patience);
+        Assert.Equal(MuxCloseReason.IdleTimeout, connection.CloseReason);
+    }
+
+    [Fact]
     public async Task AConnectionHoldingACall_IsNotIdle_AndBecomesIdleWhenTheCallEnds()
     {
         var time = new FakeTimeProvider();
