@@ -119,6 +119,14 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     {
         ConnectionGauges.Opened(this);
         StartTimer();
+        if (IsClosed)
+        {
+            // A deadline already past when the timer was armed (a server's handshake timeout that
+            // a slow TLS handshake used up) closed the connection and disposed its transport:
+            // loops started now would run on released buffers.
+            return;
+        }
+
         _transport.Start();
         _readLoop = ReadLoopAsync();
     }
