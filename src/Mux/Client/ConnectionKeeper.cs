@@ -19,9 +19,7 @@ namespace Mux.Client;
 /// </remarks>
 internal sealed class ConnectionKeeper : ConnectionSource
 {
-    // Where new connections are opened, with what they serve to calls their server starts; null
-    // for a client over a given transport. Immutable.
-    private readonly EndPoint? _endPoint;
+    // What new connections serve to calls their server starts. Immutable.
     private readonly ServiceMethods _services;
 
     // Guards _current, _ready, _replaceNow, _retired and _disposed together. Taken on the slow
@@ -52,6 +50,10 @@ internal sealed class ConnectionKeeper : ConnectionSource
     // The newest connection ever published; kept after it closes for CloseReason and statistics.
     private volatile ClientConnection? _latest;
 
+    // Calls a balanced client sent to this instance (retries count again). Incremented with
+    // Interlocked by every call that picks it; read by GetInstanceStatistics.
+    private long _callsSent;
+
     private readonly Task _loop;
 
     /// <summary>Starts the keeper: from <paramref name="first"/> when ConnectAsync already
@@ -60,13 +62,23 @@ internal sealed class ConnectionKeeper : ConnectionSource
     public ConnectionKeeper(ClientConnection? first, EndPoint? endPoint, ServiceMethods services, MuxClientOptions options, ILogger logger, string server, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
         : base(options, logger, server, endPoint is not null && options.AutoReconnect, onStateChanged)
     {
-        _endPoint = endPoint;
+        EndPoint = endPoint;
         _services = services;
         _loop = RunAsync(first);
     }
 
     /// <summary>The newest connection, open or not; null before the first one.</summary>
     public override ClientConnection? Latest => _latest;
+
+    /// <summary>Where new connections are opened; null for a client over a given transport.</summary>
+    public EndPoint? EndPoint { get; }
+
+    /// <summary>Counts a call that a balanced client picked this instance for.</summary>
+    public void CountCall() => Interlocked.Increment(ref _callsSent);
+
+    /// <summary>What a balanced client reports about this instance.</summary>
+    public MuxEndPointStatistics GetInstanceStatistics() =>
+        new(EndPoint!, State, _latest?.PendingCallCount ?? 0, Interlocked.Read(ref _callsSent));
 
     /// <summary>
     /// The connection for a new call, or null when the caller must wait. When the keeper
@@ -181,7 +193,7 @@ internal sealed class ConnectionKeeper : ConnectionSource
                 {
                     try
                     {
-                        connection = await ClientConnection.OpenAsync(_endPoint!, Options, _services, Logger, stopping).ConfigureAwait(false);
+                        connection = await ClientConnection.OpenAsync(EndPoint!, Options, _services, Logger, stopping).ConfigureAwait(false);
                     }
                     catch (Exception ex) when (!stopping.IsCancellationRequested)
                     {
