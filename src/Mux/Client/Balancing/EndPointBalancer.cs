@@ -292,7 +292,7 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             }
 
             _endPoints = [.. next];
-            BalancingLog.EndPointsChanged(Logger, Name, next.Count, next.Count - (current.Length - removed.Count), removed.Count);
+            ClientLog.EndPointsChanged(Logger, Name, next.Count, next.Count - (current.Length - removed.Count), removed.Count);
             AggregateLocked(null);
             SignalLocked();
         }
