@@ -414,17 +414,11 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         ConnectionKeeper[] open;
         lock (_lock)
         {
-            if (_disposed)
-            {
-                open = [];
-            }
-            else
-            {
-                _disposed = true;
-                open = [.. _endPoints, .. _removed];
-                _removed.Clear();
-                SignalLocked();
-            }
+            // A second dispose finds nothing left to close (_removed stays empty once disposed).
+            open = _disposed ? [] : [.. _endPoints, .. _removed];
+            _disposed = true;
+            _removed.Clear();
+            SignalLocked();
         }
 
         try
