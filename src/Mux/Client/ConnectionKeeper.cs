@@ -128,8 +128,9 @@ internal sealed class ConnectionKeeper : ConnectionSource
                 ready = _ready.Task;
             }
 
+            // Whatever came, look again under the lock: a keeper that reconnects retires it there
+            // if it is already unusable, and one that does not gives it to the caller as it is.
             await WaitBeforeDeadlineAsync(ready, deadline, ownTimeout, cancellationToken).ConfigureAwait(false);
-            failed = ready.Result is { IsUsable: false } dead ? dead : failed;
         }
     }
 
