@@ -10,7 +10,7 @@ namespace Mux.Client;
 /// it connects (with backoff), publishes the connection to callers, waits until the connection
 /// closes or the server sends GoAway, and starts over. Callers read <see cref="Current"/> without
 /// a lock on every call; only a caller that finds no usable connection waits, on
-/// <see cref="WaitForConnectionAsync"/>.
+/// <see cref="ConnectionSource.WaitForConnectionAsync"/>.
 /// </summary>
 /// <remarks>
 /// Without an endpoint to open a new connection to (a client over a given transport), or with
@@ -100,37 +100,27 @@ internal sealed class ConnectionKeeper : ConnectionSource
         }
     }
 
-    /// <summary>
-    /// Waits for a usable connection other than <paramref name="failed"/> (the one a call just
-    /// failed on, without running), until <paramref name="deadline"/> (a <see cref="ClockDeadline"/>
-    /// on the options' TimeProvider).
-    /// </summary>
-    /// <exception cref="MuxConnectionException">No connection came in time (safe to retry), or the client is closed.</exception>
-    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired.</exception>
-    public override async ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken)
+    /// <summary>The current connection unless it is <paramref name="failed"/> or, when the keeper
+    /// reconnects, unusable (then it is retired here, and the caller waits for the next one).</summary>
+    protected override ClientConnection? TryTake(ClientConnection? failed, bool forCall, out Task changed)
     {
-        while (true)
+        lock (_lock)
         {
-            Task<ClientConnection> ready;
-            lock (_lock)
+            ClientConnection? connection = _current;
+            if (connection is not null)
             {
-                ClientConnection? connection = _current;
-                if (connection is not null)
+                if (connection != failed && (connection.IsUsable || !Reconnects))
                 {
-                    if (connection != failed && (connection.IsUsable || !Reconnects))
-                    {
-                        return connection;
-                    }
-
-                    RetireLocked(connection);
+                    changed = Task.CompletedTask;
+                    return connection;
                 }
 
-                ready = _ready.Task;
+                RetireLocked(connection);
             }
 
-            // Whatever came, look again under the lock: a keeper that reconnects retires it there
-            // if it is already unusable, and one that does not gives it to the caller as it is.
-            await WaitBeforeDeadlineAsync(ready, deadline, ownTimeout, cancellationToken).ConfigureAwait(false);
+            // Read after the retire, which may have replaced it.
+            changed = _ready.Task;
+            return null;
         }
     }
 

@@ -194,37 +194,22 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         return takeFirst ? a : b;
     }
 
-    /// <summary>
-    /// Waits until some instance other than <paramref name="failed"/>'s is usable, until
-    /// <paramref name="deadline"/>.
-    /// </summary>
-    /// <exception cref="MuxConnectionException">No instance came in time (safe to retry), or the client is closed.</exception>
-    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired.</exception>
-    public override ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken) =>
-        WaitAsync(failed, deadline, ownTimeout, count: true, cancellationToken);
-
     /// <summary>Waits until some instance is connected (ConnectAsync); sends nothing.</summary>
     public async Task WaitUntilConnectedAsync(long deadline, CancellationToken cancellationToken) =>
-        await WaitAsync(null, deadline, null, count: false, cancellationToken).ConfigureAwait(false);
+        await WaitAsync(null, deadline, null, forCall: false, cancellationToken).ConfigureAwait(false);
 
-    private async ValueTask<ClientConnection> WaitAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, bool count, CancellationToken cancellationToken)
+    /// <summary>The pick, unless it is <paramref name="failed"/>'s instance; else the caller waits
+    /// for an instance to connect or the set to change.</summary>
+    protected override ClientConnection? TryTake(ClientConnection? failed, bool forCall, out Task changed)
     {
-        while (true)
+        // Read the signal before looking: a change after the look completes it, so no wake-up is lost.
+        changed = _changed.Task;
+        if (_disposed || State == MuxClientState.Closed)
         {
-            // Read the signal before looking: a change after the look completes it, so no wake-up is lost.
-            Task changed = _changed.Task;
-            if (_disposed || State == MuxClientState.Closed)
-            {
-                throw Closed(null);
-            }
-
-            if (Pick(count) is { } connection && connection != failed)
-            {
-                return connection;
-            }
-
-            await WaitBeforeDeadlineAsync(changed, deadline, ownTimeout, cancellationToken).ConfigureAwait(false);
+            throw Closed(null);
         }
+
+        return Pick(forCall) is { } connection && connection != failed ? connection : null;
     }
 
     protected override MuxConnectionException NoConnectionInTime(TimeSpan? ownTimeout)
