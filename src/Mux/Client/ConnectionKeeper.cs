@@ -135,7 +135,7 @@ internal sealed class ConnectionKeeper : ConnectionSource
 
     /// <summary>Stops using <paramref name="connection"/> for new calls and wakes the loop to
     /// replace it. Safe to call from any thread, any number of times.</summary>
-    public void Retire(ClientConnection connection)
+    private void Retire(ClientConnection connection)
     {
         lock (_lock)
         {
