@@ -198,8 +198,8 @@ internal sealed partial class EndPointBalancer : ConnectionSource
     public async Task WaitUntilConnectedAsync(long deadline, CancellationToken cancellationToken) =>
         await WaitAsync(null, deadline, null, forCall: false, cancellationToken).ConfigureAwait(false);
 
-    /// <summary>The pick, unless it is <paramref name="failed"/>'s instance; else the caller waits
-    /// for an instance to connect or the set to change.</summary>
+    /// <summary>The pick, unless it is <paramref name="failed"/>; else the caller waits for an
+    /// instance to connect or the set to change.</summary>
     protected override ClientConnection? TryTake(ClientConnection? failed, bool forCall, out Task changed)
     {
         // Read the signal before looking: a change after the look completes it, so no wake-up is lost.
