@@ -4,9 +4,10 @@ namespace Mux.Client;
 
 /// <summary>
 /// What a <see cref="MuxClient"/> logs about its connection's life (category "Mux.Client"): each
-/// state transition once, and failed attempts once per outage (the rest at Debug). Event ids are
-/// fixed across versions and unique within Mux (ConnectionLog has 1–2, ServerLog 3–9, ClientLog
-/// 20–29, MuxHostingLog 100–).
+/// state transition once, and failed attempts once per outage (the rest at Debug). Over several
+/// instances, each instance's connection logs these, and changes to the set of instances are 30–39.
+/// Event ids are fixed across versions and unique within Mux (ConnectionLog has 1–2, ServerLog 3–9,
+/// ClientLog 20–27 and 30–39, ServingLog 6–7 and 29, MuxHostingLog 100–).
 /// </summary>
 internal static partial class ClientLog
 {
@@ -33,4 +34,13 @@ internal static partial class ClientLog
 
     [LoggerMessage(EventId = 27, EventName = "StateChangedHandlerFailed", Level = LogLevel.Error, Message = "A MuxClient.StateChanged handler threw; the client goes on.")]
     public static partial void StateChangedHandlerFailed(ILogger logger, Exception error);
+
+    [LoggerMessage(EventId = 30, EventName = "EndPointsChanged", Level = LogLevel.Information, Message = "The Mux server {Service} now has {Count} instance(s): {Added} added, {Removed} removed (removed ones finish their calls, then close).")]
+    public static partial void EndPointsChanged(ILogger logger, string service, int count, int added, int removed);
+
+    [LoggerMessage(EventId = 31, EventName = "ResolvedNone", Level = LogLevel.Warning, Message = "Resolving the Mux server {Service} gave no instance; keeping the {Count} known.")]
+    public static partial void ResolvedNone(ILogger logger, string service, int count);
+
+    [LoggerMessage(EventId = 32, EventName = "ResolveFailed", Level = LogLevel.Warning, Message = "Resolving the Mux server {Service} failed; keeping the {Count} known instance(s) and trying again later.")]
+    public static partial void ResolveFailed(ILogger logger, string service, int count, Exception error);
 }

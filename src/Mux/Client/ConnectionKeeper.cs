@@ -10,7 +10,7 @@ namespace Mux.Client;
 /// it connects (with backoff), publishes the connection to callers, waits until the connection
 /// closes or the server sends GoAway, and starts over. Callers read <see cref="Current"/> without
 /// a lock on every call; only a caller that finds no usable connection waits, on
-/// <see cref="WaitForConnectionAsync"/>.
+/// <see cref="ConnectionSource.WaitForConnectionAsync"/>.
 /// </summary>
 /// <remarks>
 /// Without an endpoint to open a new connection to (a client over a given transport), or with
@@ -19,9 +19,7 @@ namespace Mux.Client;
 /// </remarks>
 internal sealed class ConnectionKeeper : ConnectionSource
 {
-    // Where new connections are opened, with what they serve to calls their server starts; null
-    // for a client over a given transport. Immutable.
-    private readonly EndPoint? _endPoint;
+    // What new connections serve to calls their server starts. Immutable.
     private readonly ServiceMethods _services;
 
     // Guards _current, _ready, _replaceNow, _retired and _disposed together. Taken on the slow
@@ -52,6 +50,10 @@ internal sealed class ConnectionKeeper : ConnectionSource
     // The newest connection ever published; kept after it closes for CloseReason and statistics.
     private volatile ClientConnection? _latest;
 
+    // Calls a balanced client sent to this instance (retries count again). Incremented with
+    // Interlocked by every call that picks it; read by GetInstanceStatistics.
+    private long _callsSent;
+
     private readonly Task _loop;
 
     /// <summary>Starts the keeper: from <paramref name="first"/> when ConnectAsync already
@@ -60,13 +62,23 @@ internal sealed class ConnectionKeeper : ConnectionSource
     public ConnectionKeeper(ClientConnection? first, EndPoint? endPoint, ServiceMethods services, MuxClientOptions options, ILogger logger, string server, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
         : base(options, logger, server, endPoint is not null && options.AutoReconnect, onStateChanged)
     {
-        _endPoint = endPoint;
+        EndPoint = endPoint;
         _services = services;
         _loop = RunAsync(first);
     }
 
     /// <summary>The newest connection, open or not; null before the first one.</summary>
     public override ClientConnection? Latest => _latest;
+
+    /// <summary>Where new connections are opened; null for a client over a given transport.</summary>
+    public EndPoint? EndPoint { get; }
+
+    /// <summary>Counts a call that a balanced client picked this instance for.</summary>
+    public void CountCall() => Interlocked.Increment(ref _callsSent);
+
+    /// <summary>What a balanced client reports about this instance.</summary>
+    public MuxEndPointStatistics GetInstanceStatistics() =>
+        new(EndPoint!, State, _latest?.PendingCallCount ?? 0, Interlocked.Read(ref _callsSent));
 
     /// <summary>
     /// The connection for a new call, or null when the caller must wait. When the keeper
@@ -88,36 +100,27 @@ internal sealed class ConnectionKeeper : ConnectionSource
         }
     }
 
-    /// <summary>
-    /// Waits for a usable connection other than <paramref name="failed"/> (the one a call just
-    /// failed on, without running), until <paramref name="deadline"/> (a <see cref="ClockDeadline"/>
-    /// on the options' TimeProvider).
-    /// </summary>
-    /// <exception cref="MuxConnectionException">No connection came in time (safe to retry), or the client is closed.</exception>
-    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired.</exception>
-    public override async ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken)
+    /// <summary>The current connection unless it is <paramref name="failed"/> or, when the keeper
+    /// reconnects, unusable (then it is retired here, and the caller waits for the next one).</summary>
+    protected override ClientConnection? TryTake(ClientConnection? failed, bool forCall, out Task changed)
     {
-        while (true)
+        lock (_lock)
         {
-            Task<ClientConnection> ready;
-            lock (_lock)
+            ClientConnection? connection = _current;
+            if (connection is not null)
             {
-                ClientConnection? connection = _current;
-                if (connection is not null)
+                if (connection != failed && (connection.IsUsable || !Reconnects))
                 {
-                    if (connection != failed && (connection.IsUsable || !Reconnects))
-                    {
-                        return connection;
-                    }
-
-                    RetireLocked(connection);
+                    changed = Task.CompletedTask;
+                    return connection;
                 }
 
-                ready = _ready.Task;
+                RetireLocked(connection);
             }
 
-            await WaitBeforeDeadlineAsync(ready, deadline, ownTimeout, cancellationToken).ConfigureAwait(false);
-            failed = ready.Result is { IsUsable: false } dead ? dead : failed;
+            // Read after the retire, which may have replaced it.
+            changed = _ready.Task;
+            return null;
         }
     }
 
@@ -132,7 +135,7 @@ internal sealed class ConnectionKeeper : ConnectionSource
 
     /// <summary>Stops using <paramref name="connection"/> for new calls and wakes the loop to
     /// replace it. Safe to call from any thread, any number of times.</summary>
-    public void Retire(ClientConnection connection)
+    private void Retire(ClientConnection connection)
     {
         lock (_lock)
         {
@@ -181,7 +184,7 @@ internal sealed class ConnectionKeeper : ConnectionSource
                 {
                     try
                     {
-                        connection = await ClientConnection.OpenAsync(_endPoint!, Options, _services, Logger, stopping).ConfigureAwait(false);
+                        connection = await ClientConnection.OpenAsync(EndPoint!, Options, _services, Logger, stopping).ConfigureAwait(false);
                     }
                     catch (Exception ex) when (!stopping.IsCancellationRequested)
                     {

@@ -61,12 +61,16 @@ internal abstract class ConnectionSource : IAsyncDisposable
     /// <summary>Cancelled by DisposeAsync: stops the loops and the waits they are in.</summary>
     protected CancellationTokenSource Disposing { get; } = new();
 
-    /// <summary>Waits for a usable connection other than <paramref name="failed"/>, until
-    /// <paramref name="deadline"/> (a <see cref="ClockDeadline"/> timestamp of
-    /// <see cref="MuxClientOptions.TimeProvider"/>, or <see cref="ClockDeadline.Never"/>);
-    /// <paramref name="ownTimeout"/> is the call's own timeout when it replaced CallTimeout (for the
-    /// message of a call that found no connection in time), else null.</summary>
-    public abstract ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken);
+    /// <summary>Waits for a usable connection other than <paramref name="failed"/> (the one a call
+    /// just failed on, without running), until <paramref name="deadline"/> (a
+    /// <see cref="ClockDeadline"/> timestamp of <see cref="MuxClientOptions.TimeProvider"/>, or
+    /// <see cref="ClockDeadline.Never"/>); <paramref name="ownTimeout"/> is the call's own timeout
+    /// when it replaced CallTimeout (for the message of a call that found no connection in time),
+    /// else null.</summary>
+    /// <exception cref="MuxConnectionException">No connection came in time (safe to retry), or the client is closed.</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired.</exception>
+    public ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken) =>
+        WaitAsync(failed, deadline, ownTimeout, forCall: true, cancellationToken);
 
     public abstract ValueTask DisposeAsync();
 
@@ -100,24 +104,40 @@ internal abstract class ConnectionSource : IAsyncDisposable
         return true;
     }
 
-    /// <summary>Waits for <paramref name="signal"/> (a connection, or a change worth looking again
-    /// at) until <paramref name="deadline"/>; a caller still waiting then gets <see cref="NoConnectionInTime"/>.</summary>
-    protected async Task WaitBeforeDeadlineAsync(Task signal, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken)
+    /// <summary>The wait of <see cref="WaitForConnectionAsync"/>: looks, and until the deadline waits
+    /// for a change worth looking again at; a caller still waiting then gets
+    /// <see cref="NoConnectionInTime"/>. <paramref name="forCall"/> says whether a call goes to the
+    /// connection found (what a balanced client counts).</summary>
+    protected async ValueTask<ClientConnection> WaitAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, bool forCall, CancellationToken cancellationToken)
     {
-        if (!ClockDeadline.TryGetRemaining(Options.TimeProvider, deadline, out TimeSpan wait))
+        while (true)
         {
-            throw NoConnectionInTime(ownTimeout);
-        }
+            if (TryTake(failed, forCall, out Task changed) is { } connection)
+            {
+                return connection;
+            }
 
-        try
-        {
-            await signal.WaitAsync(wait, Options.TimeProvider, cancellationToken).ConfigureAwait(false);
-        }
-        catch (TimeoutException)
-        {
-            throw NoConnectionInTime(ownTimeout);
+            if (!ClockDeadline.TryGetRemaining(Options.TimeProvider, deadline, out TimeSpan wait))
+            {
+                throw NoConnectionInTime(ownTimeout);
+            }
+
+            try
+            {
+                await changed.WaitAsync(wait, Options.TimeProvider, cancellationToken).ConfigureAwait(false);
+            }
+            catch (TimeoutException)
+            {
+                throw NoConnectionInTime(ownTimeout);
+            }
         }
     }
+
+    /// <summary>The connection for a waiting caller, never <paramref name="failed"/>; or null, with
+    /// <paramref name="changed"/> the task that completes when it is worth looking again (or fails
+    /// once the client is closed).</summary>
+    /// <exception cref="MuxConnectionException">The client is closed.</exception>
+    protected abstract ClientConnection? TryTake(ClientConnection? failed, bool forCall, out Task changed);
 
     /// <summary>Why a call that waited for a connection until its deadline was not sent.</summary>
     protected abstract MuxConnectionException NoConnectionInTime(TimeSpan? ownTimeout);

@@ -44,7 +44,7 @@ internal sealed partial class EndPointBalancer
                 if (endPoints.Count == 0)
                 {
                     _lastResolveFailure = s_noInstanceFound;
-                    BalancingLog.ResolvedNone(Logger, Name, _endPoints.Length);
+                    ClientLog.ResolvedNone(Logger, Name, _endPoints.Length);
                 }
                 else
                 {
@@ -56,7 +56,7 @@ internal sealed partial class EndPointBalancer
             catch (Exception ex) when (!stopping.IsCancellationRequested)
             {
                 _lastResolveFailure = ex;
-                BalancingLog.ResolveFailed(Logger, Name, _endPoints.Length, ex);
+                ClientLog.ResolveFailed(Logger, Name, _endPoints.Length, ex);
             }
 
             // With instances known, a failed or empty ask changes nothing (they keep serving) and
@@ -115,7 +115,7 @@ internal sealed partial class EndPointBalancer
         }
         catch (Exception ex)
         {
-            BalancingLog.ResolveFailed(Logger, Name, _endPoints.Length, ex);
+            ClientLog.ResolveFailed(Logger, Name, _endPoints.Length, ex);
         }
 
         await Task.Delay(Timeout.Infinite, cancellationToken).ConfigureAwait(false);

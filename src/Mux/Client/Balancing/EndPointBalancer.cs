@@ -33,16 +33,16 @@ internal sealed partial class EndPointBalancer : ConnectionSource
     // caller that found no usable instance, dispose.
     private readonly Lock _lock = new();
 
-    // The instances new calls may go to. Replaced (never mutated) under _lock; read by every call
-    // without a lock.
-    private volatile BalancedEndPoint[] _endPoints = [];
+    // The instances new calls may go to, each its keeper. Replaced (never mutated) under _lock;
+    // read by every call without a lock.
+    private volatile ConnectionKeeper[] _endPoints = [];
 
     // Completed, and replaced, whenever an instance connects, the set changes or the client
     // closes: callers waiting for a usable instance look again. Replaced under _lock.
     private volatile TaskCompletionSource _changed = NewSignal();
 
     // Removed instances still finishing their calls: closed by their drain, or by DisposeAsync.
-    private readonly List<BalancedEndPoint> _removed = [];
+    private readonly List<ConnectionKeeper> _removed = [];
 
     // Whether any instance has ever connected (Connecting before, Reconnecting after). Under _lock.
     private bool _everConnected;
@@ -76,9 +76,9 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         get
         {
             ClientConnection? any = null;
-            foreach (BalancedEndPoint endPoint in _endPoints)
+            foreach (ConnectionKeeper endPoint in _endPoints)
             {
-                ClientConnection? latest = endPoint.Keeper.Latest;
+                ClientConnection? latest = endPoint.Latest;
                 if (latest is { IsClosed: false })
                 {
                     return latest;
@@ -97,9 +97,9 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         get
         {
             int pending = 0;
-            foreach (BalancedEndPoint endPoint in _endPoints)
+            foreach (ConnectionKeeper endPoint in _endPoints)
             {
-                pending += endPoint.Keeper.Latest?.PendingCallCount ?? 0;
+                pending += endPoint.Latest?.PendingCallCount ?? 0;
             }
 
             return pending;
@@ -109,11 +109,11 @@ internal sealed partial class EndPointBalancer : ConnectionSource
     /// <summary>The instances calls go to now, each as it is now.</summary>
     public override IReadOnlyList<MuxEndPointStatistics> GetEndPointStatistics()
     {
-        BalancedEndPoint[] endPoints = _endPoints;
+        ConnectionKeeper[] endPoints = _endPoints;
         var statistics = new MuxEndPointStatistics[endPoints.Length];
         for (int i = 0; i < statistics.Length; i++)
         {
-            statistics[i] = endPoints[i].GetStatistics();
+            statistics[i] = endPoints[i].GetInstanceStatistics();
         }
 
         return statistics;
@@ -124,10 +124,10 @@ internal sealed partial class EndPointBalancer : ConnectionSource
     public override ClientConnection? Current => Pick(count: true);
 
     /// <summary>The pick; <paramref name="count"/> says whether a call will go to it (for
-    /// <see cref="BalancedEndPoint.CallsSent"/>).</summary>
+    /// <see cref="MuxEndPointStatistics.CallsSent"/>).</summary>
     private ClientConnection? Pick(bool count)
     {
-        BalancedEndPoint[] endPoints = _endPoints;
+        ConnectionKeeper[] endPoints = _endPoints;
         if (endPoints.Length == 0)
         {
             return null;
@@ -138,18 +138,18 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             : PickLeastPending(endPoints, count);
     }
 
-    private static ClientConnection? PickLeastPending(BalancedEndPoint[] endPoints, bool count)
+    private static ClientConnection? PickLeastPending(ConnectionKeeper[] endPoints, bool count)
     {
         int length = endPoints.Length;
         int start = length == 1 ? 0 : Random.Shared.Next(length);
         ClientConnection? best = null;
-        BalancedEndPoint? bestEndPoint = null;
+        ConnectionKeeper? bestEndPoint = null;
         int bestPending = int.MaxValue;
         for (int i = 0; i < length; i++)
         {
             int index = start + i;
-            BalancedEndPoint endPoint = endPoints[index < length ? index : index - length];
-            if (endPoint.Keeper.Current is { IsUsable: true } connection)
+            ConnectionKeeper endPoint = endPoints[index < length ? index : index - length];
+            if (endPoint.Current is { IsUsable: true } connection)
             {
                 int pending = connection.PendingCallCount;
                 if (pending < bestPending)
@@ -169,7 +169,7 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         return best;
     }
 
-    private static ClientConnection? PickOfTwo(BalancedEndPoint[] endPoints, bool count)
+    private static ClientConnection? PickOfTwo(ConnectionKeeper[] endPoints, bool count)
     {
         int first = Random.Shared.Next(endPoints.Length);
         int second = Random.Shared.Next(endPoints.Length - 1);
@@ -178,8 +178,8 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             second++;
         }
 
-        ClientConnection? a = endPoints[first].Keeper.Current is { IsUsable: true } ca ? ca : null;
-        ClientConnection? b = endPoints[second].Keeper.Current is { IsUsable: true } cb ? cb : null;
+        ClientConnection? a = endPoints[first].Current is { IsUsable: true } ca ? ca : null;
+        ClientConnection? b = endPoints[second].Current is { IsUsable: true } cb ? cb : null;
         if (a is null && b is null)
         {
             return null;
@@ -194,42 +194,27 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         return takeFirst ? a : b;
     }
 
-    /// <summary>
-    /// Waits until some instance other than <paramref name="failed"/>'s is usable, until
-    /// <paramref name="deadline"/>.
-    /// </summary>
-    /// <exception cref="MuxConnectionException">No instance came in time (safe to retry), or the client is closed.</exception>
-    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired.</exception>
-    public override ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken) =>
-        WaitAsync(failed, deadline, ownTimeout, count: true, cancellationToken);
-
     /// <summary>Waits until some instance is connected (ConnectAsync); sends nothing.</summary>
     public async Task WaitUntilConnectedAsync(long deadline, CancellationToken cancellationToken) =>
-        await WaitAsync(null, deadline, null, count: false, cancellationToken).ConfigureAwait(false);
+        await WaitAsync(null, deadline, null, forCall: false, cancellationToken).ConfigureAwait(false);
 
-    private async ValueTask<ClientConnection> WaitAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, bool count, CancellationToken cancellationToken)
+    /// <summary>The pick, unless it is <paramref name="failed"/>; else the caller waits for an
+    /// instance to connect or the set to change.</summary>
+    protected override ClientConnection? TryTake(ClientConnection? failed, bool forCall, out Task changed)
     {
-        while (true)
+        // Read the signal before looking: a change after the look completes it, so no wake-up is lost.
+        changed = _changed.Task;
+        if (_disposed || State == MuxClientState.Closed)
         {
-            // Read the signal before looking: a change after the look completes it, so no wake-up is lost.
-            Task changed = _changed.Task;
-            if (_disposed || State == MuxClientState.Closed)
-            {
-                throw Closed(null);
-            }
-
-            if (Pick(count) is { } connection && connection != failed)
-            {
-                return connection;
-            }
-
-            await WaitBeforeDeadlineAsync(changed, deadline, ownTimeout, cancellationToken).ConfigureAwait(false);
+            throw Closed(null);
         }
+
+        return Pick(forCall) is { } connection && connection != failed ? connection : null;
     }
 
     protected override MuxConnectionException NoConnectionInTime(TimeSpan? ownTimeout)
     {
-        BalancedEndPoint[] endPoints = _endPoints;
+        ConnectionKeeper[] endPoints = _endPoints;
         Exception? resolverError = null;
         string why = endPoints.Length == 0
             ? DescribeNoInstance(out resolverError)
@@ -237,11 +222,11 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         return NotSent($"any instance of the Mux server ({Name})", ownTimeout, why, Latest, resolverError);
     }
 
-    private static string LastError(BalancedEndPoint[] endPoints)
+    private static string LastError(ConnectionKeeper[] endPoints)
     {
-        foreach (BalancedEndPoint endPoint in endPoints)
+        foreach (ConnectionKeeper endPoint in endPoints)
         {
-            if (endPoint.Keeper.Latest is { IsClosed: true } latest)
+            if (endPoint.Latest is { IsClosed: true } latest)
             {
                 return $" The last connection ({endPoint.EndPoint}): {latest.CloseError.Message}";
             }
@@ -256,7 +241,7 @@ internal sealed partial class EndPointBalancer : ConnectionSource
     /// </summary>
     public void Update(IReadOnlyList<EndPoint> endPoints)
     {
-        var removed = new List<BalancedEndPoint>();
+        var removed = new List<ConnectionKeeper>();
         lock (_lock)
         {
             if (_disposed)
@@ -264,20 +249,20 @@ internal sealed partial class EndPointBalancer : ConnectionSource
                 return;
             }
 
-            BalancedEndPoint[] current = _endPoints;
-            var next = new List<BalancedEndPoint>(endPoints.Count);
+            ConnectionKeeper[] current = _endPoints;
+            var next = new List<ConnectionKeeper>(endPoints.Count);
             foreach (EndPoint endPoint in endPoints)
             {
-                if (next.Exists(known => known.EndPoint.Equals(endPoint)))
+                if (next.Exists(known => endPoint.Equals(known.EndPoint)))
                 {
                     continue;
                 }
 
-                BalancedEndPoint? kept = Array.Find(current, known => known.EndPoint.Equals(endPoint));
+                ConnectionKeeper? kept = Array.Find(current, known => endPoint.Equals(known.EndPoint));
                 next.Add(kept ?? StartLocked(endPoint));
             }
 
-            foreach (BalancedEndPoint endPoint in current)
+            foreach (ConnectionKeeper endPoint in current)
             {
                 if (!next.Contains(endPoint))
                 {
@@ -292,41 +277,43 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             }
 
             _endPoints = [.. next];
-            BalancingLog.EndPointsChanged(Logger, Name, next.Count, next.Count - (current.Length - removed.Count), removed.Count);
+            ClientLog.EndPointsChanged(Logger, Name, next.Count, next.Count - (current.Length - removed.Count), removed.Count);
             AggregateLocked(null);
             SignalLocked();
         }
 
-        foreach (BalancedEndPoint endPoint in removed)
+        foreach (ConnectionKeeper endPoint in removed)
         {
             _ = DrainAsync(endPoint);
         }
     }
 
-    private BalancedEndPoint StartLocked(EndPoint address)
+    private ConnectionKeeper StartLocked(EndPoint address)
     {
-        var endPoint = new BalancedEndPoint(address);
-        endPoint.Keeper = new ConnectionKeeper(
+        // A change the keeper reports before it is assigned here (a connect that fails at once) comes
+        // with null: the keeper is not in the set yet, and Update aggregates once it is.
+        ConnectionKeeper? keeper = null;
+        keeper = new ConnectionKeeper(
             null,
             address,
             _services,
             Options,
             Logger,
             address.ToString() ?? "server",
-            (previous, state, error) => OnEndPointStateChanged(endPoint, state, error));
-        return endPoint;
+            (previous, state, error) => OnEndPointStateChanged(keeper, state, error));
+        return keeper;
     }
 
     /// <summary>A removed instance: no new calls reach it; its pending calls finish (within the call
     /// timeout), then its connection closes.</summary>
-    private async Task DrainAsync(BalancedEndPoint endPoint)
+    private async Task DrainAsync(ConnectionKeeper endPoint)
     {
         try
         {
             TimeProvider clock = Options.TimeProvider;
             long deadline = ClockDeadline.After(clock, Options.CallTimeout);
             using var poll = new PeriodicTimer(TimeSpan.FromMilliseconds(20), clock);
-            while ((endPoint.Keeper.Latest?.PendingCallCount ?? 0) > 0 && clock.GetTimestamp() < deadline)
+            while ((endPoint.Latest?.PendingCallCount ?? 0) > 0 && clock.GetTimestamp() < deadline)
             {
                 await poll.WaitForNextTickAsync(Disposing.Token).ConfigureAwait(false);
             }
@@ -345,10 +332,10 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             }
         }
 
-        await endPoint.Keeper.DisposeAsync().ConfigureAwait(false);
+        await endPoint.DisposeAsync().ConfigureAwait(false);
     }
 
-    private void OnEndPointStateChanged(BalancedEndPoint endPoint, MuxClientState state, Exception? error)
+    private void OnEndPointStateChanged(ConnectionKeeper? endPoint, MuxClientState state, Exception? error)
     {
         lock (_lock)
         {
@@ -358,7 +345,7 @@ internal sealed partial class EndPointBalancer : ConnectionSource
                 SignalLocked();
             }
 
-            if (Array.IndexOf(_endPoints, endPoint) >= 0)
+            if (endPoint is not null && Array.IndexOf(_endPoints, endPoint) >= 0)
             {
                 AggregateLocked(error);
             }
@@ -375,10 +362,10 @@ internal sealed partial class EndPointBalancer : ConnectionSource
     /// <see cref="MuxClientOptions.AutoReconnect"/> off, once every instance has closed.</summary>
     private void AggregateLocked(Exception? error)
     {
-        BalancedEndPoint[] endPoints = _endPoints;
+        ConnectionKeeper[] endPoints = _endPoints;
         bool anyConnected = false;
         bool allClosed = endPoints.Length > 0;
-        foreach (BalancedEndPoint endPoint in endPoints)
+        foreach (ConnectionKeeper endPoint in endPoints)
         {
             anyConnected |= endPoint.State == MuxClientState.Connected;
             allClosed &= endPoint.State == MuxClientState.Closed;
@@ -409,20 +396,14 @@ internal sealed partial class EndPointBalancer : ConnectionSource
     public override async ValueTask DisposeAsync()
     {
         Disposing.Cancel();
-        BalancedEndPoint[] open;
+        ConnectionKeeper[] open;
         lock (_lock)
         {
-            if (_disposed)
-            {
-                open = [];
-            }
-            else
-            {
-                _disposed = true;
-                open = [.. _endPoints, .. _removed];
-                _removed.Clear();
-                SignalLocked();
-            }
+            // A second dispose finds nothing left to close (_removed stays empty once disposed).
+            open = _disposed ? [] : [.. _endPoints, .. _removed];
+            _disposed = true;
+            _removed.Clear();
+            SignalLocked();
         }
 
         try
@@ -434,9 +415,9 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             // The loop stops with the client.
         }
 
-        foreach (BalancedEndPoint endPoint in open)
+        foreach (ConnectionKeeper endPoint in open)
         {
-            await endPoint.Keeper.DisposeAsync().ConfigureAwait(false);
+            await endPoint.DisposeAsync().ConfigureAwait(false);
         }
 
         lock (_lock)
