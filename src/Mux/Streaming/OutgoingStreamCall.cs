@@ -1,6 +1,7 @@
 using System.Runtime.CompilerServices;
 using System.Runtime.ExceptionServices;
 using Mux.Connection;
+using Mux.Protocol;
 using Mux.Serialization;
 
 namespace Mux.Streaming;
@@ -41,7 +42,7 @@ internal static class OutgoingStreamCall
 
             while (await receiver.WaitToReadAsync(cancellationToken).ConfigureAwait(false))
             {
-                while (receiver.TryRead(connection.SerializerOptions, out TResult? item))
+                while (receiver.TryRead(out TResult? item))
                 {
                     // Buffered items too stop at a cancellation: the loop ends where the caller cancelled.
                     cancellationToken.ThrowIfCancellationRequested();
@@ -123,8 +124,11 @@ internal static class OutgoingStreamCall
             // (in fragments, a few writer turns after the call started): the window opens only
             // then. The credit taken here is the first item's.
             await sender.WaitAsync(token).ConfigureAwait(false);
-            await StreamProducer.SendAsync(connection, items, sender, connection.SerializerOptions, token, holdsCredit: true).ConfigureAwait(false);
-            connection.SendStreamEnd(sender.CallId, sender.IdSpace, MuxStatusCode.Ok, null);
+            await StreamProducer.SendAsync(connection, items, sender, token, holdsCredit: true).ConfigureAwait(false);
+
+            // An empty StreamEnd: completed. Best effort, as the failed one below: on a closed
+            // connection the callee cancels the call anyway.
+            connection.TrySendRawFrame(FrameType.StreamEnd, sender.CallId, ReadOnlySpan<byte>.Empty, sender.IdSpace);
         }
         catch (Exception) when (token.IsCancellationRequested)
         {
@@ -134,7 +138,8 @@ internal static class OutgoingStreamCall
         {
             streams.SendFailure = ex;
             MuxStatusCode code = ex is OperationCanceledException ? MuxStatusCode.Canceled : MuxStatusCode.HandlerFailed;
-            connection.SendStreamEnd(sender.CallId, sender.IdSpace, code, $"The {connection.SideName}'s stream failed: {ex.GetType().FullName}: {ex.Message}");
+            var end = new ErrorBody(code, $"The {connection.SideName}'s stream failed: {ex.GetType().FullName}: {ex.Message}", null);
+            connection.TrySendFrame(FrameType.StreamEnd, sender.CallId, ref end, sender.IdSpace);
             linked.Cancel();
         }
     }

@@ -118,9 +118,9 @@ internal sealed class StreamReceiver
     public ValueTask<bool> WaitToReadAsync(CancellationToken cancellationToken) =>
         Volatile.Read(ref _aborted) != 0 ? new ValueTask<bool>(false) : _items.Reader.WaitToReadAsync(cancellationToken);
 
-    /// <summary>Reads and deserializes the next buffered item, if any, and grants the producer
-    /// credit for it. Consumer only.</summary>
-    public bool TryRead<T>(MessagePackSerializerOptions options, [MaybeNullWhen(false)] out T item)
+    /// <summary>Reads and deserializes (with the connection's options) the next buffered item, if
+    /// any, and grants the producer credit for it. Consumer only.</summary>
+    public bool TryRead<T>([MaybeNullWhen(false)] out T item)
     {
         if (Volatile.Read(ref _aborted) != 0 || !_items.Reader.TryRead(out ItemBuffer buffer))
         {
@@ -130,7 +130,7 @@ internal sealed class StreamReceiver
 
         try
         {
-            item = MessagePackSerializer.Deserialize<T>(buffer.Array.AsMemory(0, buffer.Length), options);
+            item = MessagePackSerializer.Deserialize<T>(buffer.Array.AsMemory(0, buffer.Length), _connection.SerializerOptions);
         }
         finally
         {
