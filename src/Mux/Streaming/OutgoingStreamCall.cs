@@ -58,7 +58,7 @@ internal static class OutgoingStreamCall
             // A consumer that stops early (or fails) cancels the call: the callee's producer stops.
             linked.Cancel();
             calls.UnregisterStreams(streams);
-            receiver.Abandon();
+            receiver.Abort(null);
             await pump.ConfigureAwait(false);
         }
     }

@@ -108,7 +108,7 @@ internal sealed partial class IncomingCall
         if (Volatile.Read(ref _streamsClosed) != 0)
         {
             // Finish ran meanwhile and may have missed it: it holds nothing anyone will read.
-            Interlocked.Exchange(ref _inbound, null)?.Abandon();
+            Interlocked.Exchange(ref _inbound, null)?.Abort(null);
             return null;
         }
 
@@ -143,7 +143,7 @@ internal sealed partial class IncomingCall
     private void CloseStreams()
     {
         Interlocked.Exchange(ref _streamsClosed, 1);
-        Interlocked.Exchange(ref _inbound, null)?.Abandon();
+        Interlocked.Exchange(ref _inbound, null)?.Abort(null);
     }
 
     /// <summary>Cancels the call from the handler's own thread (not the reader loop), running the
