@@ -268,6 +268,32 @@ public sealed class StreamingTests
         Assert.InRange(host.Service.DrainCount, 0, 3);
     }
 
+    [Fact]
+    public async Task ClientProducerThatCancelsItself_FailsTheCallWithItsCancellation_AndTheHandlerSeesCanceled()
+    {
+        await using Host host = await Host.StartAsync();
+
+        var ex = await Assert.ThrowsAsync<OperationCanceledException>(() => host.Proxy.Drain(CanceledAfter(3))).WaitAsync(Patience);
+
+        Assert.Equal("the sensor gave up", ex.Message);
+        Exception? seen = await host.Service.DrainEnded.Task.WaitAsync(Patience);
+        var remote = Assert.IsType<MuxRemoteException>(seen);
+        Assert.Equal(MuxStatusCode.Canceled, remote.StatusCode);
+        Assert.Equal("The client's stream failed: System.OperationCanceledException: the sensor gave up", remote.Message);
+    }
+
+    // Cancels itself (its own OperationCanceledException, not the call's token).
+    private static async IAsyncEnumerable<int> CanceledAfter(int count)
+    {
+        for (int i = 0; i < count; i++)
+        {
+            yield return i;
+        }
+
+        await Task.Yield();
+        throw new OperationCanceledException("the sensor gave up");
+    }
+
     private static async IAsyncEnumerable<int> FailingAfter(int count)
     {
         for (int i = 0; i < count; i++)
