@@ -51,7 +51,7 @@ internal static class OutgoingStreamCall
             }
 
             ThrowSendFailure(streams);
-            ThrowEnd(receiver);
+            receiver.ThrowIfFailed();
         }
         finally
         {
@@ -97,13 +97,19 @@ internal static class OutgoingStreamCall
     }
 
     /// <summary>Ends the callee's stream when the call ends: its Response (or Error) comes after
-    /// its last item on the connection, so every item is buffered by then.</summary>
+    /// its last item on the connection, so every item is buffered by then. A callee that cancelled
+    /// its producer ends the consumer's loop with OperationCanceledException, as a cancellation
+    /// here does.</summary>
     private static async Task EndWhenCallEndsAsync(ValueTask<VoidResult> call, StreamReceiver receiver)
     {
         try
         {
             await call.ConfigureAwait(false);
             receiver.Complete(null);
+        }
+        catch (MuxRemoteException remote) when (remote.StatusCode == MuxStatusCode.Canceled)
+        {
+            receiver.Complete(new OperationCanceledException(remote.Message, remote));
         }
         catch (Exception ex)
         {
@@ -149,20 +155,6 @@ internal static class OutgoingStreamCall
         if (streams.SendFailure is { } failure)
         {
             ExceptionDispatchInfo.Throw(failure);
-        }
-    }
-
-    /// <summary>Throws why the callee's stream ended, if it failed. A callee that cancelled its
-    /// producer ends the consumer's loop with OperationCanceledException, as a cancellation here does.</summary>
-    private static void ThrowEnd(StreamReceiver receiver)
-    {
-        try
-        {
-            receiver.ThrowIfFailed();
-        }
-        catch (MuxRemoteException remote) when (remote.StatusCode == MuxStatusCode.Canceled)
-        {
-            throw new OperationCanceledException(remote.Message, remote);
         }
     }
 }

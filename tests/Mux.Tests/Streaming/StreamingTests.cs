@@ -252,6 +252,26 @@ public sealed class StreamingTests
     }
 
     [Fact]
+    public async Task ServerProducerThatCancels_EndsTheConsumerWithOperationCanceled_AfterTheItemsBeforeIt()
+    {
+        await using Host host = await Host.StartAsync();
+
+        var received = new List<int>();
+        var ex = await Assert.ThrowsAsync<OperationCanceledException>(async () =>
+        {
+            await foreach (int value in host.Proxy.CancelAfter(3, "the server gave up"))
+            {
+                received.Add(value);
+            }
+        }).WaitAsync(Patience);
+
+        Assert.Equal([0, 1, 2], received);
+        Assert.Equal("the server gave up", ex.Message);
+        var remote = Assert.IsType<MuxRemoteException>(ex.InnerException);
+        Assert.Equal(MuxStatusCode.Canceled, remote.StatusCode);
+    }
+
+    [Fact]
     public async Task ClientProducerThatThrows_FailsTheCallWithItsException_AndTheHandlerSeesARemoteException()
     {
         await using Host host = await Host.StartAsync();
