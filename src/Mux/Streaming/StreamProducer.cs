@@ -38,14 +38,15 @@ internal static class StreamProducer
     private static readonly TimerCallback s_flushBatch = static state => ((MuxConnection)state!).SendQueuedFrames();
 
     /// <summary>Enumerates <paramref name="items"/> with <paramref name="cancellationToken"/> and
-    /// sends each within <paramref name="window"/>'s credit, serialized with the connection's options. Everything sent is flushed before
-    /// this returns or throws. <paramref name="holdsCredit"/>: the caller has already taken the
-    /// first item's credit. <paramref name="servedCall"/>: the server call whose result this is
+    /// sends each, serialized with the connection's options, within <paramref name="window"/>'s
+    /// credit. Everything sent is flushed before this returns or throws.
+    /// <paramref name="holdsCredit"/>: the caller has already taken the first item's credit. <paramref name="servedCall"/>: the server call whose result this is
     /// (null for a client's stream), cancelled here when the connection is lost.</summary>
     /// <exception cref="MuxConnectionException">The connection closed.</exception>
     public static async ValueTask SendAsync<T>(MuxConnection connection, IAsyncEnumerable<T> items, StreamSendWindow window, CancellationToken cancellationToken, bool holdsCredit = false, IncomingCall? servedCall = null)
     {
         MessagePackSerializerOptions options = connection.SerializerOptions;
+
         // On the connection's clock, as every timer and clock read of the engine.
         TimeProvider clock = connection.TimeProvider;
         long slowItem = clock.TimestampFrequency * SlowItemMicroseconds / 1_000_000;
