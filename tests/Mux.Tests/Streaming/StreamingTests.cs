@@ -149,6 +149,36 @@ public sealed class StreamingTests
     }
 
     [Fact]
+    public async Task DuplexClientProducerThatThrows_EndsTheConsumerOnceWithItsException_AfterTheEchoesBeforeIt()
+    {
+        await using Host host = await Host.StartAsync();
+        var lines = System.Threading.Channels.Channel.CreateUnbounded<string>();
+
+        await using IAsyncEnumerator<string> answers = host.Proxy.Echo("> ", LinesThenFailure(lines.Reader, "keyboard unplugged")).GetAsyncEnumerator();
+        for (int i = 0; i < 3; i++)
+        {
+            await lines.Writer.WriteAsync("line " + i);
+            Assert.True(await answers.MoveNextAsync().AsTask().WaitAsync(Patience));
+            Assert.Equal("> line " + i, answers.Current);
+        }
+
+        lines.Writer.Complete(); // The producer throws after its last line.
+        var ex = await Assert.ThrowsAsync<InvalidOperationException>(() => answers.MoveNextAsync().AsTask()).WaitAsync(Patience);
+        Assert.Equal("keyboard unplugged", ex.Message);
+        Assert.False(await answers.MoveNextAsync().AsTask().WaitAsync(Patience));
+    }
+
+    private static async IAsyncEnumerable<string> LinesThenFailure(System.Threading.Channels.ChannelReader<string> lines, string message)
+    {
+        await foreach (string line in lines.ReadAllAsync())
+        {
+            yield return line;
+        }
+
+        throw new InvalidOperationException(message);
+    }
+
+    [Fact]
     public async Task SlowConsumerOfOneStream_DoesNotHoldUpOneHundredOtherCallers()
     {
         await using Host host = await Host.StartAsync(tcp: true, clientOptions: new MuxClientOptions { StreamWindow = 4 });
