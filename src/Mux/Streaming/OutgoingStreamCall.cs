@@ -50,7 +50,6 @@ internal static class OutgoingStreamCall
                 }
             }
 
-            ThrowSendFailure(streams);
             receiver.ThrowIfFailed();
         }
         finally
@@ -80,11 +79,11 @@ internal static class OutgoingStreamCall
             pump = PumpAsync(connection, streams, items, linked);
             return await call.ConfigureAwait(false);
         }
-        catch (Exception) when (streams.SendFailure is not null)
+        catch (Exception) when (streams.SendFailure is { } failure)
         {
             // The producer failed first: whatever the call then ended with (its cancellation, or
             // the handler's failure on reading the failed stream) follows from that.
-            ThrowSendFailure(streams);
+            ExceptionDispatchInfo.Throw(failure);
             throw;
         }
         finally
@@ -118,8 +117,9 @@ internal static class OutgoingStreamCall
     }
 
     /// <summary>Sends the caller's items within the callee's credit, then StreamEnd. Never throws:
-    /// a producer that fails records why, tells the callee (StreamEnd with an error) and cancels
-    /// the call; a call that ends first (<paramref name="linked"/> cancelled) just stops it.</summary>
+    /// a producer that fails records why (ending the callee's stream with it, for a duplex call),
+    /// tells the callee (StreamEnd with an error) and cancels the call; a call that ends first
+    /// (<paramref name="linked"/> cancelled) just stops it.</summary>
     private static async Task PumpAsync<TItem>(MuxConnection connection, CallStreams streams, IAsyncEnumerable<TItem> items, CancellationTokenSource linked)
     {
         CancellationToken token = linked.Token;
@@ -142,19 +142,14 @@ internal static class OutgoingStreamCall
         }
         catch (Exception ex)
         {
+            // The producer's failure is how the call ends for its caller, not the cancellation below:
+            // a duplex consumer reads what is buffered, then its loop ends with it.
             streams.SendFailure = ex;
+            streams.Receiver?.Complete(ex);
             MuxStatusCode code = ex is OperationCanceledException ? MuxStatusCode.Canceled : MuxStatusCode.HandlerFailed;
             var end = new ErrorBody(code, $"The {connection.SideName}'s stream failed: {ex.GetType().FullName}: {ex.Message}", null);
             connection.TrySendFrame(FrameType.StreamEnd, sender.CallId, ref end, sender.IdSpace);
             linked.Cancel();
-        }
-    }
-
-    private static void ThrowSendFailure(CallStreams streams)
-    {
-        if (streams.SendFailure is { } failure)
-        {
-            ExceptionDispatchInfo.Throw(failure);
         }
     }
 }
