@@ -1,12 +1,11 @@
 using System.Buffers.Binary;
-using MessagePack;
 using Mux.Protocol;
-using Mux.Serialization;
 
 namespace Mux.Connection;
 
-// Streams (Mux.Streaming): the frames both ends send for IAsyncEnumerable arguments and results,
-// and the credit window each side announces in the handshake.
+// Streams (Mux.Streaming): the credit window each side announces in the handshake for
+// IAsyncEnumerable arguments and results, and the StreamCredit frame that extends it. Their
+// producers send StreamItem and StreamEnd frames themselves (StreamProducer, OutgoingStreamCall).
 internal abstract partial class MuxConnection
 {
     /// <summary>How many items of each stream this side buffers (its options' StreamWindow):
@@ -18,16 +17,6 @@ internal abstract partial class MuxConnection
     /// Written by the reader loop from the handshake, before any call.</summary>
     internal int PeerStreamWindow { get; private set; } = HandshakeSettings.DefaultStreamWindow;
 
-    /// <summary>Sends one item of a call's stream, or with <paramref name="defer"/> queues it to go
-    /// out with the next frame sent or at <see cref="SendQueuedFrames"/>. The caller has
-    /// taken one item of credit. Returns the frame's size.</summary>
-    /// <exception cref="MuxConnectionException">The connection is closed.</exception>
-    internal int SendStreamItem<T>(uint callId, FrameFlags idSpace, T item, MessagePackSerializerOptions options, bool defer)
-    {
-        var body = new ResultBody<T>(item, options);
-        return SendFrame(FrameType.StreamItem, callId, 0, ref body, idSpace, defer: defer);
-    }
-
     /// <summary>Grants the producer of a call's stream <paramref name="count"/> more items; best
     /// effort (a closed connection ends the stream anyway).</summary>
     internal void SendStreamCredit(uint callId, FrameFlags idSpace, int count)
@@ -35,20 +24,5 @@ internal abstract partial class MuxConnection
         Span<byte> payload = stackalloc byte[ProtocolConstants.StreamCreditPayloadSize];
         BinaryPrimitives.WriteUInt32LittleEndian(payload, (uint)count);
         TrySendRawFrame(FrameType.StreamCredit, callId, payload, idSpace); // Closed: the stream fails with the connection.
-    }
-
-    /// <summary>Tells the callee the caller's stream of a call has ended: completed
-    /// (<paramref name="code"/> Ok), or failed with that code and message. Best effort.</summary>
-    internal void SendStreamEnd(uint callId, FrameFlags idSpace, MuxStatusCode code, string? message)
-    {
-        // Either way, a closed connection sends nothing: the callee cancels the call anyway.
-        if (code == MuxStatusCode.Ok)
-        {
-            TrySendRawFrame(FrameType.StreamEnd, callId, ReadOnlySpan<byte>.Empty, idSpace);
-            return;
-        }
-
-        var body = new ErrorBody(code, message ?? string.Empty, null);
-        TrySendFrame(FrameType.StreamEnd, callId, ref body, idSpace);
     }
 }

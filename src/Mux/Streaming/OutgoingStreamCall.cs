@@ -1,6 +1,7 @@
 using System.Runtime.CompilerServices;
 using System.Runtime.ExceptionServices;
 using Mux.Connection;
+using Mux.Protocol;
 using Mux.Serialization;
 
 namespace Mux.Streaming;
@@ -41,7 +42,7 @@ internal static class OutgoingStreamCall
 
             while (await receiver.WaitToReadAsync(cancellationToken).ConfigureAwait(false))
             {
-                while (receiver.TryRead(connection.SerializerOptions, out TResult? item))
+                while (receiver.TryRead(out TResult? item))
                 {
                     // Buffered items too stop at a cancellation: the loop ends where the caller cancelled.
                     cancellationToken.ThrowIfCancellationRequested();
@@ -49,15 +50,14 @@ internal static class OutgoingStreamCall
                 }
             }
 
-            ThrowSendFailure(streams);
-            ThrowEnd(receiver);
+            receiver.ThrowIfFailed();
         }
         finally
         {
             // A consumer that stops early (or fails) cancels the call: the callee's producer stops.
             linked.Cancel();
             calls.UnregisterStreams(streams);
-            receiver.Abandon();
+            receiver.Abort(null);
             await pump.ConfigureAwait(false);
         }
     }
@@ -79,11 +79,11 @@ internal static class OutgoingStreamCall
             pump = PumpAsync(connection, streams, items, linked);
             return await call.ConfigureAwait(false);
         }
-        catch (Exception) when (streams.SendFailure is not null)
+        catch (Exception) when (streams.SendFailure is { } failure)
         {
             // The producer failed first: whatever the call then ended with (its cancellation, or
             // the handler's failure on reading the failed stream) follows from that.
-            ThrowSendFailure(streams);
+            ExceptionDispatchInfo.Throw(failure);
             throw;
         }
         finally
@@ -96,13 +96,19 @@ internal static class OutgoingStreamCall
     }
 
     /// <summary>Ends the callee's stream when the call ends: its Response (or Error) comes after
-    /// its last item on the connection, so every item is buffered by then.</summary>
+    /// its last item on the connection, so every item is buffered by then. A callee that cancelled
+    /// its producer ends the consumer's loop with OperationCanceledException, as a cancellation
+    /// here does.</summary>
     private static async Task EndWhenCallEndsAsync(ValueTask<VoidResult> call, StreamReceiver receiver)
     {
         try
         {
             await call.ConfigureAwait(false);
             receiver.Complete(null);
+        }
+        catch (MuxRemoteException remote) when (remote.StatusCode == MuxStatusCode.Canceled)
+        {
+            receiver.Complete(new OperationCanceledException(remote.Message, remote));
         }
         catch (Exception ex)
         {
@@ -111,8 +117,9 @@ internal static class OutgoingStreamCall
     }
 
     /// <summary>Sends the caller's items within the callee's credit, then StreamEnd. Never throws:
-    /// a producer that fails records why, tells the callee (StreamEnd with an error) and cancels
-    /// the call; a call that ends first (<paramref name="linked"/> cancelled) just stops it.</summary>
+    /// a producer that fails records why (ending the callee's stream with it, for a duplex call),
+    /// tells the callee (StreamEnd with an error) and cancels the call; a call that ends first
+    /// (<paramref name="linked"/> cancelled) just stops it.</summary>
     private static async Task PumpAsync<TItem>(MuxConnection connection, CallStreams streams, IAsyncEnumerable<TItem> items, CancellationTokenSource linked)
     {
         CancellationToken token = linked.Token;
@@ -123,8 +130,11 @@ internal static class OutgoingStreamCall
             // (in fragments, a few writer turns after the call started): the window opens only
             // then. The credit taken here is the first item's.
             await sender.WaitAsync(token).ConfigureAwait(false);
-            await StreamProducer.SendAsync(connection, items, sender, connection.SerializerOptions, token, holdsCredit: true).ConfigureAwait(false);
-            connection.SendStreamEnd(sender.CallId, sender.IdSpace, MuxStatusCode.Ok, null);
+            await StreamProducer.SendAsync(connection, items, sender, token, holdsCredit: true).ConfigureAwait(false);
+
+            // An empty StreamEnd: completed. Best effort, as the failed one below: on a closed
+            // connection the callee cancels the call anyway.
+            connection.TrySendRawFrame(FrameType.StreamEnd, sender.CallId, ReadOnlySpan<byte>.Empty, sender.IdSpace);
         }
         catch (Exception) when (token.IsCancellationRequested)
         {
@@ -132,32 +142,14 @@ internal static class OutgoingStreamCall
         }
         catch (Exception ex)
         {
+            // The producer's failure is how the call ends for its caller, not the cancellation below:
+            // a duplex consumer reads what is buffered, then its loop ends with it.
             streams.SendFailure = ex;
+            streams.Receiver?.Complete(ex);
             MuxStatusCode code = ex is OperationCanceledException ? MuxStatusCode.Canceled : MuxStatusCode.HandlerFailed;
-            connection.SendStreamEnd(sender.CallId, sender.IdSpace, code, $"The {connection.SideName}'s stream failed: {ex.GetType().FullName}: {ex.Message}");
+            var end = new ErrorBody(code, $"The {connection.SideName}'s stream failed: {ex.GetType().FullName}: {ex.Message}", null);
+            connection.TrySendFrame(FrameType.StreamEnd, sender.CallId, ref end, sender.IdSpace);
             linked.Cancel();
-        }
-    }
-
-    private static void ThrowSendFailure(CallStreams streams)
-    {
-        if (streams.SendFailure is { } failure)
-        {
-            ExceptionDispatchInfo.Throw(failure);
-        }
-    }
-
-    /// <summary>Throws why the callee's stream ended, if it failed. A callee that cancelled its
-    /// producer ends the consumer's loop with OperationCanceledException, as a cancellation here does.</summary>
-    private static void ThrowEnd(StreamReceiver receiver)
-    {
-        try
-        {
-            receiver.ThrowIfFailed();
-        }
-        catch (MuxRemoteException remote) when (remote.StatusCode == MuxStatusCode.Canceled)
-        {
-            throw new OperationCanceledException(remote.Message, remote);
         }
     }
 }

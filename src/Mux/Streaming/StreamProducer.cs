@@ -1,5 +1,7 @@
 using MessagePack;
 using Mux.Connection;
+using Mux.Protocol;
+using Mux.Serialization;
 
 namespace Mux.Streaming;
 
@@ -36,13 +38,15 @@ internal static class StreamProducer
     private static readonly TimerCallback s_flushBatch = static state => ((MuxConnection)state!).SendQueuedFrames();
 
     /// <summary>Enumerates <paramref name="items"/> with <paramref name="cancellationToken"/> and
-    /// sends each within <paramref name="window"/>'s credit. Everything sent is flushed before
-    /// this returns or throws. <paramref name="holdsCredit"/>: the caller has already taken the
-    /// first item's credit. <paramref name="servedCall"/>: the server call whose result this is
+    /// sends each, serialized with the connection's options, within <paramref name="window"/>'s
+    /// credit. Everything sent is flushed before this returns or throws.
+    /// <paramref name="holdsCredit"/>: the caller has already taken the first item's credit. <paramref name="servedCall"/>: the server call whose result this is
     /// (null for a client's stream), cancelled here when the connection is lost.</summary>
     /// <exception cref="MuxConnectionException">The connection closed.</exception>
-    public static async ValueTask SendAsync<T>(MuxConnection connection, IAsyncEnumerable<T> items, StreamSendWindow window, MessagePackSerializerOptions options, CancellationToken cancellationToken, bool holdsCredit = false, IncomingCall? servedCall = null)
+    public static async ValueTask SendAsync<T>(MuxConnection connection, IAsyncEnumerable<T> items, StreamSendWindow window, CancellationToken cancellationToken, bool holdsCredit = false, IncomingCall? servedCall = null)
     {
+        MessagePackSerializerOptions options = connection.SerializerOptions;
+
         // On the connection's clock, as every timer and clock read of the engine.
         TimeProvider clock = connection.TimeProvider;
         long slowItem = clock.TimestampFrequency * SlowItemMicroseconds / 1_000_000;
@@ -87,23 +91,24 @@ internal static class StreamProducer
                     await window.WaitAsync(cancellationToken).ConfigureAwait(false);
                 }
 
-                if (lastSize >= MaxBatchBytes || made - asked >= slowItem)
+                // Large items (the last was) and slowly made ones go straight out, with whatever is
+                // queued before them, as any other frame; the others wait for the batch's flush.
+                bool atOnce = lastSize >= MaxBatchBytes || made - asked >= slowItem;
+                var item = new ResultBody<T>(enumerator.Current, options);
+                lastSize = connection.SendFrame(FrameType.StreamItem, window.CallId, 0, ref item, window.IdSpace, defer: !atOnce);
+                if (atOnce)
                 {
-                    // Large items (the last was) and slowly made ones go straight out, with
-                    // whatever is queued before them, as any other frame.
-                    lastSize = connection.SendStreamItem(window.CallId, window.IdSpace, enumerator.Current, options, defer: false);
                     batchBytes = 0;
                     continue;
                 }
 
-                int size = lastSize = connection.SendStreamItem(window.CallId, window.IdSpace, enumerator.Current, options, defer: true);
                 if (batchBytes == 0)
                 {
                     batchTimer ??= clock.CreateTimer(s_flushBatch, connection, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
                     batchTimer.Change(s_maxBatchDelay, Timeout.InfiniteTimeSpan);
                 }
 
-                batchBytes += size;
+                batchBytes += lastSize;
                 if (batchBytes >= MaxBatchBytes)
                 {
                     connection.SendQueuedFrames();

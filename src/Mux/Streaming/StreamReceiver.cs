@@ -24,7 +24,7 @@ internal sealed class StreamReceiver
     // consumer keeps up. Immutable.
     private readonly int _creditBatch;
 
-    // The received items. The reader loop is the only writer; the consumer (and Abandon) read.
+    // The received items. The reader loop is the only writer; the consumer (and Abort) read.
     private readonly Channel<ItemBuffer> _items = Channel.CreateUnbounded<ItemBuffer>(
         new UnboundedChannelOptions { SingleWriter = true, SingleReader = false, AllowSynchronousContinuations = false });
 
@@ -43,7 +43,7 @@ internal sealed class StreamReceiver
     private Exception? _failure;
 
     // 1 once the stream was cut short (cancelled, or its consumer left): buffered items are
-    // dropped and the consumer stops at once. Set by Abort or Abandon, from any thread.
+    // dropped and the consumer stops at once. Set by Abort, from any thread.
     private int _aborted;
 
     // 1 once the producer has finished (Complete or Abort): no more credit is worth sending.
@@ -101,26 +101,33 @@ internal sealed class StreamReceiver
         _items.Writer.TryComplete();
     }
 
-    /// <summary>Ends the stream now: the consumer's next read throws <paramref name="failure"/>,
-    /// buffered items are dropped. Any thread (a Cancel frame, a closed connection).</summary>
-    public void Abort(Exception failure)
+    /// <summary>Ends the stream now, dropping what is buffered (back to the pool) and anything that
+    /// still arrives: the consumer's next read throws <paramref name="failure"/> (a Cancel frame, a
+    /// closed connection), or with null (the consumer is gone, or the call over) just ends. Only the
+    /// stream's first end sets how it ended. Any thread; safe to call more than once.</summary>
+    public void Abort(Exception? failure)
     {
         if (Interlocked.Exchange(ref _ended, 1) == 0)
         {
             _failure = failure;
         }
 
+        // After the failure: a consumer that sees the abort finds how the stream ended.
         Volatile.Write(ref _aborted, 1);
         _items.Writer.TryComplete();
+        while (_items.Reader.TryRead(out ItemBuffer buffer))
+        {
+            ArrayPool<byte>.Shared.Return(buffer.Array);
+        }
     }
 
     /// <summary>Waits until an item can be read (true) or the stream has ended (false).</summary>
     public ValueTask<bool> WaitToReadAsync(CancellationToken cancellationToken) =>
         Volatile.Read(ref _aborted) != 0 ? new ValueTask<bool>(false) : _items.Reader.WaitToReadAsync(cancellationToken);
 
-    /// <summary>Reads and deserializes the next buffered item, if any, and grants the producer
-    /// credit for it. Consumer only.</summary>
-    public bool TryRead<T>(MessagePackSerializerOptions options, [MaybeNullWhen(false)] out T item)
+    /// <summary>Reads and deserializes (with the connection's options) the next buffered item, if
+    /// any, and grants the producer credit for it. Consumer only.</summary>
+    public bool TryRead<T>([MaybeNullWhen(false)] out T item)
     {
         if (Volatile.Read(ref _aborted) != 0 || !_items.Reader.TryRead(out ItemBuffer buffer))
         {
@@ -130,7 +137,7 @@ internal sealed class StreamReceiver
 
         try
         {
-            item = MessagePackSerializer.Deserialize<T>(buffer.Array.AsMemory(0, buffer.Length), options);
+            item = MessagePackSerializer.Deserialize<T>(buffer.Array.AsMemory(0, buffer.Length), _connection.SerializerOptions);
         }
         finally
         {
@@ -155,19 +162,6 @@ internal sealed class StreamReceiver
         if (Volatile.Read(ref _ended) != 0 && _failure is { } failure)
         {
             ExceptionDispatchInfo.Throw(failure);
-        }
-    }
-
-    /// <summary>The consumer is gone: drops what is buffered (back to the pool) and anything that
-    /// still arrives. Any thread; safe to call more than once.</summary>
-    public void Abandon()
-    {
-        Volatile.Write(ref _aborted, 1);
-        Interlocked.Exchange(ref _ended, 1);
-        _items.Writer.TryComplete();
-        while (_items.Reader.TryRead(out ItemBuffer buffer))
-        {
-            ArrayPool<byte>.Shared.Return(buffer.Array);
         }
     }
 

@@ -35,11 +35,7 @@ internal sealed class StreamSendWindow
     public bool TryTake() => _credit.Wait(0);
 
     /// <summary>Takes one item's credit, waiting for the consumer to grant more if there is none.</summary>
-    public ValueTask WaitAsync(CancellationToken cancellationToken)
-    {
-        Task wait = _credit.WaitAsync(cancellationToken);
-        return wait.IsCompletedSuccessfully ? default : new ValueTask(wait);
-    }
+    public Task WaitAsync(CancellationToken cancellationToken) => _credit.WaitAsync(cancellationToken);
 
     /// <summary>Adds the credit a StreamCredit frame (or the opening of the stream) grants.</summary>
     /// <exception cref="MuxProtocolException">The peer granted an impossible amount.</exception>

@@ -19,6 +19,9 @@ public interface IStreamService
     /// <summary>Streams 0 .. count-1, then throws InvalidOperationException(message).</summary>
     IAsyncEnumerable<int> ThrowAfter(int count, string message);
 
+    /// <summary>Streams 0 .. count-1, then gives up with MuxRemoteException(Canceled, message).</summary>
+    IAsyncEnumerable<int> CancelAfter(int count, string message);
+
     /// <summary>Sums the client's stream.</summary>
     Task<long> Sum(IAsyncEnumerable<int> values);
 

@@ -168,6 +168,17 @@ public sealed class StreamService : IStreamService
         throw new InvalidOperationException(message);
     }
 
+    public async IAsyncEnumerable<int> CancelAfter(int count, string message)
+    {
+        for (int i = 0; i < count; i++)
+        {
+            yield return i;
+        }
+
+        await Task.Yield();
+        throw new MuxRemoteException(MuxStatusCode.Canceled, message);
+    }
+
     public async Task<long> Sum(IAsyncEnumerable<int> values)
     {
         long sum = 0;

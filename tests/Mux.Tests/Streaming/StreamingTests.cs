@@ -149,6 +149,36 @@ public sealed class StreamingTests
     }
 
     [Fact]
+    public async Task DuplexClientProducerThatThrows_EndsTheConsumerOnceWithItsException_AfterTheEchoesBeforeIt()
+    {
+        await using Host host = await Host.StartAsync();
+        var lines = System.Threading.Channels.Channel.CreateUnbounded<string>();
+
+        await using IAsyncEnumerator<string> answers = host.Proxy.Echo("> ", LinesThenFailure(lines.Reader, "keyboard unplugged")).GetAsyncEnumerator();
+        for (int i = 0; i < 3; i++)
+        {
+            await lines.Writer.WriteAsync("line " + i);
+            Assert.True(await answers.MoveNextAsync().AsTask().WaitAsync(Patience));
+            Assert.Equal("> line " + i, answers.Current);
+        }
+
+        lines.Writer.Complete(); // The producer throws after its last line.
+        var ex = await Assert.ThrowsAsync<InvalidOperationException>(() => answers.MoveNextAsync().AsTask()).WaitAsync(Patience);
+        Assert.Equal("keyboard unplugged", ex.Message);
+        Assert.False(await answers.MoveNextAsync().AsTask().WaitAsync(Patience));
+    }
+
+    private static async IAsyncEnumerable<string> LinesThenFailure(System.Threading.Channels.ChannelReader<string> lines, string message)
+    {
+        await foreach (string line in lines.ReadAllAsync())
+        {
+            yield return line;
+        }
+
+        throw new InvalidOperationException(message);
+    }
+
+    [Fact]
     public async Task SlowConsumerOfOneStream_DoesNotHoldUpOneHundredOtherCallers()
     {
         await using Host host = await Host.StartAsync(tcp: true, clientOptions: new MuxClientOptions { StreamWindow = 4 });
@@ -252,6 +282,26 @@ public sealed class StreamingTests
     }
 
     [Fact]
+    public async Task ServerProducerThatCancels_EndsTheConsumerWithOperationCanceled_AfterTheItemsBeforeIt()
+    {
+        await using Host host = await Host.StartAsync();
+
+        var received = new List<int>();
+        var ex = await Assert.ThrowsAsync<OperationCanceledException>(async () =>
+        {
+            await foreach (int value in host.Proxy.CancelAfter(3, "the server gave up"))
+            {
+                received.Add(value);
+            }
+        }).WaitAsync(Patience);
+
+        Assert.Equal([0, 1, 2], received);
+        Assert.Equal("the server gave up", ex.Message);
+        var remote = Assert.IsType<MuxRemoteException>(ex.InnerException);
+        Assert.Equal(MuxStatusCode.Canceled, remote.StatusCode);
+    }
+
+    [Fact]
     public async Task ClientProducerThatThrows_FailsTheCallWithItsException_AndTheHandlerSeesARemoteException()
     {
         await using Host host = await Host.StartAsync();
@@ -266,6 +316,32 @@ public sealed class StreamingTests
         // The failed producer also cancels the call, and a cancel drops items not yet read: the
         // handler reads at most the three sent, and never one more.
         Assert.InRange(host.Service.DrainCount, 0, 3);
+    }
+
+    [Fact]
+    public async Task ClientProducerThatCancelsItself_FailsTheCallWithItsCancellation_AndTheHandlerSeesCanceled()
+    {
+        await using Host host = await Host.StartAsync();
+
+        var ex = await Assert.ThrowsAsync<OperationCanceledException>(() => host.Proxy.Drain(CanceledAfter(3))).WaitAsync(Patience);
+
+        Assert.Equal("the sensor gave up", ex.Message);
+        Exception? seen = await host.Service.DrainEnded.Task.WaitAsync(Patience);
+        var remote = Assert.IsType<MuxRemoteException>(seen);
+        Assert.Equal(MuxStatusCode.Canceled, remote.StatusCode);
+        Assert.Equal("The client's stream failed: System.OperationCanceledException: the sensor gave up", remote.Message);
+    }
+
+    // Cancels itself (its own OperationCanceledException, not the call's token).
+    private static async IAsyncEnumerable<int> CanceledAfter(int count)
+    {
+        for (int i = 0; i < count; i++)
+        {
+            yield return i;
+        }
+
+        await Task.Yield();
+        throw new OperationCanceledException("the sensor gave up");
     }
 
     private static async IAsyncEnumerable<int> FailingAfter(int count)

@@ -40,16 +40,15 @@ internal sealed partial class IncomingCall
     private async ValueTask SendStreamAsync<T>(IAsyncEnumerable<T> items)
     {
         // On a lost connection the producer cancels this call before it disposes the enumerator.
-        await StreamProducer.SendAsync(Connection, items, GetOrCreateOutbound()!, SerializerOptions, CancellationToken, servedCall: this).ConfigureAwait(false);
+        await StreamProducer.SendAsync(Connection, items, GetOrCreateOutbound()!, CancellationToken, servedCall: this).ConfigureAwait(false);
         SendResult(default(VoidResult)); // The end of the stream: the call's Response.
     }
 
     private async IAsyncEnumerable<T> ReadStreamAsync<T>(StreamReceiver inbound, [EnumeratorCancellation] CancellationToken cancellationToken)
     {
-        MessagePackSerializerOptions options = SerializerOptions;
         while (await inbound.WaitToReadAsync(cancellationToken).ConfigureAwait(false))
         {
-            while (TryReadItem(inbound, options, out T? item))
+            while (TryReadItem(inbound, out T? item))
             {
                 cancellationToken.ThrowIfCancellationRequested();
                 yield return item!;
@@ -59,11 +58,11 @@ internal sealed partial class IncomingCall
         inbound.ThrowIfFailed();
     }
 
-    private bool TryReadItem<T>(StreamReceiver inbound, MessagePackSerializerOptions options, out T? item)
+    private bool TryReadItem<T>(StreamReceiver inbound, out T? item)
     {
         try
         {
-            return inbound.TryRead(options, out item);
+            return inbound.TryRead(out item);
         }
         catch (MessagePackSerializationException ex)
         {
@@ -109,7 +108,7 @@ internal sealed partial class IncomingCall
         if (Volatile.Read(ref _streamsClosed) != 0)
         {
             // Finish ran meanwhile and may have missed it: it holds nothing anyone will read.
-            Interlocked.Exchange(ref _inbound, null)?.Abandon();
+            Interlocked.Exchange(ref _inbound, null)?.Abort(null);
             return null;
         }
 
@@ -144,7 +143,7 @@ internal sealed partial class IncomingCall
     private void CloseStreams()
     {
         Interlocked.Exchange(ref _streamsClosed, 1);
-        Interlocked.Exchange(ref _inbound, null)?.Abandon();
+        Interlocked.Exchange(ref _inbound, null)?.Abort(null);
     }
 
     /// <summary>Cancels the call from the handler's own thread (not the reader loop), running the
