@@ -1,4 +1,3 @@
-using System.Buffers;
 using System.Buffers.Binary;
 using MessagePack;
 
@@ -27,23 +26,6 @@ internal static class DeadlineHeader
         Span<byte> header = writer.GetSpan(Size);
         BinaryPrimitives.WriteUInt32LittleEndian(header, remainingMilliseconds);
         writer.Advance(Size);
-    }
-
-    /// <summary>
-    /// Splits the header off the front of a Request body. Returns false when the body is shorter
-    /// than the header (a malformed frame).
-    /// </summary>
-    public static bool TrySplit(ref ReadOnlySequence<byte> body, out uint remainingMilliseconds)
-    {
-        remainingMilliseconds = 0;
-        if (body.Length < Size)
-        {
-            return false;
-        }
-
-        remainingMilliseconds = FrameReader.ReadUInt32(body);
-        body = body.Slice(Size);
-        return true;
     }
 
     /// <summary>The header value for a call that must end by <paramref name="deadline"/>, measured at

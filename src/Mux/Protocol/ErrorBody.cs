@@ -21,7 +21,9 @@ internal readonly struct ErrorBody(MuxStatusCode code, string message, string? r
         writer.Write(RemoteType);
     }
 
-    /// <summary>Reads an error body; a body that cannot be read becomes a ProtocolError description.</summary>
+    /// <summary>Reads an error body; a body that cannot be read becomes a ProtocolError description.
+    /// Either side reads one (an Error frame, a StreamEnd that carries an error), so the description
+    /// says "peer", not which side sent it.</summary>
     public static ErrorBody Read(ReadOnlyMemory<byte> payload)
     {
         try
@@ -30,7 +32,7 @@ internal readonly struct ErrorBody(MuxStatusCode code, string message, string? r
             int count = reader.ReadArrayHeader();
             if (count < 2)
             {
-                return new ErrorBody(MuxStatusCode.ProtocolError, $"The server sent an Error frame with {count} fields; at least 2 are required.", null);
+                return new ErrorBody(MuxStatusCode.ProtocolError, $"The peer sent an error with {count} fields; at least 2 are required.", null);
             }
 
             var code = (MuxStatusCode)reader.ReadInt32();
@@ -40,7 +42,7 @@ internal readonly struct ErrorBody(MuxStatusCode code, string message, string? r
         }
         catch (Exception ex) when (MalformedMessagePack.IsReadFailure(ex))
         {
-            return new ErrorBody(MuxStatusCode.ProtocolError, "The server sent an Error frame that could not be read: " + ex.Message, null);
+            return new ErrorBody(MuxStatusCode.ProtocolError, "The peer sent an error that could not be read: " + ex.Message, null);
         }
     }
 }

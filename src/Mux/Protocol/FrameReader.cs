@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.Buffers.Binary;
 using System.Diagnostics.CodeAnalysis;
+using System.Runtime.CompilerServices;
 
 namespace Mux.Protocol;
 
@@ -37,10 +38,10 @@ internal static class FrameReader
             return false;
         }
 
-        // Read the fixed header, plus a first fragment's total size and a Request's method id when
-        // present, straight from the first segment when it holds them (the usual case); copy only
-        // when they straddle segments.
-        const int MaxHeaderSize = ProtocolConstants.FrameHeaderSize + ProtocolConstants.FragmentTotalSize + ProtocolConstants.RequestHeaderSize;
+        // Read the fixed header, plus a first fragment's total size and a Request's method id and
+        // deadline when present, straight from the first segment when it holds them (the usual
+        // case); copy only when they straddle segments.
+        const int MaxHeaderSize = ProtocolConstants.FrameHeaderSize + ProtocolConstants.FragmentTotalSize + ProtocolConstants.RequestHeaderSize + DeadlineHeader.Size;
         Span<byte> copy = stackalloc byte[MaxHeaderSize];
         scoped ReadOnlySpan<byte> header = buffer.FirstSpan;
         if (header.Length < MaxHeaderSize && header.Length < buffer.Length)
@@ -72,7 +73,7 @@ internal static class FrameReader
 
         // A first fragment announces the size of its whole message before its type-specific header.
         uint messageSize = 0;
-        int typeHeaderOffset = ProtocolConstants.FrameHeaderSize;
+        int offset = ProtocolConstants.FrameHeaderSize;
         if ((flags & FrameFlags.MoreFragments) != 0)
         {
             if (type is not (FrameType.Request or FrameType.Response or FrameType.Error or FrameType.Continuation) || callId == 0)
@@ -82,14 +83,7 @@ internal static class FrameReader
 
             if (type != FrameType.Continuation)
             {
-                if (body.Length < ProtocolConstants.FragmentTotalSize)
-                {
-                    ThrowProtocol($"The first fragment of a {type} needs a {ProtocolConstants.FragmentTotalSize}-byte message size; its body is {body.Length} bytes.");
-                }
-
-                messageSize = BinaryPrimitives.ReadUInt32LittleEndian(header[ProtocolConstants.FrameHeaderSize..]);
-                body = body.Slice(ProtocolConstants.FragmentTotalSize);
-                typeHeaderOffset += ProtocolConstants.FragmentTotalSize;
+                messageSize = TakeUInt32(header, ref offset, ref body, type, "the size of its whole message, as a first fragment");
             }
         }
 
@@ -100,17 +94,12 @@ internal static class FrameReader
         switch (type)
         {
             case FrameType.Request:
-                if (body.Length < ProtocolConstants.RequestHeaderSize)
-                {
-                    ThrowProtocol($"A Request frame needs a {ProtocolConstants.RequestHeaderSize}-byte method id; its body is {body.Length} bytes.");
-                }
+                methodId = TakeUInt32(header, ref offset, ref body, type, "a method id");
 
-                methodId = BinaryPrimitives.ReadUInt32LittleEndian(header[typeHeaderOffset..]);
-                body = body.Slice(ProtocolConstants.RequestHeaderSize);
                 // The headers come in this order: deadline, then trace context (docs/protocol.md).
-                if ((flags & FrameFlags.Deadline) != 0 && !DeadlineHeader.TrySplit(ref body, out remainingMilliseconds))
+                if ((flags & FrameFlags.Deadline) != 0)
                 {
-                    ThrowProtocol($"A Request frame with the Deadline flag needs a {DeadlineHeader.Size}-byte deadline after its method id; {body.Length} bytes follow the method id.");
+                    remainingMilliseconds = TakeUInt32(header, ref offset, ref body, type, "the deadline its Deadline flag announces");
                 }
 
                 if ((flags & FrameFlags.TraceContext) != 0 && !TraceContextHeader.TrySplit(ref body, out traceContext))
@@ -127,7 +116,7 @@ internal static class FrameReader
             case FrameType.HelloAck:
                 if (body.Length < ProtocolConstants.HelloHeaderSize)
                 {
-                    ThrowProtocol($"A {type} frame needs magic and version ({ProtocolConstants.HelloHeaderSize} bytes); its body is {body.Length} bytes.");
+                    ThrowTooShort(type, body.Length, ProtocolConstants.HelloHeaderSize, "magic and version");
                 }
 
                 break;
@@ -196,6 +185,27 @@ internal static class FrameReader
         }
     }
 
+    /// <summary>Takes the u32 <paramref name="what"/> that starts <paramref name="body"/> off it,
+    /// reading it from <paramref name="header"/>, where it is at <paramref name="offset"/> (then
+    /// moved past it), rather than from the sequence.</summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private static uint TakeUInt32(ReadOnlySpan<byte> header, ref int offset, ref ReadOnlySequence<byte> body, FrameType type, string what)
+    {
+        if (body.Length < sizeof(uint))
+        {
+            ThrowTooShort(type, body.Length, sizeof(uint), what);
+        }
+
+        uint value = BinaryPrimitives.ReadUInt32LittleEndian(header[offset..]);
+        offset += sizeof(uint);
+        body = body.Slice(sizeof(uint));
+        return value;
+    }
+
+    [DoesNotReturn]
+    private static void ThrowTooShort(FrameType type, long length, int size, string what) =>
+        ThrowProtocol($"A {type} frame needs {what} ({size} bytes); {length} bytes are left of its body.");
+
     private static void RequireBodyLength(FrameType type, ReadOnlySequence<byte> body, int expected)
     {
         if (body.Length != expected)
@@ -213,8 +223,8 @@ internal static class FrameReader
     }
 
     /// <summary>The little-endian u32 at the start of <paramref name="buffer"/> (at least 4 bytes,
-    /// maybe across segments): the length prefix, the Request headers and metadata size that are
-    /// one, and the body of a GoAway or StreamCredit (whose length ReadFrame checked).</summary>
+    /// maybe across segments): the length prefix of a header not yet whole, a metadata section's size,
+    /// and the body of a GoAway or StreamCredit (whose length TryRead checked).</summary>
     internal static uint ReadUInt32(in ReadOnlySequence<byte> buffer)
     {
         Span<byte> bytes = stackalloc byte[4];

@@ -123,6 +123,26 @@ public class ServerInitiatedFrameTests
         }
     }
 
+    [Fact]
+    public async Task AnErrorFromTheClientThatCannotBeRead_FailsTheServersCall_WithoutSayingTheServerSentIt()
+    {
+        await using CallbackHost host = await CallbackHost.StartAsync(TransportKind.Tcp);
+        await using RawMuxPeer client = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!);
+        await client.HandshakeAsync();
+        uint register = MuxMethodId.Compute("Mux.Tests.Callbacks.ICallbackHub.Register");
+        await client.SendAsync(ProtocolTestHelpers.WriteFrame(FrameType.Request, 1, register, new RawBody([0x90])));
+        Assert.Equal(FrameType.Response, (await client.ExpectFrameAsync()).Type);
+        Assert.True(host.Hub.Registered.TryDequeue(out MuxRemoteClient? remote));
+
+        Task<string> call = remote!.CreateProxy<IClientSide>().Fast("a").AsTask();
+        ReceivedFrame request = await client.ExpectFrameAsync();
+        await client.SendAsync(Flagged(FrameType.Error, request.CallId, 0, [0x91, 0x01])); // [1]: too few fields.
+
+        var error = await Assert.ThrowsAsync<MuxRemoteException>(() => call.WaitAsync(TestHost.Patience));
+        Assert.Equal(MuxStatusCode.ProtocolError, error.StatusCode);
+        Assert.Equal("The peer sent an error with 1 fields; at least 2 are required.", error.Message);
+    }
+
     /// <summary>A frame with ServerInitiated whose body is <paramref name="body"/>.</summary>
     private static byte[] Flagged(FrameType type, uint callId, uint methodId, byte[] body)
     {

@@ -3,6 +3,7 @@ using System.Buffers.Binary;
 using System.Diagnostics;
 using Mux.Diagnostics;
 using Mux.Protocol;
+using Mux.Tests.Fragments;
 using Mux.Tests.Protocol;
 
 namespace Mux.Tests.Deadlines;
@@ -66,7 +67,30 @@ public class DeadlineFrameTests
         BinaryPrimitives.WriteUInt32LittleEndian(bytes, (uint)(bytes.Length - ProtocolConstants.LengthPrefixSize));
 
         var ex = Assert.Throws<MuxProtocolException>(() => ReadOne(bytes));
-        Assert.Equal($"A Request frame with the Deadline flag needs a 4-byte deadline after its method id; {keep} bytes follow the method id.", ex.Message);
+        Assert.Equal($"A Request frame needs the deadline its Deadline flag announces (4 bytes); {keep} bytes are left of its body.", ex.Message);
+    }
+
+    [Fact]
+    public void ARequestsMethodIdAndDeadline_ReadTheSame_WhateverSegmentsTheyStraddle()
+    {
+        byte[] whole = Write(new RequestBody<RawBody>(new RawBody(s_arguments), 1500, null, null), FrameFlags.Deadline);
+
+        // The same Request as the first fragment of a longer message: its message size comes first.
+        byte[] afterHeader = whole[ProtocolConstants.FrameHeaderSize..];
+        byte[] first = FragmentWire.First(FrameType.Request, 7, (uint)afterHeader.Length + 100, afterHeader, FrameFlags.Deadline);
+        foreach (byte[] bytes in new[] { whole, first })
+        {
+            var splits = Enumerable.Range(0, bytes.Length + 1).Select(split => TestSegment.Chain(bytes[..split], bytes[split..]));
+            foreach (ReadOnlySequence<byte> segments in splits.Append(TestSegment.Chain(bytes.Select(static b => new[] { b }).ToArray())))
+            {
+                ReadOnlySequence<byte> buffer = segments;
+                Assert.True(FrameReader.TryRead(ref buffer, 64 * 1024, out Frame frame));
+                Assert.True(buffer.IsEmpty);
+                Assert.Equal(0x5f7a008eu, frame.MethodId);
+                Assert.Equal(1500u, frame.RemainingMilliseconds);
+                Assert.Equal(s_arguments, frame.Payload.ToArray());
+            }
+        }
     }
 
     [Fact]

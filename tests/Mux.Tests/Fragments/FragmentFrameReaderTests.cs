@@ -104,6 +104,18 @@ public class FragmentFrameReaderTests
         AssertRejected(FragmentWire.First(FrameType.Response, 3, messageSize, new byte[10]), "a fragmented message must be larger than its first fragment");
     }
 
+    [Theory]
+    [InlineData((byte)FrameType.Request, 0)]
+    [InlineData((byte)FrameType.Response, 3)]
+    [InlineData((byte)FrameType.Error, 2)]
+    public void AFirstFragmentTooShortForItsMessageSize_IsRejected(byte type, int bodyLength)
+    {
+        byte[] bytes = FragmentWire.Whole((FrameType)type, 3, new byte[bodyLength]);
+        bytes[5] = (byte)FrameFlags.MoreFragments;
+
+        AssertRejected(bytes, $"A {(FrameType)type} frame needs the size of its whole message, as a first fragment (4 bytes); {bodyLength} bytes are left of its body.");
+    }
+
     [Fact]
     public void AContinuationWithTraceContext_IsRejected()
     {
