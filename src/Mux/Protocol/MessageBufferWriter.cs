@@ -167,7 +167,7 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
 
         if (_last.Free < needed)
         {
-            BufferSegment next = needed <= BufferSegmentPool.SegmentSize ? _pool.Rent() : _pool.RentOversized(needed);
+            BufferSegment next = _pool.Rent(needed);
             _last.Link(next);
             _last = next;
         }
