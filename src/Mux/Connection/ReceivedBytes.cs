@@ -16,11 +16,10 @@ internal struct ReceivedBytes
     // Kept across the lives of the pooled call: grown to the largest small message.
     private byte[]? _owned;
 
-    // The first _length bytes of _array (rented when _rented), or the chunks of _message (then
+    // The first _length bytes of _array (_owned, else rented), or the chunks of _message (then
     // _array is empty); _array is null while no message is held.
     private byte[]? _array;
     private int _length;
-    private bool _rented;
     private MessageReassembly? _message;
 
     /// <summary>Whether a message is held (taken, and not released or detached yet).</summary>
@@ -44,7 +43,6 @@ internal struct ReceivedBytes
     {
         int length = checked((int)bytes.Length);
         _length = length;
-        _rented = false;
         if (length <= maxOwned)
         {
             if (_owned is null || _owned.Length < length)
@@ -63,7 +61,6 @@ internal struct ReceivedBytes
         else
         {
             _array = ArrayPool<byte>.Shared.Rent(length);
-            _rented = true;
         }
 
         bytes.CopyTo(_array);
@@ -75,7 +72,6 @@ internal struct ReceivedBytes
     {
         ReceivedBytes detached = this;
         _array = null;
-        _rented = false;
         _message = null;
         return detached;
     }
@@ -83,10 +79,9 @@ internal struct ReceivedBytes
     /// <summary>Gives back the rented array or the taken-over message, if any; holds none after.</summary>
     public void Release()
     {
-        if (_rented)
+        if (_array is { Length: > 0 } array && array != _owned)
         {
-            ArrayPool<byte>.Shared.Return(_array!);
-            _rented = false;
+            ArrayPool<byte>.Shared.Return(array);
         }
 
         _array = null;

@@ -28,7 +28,7 @@ internal sealed class BufferSegment : ReadOnlySequenceSegment<byte>
     public int Free => Array.Length - Used;
 
     /// <summary>A segment rented for one formatter that asked for more contiguous room than a
-    /// pooled segment has (see <see cref="BufferSegmentPool.RentOversized"/>); its array goes back
+    /// pooled segment has (see <see cref="BufferSegmentPool.Rent"/>); its array goes back
     /// to the shared array pool.</summary>
     public bool IsOversized => Array.Length != BufferSegmentPool.SegmentSize;
 

@@ -78,10 +78,18 @@ internal sealed class BufferSegmentPool
         }
     }
 
-    /// <summary>An empty segment of <see cref="SegmentSize"/> bytes, unlinked.</summary>
-    public BufferSegment Rent()
+    /// <summary>An empty segment, unlinked, of <see cref="SegmentSize"/> bytes; or, for a formatter
+    /// that asks for more contiguous room than that (a long string, a type of the user's), an
+    /// oversized one of at least <paramref name="size"/> bytes, whose array comes from
+    /// ArrayPool.Shared and goes back there.</summary>
+    public BufferSegment Rent(int size = SegmentSize)
     {
         Interlocked.Increment(ref _outstanding);
+        if (size > SegmentSize)
+        {
+            return new BufferSegment(ArrayPool<byte>.Shared.Rent(size));
+        }
+
         lock (_lock)
         {
             if (_count != 0)
@@ -99,16 +107,6 @@ internal sealed class BufferSegmentPool
 
         Interlocked.Increment(ref _created);
         return new BufferSegment(GC.AllocateUninitializedArray<byte>(SegmentSize));
-    }
-
-    /// <summary>An empty segment of at least <paramref name="size"/> bytes (more than
-    /// <see cref="SegmentSize"/>), for a formatter that asks for that much contiguous room (a long
-    /// string, a type of the user's): its array comes from ArrayPool.Shared and goes back there.</summary>
-    public BufferSegment RentOversized(int size)
-    {
-        Debug.Assert(size > SegmentSize);
-        Interlocked.Increment(ref _outstanding);
-        return new BufferSegment(ArrayPool<byte>.Shared.Rent(size));
     }
 
     /// <summary>Takes back every segment of the chain that starts at <paramref name="first"/>

@@ -29,12 +29,10 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
     // The staging buffer the frame starts in; null when not in use. Only its thread touches it.
     private PooledBufferWriter? _head;
 
-    // The segments, once the frame has outgrown the head; null before. _last is where writing goes.
+    // The segments, once the frame has outgrown the head; null before. _last is where writing goes;
+    // its RunningIndex counts the bytes of the segments before it (see BufferSegment.Link).
     private BufferSegment? _first;
     private BufferSegment? _last;
-
-    // Bytes written into the segments (all of the frame, once it has moved there).
-    private long _segmentBytes;
 
     /// <summary>Creates a writer whose segments come from <paramref name="pool"/>.</summary>
     public MessageBufferWriter(BufferSegmentPool pool)
@@ -47,7 +45,7 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
     public bool IsInSegments => _first is not null;
 
     /// <summary>Bytes of the frame written so far.</summary>
-    public long WrittenCount => IsInSegments ? _segmentBytes : _head?.WrittenCount ?? 0;
+    public long WrittenCount => IsInSegments ? _last.RunningIndex + _last.Used : _head?.WrittenCount ?? 0;
 
     /// <summary>This thread's writer, started on <paramref name="staging"/> (empty).</summary>
     public static MessageBufferWriter ForCurrentThread(PooledBufferWriter staging)
@@ -85,7 +83,6 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         }
 
         _last.Used += count;
-        _segmentBytes += count;
     }
 
     /// <inheritdoc/>
@@ -148,7 +145,6 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         _pool.ReturnChain(_first);
         _first = null;
         _last = null;
-        _segmentBytes = 0;
         _head = null;
     }
 
@@ -171,7 +167,7 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
 
         if (_last.Free < needed)
         {
-            BufferSegment next = needed <= BufferSegmentPool.SegmentSize ? _pool.Rent() : _pool.RentOversized(needed);
+            BufferSegment next = _pool.Rent(needed);
             _last.Link(next);
             _last = next;
         }

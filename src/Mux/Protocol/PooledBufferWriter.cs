@@ -9,15 +9,15 @@ namespace Mux.Protocol;
 /// </summary>
 internal sealed class PooledBufferWriter : IBufferWriter<byte>, IDisposable
 {
-    private readonly int _initialCapacity;
-    private byte[]? _buffer;
+    // The rented array; once disposed, an empty one that was rented from no one, so that a second
+    // Dispose returns nothing and nothing needs a null check.
+    private byte[] _buffer;
     private int _written;
 
     /// <summary>Creates a writer whose first rented array holds at least <paramref name="initialCapacity"/> bytes.</summary>
     public PooledBufferWriter(int initialCapacity = 256)
     {
         ArgumentOutOfRangeException.ThrowIfNegativeOrZero(initialCapacity);
-        _initialCapacity = initialCapacity;
         _buffer = ArrayPool<byte>.Shared.Rent(initialCapacity);
     }
 
@@ -25,13 +25,13 @@ internal sealed class PooledBufferWriter : IBufferWriter<byte>, IDisposable
     public int WrittenCount => _written;
 
     /// <summary>Gets the bytes written so far.</summary>
-    public ReadOnlySpan<byte> WrittenSpan => _buffer is null ? default : _buffer.AsSpan(0, _written);
+    public ReadOnlySpan<byte> WrittenSpan => _buffer.AsSpan(0, _written);
 
     /// <summary>Gets the bytes written so far.</summary>
-    public ReadOnlyMemory<byte> WrittenMemory => _buffer is null ? default : _buffer.AsMemory(0, _written);
+    public ReadOnlyMemory<byte> WrittenMemory => _buffer.AsMemory(0, _written);
 
     /// <summary>Gets the current rented array; bytes [0, <see cref="WrittenCount"/>) are valid.</summary>
-    public byte[] Buffer => _buffer ??= ArrayPool<byte>.Shared.Rent(_initialCapacity);
+    public byte[] Buffer => _buffer;
 
     /// <summary>Forgets what was written but keeps the array for reuse.</summary>
     public void Reset() => _written = 0;
@@ -39,7 +39,7 @@ internal sealed class PooledBufferWriter : IBufferWriter<byte>, IDisposable
     /// <inheritdoc/>
     public void Advance(int count)
     {
-        if (count < 0 || _buffer is null || count > _buffer.Length - _written)
+        if ((uint)count > (uint)(_buffer.Length - _written))
         {
             ThrowAdvancedTooFar(count);
         }
@@ -64,27 +64,20 @@ internal sealed class PooledBufferWriter : IBufferWriter<byte>, IDisposable
     /// <summary>Returns the rented array to the pool.</summary>
     public void Dispose()
     {
-        byte[]? buffer = _buffer;
-        _buffer = null;
+        byte[] buffer = _buffer;
+        _buffer = [];
         _written = 0;
-        if (buffer is not null)
+        if (buffer.Length != 0)
         {
             ArrayPool<byte>.Shared.Return(buffer);
         }
     }
 
-    [MemberNotNull(nameof(_buffer))]
     private void EnsureCapacity(int sizeHint)
     {
         if (sizeHint < 1)
         {
             sizeHint = 1;
-        }
-
-        if (_buffer is null)
-        {
-            _buffer = ArrayPool<byte>.Shared.Rent(Math.Max(_initialCapacity, sizeHint));
-            return;
         }
 
         if (sizeHint <= _buffer.Length - _written)
@@ -95,10 +88,9 @@ internal sealed class PooledBufferWriter : IBufferWriter<byte>, IDisposable
         Grow(sizeHint);
     }
 
-    [MemberNotNull(nameof(_buffer))]
     private void Grow(int sizeHint)
     {
-        byte[] old = _buffer!;
+        byte[] old = _buffer;
         long needed = (long)_written + sizeHint;
         if (needed > Array.MaxLength)
         {
@@ -110,7 +102,10 @@ internal sealed class PooledBufferWriter : IBufferWriter<byte>, IDisposable
         byte[] grown = ArrayPool<byte>.Shared.Rent(newSize);
         old.AsSpan(0, _written).CopyTo(grown);
         _buffer = grown;
-        ArrayPool<byte>.Shared.Return(old);
+        if (old.Length != 0) // Else disposed: its empty array goes back nowhere.
+        {
+            ArrayPool<byte>.Shared.Return(old);
+        }
     }
 
     /// <summary>Thrown by this and MessageBufferWriter, with the same message.</summary>

@@ -73,6 +73,7 @@ public sealed class MessageBufferWriterTests
         Span<byte> span = writer.GetSpan(300_000);
         span[..300_000].Fill(7);
         writer.Advance(300_000);
+        Assert.Equal(300_100, writer.WrittenCount); // A pooled segment holding 100 bytes, then the oversized one.
         BufferSegment first = writer.Detach();
 
         BufferSegment oversized = first.NextSegment!;

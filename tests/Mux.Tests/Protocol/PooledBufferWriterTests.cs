@@ -71,6 +71,22 @@ public class PooledBufferWriterTests
     }
 
     [Fact]
+    public void AfterDispose_AWrite_RentsAnArrayAgain_WhichTheNextDisposeReturns()
+    {
+        var output = new PooledBufferWriter(16);
+        output.Dispose();
+        Assert.True(output.WrittenSpan.IsEmpty);
+
+        output.GetSpan(3)[..3].Fill(9);
+        output.Advance(3);
+
+        Assert.Equal(new byte[] { 9, 9, 9 }, output.WrittenSpan.ToArray());
+        output.Dispose();
+        Assert.Equal(0, output.WrittenCount);
+        Assert.Empty(output.Buffer);
+    }
+
+    [Fact]
     public void Dispose_Twice_ReturnsTheBufferToThePoolOnlyOnce()
     {
         // An odd size keeps other tests' arrays out of the way. An array returned twice would be

@@ -44,7 +44,15 @@ internal static class StagingBuffers
     }
 
     /// <summary>The writer owns this thread's buffer now: take a spare one.</summary>
-    public static void HandOver() => t_staging = TakeSpare();
+    public static void HandOver()
+    {
+        if (s_spare.TryDequeue(out PooledBufferWriter? spare))
+        {
+            Interlocked.Decrement(ref s_spareCount);
+        }
+
+        t_staging = spare ?? new PooledBufferWriter();
+    }
 
     /// <summary>Drops a buffer that grew for one large frame instead of keeping it for the thread's
     /// lifetime. Call once its bytes have been copied out.</summary>
@@ -72,16 +80,5 @@ internal static class StagingBuffers
         }
 
         staging.Dispose();
-    }
-
-    private static PooledBufferWriter TakeSpare()
-    {
-        if (s_spare.TryDequeue(out PooledBufferWriter? spare))
-        {
-            Interlocked.Decrement(ref s_spareCount);
-            return spare;
-        }
-
-        return new PooledBufferWriter();
     }
 }
