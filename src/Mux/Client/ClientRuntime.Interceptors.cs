@@ -25,14 +25,14 @@ internal sealed partial class ClientRuntime
             return OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(SourceFor(settings), methodId, arguments, items, settings?.EncodedMetadata, cancellationToken);
         }
 
-        return new ValueChain<TArguments, TItem, TResult>(this, NewCall(methodId, settings, cancellationToken), methodId, arguments, items, settings).RunAsync();
+        return new ClientStreamChain<TArguments, TItem, TResult>(this, NewCall(methodId, settings, cancellationToken), methodId, arguments, items, settings).RunAsync();
     }
 
     /// <summary>A unary call through the interceptors; its deadline is fixed once they let it go,
     /// from when it was made (see CallDeadline.FixAt).</summary>
     private ValueTask<TResult> InterceptAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CallSettings? settings, CancellationToken cancellationToken)
         where TArguments : struct =>
-        new ValueChain<TArguments, TResult, TResult>(this, NewCall(methodId, settings, cancellationToken), methodId, arguments, null, settings).RunAsync();
+        new UnaryChain<TArguments, TResult>(this, NewCall(methodId, settings, cancellationToken), methodId, arguments, settings).RunAsync();
 
     /// <summary>What the interceptors of one call see, starting from the bound proxy's settings.</summary>
     private MuxClientCall NewCall(uint methodId, CallSettings? settings, CancellationToken cancellationToken) =>
@@ -87,11 +87,9 @@ internal sealed partial class ClientRuntime
         }
     }
 
-    /// <summary>The interceptors of one call whose answer is a value: the last next() sends it, with
-    /// the caller's stream when it has one (<paramref name="items"/>), else as a unary call.</summary>
-    private sealed class ValueChain<TArguments, TItem, TResult>(ClientRuntime runtime, MuxClientCall call, uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items, CallSettings? settings)
+    /// <summary>The interceptors of one call whose answer is a value: the last next() sends it.</summary>
+    private abstract class ValueChain<TResult>(ClientRuntime runtime, MuxClientCall call, uint methodId, CallSettings? settings)
         : CallChain(runtime, call, methodId, settings)
-        where TArguments : struct
     {
         // The call's result, and whether it has one: a call that failed has none, and neither has
         // one still running. Written by the call's completion; read after the chain.
@@ -113,11 +111,11 @@ internal sealed partial class ClientRuntime
             return _result!;
         }
 
+        protected abstract ValueTask<TResult> SendAsync();
+
         protected override ValueTask InvokeCallAsync()
         {
-            ValueTask<TResult> sent = items is null
-                ? SendUnaryAsync()
-                : OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(new CallsSource(Runtime, Timeout, OwnTimeout, Waits), MethodId, arguments, items, Metadata, Call.CancellationToken);
+            ValueTask<TResult> sent = SendAsync();
             if (sent.IsCompletedSuccessfully)
             {
                 _result = sent.Result;
@@ -133,13 +131,27 @@ internal sealed partial class ClientRuntime
             _result = await sent.ConfigureAwait(false);
             _hasResult = true;
         }
+    }
 
-        /// <summary>A unary call, whose deadline is fixed now that the interceptors let it go.</summary>
-        private ValueTask<TResult> SendUnaryAsync()
+    /// <summary>A call with arguments and one answer.</summary>
+    private sealed class UnaryChain<TArguments, TResult>(ClientRuntime runtime, MuxClientCall call, uint methodId, TArguments arguments, CallSettings? settings)
+        : ValueChain<TResult>(runtime, call, methodId, settings)
+        where TArguments : struct
+    {
+        protected override ValueTask<TResult> SendAsync()
         {
             CallDeadline deadline = CallDeadline.FixAt(Runtime._clock, Timeout, OwnTimeout, MadeAt);
             return Runtime.SendAsync<TArguments, TResult>(MethodId, arguments, deadline, deadline.Now(Runtime._clock), Metadata, Waits, Call.CancellationToken);
         }
+    }
+
+    /// <summary>A call that streams its arguments and has one answer.</summary>
+    private sealed class ClientStreamChain<TArguments, TItem, TResult>(ClientRuntime runtime, MuxClientCall call, uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CallSettings? settings)
+        : ValueChain<TResult>(runtime, call, methodId, settings)
+        where TArguments : struct
+    {
+        protected override ValueTask<TResult> SendAsync() =>
+            OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(new CallsSource(Runtime, Timeout, OwnTimeout, Waits), MethodId, arguments, items, Metadata, Call.CancellationToken);
     }
 
     /// <summary>A call whose answer is a stream: next() starts it (<see cref="Started"/>) and lasts
