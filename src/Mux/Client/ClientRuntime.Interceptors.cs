@@ -138,9 +138,12 @@ internal sealed partial class ClientRuntime
         : ValueChain<TResult>(runtime, call, methodId, settings)
         where TArguments : struct
     {
+        // When the user made the call: its deadline counts from here. Only a unary call has one.
+        private readonly long _madeAt = runtime._clock.GetTimestamp();
+
         protected override ValueTask<TResult> SendAsync()
         {
-            CallDeadline deadline = CallDeadline.FixAt(Runtime._clock, Timeout, OwnTimeout, MadeAt);
+            CallDeadline deadline = CallDeadline.FixAt(Runtime._clock, Timeout, OwnTimeout, _madeAt);
             return Runtime.SendAsync<TArguments, TResult>(MethodId, arguments, deadline, deadline.Now(Runtime._clock), Metadata, Waits, Call.CancellationToken);
         }
     }
@@ -211,9 +214,6 @@ internal sealed partial class ClientRuntime
         protected uint MethodId { get; } = methodId;
 
         protected CallSettings? Settings { get; } = settings;
-
-        /// <summary>When the user made the call: its deadline counts from here.</summary>
-        protected long MadeAt { get; } = runtime._clock.GetTimestamp();
 
         /// <summary>Why the call fails when the interceptors returned without reaching it.</summary>
         public InvalidOperationException NotInvoked() => NotInvoked(Call.MethodName, "A client interceptor stops a call by throwing.");
