@@ -128,12 +128,9 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
 
     /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
-    public async ValueTask InvokeClientStreamAsync<TArguments, TItem>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+    public ValueTask InvokeClientStreamAsync<TArguments, TItem>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
-    {
-        ArgumentNullException.ThrowIfNull(items);
-        await OutgoingStreamCall.SendAsync<TArguments, TItem, VoidResult>(this, methodId, arguments, items, Metadata, cancellationToken).ConfigureAwait(false);
-    }
+        => VoidResult.Ignore(InvokeClientStreamAsync<TArguments, TItem, VoidResult>(methodId, arguments, items, cancellationToken));
 
     ValueTask<OutgoingCalls> IOutgoingCallsSource.GetOutgoingCallsAsync(uint methodId, CancellationToken cancellationToken) => new(_connection.Outgoing);
 

@@ -49,10 +49,7 @@ public static class MuxServiceRegistry
 
     internal static TService CreateProxy<TService>(IMuxCallInvoker client)
         where TService : class
-    {
-        Func<IMuxCallInvoker, TService> factory = Registration<TService>.ProxyFactory ?? throw NotRegistered(typeof(TService));
-        return factory(client);
-    }
+        => (Registration<TService>.ProxyFactory ?? throw NotRegistered(typeof(TService)))(client);
 
     internal static MuxServiceDefinition<TService> GetDefinition<TService>()
         where TService : class

@@ -37,10 +37,7 @@ internal sealed class BoundCallInvoker(ClientRuntime runtime, CallSettings? sett
         return runtime.SendStreamAsync<TArguments, TItem, TResult>(methodId, arguments, items, settings, cancellationToken);
     }
 
-    public async ValueTask InvokeClientStreamAsync<TArguments, TItem>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+    public ValueTask InvokeClientStreamAsync<TArguments, TItem>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
-    {
-        ArgumentNullException.ThrowIfNull(items);
-        await runtime.SendStreamAsync<TArguments, TItem, VoidResult>(methodId, arguments, items, settings, cancellationToken).ConfigureAwait(false);
-    }
+        => VoidResult.Ignore(InvokeClientStreamAsync<TArguments, TItem, VoidResult>(methodId, arguments, items, cancellationToken));
 }

@@ -67,7 +67,7 @@ internal sealed partial class ClientRuntime
     private ValueTask<TResult> SendAsync<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        ClientConnection? connection = _keeper.Current;
+        ClientConnection? connection = Keeper.Current;
         if (connection is null)
         {
             return waits
@@ -76,7 +76,7 @@ internal sealed partial class ClientRuntime
         }
 
         ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken, metadata: metadata);
-        return call.IsCompletedSuccessfully || !_keeper.Reconnects
+        return call.IsCompletedSuccessfully || !Keeper.Reconnects
             ? call
             : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits, cancellationToken);
     }
@@ -84,7 +84,7 @@ internal sealed partial class ClientRuntime
     private ValueTask SendAsync<TArguments>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        ClientConnection? connection = _keeper.Current;
+        ClientConnection? connection = Keeper.Current;
         if (connection is null)
         {
             // Waiting for a connection is the rare path: it goes the way of a call with a result.
@@ -94,7 +94,7 @@ internal sealed partial class ClientRuntime
         }
 
         ValueTask call = connection.Outgoing.InvokeAsync(methodId, arguments, deadline, now, cancellationToken, metadata);
-        return call.IsCompletedSuccessfully || !_keeper.Reconnects
+        return call.IsCompletedSuccessfully || !Keeper.Reconnects
             ? call
             : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits, cancellationToken);
     }
@@ -107,11 +107,11 @@ internal sealed partial class ClientRuntime
     /// nothing was sent, so it is safe to retry.</summary>
     private MuxConnectionException NotConnected(uint methodId)
     {
-        ClientConnection? latest = _keeper.Latest;
+        ClientConnection? latest = Keeper.Latest;
         bool lost = latest is { IsClosed: true };
         string why = lost ? $" The last connection: {latest!.CloseError.Message}" : string.Empty;
         return MuxConnectionException.NotRun(
-            $"The Mux client has no connection to {RemoteEndPoint?.ToString() ?? "its servers"} right now (it is {_keeper.State}), and the call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} does not wait for one (WaitForConnection is false); it was not sent, so it is safe to retry.{why}",
+            $"The Mux client has no connection to {RemoteEndPoint?.ToString() ?? "its servers"} right now (it is {Keeper.State}), and the call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} does not wait for one (WaitForConnection is false); it was not sent, so it is safe to retry.{why}",
             latest?.CloseReason ?? MuxCloseReason.None,
             lost ? latest!.CloseError : null);
     }
@@ -155,15 +155,15 @@ internal sealed partial class ClientRuntime
         where TArguments : struct
     {
         ClientConnection? connection = waits
-            ? await _keeper.WaitForConnectionAsync(failed, deadline.At, deadline.OwnTimeout, cancellationToken).ConfigureAwait(false)
-            : _keeper.Current;
+            ? await Keeper.WaitForConnectionAsync(failed, deadline.At, deadline.OwnTimeout, cancellationToken).ConfigureAwait(false)
+            : Keeper.Current;
         if (connection is null || connection == failed)
         {
             notRun!.Throw(); // A call that waits never gets here: the wait gives it another connection or throws.
         }
 
         ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata: metadata);
-        return await (_keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits, cancellationToken) : call).ConfigureAwait(false);
+        return await (Keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits, cancellationToken) : call).ConfigureAwait(false);
     }
 
     /// <summary>Where a streaming call finds its connection: the client's current one, or the next
@@ -174,7 +174,7 @@ internal sealed partial class ClientRuntime
     {
         public ValueTask<OutgoingCalls> GetOutgoingCallsAsync(uint methodId, CancellationToken cancellationToken)
         {
-            if (runtime._keeper.Current is { } connection)
+            if (runtime.Keeper.Current is { } connection)
             {
                 return new ValueTask<OutgoingCalls>(connection.Outgoing);
             }
@@ -184,7 +184,7 @@ internal sealed partial class ClientRuntime
 
         private async ValueTask<OutgoingCalls> WaitAsync(CancellationToken cancellationToken)
         {
-            ClientConnection connection = await runtime._keeper.WaitForConnectionAsync(null, ClockDeadline.After(runtime._clock.GetTimestamp(), timeout), ownTimeout, cancellationToken).ConfigureAwait(false);
+            ClientConnection connection = await runtime.Keeper.WaitForConnectionAsync(null, ClockDeadline.After(runtime._clock.GetTimestamp(), timeout), ownTimeout, cancellationToken).ConfigureAwait(false);
             return connection.Outgoing;
         }
     }

@@ -91,14 +91,24 @@ internal sealed partial class ClientRuntime
     private abstract class ValueChain<TResult>(ClientRuntime runtime, MuxClientCall call, uint methodId, CallSettings? settings)
         : CallChain(runtime, call, methodId, settings)
     {
-        // The call's result, once next() has it. Written by the call's completion; read after the chain.
+        // The call's result, and whether it has one: a call that failed has none, and neither has
+        // one still running. Written by the call's completion; read after the chain.
         private TResult? _result;
+        private bool _hasResult;
 
         [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
         public async ValueTask<TResult> RunAsync()
         {
             await InvokeAsync().ConfigureAwait(false);
-            return CallInvoked ? _result! : throw NotInvoked();
+            if (!_hasResult)
+            {
+                // As on the server: the caller is not handed a default(TResult) nobody sent.
+                throw CallInvoked
+                    ? new InvalidOperationException($"The call to {Call.MethodName} has no result to return: it failed, and a client interceptor caught the exception without throwing one of its own (or returned before the task of next() completed).")
+                    : NotInvoked();
+            }
+
+            return _result!;
         }
 
         protected abstract ValueTask<TResult> SendAsync();
@@ -109,13 +119,18 @@ internal sealed partial class ClientRuntime
             if (sent.IsCompletedSuccessfully)
             {
                 _result = sent.Result;
+                _hasResult = true;
                 return default;
             }
 
             return AwaitAsync(sent);
         }
 
-        private async ValueTask AwaitAsync(ValueTask<TResult> sent) => _result = await sent.ConfigureAwait(false);
+        private async ValueTask AwaitAsync(ValueTask<TResult> sent)
+        {
+            _result = await sent.ConfigureAwait(false);
+            _hasResult = true;
+        }
     }
 
     /// <summary>A call with arguments and one answer.</summary>
@@ -123,9 +138,12 @@ internal sealed partial class ClientRuntime
         : ValueChain<TResult>(runtime, call, methodId, settings)
         where TArguments : struct
     {
+        // When the user made the call: its deadline counts from here. Only a unary call has one.
+        private readonly long _madeAt = runtime._clock.GetTimestamp();
+
         protected override ValueTask<TResult> SendAsync()
         {
-            CallDeadline deadline = CallDeadline.FixAt(Runtime._clock, Timeout, OwnTimeout, MadeAt);
+            CallDeadline deadline = CallDeadline.FixAt(Runtime._clock, Timeout, OwnTimeout, _madeAt);
             return Runtime.SendAsync<TArguments, TResult>(MethodId, arguments, deadline, deadline.Now(Runtime._clock), Metadata, Waits, Call.CancellationToken);
         }
     }
@@ -196,9 +214,6 @@ internal sealed partial class ClientRuntime
         protected uint MethodId { get; } = methodId;
 
         protected CallSettings? Settings { get; } = settings;
-
-        /// <summary>When the user made the call: its deadline counts from here.</summary>
-        protected long MadeAt { get; } = runtime._clock.GetTimestamp();
 
         /// <summary>Why the call fails when the interceptors returned without reaching it.</summary>
         public InvalidOperationException NotInvoked() => NotInvoked(Call.MethodName, "A client interceptor stops a call by throwing.");

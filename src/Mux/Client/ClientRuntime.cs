@@ -17,10 +17,6 @@ namespace Mux.Client;
 /// </summary>
 internal sealed partial class ClientRuntime
 {
-    // One endpoint's ConnectionKeeper, or an EndPointBalancer over several instances. Set once, by
-    // the factory that made this runtime, right after the constructor (either starts at once).
-    private ConnectionSource _keeper = null!;
-
     // The clock calls' deadlines are fixed and kept on (MuxClientOptions.TimeProvider), and
     // CallTimeout in its timestamp units (ClockDeadline.Never for none). Immutable.
     private readonly TimeProvider _clock;
@@ -60,8 +56,10 @@ internal sealed partial class ClientRuntime
         _defaultSource = new CallsSource(this, _callTimeout, null, _waitForConnection);
     }
 
-    /// <summary>Where the client's connections come from.</summary>
-    public ConnectionSource Keeper => _keeper;
+    /// <summary>Where the client's connections come from: one endpoint's ConnectionKeeper, or an
+    /// EndPointBalancer over several instances. Set once, by the factory that made this runtime,
+    /// right after the constructor (either starts at once).</summary>
+    public ConnectionSource Keeper { get; private set; } = null!;
 
     /// <summary>What the client serves to calls its server starts (MuxClient.AddService); shared by
     /// every connection it opens, and kept across reconnects.</summary>
@@ -69,7 +67,7 @@ internal sealed partial class ClientRuntime
 
     /// <summary>The server's socket address once connected, else the configured endpoint; null in
     /// memory and over several instances.</summary>
-    public EndPoint? RemoteEndPoint => _endPoint is null ? null : _keeper.Latest?.RemoteEndPoint ?? _endPoint;
+    public EndPoint? RemoteEndPoint => _endPoint is null ? null : Keeper.Latest?.RemoteEndPoint ?? _endPoint;
 
     /// <summary>A client whose first connection (to <paramref name="endPoint"/>) is open: the keeper
     /// reconnects to the same endpoint when it is lost.</summary>
@@ -77,7 +75,7 @@ internal sealed partial class ClientRuntime
     {
         var runtime = new ClientRuntime(options, endPoint);
         ClientConnection first = await ClientConnection.OpenAsync(endPoint, options, runtime.Services, runtime._logger, cancellationToken).ConfigureAwait(false);
-        runtime._keeper = new ConnectionKeeper(first, endPoint, runtime.Services, options, runtime._logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
+        runtime.Keeper = new ConnectionKeeper(first, endPoint, runtime.Services, options, runtime._logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
         return runtime;
     }
 
@@ -85,7 +83,7 @@ internal sealed partial class ClientRuntime
     public static ClientRuntime Create(EndPoint endPoint, MuxClientOptions options)
     {
         var runtime = new ClientRuntime(options, endPoint);
-        runtime._keeper = new ConnectionKeeper(null, endPoint, runtime.Services, options, runtime._logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
+        runtime.Keeper = new ConnectionKeeper(null, endPoint, runtime.Services, options, runtime._logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
         return runtime;
     }
 
@@ -95,7 +93,7 @@ internal sealed partial class ClientRuntime
     {
         var runtime = new ClientRuntime(options, null);
         ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, runtime.Services, runtime._logger, name, cancellationToken).ConfigureAwait(false);
-        runtime._keeper = new ConnectionKeeper(connection, null, runtime.Services, options, runtime._logger, name, runtime.RaiseStateChanged);
+        runtime.Keeper = new ConnectionKeeper(connection, null, runtime.Services, options, runtime._logger, name, runtime.RaiseStateChanged);
         return runtime;
     }
 
@@ -104,7 +102,7 @@ internal sealed partial class ClientRuntime
     public static ClientRuntime CreateBalanced(MuxClientOptions options)
     {
         var runtime = new ClientRuntime(options, null);
-        runtime._keeper = new EndPointBalancer(options, runtime._logger, runtime.RaiseStateChanged, runtime.Services);
+        runtime.Keeper = new EndPointBalancer(options, runtime._logger, runtime.RaiseStateChanged, runtime.Services);
         return runtime;
     }
 
@@ -116,12 +114,12 @@ internal sealed partial class ClientRuntime
         try
         {
             long deadline = ClockDeadline.After(options.TimeProvider, options.ConnectTimeout);
-            await ((EndPointBalancer)runtime._keeper).WaitUntilConnectedAsync(deadline, cancellationToken).ConfigureAwait(false);
+            await ((EndPointBalancer)runtime.Keeper).WaitUntilConnectedAsync(deadline, cancellationToken).ConfigureAwait(false);
             return runtime;
         }
         catch
         {
-            await runtime._keeper.DisposeAsync().ConfigureAwait(false);
+            await runtime.Keeper.DisposeAsync().ConfigureAwait(false);
             throw;
         }
     }

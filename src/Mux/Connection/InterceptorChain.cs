@@ -43,12 +43,7 @@ internal abstract class InterceptorChain
     /// <summary>Why the call cannot end well after the chain returned without reaching it.</summary>
     public InvalidOperationException NotInvoked(string methodName, string refusal)
     {
-        var names = new string[_count];
-        for (int i = 0; i < _count; i++)
-        {
-            names[i] = DescribeInterceptor(i);
-        }
-
+        IEnumerable<string> names = Enumerable.Range(0, _count).Select(DescribeInterceptor);
         return new InvalidOperationException($"The call to {methodName} was not made: an interceptor ({string.Join(", ", names)}) returned without calling next() and without throwing. {refusal}");
     }
 

@@ -51,6 +51,23 @@ public class ServerToClientStreamTests
         Assert.Equal(1003, await hub.SumOfClientAnswers(1).WaitAsync(TestHost.Patience));
     }
 
+    [Fact]
+    public async Task BothInvokers_RefuseANullStream_WhenTheCallIsMade_WhateverTheCallReturns()
+    {
+        await using CallbackHost host = await CallbackHost.StartAsync(TransportKind.InMemory);
+        (MuxClient client, MuxRemoteClient remote) = await host.ConnectAndRegisterAsync(null);
+
+        foreach (IMuxCallInvoker invoker in new IMuxCallInvoker[] { client, remote })
+        {
+            // At the call, not in the task or enumerator it returns, for the void caller stream too.
+            Assert.Equal("items", Assert.Throws<ArgumentNullException>(() => invoker.InvokeDuplexStream<int, int, int>(1, 0, null!, default)).ParamName);
+            Assert.Equal("items", Assert.Throws<ArgumentNullException>(() => invoker.InvokeClientStreamAsync<int, int, int>(1, 0, null!, default)).ParamName);
+            Assert.Equal("items", Assert.Throws<ArgumentNullException>(() => invoker.InvokeClientStreamAsync<int, int>(1, 0, null!, default)).ParamName);
+        }
+
+        Assert.Equal(0, client.PendingCalls);
+    }
+
     [Theory]
     [InlineData(TransportKind.InMemory)]
     [InlineData(TransportKind.Tcp)]

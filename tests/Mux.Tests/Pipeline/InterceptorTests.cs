@@ -122,6 +122,26 @@ public sealed class InterceptorTests
     [Theory]
     [InlineData(TransportKind.InMemory)]
     [InlineData(TransportKind.Tcp)]
+    public async Task AClientInterceptorThatCatchesTheCallsFailureWithoutThrowing_FailsTheCall_InsteadOfReturningADefaultResult(TransportKind kind)
+    {
+        var server = new MuxServerOptions { EnableDetailedErrors = true };
+        server.Interceptors.Add(new ThrowAfterNext(() => new MuxRemoteException(MuxStatusCode.Unavailable, "quota store unavailable")));
+        var client = new MuxClientOptions();
+        client.Interceptors.Add(new Swallow());
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client);
+
+        // A call with a result has none to return; one without would report a failure as done.
+        InvalidOperationException add = await Assert.ThrowsAsync<InvalidOperationException>(() => host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+        InvalidOperationException fail = await Assert.ThrowsAsync<InvalidOperationException>(() => host.Proxy.Fail("handler failed").WaitAsync(TestHost.Patience));
+
+        Assert.Equal("The call to IPipelineService.Add has no result to return: it failed, and a client interceptor caught the exception without throwing one of its own (or returned before the task of next() completed).", add.Message);
+        Assert.StartsWith("The call to IPipelineService.Fail has no result to return", fail.Message, StringComparison.Ordinal);
+        Assert.Equal(2, host.Service.Runs);
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
     public async Task AServerInterceptorThatNeverCallsNext_FailsTheCall_WithoutRunningTheHandler(TransportKind kind)
     {
         var server = new MuxServerOptions { EnableDetailedErrors = true };
@@ -252,6 +272,22 @@ public sealed class InterceptorTests
     private sealed class Forgetful : IMuxServerInterceptor
     {
         public ValueTask InvokeAsync(MuxCallContext call, Func<ValueTask> next) => ValueTask.CompletedTask;
+    }
+
+    /// <summary>Catches whatever next() throws, and returns.</summary>
+    private sealed class Swallow : IMuxClientInterceptor
+    {
+        public async ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next)
+        {
+            try
+            {
+                await next();
+            }
+            catch (Exception)
+            {
+                // Dropped: the case under test.
+            }
+        }
     }
 
     /// <summary>Calls next() twice.</summary>
