@@ -14,7 +14,10 @@ namespace Mux;
 /// completed (for a method that returns an <see cref="IAsyncEnumerable{T}"/>, when its stream has
 /// ended), throwing what the call failed with. Call it at most once. An exception an interceptor
 /// throws (before or after <c>next()</c>) is what the caller gets; the call's result is kept
-/// otherwise.
+/// otherwise. An interceptor cannot replace a failure with a result: one that catches what
+/// <c>next()</c> threw (or returns before its task has completed) and returns without throwing
+/// fails the call with <see cref="InvalidOperationException"/>, void calls too, as a server
+/// interceptor that swallows its handler's failure does.
 /// </para>
 /// <para>
 /// One instance serves every call, concurrently: keep it thread-safe. A client with no interceptor

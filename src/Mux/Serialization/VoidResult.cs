@@ -6,8 +6,8 @@ namespace Mux.Serialization;
 /// <summary>The "result" of a call that returns nothing: a Response whose body is nil.</summary>
 internal readonly struct VoidResult
 {
-    /// <summary>A call without a result that went the way of a call with one (a rare path: a wait
-    /// for a connection, a slot, or the interceptors), its nil result dropped.</summary>
+    /// <summary>A call without a result that went the way of a call with one (a wait for a
+    /// connection, a slot, or the interceptors; a void caller-streaming call), its nil result dropped.</summary>
     public static async ValueTask Ignore(ValueTask<VoidResult> call) => await call.ConfigureAwait(false);
 }
 
