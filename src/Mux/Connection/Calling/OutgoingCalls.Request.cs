@@ -40,7 +40,8 @@ internal sealed partial class OutgoingCalls
             }
 
             trace = _peerReadsTraceContext ? call.Telemetry.Activity ?? Activity.Current : null;
-            if (trace is not null && !TraceContextHeader.CanPropagate(trace))
+            // The header carries a W3C traceparent: an activity of another ID format has none to send.
+            if (trace is not null && trace.IdFormat != ActivityIdFormat.W3C)
             {
                 trace = null;
             }
