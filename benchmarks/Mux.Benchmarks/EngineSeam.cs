@@ -128,7 +128,7 @@ internal sealed class EngineSeam : IAsyncDisposable
             uint callId = 1_000_000u + (uint)i;
             if (kind == InboundFrame.Response)
             {
-                var body = new ResultBody<int>(i, serializer);
+                var body = new MessagePackBody<int>(i, serializer);
                 FrameWriter.Write(frames, FrameType.Response, callId, 0, ref body);
             }
             else

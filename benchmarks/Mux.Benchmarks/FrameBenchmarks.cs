@@ -69,7 +69,7 @@ public class FrameBenchmarks
     public int EncodeRequest()
     {
         _output.Reset();
-        var body = new ArgumentsBody<AddArguments>(new AddArguments(2, 3), s_options);
+        var body = new MessagePackBody<AddArguments>(new AddArguments(2, 3), s_options);
         return FrameWriter.Write(_output, FrameType.Request, CallId, MethodId, ref body);
     }
 
@@ -78,7 +78,7 @@ public class FrameBenchmarks
     public int EncodeResponse()
     {
         _output.Reset();
-        var body = new ResultBody<int>(5, s_options);
+        var body = new MessagePackBody<int>(5, s_options);
         return FrameWriter.Write(_output, FrameType.Response, CallId, 0, ref body);
     }
 

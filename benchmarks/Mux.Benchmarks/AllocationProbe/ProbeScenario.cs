@@ -22,14 +22,14 @@ internal sealed class ProbeScenario
         if (listCount == 0)
         {
             MethodId = UserServiceContracts.AddMethodId;
-            Request = StubFrames.Encode(FrameType.Request, MethodId, new ArgumentsBody<AddArguments>(new AddArguments(1, 2), s_options));
-            Response = StubFrames.Encode(FrameType.Response, 0, new ResultBody<int>(3, s_options));
+            Request = StubFrames.Encode(FrameType.Request, MethodId, new MessagePackBody<AddArguments>(new AddArguments(1, 2), s_options));
+            Response = StubFrames.Encode(FrameType.Response, 0, new MessagePackBody<int>(3, s_options));
         }
         else
         {
             MethodId = UserServiceContracts.ListMethodId;
-            Request = StubFrames.Encode(FrameType.Request, MethodId, new ArgumentsBody<ListArguments>(new ListArguments(listCount), s_options));
-            Response = StubFrames.Encode(FrameType.Response, 0, new ResultBody<List<User>>(UserServiceContracts.CreateUsers(listCount), s_options));
+            Request = StubFrames.Encode(FrameType.Request, MethodId, new MessagePackBody<ListArguments>(new ListArguments(listCount), s_options));
+            Response = StubFrames.Encode(FrameType.Response, 0, new MessagePackBody<List<User>>(UserServiceContracts.CreateUsers(listCount), s_options));
         }
     }
 

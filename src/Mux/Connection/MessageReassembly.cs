@@ -22,12 +22,9 @@ internal sealed class MessageReassembly
     // worker, they were now and then allocated afresh on the large object heap (full collections).
     // 64 KiB segments stay below it, from a pool that keeps enough of them (BufferSegmentPool).
 
-    // The segments holding the payload so far, first to last, linked as a ReadOnlySequence.
-    private BufferSegment? _first;
-    private BufferSegment? _last;
-
-    // Where the segments come from and go back to. Immutable.
-    private readonly BufferSegmentPool _pool;
+    // The segments holding the payload so far, first to last, linked as a ReadOnlySequence: written
+    // as a large message is encoded, with no staging buffer before them. Immutable.
+    private readonly MessageBufferWriter _bytes;
 
     // The connection whose reassembly memory this message counts in (see
     // MuxConnection.ReassemblyBytesRented); null in unit tests. Immutable.
@@ -36,7 +33,7 @@ internal sealed class MessageReassembly
     public MessageReassembly(in Frame first, bool skip, MuxConnection? owner = null, BufferSegmentPool? pool = null)
     {
         _owner = owner;
-        _pool = pool ?? BufferSegmentPool.Shared;
+        _bytes = new MessageBufferWriter(pool ?? BufferSegmentPool.Shared);
         IsSkipped = skip;
 
         // The trace context is a slice of the receive buffer, so it is copied: at most ~600 bytes,
@@ -70,35 +67,17 @@ internal sealed class MessageReassembly
             return;
         }
 
+        BufferSegment? last = _bytes.Last;
         foreach (ReadOnlyMemory<byte> piece in bytes)
         {
-            ReadOnlySpan<byte> source = piece.Span;
-            while (!source.IsEmpty)
-            {
-                BufferSegment segment = _last is { Free: > 0 } last ? last : AddSegment();
-                int count = Math.Min(source.Length, segment.Free);
-                source[..count].CopyTo(segment.Array.AsSpan(segment.Used));
-                segment.Used += count;
-                source = source[count..];
-            }
-        }
-    }
-
-    private BufferSegment AddSegment()
-    {
-        BufferSegment segment = _pool.Rent();
-        _owner?.CountReassemblyBytes(segment.Array.Length);
-        if (_last is null)
-        {
-            _first = segment;
-        }
-        else
-        {
-            _last.Link(segment);
+            _bytes.Write(piece.Span);
         }
 
-        _last = segment;
-        return segment;
+        // The segments these bytes took count in the connection's reassembly memory until Release.
+        for (BufferSegment? added = last is null ? _bytes.First : last.NextSegment; added is not null; added = added.NextSegment)
+        {
+            _owner?.CountReassemblyBytes(added.Array.Length);
+        }
     }
 
     /// <summary>The whole payload: one array's bytes, or the segments in order. Valid until <see cref="Release"/>.</summary>
@@ -106,19 +85,20 @@ internal sealed class MessageReassembly
     {
         get
         {
-            if (_first is null || _last is null)
+            BufferSegment? first = _bytes.First, last = _bytes.Last;
+            if (first is null || last is null)
             {
                 return ReadOnlySequence<byte>.Empty;
             }
 
-            if (_first == _last)
+            if (first == last)
             {
-                return new ReadOnlySequence<byte>(_first.Array, 0, _first.Used);
+                return new ReadOnlySequence<byte>(first.Array, 0, first.Used);
             }
 
             // Every segment but the last is full; the last one's Memory covers what it holds.
-            _last.Seal();
-            return new ReadOnlySequence<byte>(_first, 0, _last, _last.Used);
+            last.Seal();
+            return new ReadOnlySequence<byte>(first, 0, last, last.Used);
         }
     }
 
@@ -126,7 +106,7 @@ internal sealed class MessageReassembly
     /// (rather than, say, a copy or a part of it). While it holds segments, it has kept every byte
     /// it received: a skipped or abandoned message holds none.</summary>
     public bool IsWholePayload(in ReadOnlySequence<byte> payload) =>
-        _first is not null && payload.Length == Received && (payload.Start.GetObject() == _first || payload.Start.GetObject() == _first.Array);
+        _bytes.First is { } first && payload.Length == Received && (payload.Start.GetObject() == first || payload.Start.GetObject() == first.Array);
 
     /// <summary>The whole message as one frame, as if it had arrived unfragmented. Valid until <see cref="Release"/>.</summary>
     public Frame ToFrame() => new(Header.Type, Header.Flags, Header.CallId, Header.MethodId, Payload, Header.TraceContext, Header.RemainingMilliseconds);
@@ -135,10 +115,7 @@ internal sealed class MessageReassembly
     /// that took the message over (on its own thread).</summary>
     public void Release()
     {
-        BufferSegment? first = _first;
-        _first = null;
-        _last = null;
-        long returned = _pool.ReturnChain(first);
+        long returned = _bytes.Discard();
         if (returned != 0)
         {
             _owner?.CountReassemblyBytes(-returned);

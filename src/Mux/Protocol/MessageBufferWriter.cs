@@ -14,10 +14,11 @@ namespace Mux.Protocol;
 /// The chain is then handed to the message's fragments (<see cref="Detach"/>).
 /// </summary>
 /// <remarks>
-/// One per thread (<see cref="ForCurrentThread"/>), used for one frame at a time. A formatter that
-/// asks for more contiguous room than a segment has (MessagePack-CSharp asks for a whole string's
-/// worst-case length at once) gets one oversized segment from ArrayPool.Shared; Mux's own formatters
-/// for bytes write in pieces (see Serialization/BinaryInPieces).
+/// One per thread (<see cref="ForCurrentThread"/>), used for one frame at a time; and one per
+/// message arriving in fragments (MessageReassembly), which has no head and starts in segments.
+/// A formatter that asks for more contiguous room than a segment has (MessagePack-CSharp asks for a
+/// whole string's worst-case length at once) gets one oversized segment from ArrayPool.Shared; Mux's
+/// own formatters for bytes write in pieces (see Serialization/BinaryInPieces).
 /// </remarks>
 internal sealed class MessageBufferWriter : IBufferWriter<byte>
 {
@@ -39,6 +40,12 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
     {
         _pool = pool;
     }
+
+    /// <summary>The frame's first segment; null before it has moved into segments.</summary>
+    public BufferSegment? First => _first;
+
+    /// <summary>The segment being written; null before the frame has moved into segments.</summary>
+    public BufferSegment? Last => _last;
 
     /// <summary>Whether the frame has moved into segments.</summary>
     [MemberNotNullWhen(true, nameof(_first), nameof(_last))]
@@ -139,13 +146,14 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
     }
 
     /// <summary>Returns the segments of a frame that will not be sent (its serializer threw), and
-    /// frees the writer for the next frame.</summary>
-    public void Discard()
+    /// frees the writer for the next frame. Returns the bytes of their arrays.</summary>
+    public long Discard()
     {
-        _pool.ReturnChain(_first);
+        long returned = _pool.ReturnChain(_first);
         _first = null;
         _last = null;
         _head = null;
+        return returned;
     }
 
     /// <summary>The segment to write into for <paramref name="sizeHint"/> bytes; null while the
@@ -157,7 +165,7 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         {
             // The head grows by doubling up to one segment's size, like any staging buffer; a frame
             // that needs more moves out of it.
-            if (_head!.WrittenCount + (long)needed <= BufferSegmentPool.SegmentSize)
+            if (_head is not null && _head.WrittenCount + (long)needed <= BufferSegmentPool.SegmentSize)
             {
                 return null;
             }
@@ -175,8 +183,8 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         return _last;
     }
 
-    /// <summary>Copies what the head holds (at most a segment's worth, unless its thread's staging
-    /// buffer was already larger) into segments, and empties the head.</summary>
+    /// <summary>Copies what the head holds, if any (at most a segment's worth, unless its thread's
+    /// staging buffer was already larger), into segments, and empties the head.</summary>
     [MemberNotNull(nameof(_first), nameof(_last))]
     private void MoveHeadToSegments()
     {
@@ -186,7 +194,10 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         _last = first;
 
         // Written through this writer, now in segments: it links a new one each time one is full.
-        this.Write(_head!.WrittenSpan);
-        _head.Reset();
+        if (_head is not null)
+        {
+            this.Write(_head.WrittenSpan);
+            _head.Reset();
+        }
     }
 }

@@ -26,9 +26,6 @@ internal static class TraceContextHeader
     // version (2) - trace id (32) - span id (16) - flags (2)
     private const int TraceParentLength = 55;
 
-    /// <summary>Whether <paramref name="activity"/> has a W3C context worth sending.</summary>
-    public static bool CanPropagate(Activity activity) => activity.IdFormat == ActivityIdFormat.W3C;
-
     public static void Write(ref MessagePackWriter writer, Activity activity)
     {
         string traceParent = activity.Id!;

@@ -94,7 +94,7 @@ internal static class StreamProducer
                 // Large items (the last was) and slowly made ones go straight out, with whatever is
                 // queued before them, as any other frame; the others wait for the batch's flush.
                 bool atOnce = lastSize >= MaxBatchBytes || made - asked >= slowItem;
-                var item = new ResultBody<T>(enumerator.Current, options);
+                var item = new MessagePackBody<T>(enumerator.Current, options);
                 lastSize = connection.SendFrame(FrameType.StreamItem, window.CallId, 0, ref item, window.IdSpace, defer: !atOnce);
                 if (atOnce)
                 {

@@ -131,6 +131,35 @@ public class TraceContextTests
         Assert.Equal(ActivityKind.Client, Assert.Single(spans).Kind);
     }
 
+    [Fact]
+    public async Task Client_SendsNoTraceContext_ForAnActivityThatIsNotW3C()
+    {
+        (DuplexPipeTransport clientSide, DuplexPipeTransport serverSide) = DuplexPipeTransport.CreatePair();
+        PipeReader fromClient = serverSide.Input;
+        Task<MuxClient> connecting = MuxClient.ConnectAsync(clientSide);
+
+        await ReadFrameAsync(fromClient, hello => Assert.Equal(FrameType.Hello, hello.Type));
+        // A server of this build, which reads trace context.
+        await WriteAsync(serverSide.Output, ProtocolTestHelpers.WriteFrame(FrameType.HelloAck, 0, 0, new HandshakeSettings(ProtocolConstants.Version, 4 * 1024 * 1024, 1000, null)));
+        await using MuxClient client = await connecting.WaitAsync(TelemetryHost.Patience);
+
+        // A hierarchical id has no traceparent form.
+        using var root = new Activity("test root").SetIdFormat(ActivityIdFormat.Hierarchical).Start();
+        ValueTask<int> call = client.InvokeAsync<RawArguments, int>(0x1234, new RawArguments());
+        FrameFlags flags = FrameFlags.None;
+        uint callId = 0;
+        await ReadFrameAsync(fromClient, request =>
+        {
+            Assert.Equal(FrameType.Request, request.Type);
+            flags = request.Flags;
+            callId = request.CallId;
+        });
+        await WriteAsync(serverSide.Output, ProtocolTestHelpers.WriteFrame(FrameType.Response, callId, 0, new RawBody([0x05])));
+
+        Assert.Equal(5, await call.AsTask().WaitAsync(TelemetryHost.Patience));
+        Assert.Equal(FrameFlags.None, flags & FrameFlags.TraceContext);
+    }
+
     private static byte[] OldServerHelloAck()
     {
         var output = new ArrayBufferWriter<byte>();

@@ -59,7 +59,7 @@ public sealed class LargeMessageAllocationTests
     {
         long start = GC.GetAllocatedBytesForCurrentThread();
         writer.Start(staging);
-        var body = new ResultBody<byte[]>(data, s_options);
+        var body = new MessagePackBody<byte[]>(data, s_options);
         long length = FrameWriter.Write(writer, FrameType.Response, 7, 0, ref body);
         bool inSegments = writer.IsInSegments;
         BufferSegment first = writer.Detach();

@@ -40,13 +40,14 @@ internal sealed partial class OutgoingCalls
             }
 
             trace = _peerReadsTraceContext ? call.Telemetry.Activity ?? Activity.Current : null;
-            if (trace is not null && !TraceContextHeader.CanPropagate(trace))
+            // The header carries a W3C traceparent: an activity of another ID format has none to send.
+            if (trace is not null && trace.IdFormat != ActivityIdFormat.W3C)
             {
                 trace = null;
             }
         }
 
-        var body = new RequestBody<ArgumentsBody<TArguments>>(new ArgumentsBody<TArguments>(arguments, _connection.SerializerOptions), remaining, trace, metadata);
+        var body = new RequestBody<MessagePackBody<TArguments>>(new MessagePackBody<TArguments>(arguments, _connection.SerializerOptions), remaining, trace, metadata);
         _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref body, _idSpace | body.Flags, whenWritten);
     }
 

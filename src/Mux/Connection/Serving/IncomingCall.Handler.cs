@@ -82,7 +82,7 @@ internal sealed partial class IncomingCall
     {
         // The slot first, so that a caller sending its next request on reading the answer finds it free.
         ReleaseSlot();
-        var body = new ResultBody<T>(value, SerializerOptions);
+        var body = new MessagePackBody<T>(value, SerializerOptions);
         Connection.SendFrame(FrameType.Response, CallId, 0, ref body, _calls.IdSpace);
     }
 
