@@ -112,18 +112,7 @@ public class TraceContextTests
         await using MuxClient client = await connecting.WaitAsync(TelemetryHost.Patience);
 
         using var root = new Activity("test root").Start();
-        ValueTask<int> call = client.InvokeAsync<RawArguments, int>(0x1234, new RawArguments());
-        FrameFlags flags = FrameFlags.None;
-        uint callId = 0;
-        await ReadFrameAsync(fromClient, request =>
-        {
-            Assert.Equal(FrameType.Request, request.Type);
-            flags = request.Flags;
-            callId = request.CallId;
-        });
-        await WriteAsync(serverSide.Output, ProtocolTestHelpers.WriteFrame(FrameType.Response, callId, 0, new RawBody([0x05])));
-
-        Assert.Equal(5, await call.AsTask().WaitAsync(TelemetryHost.Patience));
+        FrameFlags flags = await CallOnceAsync(client, fromClient, serverSide.Output);
         Assert.Equal(FrameFlags.None, flags & FrameFlags.TraceContext); // (It does send its deadline.)
         root.Stop();
         // A listener was on and the client did make a span: it just did not send its context.
@@ -145,6 +134,14 @@ public class TraceContextTests
 
         // A hierarchical id has no traceparent form.
         using var root = new Activity("test root").SetIdFormat(ActivityIdFormat.Hierarchical).Start();
+        FrameFlags flags = await CallOnceAsync(client, fromClient, serverSide.Output);
+        Assert.Equal(FrameFlags.None, flags & FrameFlags.TraceContext);
+    }
+
+    /// <summary>Makes one call through a hand-driven server, answers it with 5, checks the caller
+    /// got that, and returns the flags its Request carried.</summary>
+    private static async Task<FrameFlags> CallOnceAsync(MuxClient client, PipeReader fromClient, PipeWriter toClient)
+    {
         ValueTask<int> call = client.InvokeAsync<RawArguments, int>(0x1234, new RawArguments());
         FrameFlags flags = FrameFlags.None;
         uint callId = 0;
@@ -154,10 +151,9 @@ public class TraceContextTests
             flags = request.Flags;
             callId = request.CallId;
         });
-        await WriteAsync(serverSide.Output, ProtocolTestHelpers.WriteFrame(FrameType.Response, callId, 0, new RawBody([0x05])));
-
+        await WriteAsync(toClient, ProtocolTestHelpers.WriteFrame(FrameType.Response, callId, 0, new RawBody([0x05])));
         Assert.Equal(5, await call.AsTask().WaitAsync(TelemetryHost.Patience));
-        Assert.Equal(FrameFlags.None, flags & FrameFlags.TraceContext);
+        return flags;
     }
 
     private static byte[] OldServerHelloAck()
