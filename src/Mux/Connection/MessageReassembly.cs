@@ -22,8 +22,9 @@ internal sealed class MessageReassembly
     // worker, they were now and then allocated afresh on the large object heap (full collections).
     // 64 KiB segments stay below it, from a pool that keeps enough of them (BufferSegmentPool).
 
-    // The segments holding the payload so far, first to last, linked as a ReadOnlySequence: written
-    // as a large message is encoded, with no staging buffer before them. Immutable.
+    // The segments holding the payload so far, first to last, linked as a ReadOnlySequence: the
+    // writer a large message is encoded with, here with no staging buffer, so fragments go straight
+    // into segments. Immutable.
     private readonly MessageBufferWriter _bytes;
 
     // The connection whose reassembly memory this message counts in (see

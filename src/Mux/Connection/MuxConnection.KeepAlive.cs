@@ -8,7 +8,8 @@ namespace Mux.Connection;
 // reader loop stamps the time of each socket read (not each frame); the timer, re-armed for the
 // next moment anything can be due, sends a Ping once nothing has arrived for KeepAliveInterval
 // and closes the connection when nothing (Pong or any other byte) follows within
-// KeepAliveTimeout. A subclass adds its own deadline to the same timer (the server's idle close).
+// KeepAliveTimeout. A subclass adds its own deadlines to the same timer (the server's handshake
+// timeout and idle close).
 internal abstract partial class MuxConnection
 {
     /// <summary>Drives the keepalive and idle timers (tests pass a fake one). Set by a subclass's
@@ -160,6 +161,7 @@ internal abstract partial class MuxConnection
 
     private void StopTimer() => _timer?.Dispose();
 
-    private static TimeSpan Earlier(TimeSpan a, TimeSpan b) =>
+    /// <summary>The sooner of two delays, infinite meaning never.</summary>
+    protected static TimeSpan Earlier(TimeSpan a, TimeSpan b) =>
         a == Timeout.InfiniteTimeSpan ? b : b == Timeout.InfiniteTimeSpan ? a : (a < b ? a : b);
 }

@@ -202,9 +202,7 @@ internal sealed class ServerConnection : MuxConnection
             return Timeout.InfiniteTimeSpan;
         }
 
-        // The earlier of the two, infinite meaning never.
-        TimeSpan idleLeft = CheckIdle(now);
-        return idleLeft == Timeout.InfiniteTimeSpan || (handshakeLeft != Timeout.InfiniteTimeSpan && handshakeLeft < idleLeft) ? handshakeLeft : idleLeft;
+        return Earlier(handshakeLeft, CheckIdle(now));
     }
 
     /// <summary>The idle close (<see cref="MuxServerOptions.IdleTimeout"/>): a connection that has
