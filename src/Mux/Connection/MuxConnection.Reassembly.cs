@@ -69,11 +69,6 @@ internal abstract partial class MuxConnection
     /// </summary>
     private void OnMessageTooLarge(in Frame first)
     {
-        if (!IsHandshakeDone)
-        {
-            throw new MuxProtocolException($"The handshake comes first and whole; the {PeerName} sent the first fragment of a {first.Type}.");
-        }
-
         if (first.Type == FrameType.Request)
         {
             Incoming.OnRequestTooLarge(RequirePeersCall(first));
@@ -216,6 +211,13 @@ internal abstract partial class MuxConnection
 
     private void StartMessage(in Frame first)
     {
+        if (!IsHandshakeDone)
+        {
+            // Not even reassembled: before Hello (or while it is authenticated) a peer must not make
+            // this side hold MaxMessageSize for every call it might have.
+            throw new MuxProtocolException($"The handshake comes first and whole; the {PeerName} sent the first fragment of a {first.Type}.");
+        }
+
         ulong key = ReassemblyKey(first);
         if (_reassemblies.TryGetValue(key, out MessageReassembly? existing))
         {
