@@ -67,6 +67,8 @@ internal abstract partial class MuxConnection
             case FrameType.StreamCredit:
                 Outgoing.OnStreamCredit(frame.CallId, FrameReader.ReadUInt32(frame.Payload));
                 break;
+            case FrameType.Ping when IsOutboundFull:
+                return PongWhenRoomAsync(frame);
             case FrameType.Ping:
                 SendRawFrame(FrameType.Pong, frame.CallId, frame.Payload.ToArray());
                 break;
@@ -80,6 +82,20 @@ internal abstract partial class MuxConnection
         }
 
         return ValueTask.CompletedTask;
+    }
+
+    /// <summary>A Ping while the peer is not reading what we send (the outbound queue is full):
+    /// reading stops until the Pong has room, as it does for a Request (IncomingCalls), so a peer
+    /// that pings without reading cannot make this side queue a Pong per Ping without bound.</summary>
+    private async ValueTask PongWhenRoomAsync(Frame frame)
+    {
+        while (IsOutboundFull && !IsClosed)
+        {
+            await WaitForOutboundRoomAsync().ConfigureAwait(false);
+        }
+
+        // The frame is still valid: the reader loop has not advanced past it.
+        TrySendRawFrame(FrameType.Pong, frame.CallId, frame.Payload.ToArray());
     }
 
     /// <summary>The frame, if it belongs to a call the peer started (Request, Cancel, StreamEnd);

@@ -1,4 +1,6 @@
+using Mux.Protocol;
 using Mux.Server;
+using Mux.Tests.Fragments;
 using Mux.Tests.Infrastructure;
 
 namespace Mux.Tests.Connection;
@@ -65,6 +67,59 @@ public class OutboundLimitTests
 
         // The sender ends too: it fails on the closed socket, or it had already handed everything
         // to the kernel's buffers (how much fits there depends on TCP autotuning, not on Mux).
+        await sending.ContinueWith(static _ => { }, TaskScheduler.Default).WaitAsync(TestHost.Patience);
+    }
+
+    [Fact]
+    public async Task RawClientThatNeverReads_AFloodOfPings_IsReadNoFurtherThanTheOutboundLimit_InsteadOfQueueingEveryPong()
+    {
+        const int Limit = 64 * 1024;
+        const int Pings = 1_000_000; // 18 MB of Pings, 18 MB of Pongs: far more than the sockets' buffers hold.
+        await using TestHost host = await TestHost.StartTcpAsync(new MuxServerOptions { MaxOutboundBytesPerConnection = Limit });
+        Assert.Equal(3, await host.Proxy.Add(1, 2));
+        ServerConnection[] others = [.. host.Server.Connections];
+        await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!, receiveBufferSize: 4096);
+        await raw.HandshakeAsync();
+        ServerConnection stuck = host.Server.Connections.Except(others).Single();
+
+        byte[] ping = FragmentWire.Whole(FrameType.Ping, 0, new byte[ProtocolConstants.PingPayloadSize]);
+        Task sending = Task.Run(async () =>
+        {
+            const int batch = 10_000;
+            byte[] frames = new byte[batch * ping.Length];
+            for (int i = 0; i < batch; i++)
+            {
+                ping.CopyTo(frames, i * ping.Length);
+            }
+
+            for (int sent = 0; sent < Pings; sent += batch)
+            {
+                await raw.SendWithoutDeadlineAsync(frames);
+            }
+        });
+
+        // Until the server has read every Ping (it queued a Pong for each: the bug), or it has
+        // stopped reading them: nothing it received has changed for a while once its queue is full.
+        long received = -1;
+        int unchanged = 0;
+        await Hosts.WaitUntilAsync(
+            () =>
+            {
+                long now = stuck.GetStatistics().FramesReceived;
+                unchanged = now == received && stuck.IsOutboundFull ? unchanged + 1 : 0;
+                received = now;
+                return now > Pings || unchanged >= 30;
+            },
+            "the server to read every Ping, or to stop reading them");
+
+        // A Pong is queued only below the limit; a keepalive Ping of the server's own may follow it.
+        Assert.True(stuck.QueuedOutboundBytes <= Limit + (2 * ping.Length), $"The server queued {stuck.QueuedOutboundBytes} bytes of Pongs for a client that never reads (limit {Limit}).");
+        Assert.True(received <= Pings, "The server read every Ping of a client that never reads its Pongs.");
+
+        // Another client is served meanwhile, and the stuck one leaving is noticed.
+        Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
+        await raw.DisposeAsync();
+        await stuck.Completion.WaitAsync(TestHost.Patience);
         await sending.ContinueWith(static _ => { }, TaskScheduler.Default).WaitAsync(TestHost.Patience);
     }
 }
