@@ -112,6 +112,12 @@ internal abstract partial class MuxConnection
 
             if (frame.Type == FrameType.Cancel && message.Header.Type == FrameType.Request)
             {
+                if (IsOutboundFull)
+                {
+                    await OnFrameWhenOutboundRoomAsync(frame).ConfigureAwait(false); // It is answered with an Error.
+                    return;
+                }
+
                 // The caller gave up while its Request was still arriving: nothing will run it.
                 CancelArrivingRequest(message);
                 if (PeerEndsFragmentsOnCancel)
