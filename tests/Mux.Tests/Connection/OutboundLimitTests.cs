@@ -70,7 +70,7 @@ public class OutboundLimitTests
         await sending.ContinueWith(static _ => { }, TaskScheduler.Default).WaitAsync(TestHost.Patience);
     }
 
-    public static TheoryData<string> AnsweredFloods => new() { "Pings", "Cancels of Requests still arriving in fragments" };
+    public static TheoryData<string> AnsweredFloods => new() { "Pings", "Cancels of Requests still arriving in fragments", "Requests over MaxMessageSize, cancelled" };
 
     [Theory]
     [MemberData(nameof(AnsweredFloods))]
@@ -88,9 +88,12 @@ public class OutboundLimitTests
         // Each answered with a frame of its own: a Pong, or an Error saying the call was not run
         // (the raw client announced cancelEndsFragments, so the Request ends at its Cancel and its
         // call id is free again).
-        byte[] unit = flood == "Pings"
-            ? FragmentWire.Whole(FrameType.Ping, 0, new byte[ProtocolConstants.PingPayloadSize])
-            : [.. FragmentWire.First(FrameType.Request, 1, 2000, new byte[100]), .. FragmentWire.Whole(FrameType.Cancel, 1, [])];
+        byte[] unit = flood switch
+        {
+            "Pings" => FragmentWire.Whole(FrameType.Ping, 0, new byte[ProtocolConstants.PingPayloadSize]),
+            "Cancels of Requests still arriving in fragments" => [.. FragmentWire.First(FrameType.Request, 1, 2000, new byte[100]), .. FragmentWire.Whole(FrameType.Cancel, 1, [])],
+            _ => [.. FragmentWire.First(FrameType.Request, 1, 1u << 30, new byte[100]), .. FragmentWire.Whole(FrameType.Cancel, 1, [])],
+        };
         Task sending = Task.Run(async () =>
         {
             const int batch = 10_000;
