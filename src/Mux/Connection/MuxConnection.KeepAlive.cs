@@ -159,8 +159,6 @@ internal abstract partial class MuxConnection
         return KeepAliveTimeout;
     }
 
-    private void StopTimer() => _timer?.Dispose();
-
     /// <summary>The sooner of two delays, infinite meaning never.</summary>
     protected static TimeSpan Earlier(TimeSpan a, TimeSpan b) =>
         a == Timeout.InfiniteTimeSpan ? b : b == Timeout.InfiniteTimeSpan ? a : (a < b ? a : b);

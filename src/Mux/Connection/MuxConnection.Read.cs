@@ -67,6 +67,8 @@ internal abstract partial class MuxConnection
             case FrameType.StreamCredit:
                 Outgoing.OnStreamCredit(frame.CallId, FrameReader.ReadUInt32(frame.Payload));
                 break;
+            case FrameType.Ping when IsOutboundFull:
+                return OnFrameWhenOutboundRoomAsync(frame);
             case FrameType.Ping:
                 SendRawFrame(FrameType.Pong, frame.CallId, frame.Payload.ToArray());
                 break;
@@ -80,6 +82,24 @@ internal abstract partial class MuxConnection
         }
 
         return ValueTask.CompletedTask;
+    }
+
+    /// <summary>Handles a frame this side answers at once (a Ping, a Cancel of a Request still
+    /// arriving in fragments) while the peer is not reading what we send (the outbound queue is
+    /// full): reading stops until the answer has room, as it does for a Request (IncomingCalls), so
+    /// that such a peer cannot make this side queue an answer per frame without bound.</summary>
+    private async ValueTask OnFrameWhenOutboundRoomAsync(Frame frame)
+    {
+        while (IsOutboundFull && !IsClosed)
+        {
+            await WaitForOutboundRoomAsync().ConfigureAwait(false);
+        }
+
+        if (!IsClosed)
+        {
+            // The frame is still valid: the reader loop has not advanced past it.
+            await (NeedsReassembly(frame) ? OnFragmentAsync(frame) : OnFrameAsync(frame)).ConfigureAwait(false);
+        }
     }
 
     /// <summary>The frame, if it belongs to a call the peer started (Request, Cancel, StreamEnd);

@@ -62,28 +62,6 @@ internal abstract partial class MuxConnection
     private bool NeedsReassembly(in Frame frame) =>
         (frame.Flags & FrameFlags.MoreFragments) != 0 || frame.Type == FrameType.Continuation || _reassemblies.Count != 0;
 
-    /// <summary>
-    /// Called on the reader loop when the first fragment of a message over
-    /// <see cref="MaxMessageSize"/> arrives. The rest of the message will be read and dropped; the
-    /// role it belongs to fails its one call (the connection stays up).
-    /// </summary>
-    private void OnMessageTooLarge(in Frame first)
-    {
-        if (!IsHandshakeDone)
-        {
-            throw new MuxProtocolException($"The handshake comes first and whole; the {PeerName} sent the first fragment of a {first.Type}.");
-        }
-
-        if (first.Type == FrameType.Request)
-        {
-            Incoming.OnRequestTooLarge(RequirePeersCall(first));
-        }
-        else
-        {
-            Outgoing.OnAnswerTooLarge(RequireOwnCall(first));
-        }
-    }
-
     /// <summary>Where a call's message is kept while it arrives: its id in the low 32 bits, and
     /// bit 32 set for a call the server started (its frames, Continuations included, carry
     /// ServerInitiated), so the two id spaces never share an entry.</summary>
@@ -117,6 +95,12 @@ internal abstract partial class MuxConnection
 
             if (frame.Type == FrameType.Cancel && message.Header.Type == FrameType.Request)
             {
+                if (IsOutboundFull)
+                {
+                    await OnFrameWhenOutboundRoomAsync(frame).ConfigureAwait(false); // It is answered with an Error.
+                    return;
+                }
+
                 // The caller gave up while its Request was still arriving: nothing will run it.
                 CancelArrivingRequest(message);
                 if (PeerEndsFragmentsOnCancel)
@@ -216,6 +200,13 @@ internal abstract partial class MuxConnection
 
     private void StartMessage(in Frame first)
     {
+        if (!IsHandshakeDone)
+        {
+            // Not even reassembled: before Hello (or while it is authenticated) a peer must not make
+            // this side hold MaxMessageSize for every call it might have.
+            throw new MuxProtocolException($"The handshake comes first and whole; the {PeerName} sent the first fragment of a {first.Type}.");
+        }
+
         ulong key = ReassemblyKey(first);
         if (_reassemblies.TryGetValue(key, out MessageReassembly? existing))
         {
@@ -237,9 +228,15 @@ internal abstract partial class MuxConnection
 
         bool tooLarge = first.MessageSize > (uint)MaxMessageSize;
         _reassemblies.Add(key, new MessageReassembly(first, skip: tooLarge || !expected, owner: this) { IsBounded = bounded });
-        if (tooLarge)
+        if (tooLarge && first.Type == FrameType.Request)
         {
-            OnMessageTooLarge(first);
+            // The rest of the message is read and dropped; the role it belongs to fails its one
+            // call (the connection stays up). ExpectsMessage has checked whose call it is.
+            Incoming.OnRequestTooLarge(first);
+        }
+        else if (tooLarge)
+        {
+            Outgoing.OnAnswerTooLarge(first);
         }
     }
 

@@ -180,10 +180,15 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         _drainInput = drain;
         ConnectionLog.ConnectionClosed(Logger, Name, reason, error);
         ConnectionGauges.Closed(this);
-        StopTimer();
+        _timer?.Dispose();
         try
         {
-            OnClosed(CreateClosedException());
+            // Every call this side made fails, every handler still running is cancelled, and the
+            // subclass first ends what it waits for (a handshake, a drain).
+            MuxConnectionException closed = CreateClosedException();
+            OnClosing(closed);
+            Incoming.CancelAll();
+            Outgoing.FailAll(closed);
         }
         finally
         {
@@ -299,15 +304,6 @@ internal abstract partial class MuxConnection : IAsyncDisposable
             _ => $"The Mux connection to {Name} is closed.",
         };
         return new MuxConnectionException(message, reason, error);
-    }
-
-    /// <summary>The connection closed: every call this side made fails, every handler still
-    /// running is cancelled, and the subclass ends what it waits for.</summary>
-    private void OnClosed(MuxConnectionException error)
-    {
-        OnClosing(error);
-        Incoming.CancelAll();
-        Outgoing.FailAll(error);
     }
 
     /// <summary>What the subclass ends when the connection closes (before the roles fail their

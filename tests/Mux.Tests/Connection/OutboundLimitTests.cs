@@ -1,4 +1,6 @@
+using Mux.Protocol;
 using Mux.Server;
+using Mux.Tests.Fragments;
 using Mux.Tests.Infrastructure;
 
 namespace Mux.Tests.Connection;
@@ -65,6 +67,72 @@ public class OutboundLimitTests
 
         // The sender ends too: it fails on the closed socket, or it had already handed everything
         // to the kernel's buffers (how much fits there depends on TCP autotuning, not on Mux).
+        await sending.ContinueWith(static _ => { }, TaskScheduler.Default).WaitAsync(TestHost.Patience);
+    }
+
+    public static TheoryData<string> AnsweredFloods => new() { "Pings", "Cancels of Requests still arriving in fragments", "Requests over MaxMessageSize, cancelled" };
+
+    [Theory]
+    [MemberData(nameof(AnsweredFloods))]
+    public async Task RawClientThatNeverReads_AFloodOfFramesThatTheServerAnswers_IsReadNoFurtherThanTheOutboundLimit_InsteadOfQueueingEveryAnswer(string flood)
+    {
+        const int Limit = 64 * 1024;
+        const int Repeats = 500_000; // Tens of MB of answers: far more than the sockets' buffers hold.
+        await using TestHost host = await TestHost.StartTcpAsync(new MuxServerOptions { MaxOutboundBytesPerConnection = Limit });
+        Assert.Equal(3, await host.Proxy.Add(1, 2));
+        ServerConnection[] others = [.. host.Server.Connections];
+        await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!, receiveBufferSize: 4096);
+        await raw.HandshakeAsync();
+        ServerConnection stuck = host.Server.Connections.Except(others).Single();
+
+        // Each answered with a frame of its own: a Pong, or an Error saying the call was not run
+        // (the raw client announced cancelEndsFragments, so the Request ends at its Cancel and its
+        // call id is free again).
+        byte[] unit = flood switch
+        {
+            "Pings" => FragmentWire.Whole(FrameType.Ping, 0, new byte[ProtocolConstants.PingPayloadSize]),
+            "Cancels of Requests still arriving in fragments" => [.. FragmentWire.First(FrameType.Request, 1, 2000, new byte[100]), .. FragmentWire.Whole(FrameType.Cancel, 1, [])],
+            _ => [.. FragmentWire.First(FrameType.Request, 1, 1u << 30, new byte[100]), .. FragmentWire.Whole(FrameType.Cancel, 1, [])],
+        };
+        Task sending = Task.Run(async () =>
+        {
+            const int batch = 10_000;
+            byte[] frames = new byte[batch * unit.Length];
+            for (int i = 0; i < batch; i++)
+            {
+                unit.CopyTo(frames, i * unit.Length);
+            }
+
+            for (int sent = 0; sent < Repeats; sent += batch)
+            {
+                await raw.SendWithoutDeadlineAsync(frames);
+            }
+        });
+
+        // Until the server has read every frame (it queued an answer to each: the bug), or it has
+        // stopped reading them: nothing it received has changed for a while once its queue is full.
+        long frameCount = Repeats * (flood == "Pings" ? 1 : 2);
+        long received = -1;
+        int unchanged = 0;
+        await Hosts.WaitUntilAsync(
+            () =>
+            {
+                long now = stuck.GetStatistics().FramesReceived;
+                unchanged = now == received && stuck.IsOutboundFull ? unchanged + 1 : 0;
+                received = now;
+                return now > frameCount || unchanged >= 30;
+            },
+            "the server to read every frame, or to stop reading them");
+
+        // An answer (at most ~150 bytes) is queued only below the limit; a keepalive Ping of the
+        // server's own may follow it.
+        Assert.True(stuck.QueuedOutboundBytes <= Limit + 256, $"The server queued {stuck.QueuedOutboundBytes} bytes of answers for a client that never reads (limit {Limit}).");
+        Assert.True(received <= frameCount, "The server read every frame of a client that never reads its answers.");
+
+        // Another client is served meanwhile, and the stuck one leaving is noticed.
+        Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
+        await raw.DisposeAsync();
+        await stuck.Completion.WaitAsync(TestHost.Patience);
         await sending.ContinueWith(static _ => { }, TaskScheduler.Default).WaitAsync(TestHost.Patience);
     }
 }

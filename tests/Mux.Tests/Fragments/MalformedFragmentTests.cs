@@ -214,4 +214,24 @@ public class MalformedFragmentTests
         Assert.Equal(0, host.Service.Echoes);
         Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
     }
+
+    [Fact]
+    public async Task AFirstFragmentBeforeTheHandshake_ClosesTheConnectionAtOnce_InsteadOfBufferingTheMessage()
+    {
+        // No handshake timeout: only the fragment itself may close the connection. Before the fix it
+        // was reassembled like any call's message, so a peer that never sent Hello (or whose Hello
+        // was still being authenticated) could make the server hold MaxMessageSize per call it
+        // might have, for as long as it liked.
+        var log = new CapturedLog();
+        await using BlobHost host = await BlobHost.StartAsync(new MuxServerOptions { HandshakeTimeout = Timeout.InfiniteTimeSpan, LoggerFactory = log });
+        await using RawMuxPeer raw = await RawMuxPeer.ConnectAsync(host.Server.LocalEndPoint!);
+        byte[] message = FragmentWire.RequestMessage("Echo", FragmentWire.BytesArgument(new byte[3000]));
+
+        await raw.SendAsync(FragmentWire.First(FrameType.Request, 1, (uint)message.Length, message[..1000]));
+
+        await raw.AssertClosedByOtherSideAsync();
+        await Hosts.WaitUntilAsync(() => log.Entries.Any(static e => e.EventId.Id == 1 && e.Message.Contains(nameof(MuxCloseReason.ProtocolError), StringComparison.Ordinal)), "the server to log the protocol error");
+        Assert.Equal(0, host.Service.Echoes);
+        Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
+    }
 }
