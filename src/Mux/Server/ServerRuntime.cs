@@ -27,7 +27,8 @@ internal sealed class ServerRuntime
 
     private Socket? _listener;
 
-    // Cancelled by StopAsync: ends the TLS handshakes still running (they have no connection yet).
+    // Cancelled by StopAsync: ends the TLS handshakes still running (they have no connection yet),
+    // and the accept loop's wait before it retries.
     private readonly CancellationTokenSource _stopping = new();
 
     // TLS handshakes in flight, each completed when its handshake ends (added by the accept loop or
@@ -62,6 +63,10 @@ internal sealed class ServerRuntime
     public ICollection<ServerConnection> Connections => _connections.Keys;
 
     public bool IsListening => Volatile.Read(ref _state) == 1 && _acceptLoop is { IsCompleted: false };
+
+    /// <summary>Takes the next connection off the listener. Tests replace it to make accepting fail
+    /// as the operating system can (out of file descriptors, a connection aborted in the backlog).</summary>
+    public Func<Socket, ValueTask<Socket>> AcceptSocket { get; set; } = static listener => listener.AcceptAsync(CancellationToken.None);
 
     public void AddMethods<TService>(Func<string, MuxMethodDefinition<TService>, ServiceMethod> bind)
         where TService : class
@@ -124,21 +129,42 @@ internal sealed class ServerRuntime
 
     private async Task AcceptLoopAsync(Socket listener)
     {
+        TimeSpan retryDelay = TimeSpan.Zero;
         while (true)
         {
             Socket socket;
             try
             {
-                socket = await listener.AcceptAsync().ConfigureAwait(false);
+                socket = await AcceptSocket(listener).ConfigureAwait(false);
+                retryDelay = TimeSpan.Zero;
             }
             catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
             {
-                if (Volatile.Read(ref _state) == 1)
+                if (Volatile.Read(ref _state) != 1)
                 {
-                    ServerLog.AcceptFailed(_logger, LocalEndPoint?.ToString() ?? "?", ex);
+                    return; // Stopping: StopAsync closed the listener.
                 }
 
-                return;
+                if (!IsTransient(ex))
+                {
+                    ServerLog.AcceptFailed(_logger, LocalEndPoint?.ToString() ?? "?", ex);
+                    return;
+                }
+
+                // 5 ms after the first failure in a row, doubling up to 1 s: a process out of file
+                // descriptors stays so until something closes, and retrying at once would spin.
+                retryDelay = TimeSpan.FromMilliseconds(Math.Clamp(retryDelay.TotalMilliseconds * 2, 5, 1000));
+                ServerLog.AcceptRetrying(_logger, LocalEndPoint?.ToString() ?? "?", retryDelay.TotalMilliseconds, ex);
+                try
+                {
+                    await Task.Delay(retryDelay, _options.TimeProvider, _stopping.Token).ConfigureAwait(false);
+                }
+                catch (OperationCanceledException)
+                {
+                    return; // StopAsync ended the wait.
+                }
+
+                continue;
             }
 
             long acceptedAt = _options.TimeProvider.GetTimestamp(); // Before it is counted: the TLS handshake timeout runs from here.
@@ -155,6 +181,14 @@ internal sealed class ServerRuntime
             }
         }
     }
+
+    /// <summary>Whether an accept failed for a reason that passes: the process or the system is out
+    /// of file descriptors (EMFILE, ENFILE) or buffers, or a connection in the backlog was aborted
+    /// before it was taken. Any other error means the listening socket itself is broken.</summary>
+    private static bool IsTransient(Exception error) => error is SocketException
+    {
+        SocketErrorCode: SocketError.TooManyOpenSockets or SocketError.NoBufferSpaceAvailable or SocketError.ConnectionAborted or SocketError.ConnectionReset or SocketError.Interrupted,
+    };
 
     /// <summary>Authenticates TLS over <paramref name="stream"/> (bounded by the handshake timeout),
     /// then serves it; a failed handshake is logged and costs only this connection. Listed in
@@ -276,13 +310,14 @@ internal sealed class ServerRuntime
             ServerTransport.StopListening(_listener, LocalEndPoint);
         }
 
+        // No connection may arrive after the drain below starts: end an accept loop waiting to
+        // retry, and the TLS handshakes in flight.
+        await _stopping.CancelAsync().ConfigureAwait(false);
         if (_acceptLoop is not null)
         {
             await _acceptLoop.ConfigureAwait(false);
         }
 
-        // No connection may arrive after the drain below starts: end the TLS handshakes in flight.
-        await _stopping.CancelAsync().ConfigureAwait(false);
         foreach (TaskCompletionSource handshake in _handshakes.Keys)
         {
             await handshake.Task.ConfigureAwait(false);
