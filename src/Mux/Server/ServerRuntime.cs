@@ -31,6 +31,12 @@ internal sealed class ServerRuntime
     // and the accept loop's wait before it retries.
     private readonly CancellationTokenSource _stopping = new();
 
+    // Cancelled by the token of any StopAsync: ends the drain's wait for the calls in flight.
+    private readonly CancellationTokenSource _outOfPatience = new();
+
+    // Completed when the first StopAsync has finished; a later one waits for it.
+    private readonly TaskCompletionSource _stopped = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
     // TLS handshakes in flight, each completed when its handshake ends (added by the accept loop or
     // AcceptAsync, removed by the handshake itself); StopAsync waits for them.
     private readonly ConcurrentDictionary<TaskCompletionSource, byte> _handshakes = new();
@@ -299,12 +305,27 @@ internal sealed class ServerRuntime
 
     public async Task StopAsync(CancellationToken cancellationToken = default)
     {
+        // Whichever stop's token fires first ends the wait for the calls in flight: a later stop
+        // (a DisposeAsync with its ShutdownTimeout) keeps its promise while the first one drains.
+        using CancellationTokenRegistration hurry = cancellationToken.Register(static patience => ((CancellationTokenSource)patience!).Cancel(), _outOfPatience);
         if (Interlocked.Exchange(ref _state, 2) == 2)
         {
-            await WaitForConnectionsAsync().ConfigureAwait(false);
+            await _stopped.Task.ConfigureAwait(false);
             return;
         }
 
+        try
+        {
+            await StopOnceAsync().ConfigureAwait(false);
+        }
+        finally
+        {
+            _stopped.SetResult();
+        }
+    }
+
+    private async Task StopOnceAsync()
+    {
         if (_listener is not null)
         {
             ServerTransport.StopListening(_listener, LocalEndPoint);
@@ -327,16 +348,10 @@ internal sealed class ServerRuntime
         var drains = new List<Task>(open);
         foreach (ServerConnection connection in _connections.Keys)
         {
-            drains.Add(connection.DrainAndCloseAsync(cancellationToken));
+            drains.Add(connection.DrainAndCloseAsync(_outOfPatience.Token));
         }
 
         await Task.WhenAll(drains).ConfigureAwait(false);
-        await WaitForConnectionsAsync().ConfigureAwait(false);
-        ServerLog.ServerStopped(_logger, open);
-    }
-
-    private async Task WaitForConnectionsAsync()
-    {
         foreach (ServerConnection connection in _connections.Keys)
         {
             await connection.Completion.ConfigureAwait(false);
@@ -345,6 +360,8 @@ internal sealed class ServerRuntime
             // stopped server must report no active connections.
             _connections.TryRemove(connection, out _);
         }
+
+        ServerLog.ServerStopped(_logger, open);
     }
 
     public async ValueTask DisposeAsync()
