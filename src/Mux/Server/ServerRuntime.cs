@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using System.IO.Pipelines;
 using System.Net;
+using System.Net.Security;
 using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
@@ -196,9 +197,12 @@ internal sealed class ServerRuntime
         SocketErrorCode: SocketError.TooManyOpenSockets or SocketError.NoBufferSpaceAvailable or SocketError.ConnectionAborted or SocketError.ConnectionReset or SocketError.Interrupted,
     };
 
-    /// <summary>Authenticates TLS over <paramref name="stream"/> (bounded by the handshake timeout),
-    /// then serves it; a failed handshake is logged and costs only this connection. Listed in
-    /// _handshakes until the connection is served, so that StopAsync waits for it.</summary>
+    /// <summary>Authenticates TLS over <paramref name="stream"/> within
+    /// <see cref="MuxServerOptions.HandshakeTimeout"/>, counted on the server's clock from
+    /// <paramref name="acceptedAt"/>, then serves it. A client that fails the handshake, does not ask
+    /// for <c>mux/1</c> or times out, or a stop meanwhile (<paramref name="cancellationToken"/>),
+    /// costs only this connection: the stream is closed and why is logged. Listed in _handshakes
+    /// until the connection is served, so that StopAsync waits for it.</summary>
     /// <returns>Whether the connection is being served.</returns>
     private async Task<bool> AcceptTlsAsync(Stream stream, string name, long acceptedAt, CancellationToken cancellationToken)
     {
@@ -206,13 +210,30 @@ internal sealed class ServerRuntime
         _handshakes.TryAdd(handshake, 0);
         try
         {
-            StreamConnection? transport = await ServerTransport.AuthenticateAsync(stream, _options, _logger, name, acceptedAt, cancellationToken).ConfigureAwait(false);
-            if (transport is null)
+            using var timeout = new CancellationTokenSource(_options.HandshakeTimeLeft(acceptedAt, _options.TimeProvider.GetTimestamp()), _options.TimeProvider);
+            using var linked = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, timeout.Token);
+            SslStream ssl;
+            try
             {
+                ssl = await TlsHandshake.AuthenticateAsServerAsync(stream, _options.Tls!, linked.Token).ConfigureAwait(false);
+            }
+            catch (Exception ex)
+            {
+                // Whatever a client does wrong in its handshake (bad certificate, wrong ALPN,
+                // plaintext, silence) costs only its own connection; the accept loop goes on.
+                if (!cancellationToken.IsCancellationRequested)
+                {
+                    TransportLog.TlsHandshakeFailed(_logger, name, ex is OperationCanceledException
+                        ? new TimeoutException($"The client did not complete the TLS handshake within {DurationText.Format(_options.HandshakeTimeout)} (MuxServerOptions.HandshakeTimeout).")
+                        : ex);
+                }
+
+                await stream.DisposeAsync().ConfigureAwait(false);
                 return false;
             }
 
-            Accept(transport, name);
+            TransportLog.TlsEstablished(_logger, name, ssl.SslProtocol, ssl.NegotiatedCipherSuite);
+            Accept(new StreamConnection(ssl, (stream as NetworkStream)?.Socket, _options.MaxFrameSize, _options.TimeProvider), name);
             return true;
         }
         finally

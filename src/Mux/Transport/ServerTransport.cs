@@ -1,13 +1,11 @@
 using System.Net;
-using System.Net.Security;
 using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
 
 namespace Mux.Transport;
 
 /// <summary>The server's side of the transports: the listening socket (TCP or Unix domain), and
-/// the byte stream of each accepted connection, authenticated with TLS when
-/// <see cref="MuxServerOptions.Tls"/> is set.</summary>
+/// the warning when an auth token would cross the network in plaintext.</summary>
 internal static class ServerTransport
 {
     /// <summary>Binds and listens on <paramref name="endPoint"/>.</summary>
@@ -53,38 +51,6 @@ internal static class ServerTransport
         if (options.AuthToken is not null && options.Tls is null && SocketEndPoints.CrossesNetwork(endPoint))
         {
             TransportLog.AuthTokenWithoutTls(logger, nameof(MuxServerOptions), endPoint.ToString() ?? "?");
-        }
-    }
-
-    /// <summary>
-    /// Authenticates TLS over an accepted connection within <see cref="MuxServerOptions.HandshakeTimeout"/>,
-    /// counted on <see cref="MuxServerOptions.TimeProvider"/> from <paramref name="acceptedAt"/> (a
-    /// timestamp of that clock). Returns null (and logs why) when the client fails the handshake,
-    /// does not ask for <c>mux/1</c>, times out, or the server stops meanwhile; the stream is closed then.
-    /// </summary>
-    public static async Task<StreamConnection?> AuthenticateAsync(Stream stream, MuxServerOptions options, ILogger logger, string name, long acceptedAt, CancellationToken stopping)
-    {
-        using var timeout = new CancellationTokenSource(options.HandshakeTimeLeft(acceptedAt, options.TimeProvider.GetTimestamp()), options.TimeProvider);
-        using var linked = CancellationTokenSource.CreateLinkedTokenSource(stopping, timeout.Token);
-        try
-        {
-            SslStream ssl = await TlsHandshake.AuthenticateAsServerAsync(stream, options.Tls!, linked.Token).ConfigureAwait(false);
-            TransportLog.TlsEstablished(logger, name, ssl.SslProtocol, ssl.NegotiatedCipherSuite);
-            return new StreamConnection(ssl, (stream as NetworkStream)?.Socket, options.MaxFrameSize, options.TimeProvider);
-        }
-        catch (Exception ex)
-        {
-            // Whatever a client does wrong in its handshake (bad certificate, wrong ALPN, plaintext,
-            // silence) costs only its own connection; the accept loop goes on.
-            if (!stopping.IsCancellationRequested)
-            {
-                TransportLog.TlsHandshakeFailed(logger, name, ex is OperationCanceledException
-                    ? new TimeoutException($"The client did not complete the TLS handshake within {DurationText.Format(options.HandshakeTimeout)} (MuxServerOptions.HandshakeTimeout).")
-                    : ex);
-            }
-
-            await stream.DisposeAsync().ConfigureAwait(false);
-            return null;
         }
     }
 }
