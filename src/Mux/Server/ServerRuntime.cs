@@ -12,8 +12,8 @@ namespace Mux.Server;
 
 /// <summary>
 /// What a <see cref="MuxServer"/> is made of behind its public face: the services it serves, the
-/// accept loop (and TLS handshakes, off the loop), the set of open connections, and the stop that
-/// drains them all with GoAway.
+/// listening socket and its accept loop (and TLS handshakes, off the loop), the set of open
+/// connections, and the stop that drains them all with GoAway.
 /// </summary>
 internal sealed class ServerRuntime
 {
@@ -90,18 +90,24 @@ internal sealed class ServerRuntime
     {
         Begin(requireEndPoint: true);
         EndPoint endPoint = _options.EndPoint!;
-        Socket listener;
+        Socket? listener = null;
         try
         {
-            listener = ServerTransport.Listen(endPoint, _options.ListenBacklog);
+            listener = SocketEndPoints.CreateSocket(endPoint);
+            listener.Bind(endPoint); // Throws when the port is in use, or a Unix domain socket file is already there.
+            listener.Listen(_options.ListenBacklog);
         }
         catch
         {
+            listener?.Dispose();
             Volatile.Write(ref _state, 0);
             throw;
         }
 
-        ServerTransport.WarnIfTokenInPlaintext(_options, endPoint, _logger);
+        if (_options.AuthToken is not null && _options.Tls is null && SocketEndPoints.CrossesNetwork(endPoint))
+        {
+            TransportLog.AuthTokenWithoutTls(_logger, nameof(MuxServerOptions), endPoint.ToString() ?? "?");
+        }
 
         _listener = listener;
         LocalEndPoint = listener.LocalEndPoint;
@@ -349,7 +355,20 @@ internal sealed class ServerRuntime
     {
         if (_listener is not null)
         {
-            ServerTransport.StopListening(_listener, LocalEndPoint);
+            _listener.Dispose();
+
+            // The Unix domain socket file the bind created goes too, so the next start can bind the same path.
+            if (SocketEndPoints.UnixSocketFile(LocalEndPoint) is { } path)
+            {
+                try
+                {
+                    File.Delete(path);
+                }
+                catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+                {
+                    // Left behind: the next bind reports the path as in use, which says what to do.
+                }
+            }
         }
 
         // No connection may arrive after the drain below starts: end an accept loop waiting to
