@@ -40,9 +40,13 @@ public sealed class MuxServer : IAsyncDisposable
     internal ICollection<ServerConnection> Connections => _runtime.Connections;
 
     /// <summary>Whether the server is accepting connections: started with a listening socket, not
-    /// stopping or stopped, and its accept loop still running (a failed accept ends it; that failure is
-    /// logged).</summary>
+    /// stopping or stopped, and its accept loop still running. An accept that fails for a reason that
+    /// passes (out of file descriptors or buffers, a connection aborted in the backlog) is retried after
+    /// a short wait; any other accept failure ends the loop. Both are logged.</summary>
     public bool IsListening => _runtime.IsListening;
+
+    /// <summary>How the accept loop takes a connection off the listener; tests make it fail.</summary>
+    internal Func<Socket, ValueTask<Socket>> AcceptSocket { set => _runtime.AcceptSocket = value; }
 
     /// <summary>Serves <typeparamref name="TService"/> with one shared implementation (it must be
     /// thread-safe: calls run concurrently).</summary>

@@ -24,6 +24,9 @@ internal static partial class ServerLog
     [LoggerMessage(EventId = 9, EventName = "HandshakeRefused", Level = LogLevel.Warning, Message = "Connection {Connection} was refused in the handshake: {Reason}")]
     public static partial void HandshakeRefused(ILogger logger, string connection, string reason);
 
+    [LoggerMessage(EventId = 10, EventName = "AcceptRetrying", Level = LogLevel.Warning, Message = "Accepting a connection on {EndPoint} failed; the server tries again in {DelayMilliseconds} ms.")]
+    public static partial void AcceptRetrying(ILogger logger, string endPoint, double delayMilliseconds, Exception error);
+
     [LoggerMessage(EventId = 40, EventName = "AuthenticateFailed", Level = LogLevel.Warning, Message = "MuxServerOptions.Authenticate threw for connection {Connection}; the connection is refused as Unauthenticated.")]
     public static partial void AuthenticateFailed(ILogger logger, string connection, Exception error);
 }

@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using System.IO.Pipelines;
 using System.Net;
+using System.Net.Security;
 using System.Net.Sockets;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
@@ -11,8 +12,8 @@ namespace Mux.Server;
 
 /// <summary>
 /// What a <see cref="MuxServer"/> is made of behind its public face: the services it serves, the
-/// accept loop (and TLS handshakes, off the loop), the set of open connections, and the stop that
-/// drains them all with GoAway.
+/// listening socket and its accept loop (and TLS handshakes, off the loop), the set of open
+/// connections, and the stop that drains them all with GoAway.
 /// </summary>
 internal sealed class ServerRuntime
 {
@@ -27,8 +28,15 @@ internal sealed class ServerRuntime
 
     private Socket? _listener;
 
-    // Cancelled by StopAsync: ends the TLS handshakes still running (they have no connection yet).
+    // Cancelled by StopAsync: ends the TLS handshakes still running (they have no connection yet),
+    // and the accept loop's wait before it retries.
     private readonly CancellationTokenSource _stopping = new();
+
+    // Cancelled by the token of any StopAsync: ends the drain's wait for the calls in flight.
+    private readonly CancellationTokenSource _outOfPatience = new();
+
+    // Completed when the first StopAsync has finished; a later one waits for it.
+    private readonly TaskCompletionSource _stopped = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     // TLS handshakes in flight, each completed when its handshake ends (added by the accept loop or
     // AcceptAsync, removed by the handshake itself); StopAsync waits for them.
@@ -63,6 +71,10 @@ internal sealed class ServerRuntime
 
     public bool IsListening => Volatile.Read(ref _state) == 1 && _acceptLoop is { IsCompleted: false };
 
+    /// <summary>Takes the next connection off the listener. Tests replace it to make accepting fail
+    /// as the operating system can (out of file descriptors, a connection aborted in the backlog).</summary>
+    public Func<Socket, ValueTask<Socket>> AcceptSocket { get; set; } = static listener => listener.AcceptAsync(CancellationToken.None);
+
     public void AddMethods<TService>(Func<string, MuxMethodDefinition<TService>, ServiceMethod> bind)
         where TService : class
     {
@@ -78,18 +90,24 @@ internal sealed class ServerRuntime
     {
         Begin(requireEndPoint: true);
         EndPoint endPoint = _options.EndPoint!;
-        Socket listener;
+        Socket? listener = null;
         try
         {
-            listener = ServerTransport.Listen(endPoint, _options.ListenBacklog);
+            listener = SocketEndPoints.CreateSocket(endPoint);
+            listener.Bind(endPoint); // Throws when the port is in use, or a Unix domain socket file is already there.
+            listener.Listen(_options.ListenBacklog);
         }
         catch
         {
+            listener?.Dispose();
             Volatile.Write(ref _state, 0);
             throw;
         }
 
-        ServerTransport.WarnIfTokenInPlaintext(_options, endPoint, _logger);
+        if (_options.AuthToken is not null && _options.Tls is null && SocketEndPoints.CrossesNetwork(endPoint))
+        {
+            TransportLog.AuthTokenWithoutTls(_logger, nameof(MuxServerOptions), endPoint.ToString() ?? "?");
+        }
 
         _listener = listener;
         LocalEndPoint = listener.LocalEndPoint;
@@ -124,21 +142,42 @@ internal sealed class ServerRuntime
 
     private async Task AcceptLoopAsync(Socket listener)
     {
+        TimeSpan retryDelay = TimeSpan.Zero;
         while (true)
         {
             Socket socket;
             try
             {
-                socket = await listener.AcceptAsync().ConfigureAwait(false);
+                socket = await AcceptSocket(listener).ConfigureAwait(false);
+                retryDelay = TimeSpan.Zero;
             }
             catch (Exception ex) when (ex is SocketException or ObjectDisposedException)
             {
-                if (Volatile.Read(ref _state) == 1)
+                if (Volatile.Read(ref _state) != 1)
                 {
-                    ServerLog.AcceptFailed(_logger, LocalEndPoint?.ToString() ?? "?", ex);
+                    return; // Stopping: StopAsync closed the listener.
                 }
 
-                return;
+                if (!IsTransient(ex))
+                {
+                    ServerLog.AcceptFailed(_logger, LocalEndPoint?.ToString() ?? "?", ex);
+                    return;
+                }
+
+                // 5 ms after the first failure in a row, doubling up to 1 s: a process out of file
+                // descriptors stays so until something closes, and retrying at once would spin.
+                retryDelay = TimeSpan.FromMilliseconds(Math.Clamp(retryDelay.TotalMilliseconds * 2, 5, 1000));
+                ServerLog.AcceptRetrying(_logger, LocalEndPoint?.ToString() ?? "?", retryDelay.TotalMilliseconds, ex);
+                try
+                {
+                    await Task.Delay(retryDelay, _options.TimeProvider, _stopping.Token).ConfigureAwait(false);
+                }
+                catch (OperationCanceledException)
+                {
+                    return; // StopAsync ended the wait.
+                }
+
+                continue;
             }
 
             long acceptedAt = _options.TimeProvider.GetTimestamp(); // Before it is counted: the TLS handshake timeout runs from here.
@@ -156,9 +195,20 @@ internal sealed class ServerRuntime
         }
     }
 
-    /// <summary>Authenticates TLS over <paramref name="stream"/> (bounded by the handshake timeout),
-    /// then serves it; a failed handshake is logged and costs only this connection. Listed in
-    /// _handshakes until the connection is served, so that StopAsync waits for it.</summary>
+    /// <summary>Whether an accept failed for a reason that passes: the process or the system is out
+    /// of file descriptors (EMFILE, ENFILE) or buffers, or a connection in the backlog was aborted
+    /// before it was taken. Any other error means the listening socket itself is broken.</summary>
+    private static bool IsTransient(Exception error) => error is SocketException
+    {
+        SocketErrorCode: SocketError.TooManyOpenSockets or SocketError.NoBufferSpaceAvailable or SocketError.ConnectionAborted or SocketError.ConnectionReset or SocketError.Interrupted,
+    };
+
+    /// <summary>Authenticates TLS over <paramref name="stream"/> within
+    /// <see cref="MuxServerOptions.HandshakeTimeout"/>, counted on the server's clock from
+    /// <paramref name="acceptedAt"/>, then serves it. A client that fails the handshake, does not ask
+    /// for <c>mux/1</c> or times out, or a stop meanwhile (<paramref name="cancellationToken"/>),
+    /// costs only this connection: the stream is closed and why is logged. Listed in _handshakes
+    /// until the connection is served, so that StopAsync waits for it.</summary>
     /// <returns>Whether the connection is being served.</returns>
     private async Task<bool> AcceptTlsAsync(Stream stream, string name, long acceptedAt, CancellationToken cancellationToken)
     {
@@ -166,13 +216,30 @@ internal sealed class ServerRuntime
         _handshakes.TryAdd(handshake, 0);
         try
         {
-            StreamConnection? transport = await ServerTransport.AuthenticateAsync(stream, _options, _logger, name, acceptedAt, cancellationToken).ConfigureAwait(false);
-            if (transport is null)
+            using var timeout = new CancellationTokenSource(_options.HandshakeTimeLeft(acceptedAt, _options.TimeProvider.GetTimestamp()), _options.TimeProvider);
+            using var linked = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, timeout.Token);
+            SslStream ssl;
+            try
             {
+                ssl = await TlsHandshake.AuthenticateAsServerAsync(stream, _options.Tls!, linked.Token).ConfigureAwait(false);
+            }
+            catch (Exception ex)
+            {
+                // Whatever a client does wrong in its handshake (bad certificate, wrong ALPN,
+                // plaintext, silence) costs only its own connection; the accept loop goes on.
+                if (!cancellationToken.IsCancellationRequested)
+                {
+                    TransportLog.TlsHandshakeFailed(_logger, name, ex is OperationCanceledException
+                        ? new TimeoutException($"The client did not complete the TLS handshake within {DurationText.Format(_options.HandshakeTimeout)} (MuxServerOptions.HandshakeTimeout).")
+                        : ex);
+                }
+
+                await stream.DisposeAsync().ConfigureAwait(false);
                 return false;
             }
 
-            Accept(transport, name);
+            TransportLog.TlsEstablished(_logger, name, ssl.SslProtocol, ssl.NegotiatedCipherSuite);
+            Accept(new StreamConnection(ssl, (stream as NetworkStream)?.Socket, _options.MaxFrameSize, _options.TimeProvider), name);
             return true;
         }
         finally
@@ -265,24 +332,53 @@ internal sealed class ServerRuntime
 
     public async Task StopAsync(CancellationToken cancellationToken = default)
     {
+        // Whichever stop's token fires first ends the wait for the calls in flight: a later stop
+        // (a DisposeAsync with its ShutdownTimeout) keeps its promise while the first one drains.
+        using CancellationTokenRegistration hurry = cancellationToken.Register(static patience => ((CancellationTokenSource)patience!).Cancel(), _outOfPatience);
         if (Interlocked.Exchange(ref _state, 2) == 2)
         {
-            await WaitForConnectionsAsync().ConfigureAwait(false);
+            await _stopped.Task.ConfigureAwait(false);
             return;
         }
 
+        try
+        {
+            await StopOnceAsync().ConfigureAwait(false);
+        }
+        finally
+        {
+            _stopped.SetResult();
+        }
+    }
+
+    private async Task StopOnceAsync()
+    {
         if (_listener is not null)
         {
-            ServerTransport.StopListening(_listener, LocalEndPoint);
+            _listener.Dispose();
+
+            // The Unix domain socket file the bind created goes too, so the next start can bind the same path.
+            if (SocketEndPoints.UnixSocketFile(LocalEndPoint) is { } path)
+            {
+                try
+                {
+                    File.Delete(path);
+                }
+                catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+                {
+                    // Left behind: the next bind reports the path as in use, which says what to do.
+                }
+            }
         }
 
+        // No connection may arrive after the drain below starts: end an accept loop waiting to
+        // retry, and the TLS handshakes in flight.
+        await _stopping.CancelAsync().ConfigureAwait(false);
         if (_acceptLoop is not null)
         {
             await _acceptLoop.ConfigureAwait(false);
         }
 
-        // No connection may arrive after the drain below starts: end the TLS handshakes in flight.
-        await _stopping.CancelAsync().ConfigureAwait(false);
         foreach (TaskCompletionSource handshake in _handshakes.Keys)
         {
             await handshake.Task.ConfigureAwait(false);
@@ -292,16 +388,10 @@ internal sealed class ServerRuntime
         var drains = new List<Task>(open);
         foreach (ServerConnection connection in _connections.Keys)
         {
-            drains.Add(connection.DrainAndCloseAsync(cancellationToken));
+            drains.Add(connection.DrainAndCloseAsync(_outOfPatience.Token));
         }
 
         await Task.WhenAll(drains).ConfigureAwait(false);
-        await WaitForConnectionsAsync().ConfigureAwait(false);
-        ServerLog.ServerStopped(_logger, open);
-    }
-
-    private async Task WaitForConnectionsAsync()
-    {
         foreach (ServerConnection connection in _connections.Keys)
         {
             await connection.Completion.ConfigureAwait(false);
@@ -310,6 +400,8 @@ internal sealed class ServerRuntime
             // stopped server must report no active connections.
             _connections.TryRemove(connection, out _);
         }
+
+        ServerLog.ServerStopped(_logger, open);
     }
 
     public async ValueTask DisposeAsync()
