@@ -133,8 +133,18 @@ internal abstract partial class MuxConnection
             ThrowMessageTooLarge(type, messageLength);
         }
 
-        _queue.EnqueueMessage(new OutboundMessage(message.Detach(), frameLength, fragmentSize, BufferSegmentPool.Shared) { WhenWritten = whenWritten });
-        WakeWriter();
+        var outbound = new OutboundMessage(message.Detach(), frameLength, fragmentSize, BufferSegmentPool.Shared) { WhenWritten = whenWritten };
+        if (_queue.EnqueueMessage(outbound))
+        {
+            WakeWriter();
+        }
+        else
+        {
+            // Closed since this sender's check, its last writer turn over: dropped, as it would
+            // have been had it been queued a moment earlier.
+            outbound.Dispose();
+        }
+
         return true;
     }
 
