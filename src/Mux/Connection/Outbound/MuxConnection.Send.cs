@@ -116,15 +116,7 @@ internal abstract partial class MuxConnection
         int fragmentSize = Math.Min(FragmentSize, PeerMaxFrameSize - ProtocolConstants.CommonHeaderSize - ProtocolConstants.FragmentTotalSize);
         if (messageLength <= fragmentSize)
         {
-            if (message.IsInSegments)
-            {
-                message.MoveBackToHead(); // Only with a FragmentSize raised past one segment.
-            }
-            else
-            {
-                message.End();
-            }
-
+            message.End();
             return false;
         }
 
