@@ -123,11 +123,17 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         return first;
     }
 
-    /// <summary>Puts a frame that moved into segments back into the head as one contiguous frame
-    /// (for one that goes in a single frame after all: a FragmentSize raised past 64 KiB), and
-    /// returns the segments.</summary>
-    public void MoveBackToHead()
+    /// <summary>Ends a frame that goes in a single frame after all, leaving it whole in the head:
+    /// one that moved into segments (only with a FragmentSize raised past 64 KiB) is put back there
+    /// as one contiguous frame, and its segments are returned.</summary>
+    public void End()
     {
+        if (!IsInSegments)
+        {
+            _head = null;
+            return;
+        }
+
         PooledBufferWriter head = _head!;
         Debug.Assert(head.WrittenCount == 0);
         for (BufferSegment? segment = _first; segment is not null; segment = segment.NextSegment)
@@ -136,13 +142,6 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         }
 
         Discard();
-    }
-
-    /// <summary>Ends a frame that stayed in the head: nothing to give back.</summary>
-    public void End()
-    {
-        Debug.Assert(_first is null);
-        _head = null;
     }
 
     /// <summary>Returns the segments of a frame that will not be sent (its serializer threw), and

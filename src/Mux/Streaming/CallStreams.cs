@@ -52,5 +52,5 @@ internal sealed class CallStreams(StreamReceiver? receiver, StreamSendWindow? se
     /// queued): the Sender may now send up to the peer's window. Until then none of its StreamItem
     /// or StreamEnd frames can go out between two fragments of the Request (a receiver would see
     /// items for a call that has not started).</summary>
-    public void OnMessageWritten() => Sender?.Grant((uint)_peerWindow);
+    public void OnMessageWritten() => Sender?.Open(_peerWindow);
 }

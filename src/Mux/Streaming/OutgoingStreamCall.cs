@@ -29,7 +29,7 @@ internal static class OutgoingStreamCall
         MuxConnection connection = calls.Connection;
         using var linked = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
         var receiver = new StreamReceiver(connection, connection.StreamWindow);
-        var streams = new CallStreams(receiver, items is null ? null : new StreamSendWindow(0));
+        var streams = new CallStreams(receiver, items is null ? null : StreamSendWindow.Closed());
         Task pump = Task.CompletedTask;
         try
         {
@@ -71,7 +71,7 @@ internal static class OutgoingStreamCall
         calls.RequireStreams();
         MuxConnection connection = calls.Connection;
         using var linked = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
-        var streams = new CallStreams(null, new StreamSendWindow(0));
+        var streams = new CallStreams(null, StreamSendWindow.Closed());
         Task pump = Task.CompletedTask;
         try
         {

@@ -16,11 +16,19 @@ internal sealed class StreamSendWindow
     // once, by whoever opens the window.
     private readonly SemaphoreSlim _credit;
 
+    // The credit granted while the window is closed, a client's until its Request is out whole
+    // (Open): the peer may grant some before that (StreamCredit may cross a Request in fragments),
+    // held here so that no item can overtake the Request. -1 once open. Interlocked.
+    private long _held = -1;
+
     /// <summary>Creates a window holding <paramref name="initialCredit"/> items of credit.</summary>
     public StreamSendWindow(int initialCredit)
     {
         _credit = new SemaphoreSlim(initialCredit, int.MaxValue);
     }
+
+    /// <summary>A window that holds no credit, whatever the peer grants, until <see cref="Open"/>.</summary>
+    public static StreamSendWindow Closed() => new(0) { _held = 0 };
 
     /// <summary>The call whose stream this is. Set before the window gets any credit (when the
     /// server creates it, or when the client registers the call, before its Request goes out), so
@@ -37,7 +45,7 @@ internal sealed class StreamSendWindow
     /// <summary>Takes one item's credit, waiting for the consumer to grant more if there is none.</summary>
     public Task WaitAsync(CancellationToken cancellationToken) => _credit.WaitAsync(cancellationToken);
 
-    /// <summary>Adds the credit a StreamCredit frame (or the opening of the stream) grants.</summary>
+    /// <summary>Adds the credit a StreamCredit frame grants (to a closed window: once it opens).</summary>
     /// <exception cref="MuxProtocolException">The peer granted an impossible amount.</exception>
     public void Grant(uint count)
     {
@@ -51,6 +59,14 @@ internal sealed class StreamSendWindow
             ThrowTooMuchCredit(count);
         }
 
+        for (long held = Volatile.Read(ref _held); held >= 0; held = Volatile.Read(ref _held))
+        {
+            if (Interlocked.CompareExchange(ref _held, held + count, held) == held)
+            {
+                return;
+            }
+        }
+
         try
         {
             _credit.Release((int)count);
@@ -58,6 +74,22 @@ internal sealed class StreamSendWindow
         catch (SemaphoreFullException)
         {
             ThrowTooMuchCredit(count);
+        }
+    }
+
+    /// <summary>Opens a <see cref="Closed"/> window with <paramref name="window"/> items of credit,
+    /// plus what the peer granted meanwhile. Never throws (the connection's writer calls it): credit
+    /// past what a window counts leaves it full.</summary>
+    public void Open(int window)
+    {
+        long credit = window + Interlocked.Exchange(ref _held, -1);
+        try
+        {
+            _credit.Release((int)Math.Min(credit, int.MaxValue));
+        }
+        catch (SemaphoreFullException)
+        {
+            // A StreamCredit frame that came once it was open released its credit first.
         }
     }
 

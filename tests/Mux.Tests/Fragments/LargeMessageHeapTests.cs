@@ -1,8 +1,12 @@
 using System.Buffers;
 using System.Net;
+using MessagePack;
+using MessagePack.Formatters;
+using MessagePack.Resolvers;
 using Mux.Protocol;
 using Mux.Tests.Infrastructure;
 using Mux.Tests.Protocol;
+using Mux.Tests.Serialization;
 
 namespace Mux.Tests.Fragments;
 
@@ -91,6 +95,32 @@ public sealed class LargeMessageHeapTests
     }
 
     [Fact]
+    public async Task AClientConnectionLostWhileALargeRequestIsBeingSerialized_ReturnsItsSegments()
+    {
+        // The connection closes after the sender's closed check and before its message is queued:
+        // no writer will ever take that message, so the sender must give its segments back.
+        long outstanding = BufferSegmentPool.Shared.Outstanding;
+        var formatter = new ClosingCelsiusFormatter();
+        await using RawServer server = await RawServer.StartAsync(new MuxClientOptions
+        {
+            CallTimeout = TimeSpan.FromMinutes(1),
+            SerializerOptions = MessagePackSerializerOptions.Standard.WithResolver(CompositeResolver.Create([formatter], [StandardResolver.Instance])),
+        });
+        formatter.WhileWriting = () =>
+        {
+            server.Peer.Close();
+            Assert.True(SpinWait.SpinUntil(() => server.Client.State == MuxClientState.Closed, TestHost.Patience), "The client did not see its connection close.");
+        };
+        IThermometer proxy = server.Client.CreateProxy<IThermometer>();
+
+        Task<Celsius> call = Task.Run(() => proxy.Warm(new Celsius(20), 1));
+
+        await Assert.ThrowsAsync<MuxConnectionException>(() => call.WaitAsync(TestHost.Patience));
+        Assert.Equal(1, formatter.Writes);
+        await Hosts.WaitUntilAsync(() => BufferSegmentPool.Shared.Outstanding == outstanding, $"the segments of the message that was never queued to be returned ({BufferSegmentPool.Shared.Outstanding - outstanding} still out)");
+    }
+
+    [Fact]
     public async Task AServerConnectionLostWhileARequestArrivesInFragments_ReturnsItsSegments()
     {
         await using BlobHost host = await BlobHost.StartAsync();
@@ -165,6 +195,36 @@ public sealed class LargeMessageHeapTests
             await Client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
             using var deadline = new CancellationTokenSource(TestHost.Patience);
             await Server.StopAsync(deadline.Token).WaitAsync(TestHost.Patience + TestHost.Patience);
+        }
+    }
+
+    /// <summary>Writes a <see cref="Celsius"/> as 200 KB of bins (a Request in fragments), running
+    /// <see cref="WhileWriting"/> once they are written, before the frame is queued.</summary>
+    private sealed class ClosingCelsiusFormatter : IMessagePackFormatter<Celsius?>
+    {
+        private int _writes;
+
+        public Action? WhileWriting { get; set; }
+
+        public int Writes => Volatile.Read(ref _writes);
+
+        public void Serialize(ref MessagePackWriter writer, Celsius? value, MessagePackSerializerOptions options)
+        {
+            Interlocked.Increment(ref _writes);
+            byte[] piece = BlobService.Pattern(1000);
+            writer.WriteArrayHeader(200);
+            for (int i = 0; i < 200; i++)
+            {
+                writer.Write(piece);
+            }
+
+            WhileWriting?.Invoke();
+        }
+
+        public Celsius? Deserialize(ref MessagePackReader reader, MessagePackSerializerOptions options)
+        {
+            reader.Skip();
+            return null;
         }
     }
 }

@@ -55,7 +55,7 @@ public sealed class MessageBufferWriterTests
         writer.Start(staging);
         byte[] written = Write(writer, 200_000, piece: 7777);
 
-        writer.MoveBackToHead();
+        writer.End();
 
         Assert.Equal(written, staging.WrittenSpan.ToArray());
         Assert.Equal(pool.Created, pool.FreeCount);

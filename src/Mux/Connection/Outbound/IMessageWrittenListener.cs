@@ -10,6 +10,6 @@ internal interface IMessageWrittenListener
 {
     /// <summary>Called once: on the sender's thread right after a whole frame was queued, or on the
     /// writer's thread right after a fragmented message's last fragment was written. Never called
-    /// for a message the connection dropped on closing. Must not block or run user code.</summary>
+    /// for a message the connection dropped on closing. Must not block, run user code or throw.</summary>
     void OnMessageWritten();
 }

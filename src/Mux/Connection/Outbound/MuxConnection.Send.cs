@@ -116,15 +116,7 @@ internal abstract partial class MuxConnection
         int fragmentSize = Math.Min(FragmentSize, PeerMaxFrameSize - ProtocolConstants.CommonHeaderSize - ProtocolConstants.FragmentTotalSize);
         if (messageLength <= fragmentSize)
         {
-            if (message.IsInSegments)
-            {
-                message.MoveBackToHead(); // Only with a FragmentSize raised past one segment.
-            }
-            else
-            {
-                message.End();
-            }
-
+            message.End();
             return false;
         }
 
@@ -133,8 +125,18 @@ internal abstract partial class MuxConnection
             ThrowMessageTooLarge(type, messageLength);
         }
 
-        _queue.EnqueueMessage(new OutboundMessage(message.Detach(), frameLength, fragmentSize, BufferSegmentPool.Shared) { WhenWritten = whenWritten });
-        WakeWriter();
+        var outbound = new OutboundMessage(message.Detach(), frameLength, fragmentSize, BufferSegmentPool.Shared) { WhenWritten = whenWritten };
+        if (_queue.EnqueueMessage(outbound))
+        {
+            WakeWriter();
+        }
+        else
+        {
+            // Closed since this sender's check, its last writer turn over: dropped, as it would
+            // have been had it been queued a moment earlier.
+            outbound.Dispose();
+        }
+
         return true;
     }
 

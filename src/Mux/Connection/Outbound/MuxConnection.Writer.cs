@@ -193,6 +193,7 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
             }
             while (_queue.QueuedMessages > 0);
 
+            _queue.Close();
             _output.Complete();
         }
     }

@@ -70,6 +70,10 @@ internal sealed class OutboundQueue
     // stops reading still fills it after a few messages. Guarded by _lock.
     private int _messageCharge;
 
+    // Set by Close, after the connection's last writer turn: a message queued later would never be
+    // written, nor its segments returned. Guarded by _lock.
+    private bool _closed;
+
     /// <summary>Frames queued now (a hint: read without the lock).</summary>
     public int QueuedFrames => _frames;
 
@@ -120,15 +124,34 @@ internal sealed class OutboundQueue
         }
     }
 
-    /// <summary>Queues a message to be sent in fragments.</summary>
-    public void EnqueueMessage(OutboundMessage message)
+    /// <summary>Queues a message to be sent in fragments. False once the queue is closed: the
+    /// message is the caller's still.</summary>
+    public bool EnqueueMessage(OutboundMessage message)
     {
         lock (_lock)
         {
+            if (_closed)
+            {
+                return false;
+            }
+
             _messages.Enqueue(message);
             _messageCount++;
             _messageCharge += message.FragmentSize;
             _bytes += message.FragmentSize;
+        }
+
+        return true;
+    }
+
+    /// <summary>After the connection's last writer turn: drops the messages queued since (by a
+    /// sender that passed its closed check as the connection closed) and refuses any later one.</summary>
+    public void Close()
+    {
+        lock (_lock)
+        {
+            _closed = true;
+            DropMessagesLocked();
         }
     }
 
@@ -204,29 +227,16 @@ internal sealed class OutboundQueue
         bool aborted, cancel;
         lock (_lock)
         {
+            if (drop)
+            {
+                DropMessagesLocked();
+                return 0;
+            }
+
             message = _messages.Dequeue();
             _writingMessage = message;
             aborted = message.Aborted;
             cancel = message.CancelAfterFirstFragment;
-        }
-
-        if (drop)
-        {
-            message.Dispose();
-            lock (_lock)
-            {
-                _writingMessage = null;
-                while (_messages.TryDequeue(out OutboundMessage? dropped))
-                {
-                    dropped.Dispose();
-                }
-
-                _messageCount = 0;
-                _bytes -= _messageCharge;
-                _messageCharge = 0;
-            }
-
-            return 0;
         }
 
         // A Request whose Cancel is queued already sends nothing more: its Cancel ends it.
@@ -268,6 +278,20 @@ internal sealed class OutboundQueue
         }
 
         return (aborted ? 0 : 1) + (cancel ? 1 : 0);
+    }
+
+    /// <summary>Returns the segments of every queued message. Caller holds _lock, and the writer
+    /// role or the close that ended it (no message is being written).</summary>
+    private void DropMessagesLocked()
+    {
+        while (_messages.TryDequeue(out OutboundMessage? dropped))
+        {
+            dropped.Dispose();
+        }
+
+        _messageCount = 0;
+        _bytes -= _messageCharge;
+        _messageCharge = 0;
     }
 
     /// <summary>
