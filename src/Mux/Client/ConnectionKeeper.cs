@@ -175,6 +175,9 @@ internal sealed class ConnectionKeeper : ConnectionSource
         // The clock's timestamp of the latest lost connection (for the log line of the reconnect);
         // null until a connection has been lost.
         long? lostAt = null;
+
+        // Whether the latest lost connection was lost within ReconnectInitialDelay of being made.
+        bool lostSoon = false;
         Exception? error = null;
         try
         {
@@ -212,11 +215,11 @@ internal sealed class ConnectionKeeper : ConnectionSource
                         continue;
                     }
 
-                    backoff.Reset();
                     _lastConnectError = null;
                 }
 
                 Task replaceNow = Publish(connection);
+                long connectedAt = clock.GetTimestamp();
                 if (lostAt is long lost)
                 {
                     ClientLog.Reconnected(Logger, Name, failedAttempts + 1, DurationText.Format(clock.GetElapsedTime(lost)));
@@ -253,6 +256,23 @@ internal sealed class ConnectionKeeper : ConnectionSource
 
                 SetState(MuxClientState.Reconnecting, error);
                 connection = null;
+
+                // A connection that served a while was a good one: its replacement is attempted at
+                // once, and from the first backoff step. Two in a row lost as soon as they were made
+                // are a server that accepts and then drops (or sends GoAway at once): the next
+                // attempt waits out the backoff as after a failed one, or the loop would reconnect
+                // back to back for as long as the server does that.
+                bool soon = clock.GetElapsedTime(connectedAt, lostAt.Value) < Options.ReconnectInitialDelay;
+                if (!soon)
+                {
+                    backoff.Reset();
+                }
+                else if (lostSoon)
+                {
+                    await Task.Delay(backoff.NextDelay(), clock, stopping).ConfigureAwait(false);
+                }
+
+                lostSoon = soon;
             }
         }
         catch (Exception ex)
