@@ -27,7 +27,7 @@ internal sealed class ConnectionKeeper : ConnectionSource
     private readonly Lock _lock = new();
 
     // The connection new calls go to; null while (re)connecting. Written under _lock by the loop
-    // (publish), by Retire (any thread) and by DisposeAsync; read without a lock by every call.
+    // (publish) and by Retire (any thread); read without a lock by every call.
     private volatile ClientConnection? _current;
 
     // Completed with the next published connection; a fresh one replaces it whenever the current
@@ -277,13 +277,13 @@ internal sealed class ConnectionKeeper : ConnectionSource
         }
         catch (Exception ex)
         {
-            // Disposed (whatever the interrupted connect or wait threw): DisposeAsync closes what
-            // is open. Anything else is a fault of the loop itself, and closes the client with it.
+            // Disposed (whatever the interrupted connect or wait threw), or a fault of the loop
+            // itself, which closes the client with it.
             error = stopping.IsCancellationRequested ? null : ex;
         }
         finally
         {
-            Close(error);
+            await CloseAsync(error).ConfigureAwait(false);
         }
     }
 
@@ -293,10 +293,11 @@ internal sealed class ConnectionKeeper : ConnectionSource
     {
         lock (_lock)
         {
-            if (_disposed)
+            if (Disposing.IsCancellationRequested)
             {
-                // DisposeAsync ran while this connection was being opened: it is nobody's now.
-                _ = connection.DisposeAsync().AsTask();
+                // DisposeAsync ran while this connection was being opened: it is nobody's now, and
+                // goes with the others on the loop's way out.
+                _retired.Add(connection);
                 throw new OperationCanceledException(Disposing.Token);
             }
 
@@ -308,11 +309,14 @@ internal sealed class ConnectionKeeper : ConnectionSource
         }
     }
 
-    /// <summary>Ends the client: waiting callers fail, later calls fail on the last connection or
-    /// with "closed". Runs once, on the loop's way out.</summary>
-    private void Close(Exception? error)
+    /// <summary>Ends the client, once, on the loop's way out: waiting callers fail at once, later
+    /// calls fail on the last connection or with "closed"; then the connections still open are
+    /// closed, and only then is the client Closed, so that whoever sees it closed (a handler of the
+    /// change, an await of Completion) finds its connections closed too.</summary>
+    private async Task CloseAsync(Exception? error)
     {
         MuxConnectionException closed = error as MuxConnectionException ?? Closed(error);
+        ClientConnection[] open;
         lock (_lock)
         {
             _disposed = true;
@@ -326,20 +330,6 @@ internal sealed class ConnectionKeeper : ConnectionSource
             // Nobody may be waiting: mark the failure observed, or it would surface as an
             // UnobservedTaskException when the task is collected.
             _ = _ready.Task.Exception;
-        }
-
-        SetState(MuxClientState.Closed, error);
-    }
-
-    public override async ValueTask DisposeAsync()
-    {
-        // Cancel first: a connection the loop publishes after this is still collected below,
-        // and one it opens after the lock is refused by Publish.
-        Disposing.Cancel();
-        ClientConnection[] open;
-        lock (_lock)
-        {
-            _disposed = true;
             open = [.. _retired, .. _current is { } current ? [current] : Array.Empty<ClientConnection>()];
             _retired.Clear();
         }
@@ -349,6 +339,13 @@ internal sealed class ConnectionKeeper : ConnectionSource
             await connection.DisposeAsync().ConfigureAwait(false);
         }
 
+        SetState(MuxClientState.Closed, error);
+    }
+
+    /// <summary>Stops the loop, which closes what is open on its way out.</summary>
+    public override async ValueTask DisposeAsync()
+    {
+        Disposing.Cancel();
         await _loop.ConfigureAwait(false);
     }
 

@@ -358,10 +358,16 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         }
     }
 
-    /// <summary>The client's state: connected while any instance is; closed once disposed or, with
-    /// <see cref="MuxClientOptions.AutoReconnect"/> off, once every instance has closed.</summary>
+    /// <summary>The client's state: connected while any instance is; closed, with
+    /// <see cref="MuxClientOptions.AutoReconnect"/> off, once every instance has closed. Once
+    /// disposed, it is left to DisposeAsync, which closes the client when every instance is closed.</summary>
     private void AggregateLocked(Exception? error)
     {
+        if (_disposed)
+        {
+            return;
+        }
+
         ConnectionKeeper[] endPoints = _endPoints;
         bool anyConnected = false;
         bool allClosed = endPoints.Length > 0;
@@ -371,7 +377,7 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             allClosed &= endPoint.State == MuxClientState.Closed;
         }
 
-        MuxClientState state = _disposed || (allClosed && Options.EndPointResolver is null) ? MuxClientState.Closed
+        MuxClientState state = allClosed && Options.EndPointResolver is null ? MuxClientState.Closed
             : anyConnected ? MuxClientState.Connected
             : _everConnected ? MuxClientState.Reconnecting
             : MuxClientState.Connecting;
