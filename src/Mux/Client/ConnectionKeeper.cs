@@ -126,11 +126,18 @@ internal sealed class ConnectionKeeper : ConnectionSource
 
     protected override MuxConnectionException NoConnectionInTime(TimeSpan? ownTimeout)
     {
-        Exception? attempt = _lastConnectError;
-        string why = attempt is not null ? $" The last attempt to connect failed: {attempt.Message}"
-            : _latest is { IsClosed: true } latest ? $" The last connection: {latest.CloseError.Message}"
-            : string.Empty;
+        string why = DescribeLastFailure(string.Empty, out Exception? attempt);
         return NotSent($"the Mux server at {Name}", ownTimeout, why, _latest, attempt);
+    }
+
+    /// <summary>Why the keeper has no usable connection, for an error's message (with
+    /// <paramref name="where"/> naming the instance, over several): its newest connect attempt's
+    /// failure (<paramref name="attempt"/>), else its newest connection's close; empty when it knows
+    /// neither.</summary>
+    public string DescribeLastFailure(string where, out Exception? attempt)
+    {
+        attempt = _lastConnectError;
+        return attempt is not null ? $" The last attempt to connect{where} failed: {attempt.Message}" : DescribeClose(_latest, where);
     }
 
     /// <summary>Stops using <paramref name="connection"/> for new calls and wakes the loop to

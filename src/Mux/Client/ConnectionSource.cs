@@ -150,6 +150,12 @@ internal abstract class ConnectionSource : IAsyncDisposable
             latest?.CloseReason ?? MuxCloseReason.None,
             inner);
 
+    /// <summary>" The last connection: ..." (with <paramref name="where"/> after "connection"), why
+    /// <paramref name="latest"/> closed, for the message of a call that found no connection;
+    /// empty while it is open or before the first one.</summary>
+    internal static string DescribeClose(ClientConnection? latest, string where = "") =>
+        latest is { IsClosed: true } ? $" The last connection{where}: {latest.CloseError.Message}" : string.Empty;
+
     /// <summary>The error of calls on a client that is closed for good.</summary>
     protected MuxConnectionException Closed(Exception? inner) =>
         new($"The Mux client for {Name} is closed.", MuxCloseReason.LocalShutdown, inner);
