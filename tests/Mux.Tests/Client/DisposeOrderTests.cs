@@ -42,4 +42,19 @@ public sealed class DisposeOrderTests
         Assert.False(client.IsConnected);
         await dispose.AsTask().WaitAsync(TestHost.Patience);
     }
+
+    [Fact]
+    public async Task SeveralInstances_ASecondDisposeMeanwhile_CompletesOnlyOnceEveryInstanceHasClosed()
+    {
+        await using BalanceCluster cluster = await BalanceCluster.StartAsync(3);
+        MuxClient client = await MuxClient.ConnectAsync(cluster.ClientOptions()).WaitAsync(TestHost.Patience);
+        await Hosts.WaitUntilAsync(() => client.GetEndPointStatistics().All(e => e.State == MuxClientState.Connected), "every instance is connected");
+
+        ValueTask first = client.DisposeAsync();
+        await client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
+
+        Assert.Equal([MuxClientState.Closed, MuxClientState.Closed, MuxClientState.Closed], client.GetEndPointStatistics().Select(e => e.State));
+        Assert.Equal(MuxClientState.Closed, client.State);
+        await first.AsTask().WaitAsync(TestHost.Patience);
+    }
 }

@@ -430,13 +430,21 @@ internal sealed partial class EndPointBalancer : ConnectionSource
     {
         Disposing.Cancel();
         ConnectionKeeper[] open;
+        bool again;
         lock (_lock)
         {
-            // A second dispose finds nothing left to close (_removed stays empty once disposed).
-            open = _disposed ? [] : [.. _endPoints, .. _removed];
+            again = _disposed;
+            open = [.. _endPoints, .. _removed];
             _disposed = true;
             _removed.Clear();
             SignalLocked();
+        }
+
+        if (again)
+        {
+            // Another dispose closes the instances: this one is done when that one is.
+            await Completion.ConfigureAwait(false);
+            return;
         }
 
         try
