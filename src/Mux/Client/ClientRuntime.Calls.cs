@@ -153,7 +153,7 @@ internal sealed partial class ClientRuntime
         where TArguments : struct
     {
         ClientConnection? connection = waits
-            ? await Keeper.WaitForConnectionAsync(failed, deadline.At, deadline.OwnTimeout, cancellationToken).ConfigureAwait(false)
+            ? await Keeper.WaitForConnectionAsync(failed, deadline.At, deadline.OwnTimeout, forCall: true, cancellationToken).ConfigureAwait(false)
             : Keeper.Current;
         if (connection is null || connection == failed)
         {
@@ -182,7 +182,7 @@ internal sealed partial class ClientRuntime
 
         private async ValueTask<OutgoingCalls> WaitAsync(CancellationToken cancellationToken)
         {
-            ClientConnection connection = await runtime.Keeper.WaitForConnectionAsync(null, ClockDeadline.After(runtime._clock.GetTimestamp(), timeout), ownTimeout, cancellationToken).ConfigureAwait(false);
+            ClientConnection connection = await runtime.Keeper.WaitForConnectionAsync(null, ClockDeadline.After(runtime._clock.GetTimestamp(), timeout), ownTimeout, forCall: true, cancellationToken).ConfigureAwait(false);
             return connection.Outgoing;
         }
     }

@@ -202,7 +202,7 @@ internal sealed partial class EndPointBalancer : ConnectionSource
     {
         try
         {
-            await WaitAsync(null, deadline, null, forCall: false, cancellationToken).ConfigureAwait(false);
+            await WaitForConnectionAsync(null, deadline, null, forCall: false, cancellationToken).ConfigureAwait(false);
         }
         catch (MuxConnectionException)
         {
