@@ -112,9 +112,12 @@ public sealed class MuxClientOptions
     public bool AutoReconnect { get; set; } = true;
 
     /// <summary>
-    /// How long the client waits before its first reconnect attempt; each failed attempt doubles
-    /// the wait up to <see cref="ReconnectMaxDelay"/>, with up to 20% random jitter so that many
-    /// clients of one restarted server do not all return at once. Defaults to 100 milliseconds.
+    /// How long the client waits after a failed reconnect attempt (a lost connection is replaced at
+    /// once); each further failed attempt doubles the wait up to <see cref="ReconnectMaxDelay"/>,
+    /// with up to 20% random jitter so that many clients of one restarted server do not all return
+    /// at once. A connection lost within this long of being made, right after another one lost as
+    /// soon (a server that accepts and then drops), counts as a failed attempt. Defaults to 100
+    /// milliseconds.
     /// </summary>
     public TimeSpan ReconnectInitialDelay { get; set; } = TimeSpan.FromMilliseconds(100);
 

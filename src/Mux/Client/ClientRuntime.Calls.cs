@@ -108,12 +108,10 @@ internal sealed partial class ClientRuntime
     private MuxConnectionException NotConnected(uint methodId)
     {
         ClientConnection? latest = Keeper.Latest;
-        bool lost = latest is { IsClosed: true };
-        string why = lost ? $" The last connection: {latest!.CloseError.Message}" : string.Empty;
         return MuxConnectionException.NotRun(
-            $"The Mux client has no connection to {RemoteEndPoint?.ToString() ?? "its servers"} right now (it is {Keeper.State}), and the call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} does not wait for one (WaitForConnection is false); it was not sent, so it is safe to retry.{why}",
+            $"The Mux client has no connection to {RemoteEndPoint?.ToString() ?? "its servers"} right now (it is {Keeper.State}), and the call to {MuxServiceRegistry.GetMethodDisplayName(methodId)} does not wait for one (WaitForConnection is false); it was not sent, so it is safe to retry.{ConnectionSource.DescribeClose(latest)}",
             latest?.CloseReason ?? MuxCloseReason.None,
-            lost ? latest!.CloseError : null);
+            latest is { IsClosed: true } ? latest.CloseError : null);
     }
 
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
@@ -155,7 +153,7 @@ internal sealed partial class ClientRuntime
         where TArguments : struct
     {
         ClientConnection? connection = waits
-            ? await Keeper.WaitForConnectionAsync(failed, deadline.At, deadline.OwnTimeout, cancellationToken).ConfigureAwait(false)
+            ? await Keeper.WaitForConnectionAsync(failed, deadline.At, deadline.OwnTimeout, forCall: true, cancellationToken).ConfigureAwait(false)
             : Keeper.Current;
         if (connection is null || connection == failed)
         {
@@ -184,7 +182,7 @@ internal sealed partial class ClientRuntime
 
         private async ValueTask<OutgoingCalls> WaitAsync(CancellationToken cancellationToken)
         {
-            ClientConnection connection = await runtime.Keeper.WaitForConnectionAsync(null, ClockDeadline.After(runtime._clock.GetTimestamp(), timeout), ownTimeout, cancellationToken).ConfigureAwait(false);
+            ClientConnection connection = await runtime.Keeper.WaitForConnectionAsync(null, ClockDeadline.After(runtime._clock.GetTimestamp(), timeout), ownTimeout, forCall: true, cancellationToken).ConfigureAwait(false);
             return connection.Outgoing;
         }
     }

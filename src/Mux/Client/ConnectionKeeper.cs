@@ -27,7 +27,7 @@ internal sealed class ConnectionKeeper : ConnectionSource
     private readonly Lock _lock = new();
 
     // The connection new calls go to; null while (re)connecting. Written under _lock by the loop
-    // (publish), by Retire (any thread) and by DisposeAsync; read without a lock by every call.
+    // (publish) and by Retire (any thread); read without a lock by every call.
     private volatile ClientConnection? _current;
 
     // Completed with the next published connection; a fresh one replaces it whenever the current
@@ -126,11 +126,18 @@ internal sealed class ConnectionKeeper : ConnectionSource
 
     protected override MuxConnectionException NoConnectionInTime(TimeSpan? ownTimeout)
     {
-        Exception? attempt = _lastConnectError;
-        string why = attempt is not null ? $" The last attempt to connect failed: {attempt.Message}"
-            : _latest is { IsClosed: true } latest ? $" The last connection: {latest.CloseError.Message}"
-            : string.Empty;
+        string why = DescribeLastFailure(string.Empty, out Exception? attempt);
         return NotSent($"the Mux server at {Name}", ownTimeout, why, _latest, attempt);
+    }
+
+    /// <summary>Why the keeper has no usable connection, for an error's message (with
+    /// <paramref name="where"/> naming the instance, over several): its newest connect attempt's
+    /// failure (<paramref name="attempt"/>), else its newest connection's close; empty when it knows
+    /// neither.</summary>
+    public string DescribeLastFailure(string where, out Exception? attempt)
+    {
+        attempt = _lastConnectError;
+        return attempt is not null ? $" The last attempt to connect{where} failed: {attempt.Message}" : DescribeClose(_latest, where);
     }
 
     /// <summary>Stops using <paramref name="connection"/> for new calls and wakes the loop to
@@ -175,6 +182,9 @@ internal sealed class ConnectionKeeper : ConnectionSource
         // The clock's timestamp of the latest lost connection (for the log line of the reconnect);
         // null until a connection has been lost.
         long? lostAt = null;
+
+        // Whether the latest lost connection was lost within ReconnectInitialDelay of being made.
+        bool lostSoon = false;
         Exception? error = null;
         try
         {
@@ -212,11 +222,11 @@ internal sealed class ConnectionKeeper : ConnectionSource
                         continue;
                     }
 
-                    backoff.Reset();
                     _lastConnectError = null;
                 }
 
                 Task replaceNow = Publish(connection);
+                long connectedAt = clock.GetTimestamp();
                 if (lostAt is long lost)
                 {
                     ClientLog.Reconnected(Logger, Name, failedAttempts + 1, DurationText.Format(clock.GetElapsedTime(lost)));
@@ -253,17 +263,34 @@ internal sealed class ConnectionKeeper : ConnectionSource
 
                 SetState(MuxClientState.Reconnecting, error);
                 connection = null;
+
+                // A connection that served a while was a good one: its replacement is attempted at
+                // once, and from the first backoff step. Two in a row lost as soon as they were made
+                // are a server that accepts and then drops (or sends GoAway at once): the next
+                // attempt waits out the backoff as after a failed one, or the loop would reconnect
+                // back to back for as long as the server does that.
+                bool soon = clock.GetElapsedTime(connectedAt, lostAt.Value) < Options.ReconnectInitialDelay;
+                if (!soon)
+                {
+                    backoff.Reset();
+                }
+                else if (lostSoon)
+                {
+                    await Task.Delay(backoff.NextDelay(), clock, stopping).ConfigureAwait(false);
+                }
+
+                lostSoon = soon;
             }
         }
         catch (Exception ex)
         {
-            // Disposed (whatever the interrupted connect or wait threw): DisposeAsync closes what
-            // is open. Anything else is a fault of the loop itself, and closes the client with it.
+            // Disposed (whatever the interrupted connect or wait threw), or a fault of the loop
+            // itself, which closes the client with it.
             error = stopping.IsCancellationRequested ? null : ex;
         }
         finally
         {
-            Close(error);
+            await CloseAsync(error).ConfigureAwait(false);
         }
     }
 
@@ -273,10 +300,11 @@ internal sealed class ConnectionKeeper : ConnectionSource
     {
         lock (_lock)
         {
-            if (_disposed)
+            if (Disposing.IsCancellationRequested)
             {
-                // DisposeAsync ran while this connection was being opened: it is nobody's now.
-                _ = connection.DisposeAsync().AsTask();
+                // DisposeAsync ran while this connection was being opened: it is nobody's now, and
+                // goes with the others on the loop's way out.
+                _retired.Add(connection);
                 throw new OperationCanceledException(Disposing.Token);
             }
 
@@ -288,11 +316,14 @@ internal sealed class ConnectionKeeper : ConnectionSource
         }
     }
 
-    /// <summary>Ends the client: waiting callers fail, later calls fail on the last connection or
-    /// with "closed". Runs once, on the loop's way out.</summary>
-    private void Close(Exception? error)
+    /// <summary>Ends the client, once, on the loop's way out: waiting callers fail at once, later
+    /// calls fail on the last connection or with "closed"; then the connections still open are
+    /// closed, and only then is the client Closed, so that whoever sees it closed (a handler of the
+    /// change, an await of Completion) finds its connections closed too.</summary>
+    private async Task CloseAsync(Exception? error)
     {
         MuxConnectionException closed = error as MuxConnectionException ?? Closed(error);
+        ClientConnection[] open;
         lock (_lock)
         {
             _disposed = true;
@@ -306,20 +337,6 @@ internal sealed class ConnectionKeeper : ConnectionSource
             // Nobody may be waiting: mark the failure observed, or it would surface as an
             // UnobservedTaskException when the task is collected.
             _ = _ready.Task.Exception;
-        }
-
-        SetState(MuxClientState.Closed, error);
-    }
-
-    public override async ValueTask DisposeAsync()
-    {
-        // Cancel first: a connection the loop publishes after this is still collected below,
-        // and one it opens after the lock is refused by Publish.
-        Disposing.Cancel();
-        ClientConnection[] open;
-        lock (_lock)
-        {
-            _disposed = true;
             open = [.. _retired, .. _current is { } current ? [current] : Array.Empty<ClientConnection>()];
             _retired.Clear();
         }
@@ -329,6 +346,13 @@ internal sealed class ConnectionKeeper : ConnectionSource
             await connection.DisposeAsync().ConfigureAwait(false);
         }
 
+        SetState(MuxClientState.Closed, error);
+    }
+
+    /// <summary>Stops the loop, which closes what is open on its way out.</summary>
+    public override async ValueTask DisposeAsync()
+    {
+        Disposing.Cancel();
         await _loop.ConfigureAwait(false);
     }
 

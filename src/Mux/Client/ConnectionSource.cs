@@ -61,17 +61,6 @@ internal abstract class ConnectionSource : IAsyncDisposable
     /// <summary>Cancelled by DisposeAsync: stops the loops and the waits they are in.</summary>
     protected CancellationTokenSource Disposing { get; } = new();
 
-    /// <summary>Waits for a usable connection other than <paramref name="failed"/> (the one a call
-    /// just failed on, without running), until <paramref name="deadline"/> (a
-    /// <see cref="ClockDeadline"/> timestamp of <see cref="MuxClientOptions.TimeProvider"/>, or
-    /// <see cref="ClockDeadline.Never"/>); <paramref name="ownTimeout"/> is the call's own timeout
-    /// when it replaced CallTimeout (for the message of a call that found no connection in time),
-    /// else null.</summary>
-    /// <exception cref="MuxConnectionException">No connection came in time (safe to retry), or the client is closed.</exception>
-    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired.</exception>
-    public ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, CancellationToken cancellationToken) =>
-        WaitAsync(failed, deadline, ownTimeout, forCall: true, cancellationToken);
-
     public abstract ValueTask DisposeAsync();
 
     /// <summary>Moves the client to <paramref name="state"/> and tells the client's handler (a
@@ -104,11 +93,17 @@ internal abstract class ConnectionSource : IAsyncDisposable
         return true;
     }
 
-    /// <summary>The wait of <see cref="WaitForConnectionAsync"/>: looks, and until the deadline waits
-    /// for a change worth looking again at; a caller still waiting then gets
-    /// <see cref="NoConnectionInTime"/>. <paramref name="forCall"/> says whether a call goes to the
-    /// connection found (what a balanced client counts).</summary>
-    protected async ValueTask<ClientConnection> WaitAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, bool forCall, CancellationToken cancellationToken)
+    /// <summary>Waits for a usable connection other than <paramref name="failed"/> (the one a call
+    /// just failed on, without running), until <paramref name="deadline"/> (a
+    /// <see cref="ClockDeadline"/> timestamp of <see cref="MuxClientOptions.TimeProvider"/>, or
+    /// <see cref="ClockDeadline.Never"/>): looks, and until then waits for a change worth looking
+    /// again at. <paramref name="ownTimeout"/> is the call's own timeout when it replaced
+    /// CallTimeout (for the message of a call that found no connection in time), else null;
+    /// <paramref name="forCall"/> says whether a call goes to the connection found (what a balanced
+    /// client counts).</summary>
+    /// <exception cref="MuxConnectionException">No connection came in time (safe to retry), or the client is closed.</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired.</exception>
+    public async ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, bool forCall, CancellationToken cancellationToken)
     {
         while (true)
         {
@@ -149,6 +144,12 @@ internal abstract class ConnectionSource : IAsyncDisposable
             $"No connection to {server} was available within {DurationText.Format(ownTimeout ?? Options.CallTimeout)} ({(ownTimeout is null ? "MuxClientOptions.CallTimeout" : "the call's own Timeout")}); the call was not sent.{why}",
             latest?.CloseReason ?? MuxCloseReason.None,
             inner);
+
+    /// <summary>" The last connection: ..." (with <paramref name="where"/> after "connection"), why
+    /// <paramref name="latest"/> closed, for the message of a call that found no connection;
+    /// empty while it is open or before the first one.</summary>
+    internal static string DescribeClose(ClientConnection? latest, string where = "") =>
+        latest is { IsClosed: true } ? $" The last connection{where}: {latest.CloseError.Message}" : string.Empty;
 
     /// <summary>The error of calls on a client that is closed for good.</summary>
     protected MuxConnectionException Closed(Exception? inner) =>

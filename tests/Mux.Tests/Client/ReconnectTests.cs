@@ -354,7 +354,7 @@ public sealed class ReconnectTests
     }
 
     /// <summary>A loopback port that was free a moment ago: nothing listens there.</summary>
-    private static IPEndPoint FreeLoopbackEndPoint()
+    internal static IPEndPoint FreeLoopbackEndPoint()
     {
         using var probe = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
         probe.Bind(new IPEndPoint(IPAddress.Loopback, 0));

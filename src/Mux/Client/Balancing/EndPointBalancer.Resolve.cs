@@ -53,7 +53,14 @@ internal sealed partial class EndPointBalancer
                     Update(endPoints);
                 }
             }
-            catch (Exception ex) when (!stopping.IsCancellationRequested)
+            catch (Exception) when (stopping.IsCancellationRequested)
+            {
+                // Disposed. What the resolver threw as its ask was cancelled (an error of its own that
+                // wraps the cancellation, say) is not a failure of the disposal, which goes on to
+                // close every instance.
+                return;
+            }
+            catch (Exception ex)
             {
                 _lastResolveFailure = ex;
                 ClientLog.ResolveFailed(Logger, Name, _endPoints.Length, ex);

@@ -1,6 +1,7 @@
 using System.Net;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
+using Mux.Transport;
 
 namespace Mux.Client.Balancing;
 
@@ -195,8 +196,26 @@ internal sealed partial class EndPointBalancer : ConnectionSource
     }
 
     /// <summary>Waits until some instance is connected (ConnectAsync); sends nothing.</summary>
-    public async Task WaitUntilConnectedAsync(long deadline, CancellationToken cancellationToken) =>
-        await WaitAsync(null, deadline, null, forCall: false, cancellationToken).ConfigureAwait(false);
+    /// <exception cref="MuxConnectionException">No instance connected within ConnectTimeout, or
+    /// (without AutoReconnect) every one failed.</exception>
+    public async Task WaitUntilConnectedAsync(long deadline, CancellationToken cancellationToken)
+    {
+        try
+        {
+            await WaitForConnectionAsync(null, deadline, null, forCall: false, cancellationToken).ConfigureAwait(false);
+        }
+        catch (MuxConnectionException)
+        {
+            // The wait's own errors speak of a call not sent within CallTimeout, or of a closed
+            // client: this one says why the client could not connect.
+            bool closed = State == MuxClientState.Closed;
+            string why = DescribeInstances(out Exception? inner);
+            throw new MuxConnectionException(
+                $"Could not connect to any instance of the Mux server ({Name}){(closed ? string.Empty : $" within {DurationText.Format(Options.ConnectTimeout)} (MuxClientOptions.ConnectTimeout)")}.{why}",
+                Latest?.CloseReason ?? MuxCloseReason.None,
+                inner);
+        }
+    }
 
     /// <summary>The pick, unless it is <paramref name="failed"/>; else the caller waits for an
     /// instance to connect or the set to change.</summary>
@@ -214,25 +233,33 @@ internal sealed partial class EndPointBalancer : ConnectionSource
 
     protected override MuxConnectionException NoConnectionInTime(TimeSpan? ownTimeout)
     {
-        ConnectionKeeper[] endPoints = _endPoints;
-        Exception? resolverError = null;
-        string why = endPoints.Length == 0
-            ? DescribeNoInstance(out resolverError)
-            : $" None of its {endPoints.Length} instance(s) had a usable connection.{LastError(endPoints)}";
-        return NotSent($"any instance of the Mux server ({Name})", ownTimeout, why, Latest, resolverError);
+        string why = DescribeInstances(out Exception? inner);
+        return NotSent($"any instance of the Mux server ({Name})", ownTimeout, why, Latest, inner);
     }
 
-    private static string LastError(ConnectionKeeper[] endPoints)
+    /// <summary>Why no instance has a usable connection, for an error's message: what the resolver
+    /// said while none is known, else what the first instance that knows says of its newest connect
+    /// attempt or connection (<paramref name="inner"/>: the resolver's or the attempt's exception).</summary>
+    private string DescribeInstances(out Exception? inner)
     {
+        ConnectionKeeper[] endPoints = _endPoints;
+        if (endPoints.Length == 0)
+        {
+            return DescribeNoInstance(out inner);
+        }
+
+        string last = string.Empty;
+        inner = null;
         foreach (ConnectionKeeper endPoint in endPoints)
         {
-            if (endPoint.Latest is { IsClosed: true } latest)
+            last = endPoint.DescribeLastFailure($" ({endPoint.EndPoint})", out inner);
+            if (last.Length != 0)
             {
-                return $" The last connection ({endPoint.EndPoint}): {latest.CloseError.Message}";
+                break;
             }
         }
 
-        return string.Empty;
+        return $" None of its {endPoints.Length} instance(s) had a usable connection.{last}";
     }
 
     /// <summary>
@@ -358,10 +385,16 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         }
     }
 
-    /// <summary>The client's state: connected while any instance is; closed once disposed or, with
-    /// <see cref="MuxClientOptions.AutoReconnect"/> off, once every instance has closed.</summary>
+    /// <summary>The client's state: connected while any instance is; closed, with
+    /// <see cref="MuxClientOptions.AutoReconnect"/> off, once every instance has closed. Once
+    /// disposed, it is left to DisposeAsync, which closes the client when every instance is closed.</summary>
     private void AggregateLocked(Exception? error)
     {
+        if (_disposed)
+        {
+            return;
+        }
+
         ConnectionKeeper[] endPoints = _endPoints;
         bool anyConnected = false;
         bool allClosed = endPoints.Length > 0;
@@ -371,7 +404,7 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             allClosed &= endPoint.State == MuxClientState.Closed;
         }
 
-        MuxClientState state = _disposed || (allClosed && Options.EndPointResolver is null) ? MuxClientState.Closed
+        MuxClientState state = allClosed && Options.EndPointResolver is null ? MuxClientState.Closed
             : anyConnected ? MuxClientState.Connected
             : _everConnected ? MuxClientState.Reconnecting
             : MuxClientState.Connecting;
@@ -397,13 +430,21 @@ internal sealed partial class EndPointBalancer : ConnectionSource
     {
         Disposing.Cancel();
         ConnectionKeeper[] open;
+        bool again;
         lock (_lock)
         {
-            // A second dispose finds nothing left to close (_removed stays empty once disposed).
-            open = _disposed ? [] : [.. _endPoints, .. _removed];
+            again = _disposed;
+            open = [.. _endPoints, .. _removed];
             _disposed = true;
             _removed.Clear();
             SignalLocked();
+        }
+
+        if (again)
+        {
+            // Another dispose closes the instances: this one is done when that one is.
+            await Completion.ConfigureAwait(false);
+            return;
         }
 
         try

@@ -1,6 +1,4 @@
-using System.Collections.Concurrent;
 using System.Net;
-using Microsoft.Extensions.Time.Testing;
 using Mux.Tests.Infrastructure;
 
 namespace Mux.Tests.Client.Balancing;
@@ -18,31 +16,6 @@ public sealed class ResolverFaultTests
 
     private static readonly TimeSpan InitialDelay = TimeSpan.FromSeconds(1);
     private static readonly TimeSpan MaxDelay = TimeSpan.FromSeconds(4);
-
-    /// <summary>A fake clock that records the due time of every <c>Task.Delay</c> made on it (the
-    /// waits of the resolve loop and of the reconnect backoff), so a test knows when the resolve
-    /// loop has started waiting for its next round (and for how long). Other timers on the same
-    /// clock are not those waits and are left out: the calls' expiry scan, the connect and handshake
-    /// timeouts (a CancellationTokenSource, a WaitAsync) and a closing connection's drain (a
-    /// WaitAsync of 1 s, which would look like a backoff step). A Task.Delay's timer is the one whose
-    /// state is the BCL's delay promise.</summary>
-    private sealed class WatchedClock : FakeTimeProvider
-    {
-        private readonly ConcurrentQueue<TimeSpan> _dueTimes = new();
-
-        /// <summary>The due times of the Task.Delay waits made so far, in order.</summary>
-        public TimeSpan[] DueTimes => [.. _dueTimes];
-
-        public override ITimer CreateTimer(TimerCallback callback, object? state, TimeSpan dueTime, TimeSpan period)
-        {
-            if (state?.GetType().Name.StartsWith("DelayPromise", StringComparison.Ordinal) == true)
-            {
-                _dueTimes.Enqueue(dueTime);
-            }
-
-            return base.CreateTimer(callback, state, dueTime, period);
-        }
-    }
 
     /// <summary>A resolver whose answer (a list, or an exception) the test sets; counts the asks.</summary>
     private sealed class ScriptedResolver : IMuxEndPointResolver
@@ -65,7 +38,7 @@ public sealed class ResolverFaultTests
 
     /// <summary>Resolve loop and reconnect backoff on <paramref name="clock"/>; a call timeout far
     /// beyond what any test moves the clock, so calls wait for as long as the test needs.</summary>
-    private static MuxClientOptions Options(ScriptedResolver resolver, WatchedClock clock, TimeSpan resolveInterval) => new()
+    private static MuxClientOptions Options(ScriptedResolver resolver, DelayWatchingClock clock, TimeSpan resolveInterval) => new()
     {
         EndPointResolver = resolver,
         ResolveInterval = resolveInterval,
@@ -78,7 +51,7 @@ public sealed class ResolverFaultTests
     /// <summary>Waits until the resolver has been asked <paramref name="resolves"/> times and the
     /// loop has armed the <paramref name="timers"/>-th of its timers (those <paramref name="isLoops"/>
     /// picks out by due time) for the next round; then the resolver has been asked exactly that often.</summary>
-    private static async Task WaitForRoundAsync(ScriptedResolver resolver, int resolves, WatchedClock clock, Func<TimeSpan, bool> isLoops, int timers)
+    private static async Task WaitForRoundAsync(ScriptedResolver resolver, int resolves, DelayWatchingClock clock, Func<TimeSpan, bool> isLoops, int timers)
     {
         await Hosts.WaitUntilAsync(
             () => resolver.Resolves > resolves || (resolver.Resolves == resolves && clock.DueTimes.Count(isLoops) >= timers),
@@ -108,7 +81,7 @@ public sealed class ResolverFaultTests
     public async Task AResolverThatFails_BeforeItFoundAnyInstance_IsAskedAgainOnTheReconnectBackoff_AndTheWaitingCallSucceedsOnceItAnswers(string fault)
     {
         await using BalanceCluster cluster = await BalanceCluster.StartAsync(1);
-        var clock = new WatchedClock();
+        var clock = new DelayWatchingClock();
         var resolver = new ScriptedResolver();
         Fail(resolver, fault);
         TimeSpan interval = TimeSpan.FromMinutes(1);
@@ -145,7 +118,7 @@ public sealed class ResolverFaultTests
     public async Task AResolverThatFails_AfterItFoundInstances_LeavesThemServingCalls_AndIsAskedAgainOnlyEveryResolveInterval(string fault)
     {
         await using BalanceCluster cluster = await BalanceCluster.StartAsync(1);
-        var clock = new WatchedClock();
+        var clock = new DelayWatchingClock();
         var resolver = new ScriptedResolver();
         resolver.Answer(cluster.EndPoints[0]);
         TimeSpan interval = TimeSpan.FromSeconds(10);
@@ -173,7 +146,7 @@ public sealed class ResolverFaultTests
     public async Task AllInstancesDown_CallsWait_TheResolverIsAskedOnce_NotInALoop_AndTheFirstInstanceBackServesThem()
     {
         await using BalanceCluster cluster = await BalanceCluster.StartAsync(2);
-        var clock = new WatchedClock();
+        var clock = new DelayWatchingClock();
         var resolver = new ScriptedResolver();
         resolver.Answer(cluster.EndPoints[0], cluster.EndPoints[1]);
         TimeSpan interval = TimeSpan.FromMinutes(1);
@@ -212,7 +185,7 @@ public sealed class ResolverFaultTests
     [InlineData("finds nothing", "No instance is known: the resolver has found none.")]
     public async Task ACallThatFindsNoInstanceInTime_FailsWithWhatTheResolverSaid(string fault, string why)
     {
-        var clock = new WatchedClock();
+        var clock = new DelayWatchingClock();
         var resolver = new ScriptedResolver();
         Fail(resolver, fault);
         MuxClientOptions options = Options(resolver, clock, TimeSpan.FromMinutes(1));
@@ -234,5 +207,52 @@ public sealed class ResolverFaultTests
         {
             Assert.Null(failed.InnerException);
         }
+    }
+
+    /// <summary>A resolver that answers once, then waits for the client to go and reports the
+    /// cancellation as a failure of its own (as one that wraps every error of its lookup does).</summary>
+    private sealed class WrappingResolver(EndPoint endPoint) : IMuxEndPointResolver
+    {
+        private int _resolves;
+
+        public int Resolves => Volatile.Read(ref _resolves);
+
+        public async ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken)
+        {
+            if (Interlocked.Increment(ref _resolves) == 1)
+            {
+                return [endPoint];
+            }
+
+            try
+            {
+                await Task.Delay(Timeout.Infinite, cancellationToken);
+                return [endPoint];
+            }
+            catch (OperationCanceledException ex)
+            {
+                throw new InvalidOperationException("The lookup failed.", ex);
+            }
+        }
+    }
+
+    [Fact]
+    public async Task AResolverThatFailsItsOwnWayWhenTheClientIsDisposed_FailsNotTheDisposal_WhichClosesEveryInstance()
+    {
+        await using BalanceCluster cluster = await BalanceCluster.StartAsync(1);
+        var resolver = new WrappingResolver(cluster.EndPoints[0]);
+        MuxClient client = await MuxClient.ConnectAsync(new MuxClientOptions
+        {
+            EndPointResolver = resolver,
+            ResolveInterval = TimeSpan.FromMilliseconds(20),
+        }).WaitAsync(Patience);
+        Assert.Equal(1, await client.CreateProxy<IBalanceProbe>().Serve(1).AsTask().WaitAsync(Patience));
+        await Hosts.WaitUntilAsync(() => resolver.Resolves >= 2, "the second ask is under way");
+
+        await client.DisposeAsync().AsTask().WaitAsync(Patience);
+
+        Assert.Equal(MuxClientState.Closed, client.State);
+        Assert.True(client.Completion.IsCompletedSuccessfully);
+        await Hosts.WaitUntilAsync(() => cluster.ActiveConnections(0) == 0, "the instance's connection is closed");
     }
 }
