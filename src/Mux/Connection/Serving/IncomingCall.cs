@@ -217,19 +217,33 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         && (TimeProvider.GetTimestamp() >= DeadlineTimestamp
             || (Volatile.Read(ref _cancelRequested) == 0 && Volatile.Read(ref _cancellation) is { IsCancellationRequested: true }));
 
-    /// <summary>Cancels the handler's token. Runs the token's callbacks on the thread pool, so a
-    /// Cancel frame never runs user code on the reader loop.</summary>
-    internal void RequestCancel()
+    /// <summary>Cancels the handler's token. From a Cancel frame or a close, the token's callbacks
+    /// run on the thread pool, so user code never runs on the reader loop, and a cancel requested
+    /// already (or a call finished) does nothing more. From the handler's own thread
+    /// (<paramref name="inline"/>) they run there, at once, even when a cancel the close queued
+    /// is still on its way: that one then finds it done.</summary>
+    internal void RequestCancel(bool inline = false)
     {
-        if (Interlocked.CompareExchange(ref _cancelRequested, 1, 0) != 0)
+        if (Interlocked.CompareExchange(ref _cancelRequested, 1, 0) == 0)
+        {
+            CancelStreams();
+        }
+        else if (!inline)
         {
             return; // Requested already, or the call has finished.
         }
 
-        CancelStreams();
-
         CancellationTokenSource? cancellation = Volatile.Read(ref _cancellation);
-        if (cancellation is not null)
+        if (cancellation is null)
+        {
+            return;
+        }
+
+        if (inline)
+        {
+            CancelQuietly(cancellation);
+        }
+        else
         {
             ThreadPool.UnsafeQueueUserWorkItem(static cts => CancelQuietly(cts), cancellation, preferLocal: false);
         }
