@@ -76,6 +76,11 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
     // by Start.
     private int _slotReleased;
 
+    // Whether the call's Response has gone out: a failure after it (an activator that throws once
+    // its handler has answered) is logged, never sent as a second answer. Set by SendResultNow and
+    // read by Finish, both on the handler's side; reset by Start.
+    private bool _answered;
+
     // Bumped by Start and by Finish, so a MuxCallContext made during one call can tell that its
     // call is over (this object is then reused). Written by the call's own owner of the moment
     // (reader loop in Start, handler side in Finish); read by any thread holding a context.
@@ -126,6 +131,7 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         _cancelRequested = 0;
         Volatile.Write(ref _cancellation, null);
         _slotReleased = 0;
+        _answered = false;
         ResetStreams();
         _arguments.Take(arguments, MaxOwnedArguments, Connection);
     }
@@ -205,6 +211,9 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
             _calls.ReleaseSlot();
         }
     }
+
+    /// <summary>Whether the call's Response has been sent (see _answered).</summary>
+    internal bool IsAnswered => _answered;
 
     /// <summary>Whether the handler's token was cancelled (by the client or the connection).</summary>
     internal bool IsCancellationRequested => Volatile.Read(ref _cancelRequested) == 1;

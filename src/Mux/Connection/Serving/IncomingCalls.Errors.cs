@@ -61,6 +61,13 @@ internal sealed partial class IncomingCalls
     /// status the call's telemetry reports.</summary>
     public MuxStatusCode SendFailure(IncomingCall call, Exception failure)
     {
+        if (call.IsAnswered)
+        {
+            // Its caller has the Response: an Error after it would be a second answer to one call.
+            ServingLog.HandlerFailed(_connection.Logger, call.MethodName, _connection.Name, failure);
+            return MuxStatusCode.Ok;
+        }
+
         call.ReleaseSlot();
         ErrorBody? described = DescribeFailure(call, failure);
         if (_connection.IsClosed)
