@@ -226,11 +226,9 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         && (TimeProvider.GetTimestamp() >= DeadlineTimestamp
             || (Volatile.Read(ref _cancelRequested) == 0 && Volatile.Read(ref _cancellation) is { IsCancellationRequested: true }));
 
-    /// <summary>Cancels the handler's token. From a Cancel frame or a close, the token's callbacks
-    /// run on the thread pool, so user code never runs on the reader loop, and a cancel requested
-    /// already (or a call finished) does nothing more. From the handler's own thread
-    /// (<paramref name="inline"/>) they run there, at once, even when a cancel the close queued
-    /// is still on its way: that one then finds it done.</summary>
+    /// <summary>Cancels the handler's token. From a Cancel frame or a close, its callbacks run on the
+    /// thread pool (never user code on the reader loop), once. From the handler's own thread
+    /// (<paramref name="inline"/>), at once, even if a cancel the close queued has not run yet.</summary>
     internal void RequestCancel(bool inline = false)
     {
         if (Interlocked.CompareExchange(ref _cancelRequested, 1, 0) == 0)
@@ -243,16 +241,11 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         }
 
         CancellationTokenSource? cancellation = Volatile.Read(ref _cancellation);
-        if (cancellation is null)
-        {
-            return;
-        }
-
-        if (inline)
+        if (inline && cancellation is not null)
         {
             CancelQuietly(cancellation);
         }
-        else
+        else if (cancellation is not null)
         {
             ThreadPool.UnsafeQueueUserWorkItem(static cts => CancelQuietly(cts), cancellation, preferLocal: false);
         }
