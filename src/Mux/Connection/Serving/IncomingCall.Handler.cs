@@ -84,6 +84,7 @@ internal sealed partial class IncomingCall
         ReleaseSlot();
         var body = new MessagePackBody<T>(value, SerializerOptions);
         Connection.SendFrame(FrameType.Response, CallId, 0, ref body, _calls.IdSpace);
+        _answered = true; // Not before: a result that could not be sent is the call's failure to report.
     }
 
     void IThreadPoolWorkItem.Execute()

@@ -146,20 +146,8 @@ internal sealed partial class IncomingCall
         Interlocked.Exchange(ref _inbound, null)?.Abort(null);
     }
 
-    /// <summary>Cancels the call from the handler's own thread (not the reader loop), running the
-    /// token's callbacks inline; a cancel the close queued as well finds it done.</summary>
-    internal void CancelOnHandlerThread()
-    {
-        if (Interlocked.CompareExchange(ref _cancelRequested, 1, 0) == 0)
-        {
-            CancelStreams();
-        }
-
-        if (Volatile.Read(ref _cancellation) is { } cancellation)
-        {
-            CancelQuietly(cancellation);
-        }
-    }
+    /// <summary>Cancels the call from the handler's own thread: see RequestCancel.</summary>
+    internal void CancelOnHandlerThread() => RequestCancel(inline: true);
 
     /// <summary>The call was cancelled (Cancel frame, lost connection): a handler reading the
     /// client's stream gets OperationCanceledException at once.</summary>

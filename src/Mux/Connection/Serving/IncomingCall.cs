@@ -76,6 +76,11 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
     // by Start.
     private int _slotReleased;
 
+    // Whether the call's Response has gone out: a failure after it (an activator that throws once
+    // its handler has answered) is logged, never sent as a second answer. Set by SendResultNow and
+    // read by Finish, both on the handler's side; reset by Start.
+    private bool _answered;
+
     // Bumped by Start and by Finish, so a MuxCallContext made during one call can tell that its
     // call is over (this object is then reused). Written by the call's own owner of the moment
     // (reader loop in Start, handler side in Finish); read by any thread holding a context.
@@ -126,6 +131,7 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         _cancelRequested = 0;
         Volatile.Write(ref _cancellation, null);
         _slotReleased = 0;
+        _answered = false;
         ResetStreams();
         _arguments.Take(arguments, MaxOwnedArguments, Connection);
     }
@@ -206,6 +212,9 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         }
     }
 
+    /// <summary>Whether the call's Response has been sent (see _answered).</summary>
+    internal bool IsAnswered => _answered;
+
     /// <summary>Whether the handler's token was cancelled (by the client or the connection).</summary>
     internal bool IsCancellationRequested => Volatile.Read(ref _cancelRequested) == 1;
 
@@ -217,19 +226,26 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         && (TimeProvider.GetTimestamp() >= DeadlineTimestamp
             || (Volatile.Read(ref _cancelRequested) == 0 && Volatile.Read(ref _cancellation) is { IsCancellationRequested: true }));
 
-    /// <summary>Cancels the handler's token. Runs the token's callbacks on the thread pool, so a
-    /// Cancel frame never runs user code on the reader loop.</summary>
-    internal void RequestCancel()
+    /// <summary>Cancels the handler's token. From a Cancel frame or a close, its callbacks run on the
+    /// thread pool (never user code on the reader loop), once. From the handler's own thread
+    /// (<paramref name="inline"/>), at once, even if a cancel the close queued has not run yet.</summary>
+    internal void RequestCancel(bool inline = false)
     {
-        if (Interlocked.CompareExchange(ref _cancelRequested, 1, 0) != 0)
+        if (Interlocked.CompareExchange(ref _cancelRequested, 1, 0) == 0)
+        {
+            CancelStreams();
+        }
+        else if (!inline)
         {
             return; // Requested already, or the call has finished.
         }
 
-        CancelStreams();
-
         CancellationTokenSource? cancellation = Volatile.Read(ref _cancellation);
-        if (cancellation is not null)
+        if (inline && cancellation is not null)
+        {
+            CancelQuietly(cancellation);
+        }
+        else if (cancellation is not null)
         {
             ThreadPool.UnsafeQueueUserWorkItem(static cts => CancelQuietly(cts), cancellation, preferLocal: false);
         }

@@ -61,6 +61,13 @@ internal sealed partial class IncomingCalls
     /// status the call's telemetry reports.</summary>
     public MuxStatusCode SendFailure(IncomingCall call, Exception failure)
     {
+        if (call.IsAnswered)
+        {
+            // Its caller has the Response: an Error after it would be a second answer to one call.
+            ServingLog.HandlerFailed(_connection.Logger, call.MethodName, _connection.Name, failure);
+            return MuxStatusCode.Ok;
+        }
+
         call.ReleaseSlot();
         ErrorBody? described = DescribeFailure(call, failure);
         if (_connection.IsClosed)
@@ -74,25 +81,21 @@ internal sealed partial class IncomingCalls
             return error.Code;
         }
 
-        if (!_connection.IsServer)
+        // Any other exception: its message may carry internals (SQL, paths, names), so only the log
+        // gets it, unless the server's EnableDetailedErrors sends it to callers (a client's never does).
+        string message;
+        if (_connection.IsServer)
         {
-            // Like a server without EnableDetailedErrors: an exception's message may carry internals.
-            ServingLog.ServerCallFailed(_connection.Logger, call.MethodName, _connection.Name, failure);
-            SendError(call.CallId, MuxStatusCode.HandlerFailed, $"{call.MethodName} failed on the client. The client's log has the exception.");
-            return MuxStatusCode.HandlerFailed;
-        }
-
-        ServingLog.HandlerFailed(_connection.Logger, call.MethodName, _connection.Name, failure);
-        if (SendsDetailedErrors)
-        {
-            SendError(call.CallId, MuxStatusCode.HandlerFailed, failure.Message, failure.GetType().FullName);
+            ServingLog.HandlerFailed(_connection.Logger, call.MethodName, _connection.Name, failure);
+            message = $"{call.MethodName} failed on the server. The server's log has the exception; MuxServerOptions.EnableDetailedErrors sends its message to callers.";
         }
         else
         {
-            // An exception's message may carry internals (SQL, paths, names); only the log gets it.
-            SendError(call.CallId, MuxStatusCode.HandlerFailed, $"{call.MethodName} failed on the server. The server's log has the exception; MuxServerOptions.EnableDetailedErrors sends its message to callers.");
+            ServingLog.ServerCallFailed(_connection.Logger, call.MethodName, _connection.Name, failure);
+            message = $"{call.MethodName} failed on the client. The client's log has the exception.";
         }
 
+        SendError(call.CallId, MuxStatusCode.HandlerFailed, SendsDetailedErrors ? failure.Message : message, SendsDetailedErrors ? failure.GetType().FullName : null);
         return MuxStatusCode.HandlerFailed;
     }
 
