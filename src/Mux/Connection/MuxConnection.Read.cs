@@ -40,8 +40,12 @@ internal abstract partial class MuxConnection
 
         switch (frame.Type)
         {
+            case FrameType.Request when IsOutboundFull:
+            case FrameType.Ping when IsOutboundFull:
+                return OnFrameWhenOutboundRoomAsync(frame);
             case FrameType.Request:
-                return Incoming.OnRequestAsync(RequirePeersCall(frame));
+                Incoming.OnRequest(RequirePeersCall(frame));
+                break;
             case FrameType.Response:
             case FrameType.Error when frame.CallId != 0:
                 Outgoing.OnAnswer(RequireOwnCall(frame));
@@ -67,8 +71,6 @@ internal abstract partial class MuxConnection
             case FrameType.StreamCredit:
                 Outgoing.OnStreamCredit(frame.CallId, FrameReader.ReadUInt32(frame.Payload));
                 break;
-            case FrameType.Ping when IsOutboundFull:
-                return OnFrameWhenOutboundRoomAsync(frame);
             case FrameType.Ping:
                 SendRawFrame(FrameType.Pong, frame.CallId, frame.Payload.ToArray());
                 break;
@@ -84,15 +86,28 @@ internal abstract partial class MuxConnection
         return ValueTask.CompletedTask;
     }
 
-    /// <summary>Handles a frame this side answers at once (a Ping, a Cancel of a Request still
-    /// arriving in fragments) while the peer is not reading what we send (the outbound queue is
-    /// full): reading stops until the answer has room, as it does for a Request (IncomingCalls), so
-    /// that such a peer cannot make this side queue an answer per frame without bound.</summary>
+    /// <summary>Whether the reader loop has stopped reading because the peer does not read what this
+    /// side sends (for tests and diagnostics). Written by the reader loop only.</summary>
+    internal volatile bool IsWaitingForOutboundRoom;
+
+    /// <summary>Handles a frame that would make this side send (a Request, which runs a handler
+    /// that answers; a Ping; a Cancel of a Request still arriving in fragments) while the peer is
+    /// not reading what we send (the outbound queue is full): reading stops until the socket takes
+    /// what is queued, and TCP pushes back on the peer, so that it cannot make this side run calls
+    /// or queue answers without bound. Not even a refusal is sent meanwhile.</summary>
     private async ValueTask OnFrameWhenOutboundRoomAsync(Frame frame)
     {
-        while (IsOutboundFull && !IsClosed)
+        IsWaitingForOutboundRoom = true;
+        try
         {
-            await WaitForOutboundRoomAsync().ConfigureAwait(false);
+            while (IsOutboundFull && !IsClosed)
+            {
+                await WaitForOutboundRoomAsync().ConfigureAwait(false);
+            }
+        }
+        finally
+        {
+            IsWaitingForOutboundRoom = false;
         }
 
         if (!IsClosed)

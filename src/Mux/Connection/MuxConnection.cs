@@ -185,7 +185,7 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         {
             // Every call this side made fails, every handler still running is cancelled, and the
             // subclass first ends what it waits for (a handshake, a drain).
-            MuxConnectionException closed = CreateClosedException();
+            MuxConnectionException closed = CloseError;
             OnClosing(closed);
             Incoming.CancelAll();
             Outgoing.FailAll(closed);
@@ -282,28 +282,29 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         }
     }
 
-    /// <summary>What a call on this connection fails with once it has closed.</summary>
-    public MuxConnectionException CloseError => CreateClosedException();
-
-    /// <summary>The exception that calls failed by this close see.</summary>
-    protected MuxConnectionException CreateClosedException()
+    /// <summary>What a call on this connection fails with once it has closed (a new exception each
+    /// time: every call that fails throws its own).</summary>
+    public MuxConnectionException CloseError
     {
-        CloseCause? cause = Volatile.Read(ref _closeCause);
-        MuxCloseReason reason = cause?.Reason ?? MuxCloseReason.None;
-        Exception? error = cause?.Error;
-        string message = reason switch
+        get
         {
-            MuxCloseReason.LocalShutdown => $"The Mux connection to {Name} was closed by this side.",
-            MuxCloseReason.RemoteClosed => $"The Mux connection to {Name} was closed by the remote side.",
-            MuxCloseReason.GoAway => $"The Mux connection to {Name} is shutting down (the server sent GoAway).",
-            MuxCloseReason.ProtocolError => $"The Mux connection to {Name} was closed because of a protocol error: {error?.Message}",
-            MuxCloseReason.TransportError => $"The Mux connection to {Name} failed: {error?.Message}",
-            MuxCloseReason.HandshakeTimeout => $"The Mux connection to {Name} did not complete its handshake in time.",
-            MuxCloseReason.KeepAliveTimeout => $"The Mux connection to {Name} was closed because the peer looks dead: {error?.Message}.",
-            MuxCloseReason.IdleTimeout => $"The Mux connection to {Name} was closed because it held no calls for the server's IdleTimeout.",
-            _ => $"The Mux connection to {Name} is closed.",
-        };
-        return new MuxConnectionException(message, reason, error);
+            CloseCause? cause = Volatile.Read(ref _closeCause);
+            MuxCloseReason reason = cause?.Reason ?? MuxCloseReason.None;
+            Exception? error = cause?.Error;
+            string message = reason switch
+            {
+                MuxCloseReason.LocalShutdown => $"The Mux connection to {Name} was closed by this side.",
+                MuxCloseReason.RemoteClosed => $"The Mux connection to {Name} was closed by the remote side.",
+                MuxCloseReason.GoAway => $"The Mux connection to {Name} is shutting down (the server sent GoAway).",
+                MuxCloseReason.ProtocolError => $"The Mux connection to {Name} was closed because of a protocol error: {error?.Message}",
+                MuxCloseReason.TransportError => $"The Mux connection to {Name} failed: {error?.Message}",
+                MuxCloseReason.HandshakeTimeout => $"The Mux connection to {Name} did not complete its handshake in time.",
+                MuxCloseReason.KeepAliveTimeout => $"The Mux connection to {Name} was closed because the peer looks dead: {error?.Message}.",
+                MuxCloseReason.IdleTimeout => $"The Mux connection to {Name} was closed because it held no calls for the server's IdleTimeout.",
+                _ => $"The Mux connection to {Name} is closed.",
+            };
+            return new MuxConnectionException(message, reason, error);
+        }
     }
 
     /// <summary>What the subclass ends when the connection closes (before the roles fail their

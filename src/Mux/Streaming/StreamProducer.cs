@@ -122,7 +122,7 @@ internal static class StreamProducer
             // may run only after the finally below has disposed the producer (and its token
             // registrations); fire it first, on the producer's own thread, so a server's producer
             // always learns of the loss through its token, as it does of a client's Cancel.
-            servedCall.CancelOnHandlerThread();
+            servedCall.RequestCancel(inline: true);
             throw;
         }
         finally

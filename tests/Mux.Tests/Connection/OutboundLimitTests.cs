@@ -49,7 +49,7 @@ public class OutboundLimitTests
 
         // Either the server stopped taking requests from it, or (without a limit) it took them all.
         await Hosts.WaitUntilAsync(
-            () => stuck.Incoming.IsWaitingForOutboundRoom || (stuck.Incoming.HighestReceivedCallId == Requests && stuck.Incoming.Count == 0),
+            () => stuck.IsWaitingForOutboundRoom || (stuck.Incoming.HighestReceivedCallId == Requests && stuck.Incoming.Count == 0),
             "the server to stop reading the client that does not read, or to have run every request");
         long growth = GC.GetTotalMemory(forceFullCollection: true) - before;
         Assert.True(growth < MaxGrowthBytes, $"The server grew by {growth / (1024 * 1024)} MiB for a client that never reads (bound {MaxGrowthBytes / (1024 * 1024)} MiB).");

@@ -223,7 +223,7 @@ internal abstract partial class MuxConnection
     {
         if (IsClosed)
         {
-            throw CreateClosedException();
+            throw CloseError;
         }
     }
 

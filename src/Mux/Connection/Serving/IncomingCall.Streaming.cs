@@ -146,9 +146,6 @@ internal sealed partial class IncomingCall
         Interlocked.Exchange(ref _inbound, null)?.Abort(null);
     }
 
-    /// <summary>Cancels the call from the handler's own thread: see RequestCancel.</summary>
-    internal void CancelOnHandlerThread() => RequestCancel(inline: true);
-
     /// <summary>The call was cancelled (Cancel frame, lost connection): a handler reading the
     /// client's stream gets OperationCanceledException at once.</summary>
     private void CancelStreams() =>

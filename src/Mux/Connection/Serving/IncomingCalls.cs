@@ -112,20 +112,10 @@ internal sealed partial class IncomingCalls
     /// the connection closed).</summary>
     public Task Drained => _drained.Task;
 
-    /// <summary>Whether the reader loop has stopped taking requests because the peer does not read
-    /// the answers (for tests and diagnostics). Written by the reader loop only.</summary>
-    public volatile bool IsWaitingForOutboundRoom;
-
-    /// <summary>A Request of the peer's. Reader loop only; an incomplete task pauses reading.</summary>
-    public ValueTask OnRequestAsync(Frame frame)
+    /// <summary>A Request of the peer's, with room for its answer (the reader loop waits for room
+    /// first: MuxConnection.OnFrameWhenOutboundRoomAsync). Reader loop only.</summary>
+    public void OnRequest(Frame frame)
     {
-        if (_connection.IsOutboundFull)
-        {
-            // The peer is not reading our answers: run nothing more for it (not even a refusal)
-            // until the socket takes what is queued. TCP pushes back on it.
-            return WaitForRoomThenDispatchAsync(frame);
-        }
-
         NoteReceived(frame.CallId);
         if (!_slots.TryTake())
         {
@@ -134,30 +124,6 @@ internal sealed partial class IncomingCalls
         else
         {
             Dispatch(frame);
-        }
-
-        return ValueTask.CompletedTask;
-    }
-
-    private async ValueTask WaitForRoomThenDispatchAsync(Frame frame)
-    {
-        IsWaitingForOutboundRoom = true;
-        try
-        {
-            while (_connection.IsOutboundFull && !_connection.IsClosed)
-            {
-                await _connection.WaitForOutboundRoomAsync().ConfigureAwait(false);
-            }
-        }
-        finally
-        {
-            IsWaitingForOutboundRoom = false;
-        }
-
-        if (!_connection.IsClosed)
-        {
-            // The frame is still valid: the reader loop has not advanced past it.
-            await OnRequestAsync(frame).ConfigureAwait(false);
         }
     }
 
