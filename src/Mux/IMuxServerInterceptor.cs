@@ -10,9 +10,10 @@ namespace Mux;
 /// <para>
 /// <c>next()</c> runs the next interceptor, or the handler after the last one; it completes when the
 /// handler has completed (for a streaming method, when its whole stream has been sent or read) and
-/// throws what the handler threw. Call it at most once. The answer is sent only once every
+/// throws what the handler threw. Call it at most once, and await it. The answer is sent only once every
 /// interceptor has returned, so an interceptor that throws after <c>next()</c> still decides how
-/// the call ends.
+/// the call ends. An interceptor that returns without awaiting <c>next()</c> does not end the call
+/// early: the call still waits for its handler, and sends the handler's answer.
 /// </para>
 /// <para>
 /// To refuse a call, throw before <c>next()</c>: the handler does not run, and the caller gets

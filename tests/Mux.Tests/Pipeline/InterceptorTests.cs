@@ -92,6 +92,27 @@ public sealed class InterceptorTests
     [Theory]
     [InlineData(TransportKind.InMemory)]
     [InlineData(TransportKind.Tcp)]
+    public async Task AServerInterceptorThatReturnsWithoutAwaitingNext_TheCallWaitsForItsHandler_AndTheNextCallGetsItsOwnAnswer(TransportKind kind)
+    {
+        var forgetful = new ForgetsNext();
+        var server = new MuxServerOptions();
+        server.Interceptors.Add(forgetful);
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server);
+
+        Task<int> hang = host.Proxy.Hang();
+        await Hosts.WaitUntilAsync(() => host.Service.Runs == 1 && forgetful.Returned == 1, "the handler to run and the interceptor to return");
+        host.Service.Release();
+
+        // Before, the call failed at once (no answer when the interceptor returned) and its pooled
+        // object went to the next call while the handler ran: its late Response carried that call's id.
+        Assert.Equal(1, await hang.WaitAsync(TestHost.Patience));
+        Assert.Equal(3, await host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+        Assert.Equal(7, await host.Proxy.Add(3, 4).AsTask().WaitAsync(TestHost.Patience));
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
     public async Task AServerInterceptorThatThrowsMuxRemoteExceptionAfterNext_SendsItsStatusAndMessage(TransportKind kind)
     {
         var server = new MuxServerOptions();

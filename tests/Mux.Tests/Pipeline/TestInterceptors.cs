@@ -79,3 +79,19 @@ public sealed class PassThrough : IMuxServerInterceptor, IMuxClientInterceptor
 
     public async ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next) => await next();
 }
+
+/// <summary>Misuse: starts next() and returns without awaiting it.</summary>
+public sealed class ForgetsNext : IMuxServerInterceptor
+{
+    private int _returned;
+
+    /// <summary>How many times it has returned.</summary>
+    public int Returned => Volatile.Read(ref _returned);
+
+    public ValueTask InvokeAsync(MuxCallContext call, Func<ValueTask> next)
+    {
+        _ = next();
+        Interlocked.Increment(ref _returned);
+        return default;
+    }
+}

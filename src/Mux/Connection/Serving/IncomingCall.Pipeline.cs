@@ -1,5 +1,6 @@
 using System.Collections.ObjectModel;
 using System.Runtime.CompilerServices;
+using System.Runtime.ExceptionServices;
 using Mux.Protocol;
 
 namespace Mux.Connection;
@@ -27,6 +28,11 @@ internal sealed partial class IncomingCall
     private bool _deferResult;
     private DeferredResult? _deferredResult;
 
+    // The handler, when it did not complete at once under interceptors: the call must not end (and
+    // this object be reused for another call) while it runs, even if an interceptor returned
+    // without awaiting next(). Set by the chain's last next(); reset by Start.
+    private Task? _runningHandler;
+
     /// <summary>The call's metadata (MuxCallContext.Metadata); empty when it carried none.</summary>
     public IReadOnlyDictionary<string, string> Metadata => _metadata ?? s_noMetadata;
 
@@ -38,6 +44,7 @@ internal sealed partial class IncomingCall
         _argumentsStart = 0;
         _deferResult = false;
         _deferredResult = null;
+        _runningHandler = null;
     }
 
     /// <summary>Reads the metadata section at the start of the request's bytes, once, on the
@@ -72,6 +79,7 @@ internal sealed partial class IncomingCall
     {
         var chain = new ServerInterceptorChain(this, interceptors);
         DeferredResult? answer;
+        Task? orphaned = null;
         _deferResult = true;
         try
         {
@@ -79,6 +87,14 @@ internal sealed partial class IncomingCall
         }
         finally
         {
+            if (_runningHandler is { IsCompleted: false } handler)
+            {
+                // An interceptor returned without awaiting next(): the handler still holds this
+                // call, so its answer (or failure) is still the call's, and waited for here.
+                orphaned = handler;
+                await handler.ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
+            }
+
             answer = _deferredResult;
             _deferredResult = null;
             _deferResult = false;
@@ -86,6 +102,11 @@ internal sealed partial class IncomingCall
 
         if (answer is null)
         {
+            if (orphaned?.Exception?.InnerException is Exception failure)
+            {
+                ExceptionDispatchInfo.Throw(failure); // No interceptor saw it: the caller gets it.
+            }
+
             throw chain.CallInvoked
                 ? new InvalidOperationException($"{MethodName} has no answer to send: its handler failed, and a server interceptor caught the exception without throwing one of its own.")
                 : chain.NotInvoked(MethodName, "A server interceptor refuses a call by throwing, for example MuxRemoteException(MuxStatusCode.PermissionDenied, \"...\").");
@@ -116,7 +137,19 @@ internal sealed partial class IncomingCall
 
         protected override ValueTask InvokeInterceptorAsync(int index, Func<ValueTask> next) => interceptors[index].InvokeAsync(_context, next);
 
-        protected override ValueTask InvokeCallAsync() => call._method.InvokeAsync(call.Public);
+        protected override ValueTask InvokeCallAsync()
+        {
+            ValueTask handler = call._method.InvokeAsync(call.Public);
+            if (handler.IsCompleted)
+            {
+                return handler;
+            }
+
+            // A Task (allocated only for a handler that has to wait) can be awaited twice: by the
+            // interceptor, and by the call if the interceptor did not.
+            call._runningHandler = handler.AsTask();
+            return new ValueTask(call._runningHandler);
+        }
 
         protected override string DescribeInterceptor(int index) => interceptors[index].GetType().FullName ?? "?";
     }
