@@ -209,7 +209,20 @@ internal sealed partial class OutgoingCalls
                 return ex is MuxConnectionException { IsSafeToRetry: false } closed ? NotSent(closed) : ex;
             }
 
-            // A close removed the call first and is already failing it: let that outcome stand.
+            // A close or the expiry scan removed the call first and is already failing it: let that
+            // outcome stand. But the scan left it among the abandoned calls, whose slots wait for
+            // an answer, and none will come to a Request that never went out: its slot is free now.
+            bool abandoned;
+            lock (_abandoned)
+            {
+                abandoned = _abandoned.Remove(call.CallId);
+            }
+
+            if (abandoned)
+            {
+                _slots.Release();
+            }
+
             return null;
         }
 
