@@ -18,6 +18,29 @@ public sealed class ExpiryScanTests
     private static readonly TimeSpan CallTimeout = TimeSpan.FromSeconds(2);
 
     /// <summary>
+    /// The scan started with the connection's first call that has a deadline, and first ran at that
+    /// call's deadline: a call made after it with an earlier deadline (here the client's 2 s
+    /// CallTimeout after a bound proxy's hour) was not failed until then, an hour late.
+    /// </summary>
+    [Fact]
+    public async Task ACallWhoseDeadlineComesBeforeTheFirstCallsDeadline_TimesOutAtItsOwn()
+    {
+        var clock = new FakeTimeProvider();
+        await using Server connection = await Server.OpenAsync(clock, maxConcurrentCalls: 100);
+        (RawMuxPeer peer, MuxClient client) = (connection.Peer, connection.Client);
+
+        Task<int> slow = client.CreateProxy<IRaceService>(new MuxCallOptions { Timeout = TimeSpan.FromHours(1) }).Respond(1, -1);
+        Task<int> quick = client.CreateProxy<IRaceService>().Respond(2, -1);
+        Assert.Equal(FrameType.Request, (await peer.ExpectFrameAsync()).Type);
+        Assert.Equal(FrameType.Request, (await peer.ExpectFrameAsync()).Type);
+
+        clock.Advance(CallTimeout + TimeSpan.FromSeconds(1));
+        Exception? error = await Record.ExceptionAsync(() => quick.WaitAsync(TestHost.Patience));
+        Assert.Equal("The Mux call to IRaceService.Respond did not complete within 2 s (MuxClientOptions.CallTimeout).", error?.Message);
+        Assert.False(slow.IsCompleted, "The call with an hour to go ended.");
+    }
+
+    /// <summary>
     /// The scan may fail a call that is in the table while its Request is still being written; if
     /// the write then fails (its arguments cannot be serialized, or are over the server's limit),
     /// no Request went out and no answer will ever free the call's slot. The slot was left among

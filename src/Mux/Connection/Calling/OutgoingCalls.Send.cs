@@ -137,11 +137,13 @@ internal sealed partial class OutgoingCalls
             return expired;
         }
 
-        if (call.Deadline.IsSet)
+        // A call that did not start the scan (another did, maybe at the same moment) may need it
+        // sooner or more often than whoever started it.
+        if (call.Deadline.IsSet && (_expiryTimer is not null || !TryStartExpiryScan(call.Deadline.At, now, call.Deadline.OwnTimeout)))
         {
-            if (_expiryTimer is null)
+            if (call.Deadline.At < Volatile.Read(ref _firstScanAt))
             {
-                StartExpiryScan(call.Deadline.At, now, call.Deadline.OwnTimeout);
+                ScanByDeadline(call.Deadline.At, now);
             }
             else if (call.Deadline.OwnTimeout is { } own)
             {
