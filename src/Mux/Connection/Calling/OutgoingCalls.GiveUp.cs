@@ -9,12 +9,17 @@ namespace Mux.Connection;
 internal sealed partial class OutgoingCalls
 {
     // Scans the table for expired calls, on the connection's TimeProvider. Created by the first
-    // call that has a deadline (CompareExchange); disposed by FailAll.
+    // call that has a deadline (TryStartExpiryScan); disposed by FailAll.
     private ITimer? _expiryTimer;
 
     // The scan's period in milliseconds: set when it starts, lowered (never raised) by a call whose
     // own timeout is shorter (ShortenExpiryScan, CompareExchange).
     private long _scanPeriodMs;
+
+    // When the scan first runs (a timestamp): the deadline of the call that started it, brought
+    // forward by a call made before then with an earlier one (ScanByDeadline); long.MinValue once it
+    // has run, after which it runs every period. Written under _abandoned's lock, with the timer.
+    private long _firstScanAt = long.MaxValue;
 
     /// <summary>The timeout a call with <paramref name="deadline"/> fails with, naming where the
     /// deadline came from (the served call it inherited it from, else the call's own timeout, else
@@ -37,30 +42,66 @@ internal sealed partial class OutgoingCalls
         CreateTimeoutException(call.MethodId, call.Deadline, "");
 
     /// <summary>Starts the expiry scan, once per connection: first at the deadline of the call that
-    /// needs it, then every tenth of the side's timeout (or, without one, of that first call's time
-    /// left), which keeps deadlines within about 10% without waking often.</summary>
+    /// needs it, then every tenth of the shorter of the side's timeout and that call's own (or, with
+    /// neither, of that call's time left), which keeps deadlines within about 10% without waking
+    /// often. False when another call started it first.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private void StartExpiryScan(long deadline, long now, TimeSpan? ownTimeout)
+    private bool TryStartExpiryScan(long deadline, long now, TimeSpan? ownTimeout)
     {
         TimeSpan first = deadline > now ? Clock.GetElapsedTime(now, deadline) : TimeSpan.Zero;
-        TimeSpan span = ownTimeout ?? (_timeout != Timeout.InfiniteTimeSpan ? _timeout : first);
-        long periodMs = ScanPeriodMilliseconds(span);
-        Volatile.Write(ref _scanPeriodMs, periodMs);
-        var period = TimeSpan.FromMilliseconds(periodMs);
+        long periodMs = Math.Min(ScanPeriodMilliseconds(_timeout), ScanPeriodMilliseconds(ownTimeout));
+        if (periodMs == long.MaxValue)
+        {
+            periodMs = ScanPeriodMilliseconds(first);
+        }
+
         ITimer created;
         using (ExecutionContext.SuppressFlow())
         {
-            created = Clock.CreateTimer(static state => ((OutgoingCalls)state!).FailExpiredCalls(), this, first, period);
+            created = Clock.CreateTimer(static state => ((OutgoingCalls)state!).FailExpiredCalls(), this, first, TimeSpan.FromMilliseconds(periodMs));
         }
 
-        if (Interlocked.CompareExchange(ref _expiryTimer, created, null) is not null || _connection.IsClosed)
+        bool started = false;
+        lock (_abandoned)
+        {
+            if (_expiryTimer is null)
+            {
+                // Before the timer is published: a call that sees it reads these as they are for it.
+                Volatile.Write(ref _scanPeriodMs, periodMs);
+                Volatile.Write(ref _firstScanAt, deadline);
+                started = Interlocked.CompareExchange(ref _expiryTimer, created, null) is null;
+            }
+        }
+
+        if (!started || _connection.IsClosed)
         {
             // Another call started one first, or FailAll may already have disposed the field's.
             created.Dispose();
         }
+
+        return started;
     }
 
-    private static long ScanPeriodMilliseconds(TimeSpan timeout) => Math.Clamp((long)timeout.TotalMilliseconds / 10, 10, 1000);
+    /// <summary>A call made before the scan first runs, whose deadline comes before that (a shorter
+    /// own timeout, the side's after a longer own, an inherited deadline): the scan first runs at
+    /// this deadline instead, which the call would otherwise have waited past.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ScanByDeadline(long deadline, long now)
+    {
+        lock (_abandoned)
+        {
+            if (deadline < _firstScanAt)
+            {
+                Volatile.Write(ref _firstScanAt, deadline);
+                _expiryTimer!.Change(deadline > now ? Clock.GetElapsedTime(now, deadline) : TimeSpan.Zero, TimeSpan.FromMilliseconds(Volatile.Read(ref _scanPeriodMs)));
+            }
+        }
+    }
+
+    /// <summary>A tenth of <paramref name="timeout"/>, within 10 ms and 1 s; <see cref="long.MaxValue"/>
+    /// for none or an infinite one, which asks for no scan of its own.</summary>
+    private static long ScanPeriodMilliseconds(TimeSpan? timeout) =>
+        timeout is not { } finite || finite == Timeout.InfiniteTimeSpan ? long.MaxValue : Math.Clamp((long)finite.TotalMilliseconds / 10, 10, 1000);
 
     /// <summary>A call whose own timeout (MuxCallOptions.Timeout) is shorter than the one the scan
     /// was started for: scan more often from now on, so its deadline is kept within about 10% too.
@@ -88,6 +129,11 @@ internal sealed partial class OutgoingCalls
         List<PendingCall>? expired = null;
         lock (_abandoned)
         {
+            if (_firstScanAt != long.MinValue)
+            {
+                Volatile.Write(ref _firstScanAt, long.MinValue); // Once: every call with a deadline reads it.
+            }
+
             _pending.RemoveWhere(Clock.GetTimestamp(), static (call, now) => call.Deadline.At <= now, ref expired);
             if (expired is null)
             {

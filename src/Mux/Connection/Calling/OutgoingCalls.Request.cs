@@ -66,20 +66,14 @@ internal sealed partial class OutgoingCalls
             long current = Volatile.Read(ref block);
             uint next = (uint)current;
             uint end = (uint)(current >> 32);
-            long taken;
-            if (next != end)
-            {
-                taken = current;
-            }
-            else
+            if (next == end)
             {
                 // The block is used up (or never taken): take a new one.
                 next = (uint)Interlocked.Add(ref _lastCallId, (int)IdBlockSize) - IdBlockSize + 1;
                 end = next + IdBlockSize;
-                taken = current;
             }
 
-            if (Interlocked.CompareExchange(ref block, ((long)end << 32) | (next + 1), taken) != taken)
+            if (Interlocked.CompareExchange(ref block, ((long)end << 32) | (next + 1), current) != current)
             {
                 continue; // Another thread on this core took an id (or a block) meanwhile: its block stands.
             }

@@ -137,11 +137,13 @@ internal sealed partial class OutgoingCalls
             return expired;
         }
 
-        if (call.Deadline.IsSet)
+        // A call that did not start the scan (another did, maybe at the same moment) may need it
+        // sooner or more often than whoever started it.
+        if (call.Deadline.IsSet && (_expiryTimer is not null || !TryStartExpiryScan(call.Deadline.At, now, call.Deadline.OwnTimeout)))
         {
-            if (_expiryTimer is null)
+            if (call.Deadline.At < Volatile.Read(ref _firstScanAt))
             {
-                StartExpiryScan(call.Deadline.At, now, call.Deadline.OwnTimeout);
+                ScanByDeadline(call.Deadline.At, now);
             }
             else if (call.Deadline.OwnTimeout is { } own)
             {
@@ -209,7 +211,20 @@ internal sealed partial class OutgoingCalls
                 return ex is MuxConnectionException { IsSafeToRetry: false } closed ? NotSent(closed) : ex;
             }
 
-            // A close removed the call first and is already failing it: let that outcome stand.
+            // A close or the expiry scan removed the call first and is already failing it: let that
+            // outcome stand. But the scan left it among the abandoned calls, whose slots wait for
+            // an answer, and none will come to a Request that never went out: its slot is free now.
+            bool abandoned;
+            lock (_abandoned)
+            {
+                abandoned = _abandoned.Remove(call.CallId);
+            }
+
+            if (abandoned)
+            {
+                _slots.Release();
+            }
+
             return null;
         }
 
