@@ -38,6 +38,13 @@ internal static class ServiceParser
             return null;
         }
 
+        if (IsObsoleteAsError(service))
+        {
+            diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, serviceLocation, serviceName,
+                "It is [Obsolete] as an error, so the generated proxy cannot implement it: remove [MuxService], or make the [Obsolete] a warning"));
+            return null;
+        }
+
         // The service's own members, then those of every interface it inherits. Members of an
         // inherited interface that is a [MuxService] itself are checked there, so their errors are
         // reported once; they still keep this service from being generated.
@@ -87,7 +94,7 @@ internal static class ServiceParser
         var overloaded = new HashSet<string>(methods.GroupBy(m => m.Method.Name).Where(g => g.Count() > 1).Select(g => g.Key));
         var planner = new FormatterPlanner(known);
         var models = new List<MethodModel>(methods.Count);
-        var byId = new Dictionary<uint, (string Name, bool Report)>();
+        var byId = new Dictionary<uint, (string Name, IMethodSymbol Method, bool Report)>();
         foreach ((INamedTypeSymbol declaring, IMethodSymbol method, bool report) in methods)
         {
             cancellationToken.ThrowIfCancellationRequested();
@@ -139,19 +146,23 @@ internal static class ServiceParser
             string tail = overloaded.Contains(method.Name) ? method.Name + "(" + string.Join(",", signature) + ")" : method.Name;
             string idName = TypeNames.IdName(declaring) + "." + tail;
             uint id = MethodIds.Compute(idName);
-            if (byId.TryGetValue(id, out (string Name, bool Report) first))
+            if (byId.TryGetValue(id, out (string Name, IMethodSymbol Method, bool Report) first))
             {
                 hasErrors = true;
                 if (report || first.Report)
                 {
+                    // Equal names: overloads whose only difference is a parameter that does not travel.
+                    bool sameName = first.Name == idName;
                     diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.MethodIdCollision, methodLocation,
-                        first.Name, idName, serviceName, id.ToString("x8", System.Globalization.CultureInfo.InvariantCulture)));
+                        sameName ? TypeNames.ForMessage(first.Method) : first.Name, sameName ? TypeNames.ForMessage(method) : idName,
+                        serviceName, id.ToString("x8", System.Globalization.CultureInfo.InvariantCulture),
+                        sameName ? "CancellationToken and MuxCallContext parameters are not part of the method id, so these overloads are one method to Mux: remove one, or rename it" : "Rename one of them"));
                 }
 
                 continue;
             }
 
-            byId.Add(id, (idName, report));
+            byId.Add(id, (idName, method, report));
             models.Add(new MethodModel(
                 TypeNames.Plain(declaring),
                 TypeNames.Identifier(method.Name),
@@ -197,6 +208,12 @@ internal static class ServiceParser
         }
     }
 
+    /// <summary>Whether the symbol is <c>[Obsolete(..., true)]</c>: generated code cannot name it at all
+    /// (CS0619 is an error no pragma turns off), unlike a warning, which the generated files disable.</summary>
+    private static bool IsObsoleteAsError(ISymbol symbol) =>
+        symbol.GetAttributes().Any(a => a.AttributeClass?.ToDisplayString() == "System.ObsoleteAttribute"
+            && a.ConstructorArguments.Length == 2 && a.ConstructorArguments[1].Value is true);
+
     /// <summary>Checks the method's shape (MUX001, MUX002, MUX003, MUX007); false if it has errors.</summary>
     private static bool CheckMethod(
         IMethodSymbol method,
@@ -218,6 +235,20 @@ internal static class ServiceParser
         {
             ok = false;
             Add(DiagnosticDescriptors.GenericMethod, location, method.Name, TypeNames.ForMessage(declaring));
+        }
+
+        if (method.IsVararg)
+        {
+            ok = false;
+            Add(DiagnosticDescriptors.InvalidDeclaration, location, methodName, "It takes __arglist, which a proxy cannot implement: pass the values as an array");
+        }
+
+        // The dispatcher calls the method.
+        if (IsObsoleteAsError(method))
+        {
+            ok = false;
+            Add(DiagnosticDescriptors.InvalidDeclaration, location, methodName,
+                "It is [Obsolete] as an error, so the generated dispatcher cannot call it: remove the method, or make the [Obsolete] a warning");
         }
 
         ITypeSymbol returnType = method.ReturnType;
@@ -266,6 +297,15 @@ internal static class ServiceParser
                     _ => "ref",
                 };
                 Add(DiagnosticDescriptors.ByRefParameter, parameterLocation, parameter.Name, methodName, modifier);
+            }
+
+            // The proxy keeps the arguments in a struct until they are written, and a formatter's
+            // type argument cannot be a ref struct either.
+            if (parameter.Type.IsRefLikeType)
+            {
+                ok = false;
+                Add(DiagnosticDescriptors.InvalidDeclaration, parameterLocation, methodName,
+                    $"Its parameter '{parameter.Name}' is a '{TypeNames.ForMessage(parameter.Type)}', a ref struct, which cannot be kept until it is sent: use an array or ReadOnlyMemory<T>");
             }
 
             if (known.IsCancellationToken(parameter.Type))

@@ -513,6 +513,116 @@ public sealed class DiagnosticTests
         AssertReports(source, "MUX011", DiagnosticSeverity.Error, "static abstract IFactory Create(");
     }
 
+    [Theory]
+    [InlineData("Task Send(System.Span<byte> data);", "System.Span<byte>")]
+    [InlineData("Task Send(scoped System.ReadOnlySpan<char> text);", "System.ReadOnlySpan<char>")]
+    [InlineData("Task Send(params System.ReadOnlySpan<int> values);", "System.ReadOnlySpan<int>")]
+    public void MUX011_RefStructParameter(string method, string type)
+    {
+        string source = $$"""
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface ISender
+            {
+                Task Ping();
+
+                {{method}}
+            }
+            """;
+
+        // The arguments are kept in a struct until they are written, which a ref struct cannot be in.
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "Task Send(");
+        Assert.Contains($"'{type}'", diagnostic.GetMessage(), StringComparison.Ordinal);
+        Assert.Contains("ref struct", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX011_VarargsMethod()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface ILogger
+            {
+                Task Log(string format, __arglist);
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "Task Log(");
+        Assert.Contains("__arglist", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX011_MethodObsoleteAsAnError()
+    {
+        const string source = """
+            using System;
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface IOld
+            {
+                [Obsolete("Use Next.", error: true)]
+                Task Previous();
+
+                [Obsolete("Use Next.")]
+                Task Deprecated();
+
+                Task Next();
+            }
+            """;
+
+        // The dispatcher has to call the method, which C# refuses for an error; a warning is fine.
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "Task Previous(");
+        Assert.Contains("[Obsolete]", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX011_ServiceObsoleteAsAnError()
+    {
+        const string source = """
+            using System;
+            using System.Threading.Tasks;
+            using Mux;
+
+            [Obsolete("Use IOrders2.", true)]
+            [MuxService]
+            public interface IOrders
+            {
+                Task Place();
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "public interface IOrders");
+        Assert.Contains("[Obsolete]", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX006_OverloadsThatDifferOnlyInTheTokenOrContext_SayWhy()
+    {
+        const string source = """
+            using System.Threading;
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface ICounter
+            {
+                Task Add(int amount);
+
+                Task Add(int amount, CancellationToken cancellationToken);
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX006", DiagnosticSeverity.Error, "Task Add(int amount, CancellationToken");
+        Assert.Contains("CancellationToken and MuxCallContext parameters", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
     [Fact]
     public void MethodsWithABody_AreNotCalls()
     {
