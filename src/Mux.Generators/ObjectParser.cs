@@ -102,6 +102,13 @@ internal static class ObjectParser
             return null;
         }
 
+        if (TypeNames.IsObsoleteAsError(type))
+        {
+            diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, location, typeName,
+                "It is [Obsolete] as an error, so a generated formatter cannot name it: remove [MessagePackObject], or make the [Obsolete] a warning"));
+            return null;
+        }
+
         if (type.IsRefLikeType)
         {
             diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, location, typeName,
@@ -209,7 +216,7 @@ internal static class ObjectParser
         IMethodSymbol? marked = type.InstanceConstructors.FirstOrDefault(c => known.HasAttribute(c, known.SerializationConstructorAttribute));
         foreach (IMethodSymbol constructor in marked is null ? type.InstanceConstructors : [marked])
         {
-            if (!TypeNames.IsAccessible(constructor, known.Compilation) || (chosen is not null && constructor.Parameters.Length <= chosen.Parameters.Length))
+            if (!TypeNames.IsAccessible(constructor, known.Compilation) || TypeNames.IsObsoleteAsError(constructor) || (chosen is not null && constructor.Parameters.Length <= chosen.Parameters.Length))
             {
                 continue;
             }

@@ -38,7 +38,7 @@ internal static class ServiceParser
             return null;
         }
 
-        if (IsObsoleteAsError(service))
+        if (TypeNames.IsObsoleteAsError(service))
         {
             diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, serviceLocation, serviceName,
                 "It is [Obsolete] as an error, so the generated proxy cannot implement it: remove [MuxService], or make the [Obsolete] a warning"));
@@ -208,12 +208,6 @@ internal static class ServiceParser
         }
     }
 
-    /// <summary>Whether the symbol is <c>[Obsolete(..., true)]</c>: generated code cannot name it at all
-    /// (CS0619 is an error no pragma turns off), unlike a warning, which the generated files disable.</summary>
-    private static bool IsObsoleteAsError(ISymbol symbol) =>
-        symbol.GetAttributes().Any(a => a.AttributeClass?.ToDisplayString() == "System.ObsoleteAttribute"
-            && a.ConstructorArguments.Length == 2 && a.ConstructorArguments[1].Value is true);
-
     /// <summary>Checks the method's shape (MUX001, MUX002, MUX003, MUX007); false if it has errors.</summary>
     private static bool CheckMethod(
         IMethodSymbol method,
@@ -244,7 +238,7 @@ internal static class ServiceParser
         }
 
         // The dispatcher calls the method.
-        if (IsObsoleteAsError(method))
+        if (TypeNames.IsObsoleteAsError(method))
         {
             ok = false;
             Add(DiagnosticDescriptors.InvalidDeclaration, location, methodName,
@@ -306,6 +300,13 @@ internal static class ServiceParser
                 ok = false;
                 Add(DiagnosticDescriptors.InvalidDeclaration, parameterLocation, methodName,
                     $"Its parameter '{parameter.Name}' is a '{TypeNames.ForMessage(parameter.Type)}', a ref struct, which cannot be kept until it is sent: use an array or ReadOnlyMemory<T>");
+            }
+
+            if (parameter.Type.TypeKind == TypeKind.Dynamic)
+            {
+                ok = false;
+                Add(DiagnosticDescriptors.InvalidDeclaration, parameterLocation, methodName,
+                    $"Its parameter '{parameter.Name}' is dynamic, which would bind the generated formatter's calls at run time: declare it object (MessagePack writes the same bytes)");
             }
 
             if (known.IsCancellationToken(parameter.Type))

@@ -602,6 +602,90 @@ public sealed class DiagnosticTests
         Assert.Contains("[Obsolete]", diagnostic.GetMessage(), StringComparison.Ordinal);
     }
 
+    [Theory]
+    [InlineData("[MuxService] file interface IHidden { Task Ping(); }", "file interface IHidden")]
+    [InlineData("file static class Holder { [MuxService] internal interface IHidden { Task Ping(); } }", "internal interface IHidden")]
+    [InlineData("[MessagePackObject] file sealed class Hidden { [Key(0)] public int Value { get; set; } }", "file sealed class Hidden")]
+    public void MUX011_FileLocalType(string declaration, string lineText)
+    {
+        // IsSymbolAccessibleWithin says yes for a file type, but the generated file is another file.
+        string source = $$"""
+            using System.Threading.Tasks;
+            using MessagePack;
+            using Mux;
+
+            namespace Contracts;
+
+            {{declaration}}
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, lineText);
+        Assert.Contains("Generated code cannot see it", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Theory]
+    [InlineData("[Obsolete(\"Gone.\", true)] [MessagePackObject] public sealed class Old { [Key(0)] public int Value { get; set; } }", "public sealed class Old")]
+    [InlineData("[MessagePackObject] public sealed class Old { [Key(0)] [Obsolete(\"Gone.\", true)] public int Value { get; set; } }", "public sealed class Old")]
+    [InlineData("[MessagePackObject] public sealed class Old { [Obsolete(\"Gone.\", true)] public Old(int value) { } [Key(0)] public int Value { get; set; } }", "public sealed class Old")]
+    public void ObjectObsoleteAsAnError_IsReported(string declaration, string lineText)
+    {
+        string source = $$"""
+            using System;
+            using MessagePack;
+
+            namespace Contracts;
+
+            {{declaration}}
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Diagnostic diagnostic = Assert.Single(run.GeneratorDiagnostics);
+        Assert.Equal(DiagnosticSeverity.Error, diagnostic.Severity);
+        Assert.Equal(GeneratorHarness.LineOf(source, lineText), diagnostic.Line());
+        Assert.DoesNotContain(run.OutputProblems, d => d.Severity == DiagnosticSeverity.Error);
+    }
+
+    [Theory]
+    [InlineData("[MuxService] public interface IDynamic { Task Send(dynamic value); }")]
+    [InlineData("[MessagePackObject] public sealed class Bag { [Key(0)] public dynamic? Value { get; set; } }")]
+    public void MUX011_DynamicValue(string declaration)
+    {
+        string source = $$"""
+            using System.Threading.Tasks;
+            using MessagePack;
+            using Mux;
+
+            namespace Contracts;
+
+            {{declaration}}
+            """;
+
+        // A generated formatter given a dynamic value binds its call at run time, which cannot pass a ref writer.
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "dynamic");
+        Assert.Contains("object", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void DynamicResult_IsFormattedAsObject()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface IDynamic
+            {
+                Task<dynamic> Get();
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+    }
+
     [Fact]
     public void MUX006_OverloadsThatDifferOnlyInTheTokenOrContext_SayWhy()
     {
