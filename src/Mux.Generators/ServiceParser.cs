@@ -156,7 +156,7 @@ internal static class ServiceParser
                     diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.MethodIdCollision, methodLocation,
                         sameName ? TypeNames.ForMessage(first.Method) : first.Name, sameName ? TypeNames.ForMessage(method) : idName,
                         serviceName, id.ToString("x8", System.Globalization.CultureInfo.InvariantCulture),
-                        sameName ? "CancellationToken and MuxCallContext parameters are not part of the method id, so these overloads are one method to Mux: remove one, or rename it" : "Rename one of them"));
+                        sameName ? "The parameters they send have the same types (CancellationToken and MuxCallContext parameters are not sent, nor part of the id), so they are one method to Mux: remove one, or rename it" : "Rename one of them"));
                 }
 
                 continue;

@@ -704,7 +704,8 @@ public sealed class DiagnosticTests
             """;
 
         Diagnostic diagnostic = AssertReports(source, "MUX006", DiagnosticSeverity.Error, "Task Add(int amount, CancellationToken");
-        Assert.Contains("CancellationToken and MuxCallContext parameters", diagnostic.GetMessage(), StringComparison.Ordinal);
+        Assert.Contains("'ICounter.Add(int)' and 'ICounter.Add(int, System.Threading.CancellationToken)'", diagnostic.GetMessage(), StringComparison.Ordinal);
+        Assert.Contains("CancellationToken and MuxCallContext parameters are not sent", diagnostic.GetMessage(), StringComparison.Ordinal);
     }
 
     [Fact]
