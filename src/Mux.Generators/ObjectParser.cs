@@ -56,12 +56,7 @@ internal static class ObjectParser
                     $"Two [Union] cases have the key {key}: give each case its own key"));
             }
 
-            var unsupported = new List<ITypeSymbol>();
-            planner.Visit(caseType, unsupported);
-            foreach (ITypeSymbol missing in unsupported)
-            {
-                diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.NoFormatter, location, TypeNames.ForMessage(missing), $"[Union] '{typeName}'"));
-            }
+            planner.Visit(caseType, report: true, diagnostics, location, $"[Union] '{typeName}'");
 
             cases.Add(new UnionCaseModel(key, TypeNames.Plain(caseType)));
         }
@@ -144,13 +139,7 @@ internal static class ObjectParser
         var memberModels = new List<ObjectMemberModel>(members.Count);
         foreach (SerializedMember member in members)
         {
-            var unsupported = new List<ITypeSymbol>();
-            planner.Visit(member.Type, unsupported);
-            foreach (ITypeSymbol missing in unsupported)
-            {
-                diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.NoFormatter, SourceLocation(member.Symbol, location),
-                    TypeNames.ForMessage(missing), $"member '{typeName}.{member.Name}'"));
-            }
+            planner.Visit(member.Type, report: true, diagnostics, SourceLocation(member.Symbol, location), $"member '{typeName}.{member.Name}'");
 
             int parameterIndex = System.Array.IndexOf(constructorMembers, member);
             MemberAssignment assignment;

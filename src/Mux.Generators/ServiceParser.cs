@@ -108,7 +108,6 @@ internal static class ServiceParser
             Location? methodLocation = ObjectParser.SourceLocation(method, serviceLocation);
             var parameters = new List<ParameterModel>(method.Parameters.Length);
             var signature = new List<string>();
-            var unsupported = new List<ITypeSymbol>();
             foreach (IParameterSymbol parameter in method.Parameters)
             {
                 bool isToken = known.IsCancellationToken(parameter.Type);
@@ -122,24 +121,12 @@ internal static class ServiceParser
                 }
 
                 signature.Add(TypeNames.IdName(parameter.Type));
-                unsupported.Clear();
-                planner.Visit(streamItem ?? parameter.Type, unsupported, report);
-                foreach (ITypeSymbol missing in unsupported)
-                {
-                    diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.NoFormatter, ObjectParser.SourceLocation(parameter, methodLocation),
-                        TypeNames.ForMessage(missing), $"parameter '{parameter.Name}' of '{methodName}'"));
-                }
+                planner.Visit(streamItem ?? parameter.Type, report, diagnostics, ObjectParser.SourceLocation(parameter, methodLocation), $"parameter '{parameter.Name}' of '{methodName}'");
             }
 
             if (resultType is not null)
             {
-                unsupported.Clear();
-                planner.Visit(resultType, unsupported, report);
-                foreach (ITypeSymbol missing in unsupported)
-                {
-                    diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.NoFormatter, methodLocation,
-                        TypeNames.ForMessage(missing), $"the result of '{methodName}'"));
-                }
+                planner.Visit(resultType, report, diagnostics, methodLocation, $"the result of '{methodName}'");
             }
 
             // "Namespace.IService.Method", or "Namespace.IService.Method(T1,T2)" for an overloaded name.
@@ -246,25 +233,21 @@ internal static class ServiceParser
         }
 
         ITypeSymbol returnType = method.ReturnType;
-        if (!method.ReturnsByRef && !method.ReturnsByRefReadonly && KnownTypes.Is(returnType, known.Task) && returnType is INamedTypeSymbol { IsGenericType: false })
+        bool byValue = !method.ReturnsByRef && !method.ReturnsByRefReadonly;
+        if (byValue && KnownTypes.Is(returnType, known.Task))
         {
             returnKind = ReturnKind.Task;
         }
-        else if (!method.ReturnsByRef && !method.ReturnsByRefReadonly && KnownTypes.Is(returnType, known.ValueTask) && returnType is INamedTypeSymbol { IsGenericType: false })
+        else if (byValue && KnownTypes.Is(returnType, known.ValueTask))
         {
             returnKind = ReturnKind.ValueTask;
         }
-        else if (!method.ReturnsByRef && !method.ReturnsByRefReadonly && KnownTypes.Is(returnType, known.TaskOfT))
+        else if (byValue && (KnownTypes.Is(returnType, known.TaskOfT) || KnownTypes.Is(returnType, known.ValueTaskOfT)))
         {
-            returnKind = ReturnKind.TaskOfT;
+            returnKind = KnownTypes.Is(returnType, known.TaskOfT) ? ReturnKind.TaskOfT : ReturnKind.ValueTaskOfT;
             resultType = ((INamedTypeSymbol)returnType).TypeArguments[0];
         }
-        else if (!method.ReturnsByRef && !method.ReturnsByRefReadonly && KnownTypes.Is(returnType, known.ValueTaskOfT))
-        {
-            returnKind = ReturnKind.ValueTaskOfT;
-            resultType = ((INamedTypeSymbol)returnType).TypeArguments[0];
-        }
-        else if (!method.ReturnsByRef && !method.ReturnsByRefReadonly && known.StreamItemType(returnType) is { } streamed)
+        else if (byValue && known.StreamItemType(returnType) is { } streamed)
         {
             returnKind = ReturnKind.Stream;
             resultType = streamed;
