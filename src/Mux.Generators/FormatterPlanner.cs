@@ -80,7 +80,8 @@ internal sealed class FormatterPlanner
             return;
         }
 
-        if (type is INamedTypeSymbol named)
+        // A stream travels as frames of its call, only as a parameter or result of its own.
+        if (type is INamedTypeSymbol named && !KnownTypes.Is(named, _known.AsyncEnumerable))
         {
             if (KnownTypes.Is(named, _known.List))
             {

@@ -242,7 +242,9 @@ internal static class ServiceParser
         {
             returnKind = ReturnKind.ValueTask;
         }
-        else if (byValue && (KnownTypes.Is(returnType, known.TaskOfT) || KnownTypes.Is(returnType, known.ValueTaskOfT)))
+        // Task<IAsyncEnumerable<T>> is not a stream: MessagePack has no formatter for its result.
+        else if (byValue && (KnownTypes.Is(returnType, known.TaskOfT) || KnownTypes.Is(returnType, known.ValueTaskOfT))
+            && known.StreamItemType(((INamedTypeSymbol)returnType).TypeArguments[0]) is null)
         {
             returnKind = KnownTypes.Is(returnType, known.TaskOfT) ? ReturnKind.TaskOfT : ReturnKind.ValueTaskOfT;
             resultType = ((INamedTypeSymbol)returnType).TypeArguments[0];
