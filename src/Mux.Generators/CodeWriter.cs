@@ -8,7 +8,7 @@ internal sealed class CodeWriter
     private readonly StringBuilder _builder = new();
     private int _indent;
 
-    public CodeWriter Line(string text = "")
+    public void Line(string text = "")
     {
         if (text.Length > 0)
         {
@@ -16,21 +16,19 @@ internal sealed class CodeWriter
         }
 
         _builder.Append('\n');
-        return this;
     }
 
-    public CodeWriter Open(string text)
+    public void Open(string text)
     {
         Line(text);
         Line("{");
         _indent++;
-        return this;
     }
 
-    public CodeWriter Close(string suffix = "")
+    public void Close()
     {
         _indent--;
-        return Line("}" + suffix);
+        Line("}");
     }
 
     public override string ToString() => _builder.ToString();

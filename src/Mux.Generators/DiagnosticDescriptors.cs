@@ -50,7 +50,7 @@ internal static class DiagnosticDescriptors
     public static readonly DiagnosticDescriptor MethodIdCollision = new(
         id: "MUX006",
         title: "Two methods of a Mux service have the same method id",
-        messageFormat: "Methods '{0}' and '{1}' of Mux service '{2}' have the same method id 0x{3}. Rename one of them.",
+        messageFormat: "Methods '{0}' and '{1}' of Mux service '{2}' have the same method id 0x{3}. {4}.",
         category: Category,
         defaultSeverity: DiagnosticSeverity.Error,
         isEnabledByDefault: true);

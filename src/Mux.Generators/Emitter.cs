@@ -156,20 +156,22 @@ internal static class Emitter
     /// <summary>The proxy's call of a method that takes or returns a stream.</summary>
     private static string StreamingCall(MethodModel method, string arguments, string newArguments, string id, string token, ParameterModel? stream)
     {
+        // A stream parameter declared nullable: the invoker throws ArgumentNullException for null.
+        string? items = stream is null ? null : stream.Name + (stream.Type.EndsWith("?", System.StringComparison.Ordinal) ? "!" : "");
         if (method.ReturnKind == ReturnKind.Stream)
         {
             return stream is null
                 ? $"this._invoker.InvokeServerStream<{arguments}, {method.ResultType}>({id}, {newArguments}, {token})"
-                : $"this._invoker.InvokeDuplexStream<{arguments}, {stream.StreamItemType}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token})";
+                : $"this._invoker.InvokeDuplexStream<{arguments}, {stream.StreamItemType}, {method.ResultType}>({id}, {newArguments}, {items}, {token})";
         }
 
-        string items = stream!.StreamItemType!;
+        string itemType = stream!.StreamItemType!;
         return method.ReturnKind switch
         {
-            ReturnKind.Task => $"this._invoker.InvokeClientStreamAsync<{arguments}, {items}>({id}, {newArguments}, {stream.Name}, {token}).AsTask()",
-            ReturnKind.ValueTask => $"this._invoker.InvokeClientStreamAsync<{arguments}, {items}>({id}, {newArguments}, {stream.Name}, {token})",
-            ReturnKind.TaskOfT => $"this._invoker.InvokeClientStreamAsync<{arguments}, {items}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token}).AsTask()",
-            _ => $"this._invoker.InvokeClientStreamAsync<{arguments}, {items}, {method.ResultType}>({id}, {newArguments}, {stream.Name}, {token})",
+            ReturnKind.Task => $"this._invoker.InvokeClientStreamAsync<{arguments}, {itemType}>({id}, {newArguments}, {items}, {token}).AsTask()",
+            ReturnKind.ValueTask => $"this._invoker.InvokeClientStreamAsync<{arguments}, {itemType}>({id}, {newArguments}, {items}, {token})",
+            ReturnKind.TaskOfT => $"this._invoker.InvokeClientStreamAsync<{arguments}, {itemType}, {method.ResultType}>({id}, {newArguments}, {items}, {token}).AsTask()",
+            _ => $"this._invoker.InvokeClientStreamAsync<{arguments}, {itemType}, {method.ResultType}>({id}, {newArguments}, {items}, {token})",
         };
     }
 
@@ -205,7 +207,10 @@ internal static class Emitter
                     : "arguments.Arg" + next++);
             }
 
-            string invocation = $"(({method.DeclaringInterface})service).{method.Name}({string.Join(", ", arguments)})";
+            // A contract may declare Task<T>? (or Task?, IAsyncEnumerable<T>?): a null one fails the call
+            // in ReturnAsync like any handler that returns null, without a nullable warning in the build.
+            string notNull = method.ReturnType.EndsWith("?", System.StringComparison.Ordinal) ? "!" : "";
+            string invocation = $"(({method.DeclaringInterface})service).{method.Name}({string.Join(", ", arguments)}){notNull}";
             string returnAsync = method.ReturnKind == ReturnKind.Stream ? $"call.ReturnStreamAsync<{method.ResultType}>"
                 : method.ResultType is null ? "call.ReturnAsync" : $"call.ReturnAsync<{method.ResultType}>";
             w.Line($"    return {returnAsync}({invocation});");

@@ -31,12 +31,28 @@ internal sealed class FormatterPlanner
     /// <summary>The [MessagePackObject] and [Union] types reached.</summary>
     public IReadOnlyList<INamedTypeSymbol> Objects => _objects;
 
+    /// <summary>Visits a type and everything it contains, and reports MUX010 for each type found that has no formatter.</summary>
+    /// <param name="type">The type.</param>
+    /// <param name="report">Whether to report at all (false for a member of a base service, which reports its own).</param>
+    /// <param name="diagnostics">Receives the reports.</param>
+    /// <param name="location">Where they point.</param>
+    /// <param name="usedBy">What uses the type, as the message says it: "parameter 'x' of 'IService.Method'".</param>
+    public void Visit(ITypeSymbol type, bool report, List<DiagnosticInfo> diagnostics, Location? location, string usedBy)
+    {
+        var unsupported = new List<ITypeSymbol>();
+        Visit(type, unsupported, report);
+        foreach (ITypeSymbol missing in unsupported)
+        {
+            diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.NoFormatter, location, TypeNames.ForMessage(missing), usedBy));
+        }
+    }
+
     /// <summary>Visits a type and everything it contains.</summary>
     /// <param name="type">The type.</param>
     /// <param name="unsupported">Receives the types found that have no formatter.</param>
     /// <param name="report">Whether to collect unsupported types at this level (false inside a
     /// [MessagePackObject] type of this compilation, which reports its own members).</param>
-    public void Visit(ITypeSymbol type, List<ITypeSymbol> unsupported, bool report = true)
+    private void Visit(ITypeSymbol type, List<ITypeSymbol> unsupported, bool report)
     {
         if (type.TypeKind == TypeKind.Error || _known.IsBuiltin(type))
         {
@@ -64,7 +80,8 @@ internal sealed class FormatterPlanner
             return;
         }
 
-        if (type is INamedTypeSymbol named)
+        // A stream travels as frames of its call, only as a parameter or result of its own.
+        if (type is INamedTypeSymbol named && !KnownTypes.Is(named, _known.AsyncEnumerable))
         {
             if (KnownTypes.Is(named, _known.List))
             {

@@ -167,6 +167,12 @@ internal sealed class KnownTypes
                 return true;
         }
 
+        // dynamic is object to MessagePack (its resolver is asked for the formatter of object).
+        if (type.TypeKind == TypeKind.Dynamic)
+        {
+            return true;
+        }
+
         if (type is IArrayTypeSymbol { Rank: 1, ElementType.SpecialType: SpecialType.System_Byte })
         {
             return true;

@@ -128,6 +128,18 @@ internal static class ObjectMembers
                 value = member.Name;
             }
 
+            if (TypeNames.IsObsoleteAsError(member))
+            {
+                problems?.Add((member, $"Member '{member.Name}' is [Obsolete] as an error, so a generated formatter cannot read or write it: mark it [IgnoreMember], or make the [Obsolete] a warning"));
+                continue;
+            }
+
+            if (TypeOf(member).TypeKind == TypeKind.Dynamic)
+            {
+                problems?.Add((member, $"Member '{member.Name}' is dynamic, which would bind the generated formatter's calls at run time: declare it object (MessagePack writes the same bytes)"));
+                continue;
+            }
+
             switch (value)
             {
                 case int index when index < 0:

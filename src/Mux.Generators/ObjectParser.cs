@@ -56,12 +56,7 @@ internal static class ObjectParser
                     $"Two [Union] cases have the key {key}: give each case its own key"));
             }
 
-            var unsupported = new List<ITypeSymbol>();
-            planner.Visit(caseType, unsupported);
-            foreach (ITypeSymbol missing in unsupported)
-            {
-                diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.NoFormatter, location, TypeNames.ForMessage(missing), $"[Union] '{typeName}'"));
-            }
+            planner.Visit(caseType, report: true, diagnostics, location, $"[Union] '{typeName}'");
 
             cases.Add(new UnionCaseModel(key, TypeNames.Plain(caseType)));
         }
@@ -102,6 +97,13 @@ internal static class ObjectParser
             return null;
         }
 
+        if (TypeNames.IsObsoleteAsError(type))
+        {
+            diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, location, typeName,
+                "It is [Obsolete] as an error, so a generated formatter cannot name it: remove [MessagePackObject], or make the [Obsolete] a warning"));
+            return null;
+        }
+
         if (type.IsRefLikeType)
         {
             diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, location, typeName,
@@ -137,13 +139,7 @@ internal static class ObjectParser
         var memberModels = new List<ObjectMemberModel>(members.Count);
         foreach (SerializedMember member in members)
         {
-            var unsupported = new List<ITypeSymbol>();
-            planner.Visit(member.Type, unsupported);
-            foreach (ITypeSymbol missing in unsupported)
-            {
-                diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.NoFormatter, SourceLocation(member.Symbol, location),
-                    TypeNames.ForMessage(missing), $"member '{typeName}.{member.Name}'"));
-            }
+            planner.Visit(member.Type, report: true, diagnostics, SourceLocation(member.Symbol, location), $"member '{typeName}.{member.Name}'");
 
             int parameterIndex = System.Array.IndexOf(constructorMembers, member);
             MemberAssignment assignment;
@@ -209,7 +205,7 @@ internal static class ObjectParser
         IMethodSymbol? marked = type.InstanceConstructors.FirstOrDefault(c => known.HasAttribute(c, known.SerializationConstructorAttribute));
         foreach (IMethodSymbol constructor in marked is null ? type.InstanceConstructors : [marked])
         {
-            if (!TypeNames.IsAccessible(constructor, known.Compilation) || (chosen is not null && constructor.Parameters.Length <= chosen.Parameters.Length))
+            if (!TypeNames.IsAccessible(constructor, known.Compilation) || TypeNames.IsObsoleteAsError(constructor) || (chosen is not null && constructor.Parameters.Length <= chosen.Parameters.Length))
             {
                 continue;
             }

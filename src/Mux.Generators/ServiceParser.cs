@@ -38,6 +38,13 @@ internal static class ServiceParser
             return null;
         }
 
+        if (TypeNames.IsObsoleteAsError(service))
+        {
+            diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, serviceLocation, serviceName,
+                "It is [Obsolete] as an error, so the generated proxy cannot implement it: remove [MuxService], or make the [Obsolete] a warning"));
+            return null;
+        }
+
         // The service's own members, then those of every interface it inherits. Members of an
         // inherited interface that is a [MuxService] itself are checked there, so their errors are
         // reported once; they still keep this service from being generated.
@@ -87,7 +94,7 @@ internal static class ServiceParser
         var overloaded = new HashSet<string>(methods.GroupBy(m => m.Method.Name).Where(g => g.Count() > 1).Select(g => g.Key));
         var planner = new FormatterPlanner(known);
         var models = new List<MethodModel>(methods.Count);
-        var byId = new Dictionary<uint, (string Name, bool Report)>();
+        var byId = new Dictionary<uint, (string Name, IMethodSymbol Method, bool Report)>();
         foreach ((INamedTypeSymbol declaring, IMethodSymbol method, bool report) in methods)
         {
             cancellationToken.ThrowIfCancellationRequested();
@@ -101,7 +108,6 @@ internal static class ServiceParser
             Location? methodLocation = ObjectParser.SourceLocation(method, serviceLocation);
             var parameters = new List<ParameterModel>(method.Parameters.Length);
             var signature = new List<string>();
-            var unsupported = new List<ITypeSymbol>();
             foreach (IParameterSymbol parameter in method.Parameters)
             {
                 bool isToken = known.IsCancellationToken(parameter.Type);
@@ -115,43 +121,35 @@ internal static class ServiceParser
                 }
 
                 signature.Add(TypeNames.IdName(parameter.Type));
-                unsupported.Clear();
-                planner.Visit(streamItem ?? parameter.Type, unsupported, report);
-                foreach (ITypeSymbol missing in unsupported)
-                {
-                    diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.NoFormatter, ObjectParser.SourceLocation(parameter, methodLocation),
-                        TypeNames.ForMessage(missing), $"parameter '{parameter.Name}' of '{methodName}'"));
-                }
+                planner.Visit(streamItem ?? parameter.Type, report, diagnostics, ObjectParser.SourceLocation(parameter, methodLocation), $"parameter '{parameter.Name}' of '{methodName}'");
             }
 
             if (resultType is not null)
             {
-                unsupported.Clear();
-                planner.Visit(resultType, unsupported, report);
-                foreach (ITypeSymbol missing in unsupported)
-                {
-                    diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.NoFormatter, methodLocation,
-                        TypeNames.ForMessage(missing), $"the result of '{methodName}'"));
-                }
+                planner.Visit(resultType, report, diagnostics, methodLocation, $"the result of '{methodName}'");
             }
 
             // "Namespace.IService.Method", or "Namespace.IService.Method(T1,T2)" for an overloaded name.
             string tail = overloaded.Contains(method.Name) ? method.Name + "(" + string.Join(",", signature) + ")" : method.Name;
             string idName = TypeNames.IdName(declaring) + "." + tail;
             uint id = MethodIds.Compute(idName);
-            if (byId.TryGetValue(id, out (string Name, bool Report) first))
+            if (byId.TryGetValue(id, out (string Name, IMethodSymbol Method, bool Report) first))
             {
                 hasErrors = true;
                 if (report || first.Report)
                 {
+                    // Equal names: overloads whose only difference is a parameter that does not travel.
+                    bool sameName = first.Name == idName;
                     diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.MethodIdCollision, methodLocation,
-                        first.Name, idName, serviceName, id.ToString("x8", System.Globalization.CultureInfo.InvariantCulture)));
+                        sameName ? TypeNames.ForMessage(first.Method) : first.Name, sameName ? TypeNames.ForMessage(method) : idName,
+                        serviceName, id.ToString("x8", System.Globalization.CultureInfo.InvariantCulture),
+                        sameName ? "The parameters they send have the same types (CancellationToken and MuxCallContext parameters are not sent, nor part of the id), so they are one method to Mux: remove one, or rename it" : "Rename one of them"));
                 }
 
                 continue;
             }
 
-            byId.Add(id, (idName, report));
+            byId.Add(id, (idName, method, report));
             models.Add(new MethodModel(
                 TypeNames.Plain(declaring),
                 TypeNames.Identifier(method.Name),
@@ -220,26 +218,38 @@ internal static class ServiceParser
             Add(DiagnosticDescriptors.GenericMethod, location, method.Name, TypeNames.ForMessage(declaring));
         }
 
+        if (method.IsVararg)
+        {
+            ok = false;
+            Add(DiagnosticDescriptors.InvalidDeclaration, location, methodName, "It takes __arglist, which a proxy cannot implement: pass the values as an array");
+        }
+
+        // The dispatcher calls the method.
+        if (TypeNames.IsObsoleteAsError(method))
+        {
+            ok = false;
+            Add(DiagnosticDescriptors.InvalidDeclaration, location, methodName,
+                "It is [Obsolete] as an error, so the generated dispatcher cannot call it: remove the method, or make the [Obsolete] a warning");
+        }
+
         ITypeSymbol returnType = method.ReturnType;
-        if (!method.ReturnsByRef && !method.ReturnsByRefReadonly && KnownTypes.Is(returnType, known.Task) && returnType is INamedTypeSymbol { IsGenericType: false })
+        bool byValue = !method.ReturnsByRef && !method.ReturnsByRefReadonly;
+        if (byValue && KnownTypes.Is(returnType, known.Task))
         {
             returnKind = ReturnKind.Task;
         }
-        else if (!method.ReturnsByRef && !method.ReturnsByRefReadonly && KnownTypes.Is(returnType, known.ValueTask) && returnType is INamedTypeSymbol { IsGenericType: false })
+        else if (byValue && KnownTypes.Is(returnType, known.ValueTask))
         {
             returnKind = ReturnKind.ValueTask;
         }
-        else if (!method.ReturnsByRef && !method.ReturnsByRefReadonly && KnownTypes.Is(returnType, known.TaskOfT))
+        // Task<IAsyncEnumerable<T>> is not a stream: MessagePack has no formatter for its result.
+        else if (byValue && (KnownTypes.Is(returnType, known.TaskOfT) || KnownTypes.Is(returnType, known.ValueTaskOfT))
+            && known.StreamItemType(((INamedTypeSymbol)returnType).TypeArguments[0]) is null)
         {
-            returnKind = ReturnKind.TaskOfT;
+            returnKind = KnownTypes.Is(returnType, known.TaskOfT) ? ReturnKind.TaskOfT : ReturnKind.ValueTaskOfT;
             resultType = ((INamedTypeSymbol)returnType).TypeArguments[0];
         }
-        else if (!method.ReturnsByRef && !method.ReturnsByRefReadonly && KnownTypes.Is(returnType, known.ValueTaskOfT))
-        {
-            returnKind = ReturnKind.ValueTaskOfT;
-            resultType = ((INamedTypeSymbol)returnType).TypeArguments[0];
-        }
-        else if (!method.ReturnsByRef && !method.ReturnsByRefReadonly && known.StreamItemType(returnType) is { } streamed)
+        else if (byValue && known.StreamItemType(returnType) is { } streamed)
         {
             returnKind = ReturnKind.Stream;
             resultType = streamed;
@@ -266,6 +276,22 @@ internal static class ServiceParser
                     _ => "ref",
                 };
                 Add(DiagnosticDescriptors.ByRefParameter, parameterLocation, parameter.Name, methodName, modifier);
+            }
+
+            // The proxy keeps the arguments in a struct until they are written, and a formatter's
+            // type argument cannot be a ref struct either.
+            if (parameter.Type.IsRefLikeType)
+            {
+                ok = false;
+                Add(DiagnosticDescriptors.InvalidDeclaration, parameterLocation, methodName,
+                    $"Its parameter '{parameter.Name}' is a '{TypeNames.ForMessage(parameter.Type)}', a ref struct, which cannot be kept until it is sent: use an array or ReadOnlyMemory<T>");
+            }
+
+            if (parameter.Type.TypeKind == TypeKind.Dynamic)
+            {
+                ok = false;
+                Add(DiagnosticDescriptors.InvalidDeclaration, parameterLocation, methodName,
+                    $"Its parameter '{parameter.Name}' is dynamic, which would bind the generated formatter's calls at run time: declare it object (MessagePack writes the same bytes)");
             }
 
             if (known.IsCancellationToken(parameter.Type))

@@ -1,5 +1,6 @@
 using System.Collections.Generic;
 using System.Globalization;
+using System.Linq;
 using System.Text;
 using Microsoft.CodeAnalysis;
 using Microsoft.CodeAnalysis.CSharp;
@@ -118,9 +119,26 @@ internal static class TypeNames
     }
 
     /// <summary>Whether code generated into <paramref name="compilation"/> can name the symbol and
-    /// everything that contains it (so private and protected nested types are out).</summary>
-    public static bool IsAccessible(ISymbol symbol, Compilation compilation) =>
-        compilation.IsSymbolAccessibleWithin(symbol, compilation.Assembly);
+    /// everything that contains it (so private and protected nested types are out, and so are file
+    /// types, which the compilation counts as accessible but the generated file cannot see).</summary>
+    public static bool IsAccessible(ISymbol symbol, Compilation compilation)
+    {
+        for (ISymbol? current = symbol; current is not null; current = current.ContainingType)
+        {
+            if (current is INamedTypeSymbol { IsFileLocal: true })
+            {
+                return false;
+            }
+        }
+
+        return compilation.IsSymbolAccessibleWithin(symbol, compilation.Assembly);
+    }
+
+    /// <summary>Whether the symbol is <c>[Obsolete(..., true)]</c>: generated code cannot name it at all
+    /// (CS0619 is an error no pragma turns off), unlike a warning, which the generated files disable.</summary>
+    public static bool IsObsoleteAsError(ISymbol symbol) =>
+        symbol.GetAttributes().Any(a => a.AttributeClass?.ToDisplayString() == "System.ObsoleteAttribute"
+            && a.ConstructorArguments.Length == 2 && a.ConstructorArguments[1].Value is true);
 
     /// <summary>A method id as a C# literal.</summary>
     public static string IdLiteral(uint id) => "0x" + id.ToString("X8", CultureInfo.InvariantCulture) + "u";

@@ -513,6 +513,201 @@ public sealed class DiagnosticTests
         AssertReports(source, "MUX011", DiagnosticSeverity.Error, "static abstract IFactory Create(");
     }
 
+    [Theory]
+    [InlineData("Task Send(System.Span<byte> data);", "System.Span<byte>")]
+    [InlineData("Task Send(scoped System.ReadOnlySpan<char> text);", "System.ReadOnlySpan<char>")]
+    [InlineData("Task Send(params System.ReadOnlySpan<int> values);", "System.ReadOnlySpan<int>")]
+    public void MUX011_RefStructParameter(string method, string type)
+    {
+        string source = $$"""
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface ISender
+            {
+                Task Ping();
+
+                {{method}}
+            }
+            """;
+
+        // The arguments are kept in a struct until they are written, which a ref struct cannot be in.
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "Task Send(");
+        Assert.Contains($"'{type}'", diagnostic.GetMessage(), StringComparison.Ordinal);
+        Assert.Contains("ref struct", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX011_VarargsMethod()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface ILogger
+            {
+                Task Log(string format, __arglist);
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "Task Log(");
+        Assert.Contains("__arglist", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX011_MethodObsoleteAsAnError()
+    {
+        const string source = """
+            using System;
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface IOld
+            {
+                [Obsolete("Use Next.", error: true)]
+                Task Previous();
+
+                [Obsolete("Use Next.")]
+                Task Deprecated();
+
+                Task Next();
+            }
+            """;
+
+        // The dispatcher has to call the method, which C# refuses for an error; a warning is fine.
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "Task Previous(");
+        Assert.Contains("[Obsolete]", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX011_ServiceObsoleteAsAnError()
+    {
+        const string source = """
+            using System;
+            using System.Threading.Tasks;
+            using Mux;
+
+            [Obsolete("Use IOrders2.", true)]
+            [MuxService]
+            public interface IOrders
+            {
+                Task Place();
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "public interface IOrders");
+        Assert.Contains("[Obsolete]", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Theory]
+    [InlineData("[MuxService] file interface IHidden { Task Ping(); }", "file interface IHidden")]
+    [InlineData("file static class Holder { [MuxService] internal interface IHidden { Task Ping(); } }", "internal interface IHidden")]
+    [InlineData("[MessagePackObject] file sealed class Hidden { [Key(0)] public int Value { get; set; } }", "file sealed class Hidden")]
+    public void MUX011_FileLocalType(string declaration, string lineText)
+    {
+        // IsSymbolAccessibleWithin says yes for a file type, but the generated file is another file.
+        string source = $$"""
+            using System.Threading.Tasks;
+            using MessagePack;
+            using Mux;
+
+            namespace Contracts;
+
+            {{declaration}}
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, lineText);
+        Assert.Contains("Generated code cannot see it", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Theory]
+    [InlineData("[Obsolete(\"Gone.\", true)] [MessagePackObject] public sealed class Old { [Key(0)] public int Value { get; set; } }", "public sealed class Old")]
+    [InlineData("[MessagePackObject] public sealed class Old { [Key(0)] [Obsolete(\"Gone.\", true)] public int Value { get; set; } }", "public sealed class Old")]
+    [InlineData("[MessagePackObject] public sealed class Old { [Obsolete(\"Gone.\", true)] public Old(int value) { } [Key(0)] public int Value { get; set; } }", "public sealed class Old")]
+    public void ObjectObsoleteAsAnError_IsReported(string declaration, string lineText)
+    {
+        string source = $$"""
+            using System;
+            using MessagePack;
+
+            namespace Contracts;
+
+            {{declaration}}
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Diagnostic diagnostic = Assert.Single(run.GeneratorDiagnostics);
+        Assert.Equal(DiagnosticSeverity.Error, diagnostic.Severity);
+        Assert.Equal(GeneratorHarness.LineOf(source, lineText), diagnostic.Line());
+        Assert.DoesNotContain(run.OutputProblems, d => d.Severity == DiagnosticSeverity.Error);
+    }
+
+    [Theory]
+    [InlineData("[MuxService] public interface IDynamic { Task Send(dynamic value); }")]
+    [InlineData("[MessagePackObject] public sealed class Bag { [Key(0)] public dynamic? Value { get; set; } }")]
+    public void MUX011_DynamicValue(string declaration)
+    {
+        string source = $$"""
+            using System.Threading.Tasks;
+            using MessagePack;
+            using Mux;
+
+            namespace Contracts;
+
+            {{declaration}}
+            """;
+
+        // A generated formatter given a dynamic value binds its call at run time, which cannot pass a ref writer.
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "dynamic");
+        Assert.Contains("object", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void DynamicResult_IsFormattedAsObject()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface IDynamic
+            {
+                Task<dynamic> Get();
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+    }
+
+    [Fact]
+    public void MUX006_OverloadsThatDifferOnlyInTheTokenOrContext_SayWhy()
+    {
+        const string source = """
+            using System.Threading;
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface ICounter
+            {
+                Task Add(int amount);
+
+                Task Add(int amount, CancellationToken cancellationToken);
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX006", DiagnosticSeverity.Error, "Task Add(int amount, CancellationToken");
+        Assert.Contains("'ICounter.Add(int)' and 'ICounter.Add(int, System.Threading.CancellationToken)'", diagnostic.GetMessage(), StringComparison.Ordinal);
+        Assert.Contains("CancellationToken and MuxCallContext parameters are not sent", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
     [Fact]
     public void MethodsWithABody_AreNotCalls()
     {

@@ -353,4 +353,32 @@ public sealed class GeneratedCodeTests
         Assert.DoesNotContain("MuxCallContext Arg", generated, StringComparison.Ordinal);
         Assert.DoesNotContain("MuxCallContext? Arg", generated, StringComparison.Ordinal);
     }
+
+    [Fact]
+    public void NullableTaskAndStreamTypes_CompileWithoutWarnings()
+    {
+        // A project with TreatWarningsAsErrors fails on any nullable warning in generated code.
+        const string source = """
+            using System.Collections.Generic;
+            using System.Threading.Tasks;
+            using Mux;
+
+            namespace Contracts.Nullable;
+
+            [MuxService]
+            public interface IMaybe
+            {
+                Task? Fire();
+                Task<int>? Get();
+                IAsyncEnumerable<string?>? List(IAsyncEnumerable<int>? filter);
+                Task<long> Upload(IAsyncEnumerable<byte[]>? chunks);
+                Task Drain(IAsyncEnumerable<int>? items);
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+    }
 }

@@ -98,4 +98,53 @@ public sealed class StreamingGeneratorTests
         Assert.Equal("MUX001", diagnostic.Id);
         Assert.Contains("or IAsyncEnumerable<T> to stream its results", diagnostic.GetMessage(), StringComparison.Ordinal);
     }
+
+    [Theory]
+    [InlineData("Task<IAsyncEnumerable<int>> Numbers();")]
+    [InlineData("ValueTask<IAsyncEnumerable<int>?> Numbers();")]
+    public void AStreamInsideATask_IsMUX001(string method)
+    {
+        // It compiled, and every call then failed: MessagePack has no formatter for a stream.
+        string source = $$"""
+            using System.Collections.Generic;
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface IListing
+            {
+                {{method}}
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Diagnostic diagnostic = Assert.Single(run.GeneratorDiagnostics);
+        Assert.Equal("MUX001", diagnostic.Id);
+        Assert.Equal(GeneratorHarness.LineOf(source, "Numbers()"), diagnostic.Line());
+        Assert.Contains("or IAsyncEnumerable<T> to stream its results", diagnostic.GetMessage(), StringComparison.Ordinal);
+        Assert.Empty(run.GeneratedTrees);
+    }
+
+    [Fact]
+    public void AStreamInsideAnArgument_IsMUX010()
+    {
+        const string source = """
+            using System.Collections.Generic;
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface IMerger
+            {
+                Task<int> Merge(List<IAsyncEnumerable<int>> sources);
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Diagnostic diagnostic = Assert.Single(run.GeneratorDiagnostics);
+        Assert.Equal("MUX010", diagnostic.Id);
+        Assert.Contains("'System.Collections.Generic.IAsyncEnumerable<int>'", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
 }
