@@ -16,7 +16,7 @@ namespace Mux;
 /// throws (before or after <c>next()</c>) is what the caller gets; the call's result is kept
 /// otherwise. An interceptor cannot replace a failure with a result: one that catches what
 /// <c>next()</c> threw (or returns before its task has completed) and returns without throwing
-/// fails the call with <see cref="InvalidOperationException"/>, void calls too, as a server
+/// fails the call with <see cref="InvalidOperationException"/>, void calls and streams too, as a server
 /// interceptor that swallows its handler's failure does.
 /// </para>
 /// <para>

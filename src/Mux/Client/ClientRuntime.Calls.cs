@@ -70,8 +70,8 @@ internal sealed partial class ClientRuntime
         ClientConnection? connection = Keeper.Current;
         if (connection is null)
         {
-            return waits
-                ? SendOnNextConnectionAsync<TArguments, TResult>(null, null, methodId, arguments, deadline, metadata, waits, cancellationToken)
+            return WaitsForNext(waits)
+                ? SendOnNextConnectionAsync<TArguments, TResult>(null, null, methodId, arguments, deadline, metadata, waits: true, cancellationToken)
                 : ValueTask.FromException<TResult>(NotConnected(methodId));
         }
 
@@ -88,8 +88,8 @@ internal sealed partial class ClientRuntime
         if (connection is null)
         {
             // Waiting for a connection is the rare path: it goes the way of a call with a result.
-            return waits
-                ? VoidResult.Ignore(SendOnNextConnectionAsync<TArguments, VoidResult>(null, null, methodId, arguments, deadline, metadata, waits, cancellationToken))
+            return WaitsForNext(waits)
+                ? VoidResult.Ignore(SendOnNextConnectionAsync<TArguments, VoidResult>(null, null, methodId, arguments, deadline, metadata, waits: true, cancellationToken))
                 : ValueTask.FromException(NotConnected(methodId));
         }
 
@@ -102,6 +102,11 @@ internal sealed partial class ClientRuntime
     /// <summary>Where a streaming call with <paramref name="settings"/> finds its connection.</summary>
     private IOutgoingCallsSource SourceFor(CallSettings? settings) =>
         settings is null ? _defaultSource : new CallsSource(this, TimeoutOf(settings), settings.Timeout, WaitsForConnection(settings));
+
+    /// <summary>Whether a call that found no connection waits for the next one: when it
+    /// <paramref name="waits"/>, and on a client closed for good, whose wait fails at once with why
+    /// (not with <see cref="NotConnected"/>'s "safe to retry", which would have a caller retry forever).</summary>
+    private bool WaitsForNext(bool waits) => waits || Keeper.State == MuxClientState.Closed;
 
     /// <summary>The failure of a call that does not wait for a connection, made while there is none:
     /// nothing was sent, so it is safe to retry.</summary>
@@ -177,7 +182,7 @@ internal sealed partial class ClientRuntime
                 return new ValueTask<OutgoingCalls>(connection.Outgoing);
             }
 
-            return waits ? WaitAsync(cancellationToken) : ValueTask.FromException<OutgoingCalls>(runtime.NotConnected(methodId));
+            return runtime.WaitsForNext(waits) ? WaitAsync(cancellationToken) : ValueTask.FromException<OutgoingCalls>(runtime.NotConnected(methodId));
         }
 
         private async ValueTask<OutgoingCalls> WaitAsync(CancellationToken cancellationToken)

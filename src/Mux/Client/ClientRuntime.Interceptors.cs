@@ -85,6 +85,12 @@ internal sealed partial class ClientRuntime
             chain.End(failure);
             await interceptors.ConfigureAwait(false);
         }
+
+        if (failure is not null)
+        {
+            // As for a call with a result: a stream cut off by a failure does not end as if complete.
+            throw new InvalidOperationException($"The stream of {chain.Call.MethodName} failed, and a client interceptor caught the exception without throwing one of its own.", failure);
+        }
     }
 
     /// <summary>The interceptors of one call whose answer is a value: the last next() sends it.</summary>
@@ -209,7 +215,7 @@ internal sealed partial class ClientRuntime
     {
         protected ClientRuntime Runtime { get; } = runtime;
 
-        protected MuxClientCall Call { get; } = call;
+        public MuxClientCall Call { get; } = call;
 
         protected uint MethodId { get; } = methodId;
 

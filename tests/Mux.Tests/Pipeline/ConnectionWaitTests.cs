@@ -142,6 +142,38 @@ public sealed class ConnectionWaitTests
 
     // A fake clock nobody moves: no CallTimeout, ConnectTimeout or backoff can pass. Keepalive off,
     // so that the hand-written servers see only the client's calls.
+    [Fact]
+    public async Task OnADisposedClient_ACallThatDoesNotWait_FailsAsClosed_NotAsSafeToRetry()
+    {
+        PipelineHost host = await PipelineHost.StartAsync(TransportKind.Tcp);
+        await using (host)
+        {
+            IPipelineService failsFast = host.Client.CreateProxy<IPipelineService>(new MuxCallOptions { WaitForConnection = false });
+            await host.Client.DisposeAsync();
+
+            MuxConnectionException waited = await Assert.ThrowsAsync<MuxConnectionException>(() => host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+            MuxConnectionException unary = await Assert.ThrowsAsync<MuxConnectionException>(() => failsFast.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+            MuxConnectionException stream = await Assert.ThrowsAsync<MuxConnectionException>(async () =>
+            {
+                await foreach (int item in failsFast.Count(1).WithCancellation(new CancellationTokenSource(TestHost.Patience).Token))
+                {
+                }
+            });
+
+            // Before, the call that does not wait was told there was no connection "right now", safe
+            // to retry: a caller that retries such calls would retry forever on a client that is gone.
+            // It now fails as the call that waits does.
+            Assert.Equal(MuxCloseReason.LocalShutdown, waited.Reason);
+            Assert.EndsWith(" is closed.", waited.Message, StringComparison.Ordinal);
+            foreach (MuxConnectionException failed in new[] { unary, stream })
+            {
+                Assert.False(failed.IsSafeToRetry);
+                Assert.Equal(waited.Message, failed.Message);
+                Assert.Equal(MuxCloseReason.LocalShutdown, failed.Reason);
+            }
+        }
+    }
+
     private static MuxClientOptions Options(EndPoint endPoint, bool waitForConnection) => new()
     {
         EndPoint = endPoint,

@@ -163,6 +163,72 @@ public sealed class InterceptorTests
     [Theory]
     [InlineData(TransportKind.InMemory)]
     [InlineData(TransportKind.Tcp)]
+    public async Task AClientInterceptorThatCatchesAStreamsFailureWithoutThrowing_FailsTheCallersLoop_InsteadOfEndingItAsIfComplete(TransportKind kind)
+    {
+        var server = new MuxServerOptions();
+        server.Interceptors.Add(new ThrowAfterNext(() => new MuxRemoteException(MuxStatusCode.Unavailable, "stream store down")));
+        var client = new MuxClientOptions();
+        client.Interceptors.Add(new Swallow());
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client);
+
+        var items = new List<int>();
+        InvalidOperationException failed = await Assert.ThrowsAsync<InvalidOperationException>(async () =>
+        {
+            await foreach (int item in host.Proxy.Count(2).WithCancellation(new CancellationTokenSource(TestHost.Patience).Token))
+            {
+                items.Add(item);
+            }
+        });
+
+        // Before, the loop ended as if the stream were complete: a cut-off stream read as a whole one.
+        Assert.Equal([1, 2], items);
+        Assert.Equal("The stream of IPipelineService.Count failed, and a client interceptor caught the exception without throwing one of its own.", failed.Message);
+        Assert.Equal("stream store down", Assert.IsType<MuxRemoteException>(failed.InnerException).Message);
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task AClientInterceptorThatReturnsWithoutAwaitingNext_FailsThatCall_AndItsLateAnswerReachesNoOtherCall(TransportKind kind)
+    {
+        var client = new MuxClientOptions();
+        client.Interceptors.Add(new ForgetsNextOf("IPipelineService.Hang"));
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, clientOptions: client);
+
+        InvalidOperationException failed = await Assert.ThrowsAsync<InvalidOperationException>(() => host.Proxy.Hang().WaitAsync(TestHost.Patience));
+        Assert.StartsWith("The call to IPipelineService.Hang has no result to return", failed.Message, StringComparison.Ordinal);
+
+        // The call still runs: its pooled state is the forgotten task's until its answer is read, so
+        // the calls made meanwhile and after it get their own answers.
+        await Hosts.WaitUntilAsync(() => host.Service.Runs == 1, "the forgotten call to run");
+        Task<int>[] during = [.. Enumerable.Range(0, 8).Select(i => host.Proxy.Add(i, 1).AsTask())];
+        host.Service.Release();
+        Task<int>[] after = [.. Enumerable.Range(0, 8).Select(i => host.Proxy.Add(i, 100).AsTask())];
+
+        int[] answers = await Task.WhenAll(during.Concat(after)).WaitAsync(TestHost.Patience);
+        Assert.Equal(Enumerable.Range(1, 8).Concat(Enumerable.Range(100, 8)), answers);
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task AClientInterceptorThatAwaitsTheTaskOfNextTwice_GetsTheCallsOutcomeBothTimes(TransportKind kind)
+    {
+        var server = new MuxServerOptions { EnableDetailedErrors = true };
+        var client = new MuxClientOptions();
+        client.Interceptors.Add(new AwaitsNextTwice());
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client);
+
+        Assert.Equal(3, await host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+        MuxRemoteException failed = await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Fail("handler failed").WaitAsync(TestHost.Patience));
+        Assert.Equal("handler failed", failed.Message);
+        Assert.Equal(6, await host.Proxy.Sum(Values(new ConcurrentQueue<string>(), 1, 2, 3)).WaitAsync(TestHost.Patience));
+        Assert.Equal(3, host.Service.Runs);
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
     public async Task AServerInterceptorThatNeverCallsNext_FailsTheCall_WithoutRunningTheHandler(TransportKind kind)
     {
         var server = new MuxServerOptions { EnableDetailedErrors = true };
@@ -308,6 +374,39 @@ public sealed class InterceptorTests
             {
                 // Dropped: the case under test.
             }
+        }
+    }
+
+    /// <summary>Misuse: starts next() for calls to one method and returns without awaiting it.</summary>
+    private sealed class ForgetsNextOf(string method) : IMuxClientInterceptor
+    {
+        public ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next)
+        {
+            if (call.MethodName != method)
+            {
+                return next();
+            }
+
+            _ = next();
+            return default;
+        }
+    }
+
+    /// <summary>Awaits the task of next() twice (a Task may be; a ValueTask from a pool may not).</summary>
+    private sealed class AwaitsNextTwice : IMuxClientInterceptor
+    {
+        public async ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next)
+        {
+            ValueTask sent = next();
+            try
+            {
+                await sent;
+            }
+            catch (MuxRemoteException)
+            {
+            }
+
+            await sent;
         }
     }
 

@@ -30,11 +30,7 @@ internal sealed class CallMetadata : IDictionary<string, string>
     {
         if (entries.Length != 0)
         {
-            _entries = new Dictionary<string, string>(entries.Length, StringComparer.OrdinalIgnoreCase);
-            foreach (KeyValuePair<string, string> entry in entries)
-            {
-                _entries.Add(entry.Key, entry.Value);
-            }
+            _entries = new Dictionary<string, string>(entries, StringComparer.OrdinalIgnoreCase);
         }
     }
 
@@ -98,12 +94,7 @@ internal sealed class CallMetadata : IDictionary<string, string>
     public bool TryGetValue(string key, [MaybeNullWhen(false)] out string value) => Entries.TryGetValue(key, out value);
 
     /// <summary>The entries as they are now, for a snapshot (keys already checked).</summary>
-    public KeyValuePair<string, string>[] ToArray()
-    {
-        var entries = new KeyValuePair<string, string>[Count];
-        CopyTo(entries, 0);
-        return entries;
-    }
+    public KeyValuePair<string, string>[] ToArray() => [.. Entries];
 
     /// <summary>The metadata section for these entries (<see cref="MetadataSection.Encode"/>), or
     /// null when there are none: a call without metadata carries no section.</summary>

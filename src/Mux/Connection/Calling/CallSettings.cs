@@ -3,29 +3,22 @@ namespace Mux.Connection;
 /// <summary>
 /// The <see cref="MuxCallOptions"/> a proxy was bound to, checked and copied once when the proxy
 /// was made (so a later change to the options object changes no proxy), with its metadata encoded
-/// once: a call through such a proxy writes the section's bytes as they are. Immutable.
+/// once: a call through such a proxy writes the section's bytes as they are. Made by
+/// <see cref="From"/>. Immutable.
 /// </summary>
-internal sealed class CallSettings
+internal sealed class CallSettings(TimeSpan? timeout, bool? waitForConnection, KeyValuePair<string, string>[] metadata, byte[]? encodedMetadata)
 {
-    private CallSettings(TimeSpan? timeout, bool? waitForConnection, KeyValuePair<string, string>[] metadata, byte[]? encodedMetadata)
-    {
-        Timeout = timeout;
-        WaitForConnection = waitForConnection;
-        Metadata = metadata;
-        EncodedMetadata = encodedMetadata;
-    }
-
     /// <summary>The call's timeout in place of the side's own (CallTimeout, ClientCallTimeout); null for that.</summary>
-    public TimeSpan? Timeout { get; }
+    public TimeSpan? Timeout { get; } = timeout;
 
     /// <summary>Whether a call waits for a connection, in place of MuxClientOptions.WaitForConnection; null for that.</summary>
-    public bool? WaitForConnection { get; }
+    public bool? WaitForConnection { get; } = waitForConnection;
 
     /// <summary>The metadata, keys checked (what client interceptors start from).</summary>
-    public KeyValuePair<string, string>[] Metadata { get; }
+    public KeyValuePair<string, string>[] Metadata { get; } = metadata;
 
     /// <summary>The metadata section (MetadataSection.Encode), or null when there is no metadata.</summary>
-    public byte[]? EncodedMetadata { get; }
+    public byte[]? EncodedMetadata { get; } = encodedMetadata;
 
     /// <summary>A checked copy of <paramref name="options"/>.</summary>
     /// <exception cref="ArgumentOutOfRangeException">The timeout is not positive (or infinite).</exception>
