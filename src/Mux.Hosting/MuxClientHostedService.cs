@@ -15,6 +15,9 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServi
     // Created once, under _lock; read without it afterwards.
     private volatile MuxClient? _client;
 
+    // Under _lock: the options (and with them the interceptors) are being made for the client.
+    private bool _creating;
+
     /// <summary>The client if it has been created; null before.</summary>
     public MuxClient? Client => _client;
 
@@ -31,7 +34,25 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServi
         {
             if (_client is null)
             {
-                MuxClientOptions clientOptions = options.Value; // Binding errors surface here.
+                // Back here on this thread before the client exists: something its options resolve
+                // needs the client. Going on would recurse until DI's stack guard moves the
+                // recursion to another thread, which then waits for _lock forever.
+                if (_creating)
+                {
+                    throw new InvalidOperationException("MuxClient (or one of its proxies) was requested while it is being created: something the client needs before it exists depends on it, such as an interceptor added with AddInterceptor, or a service that one depends on. An interceptor must not depend on the client or its proxies; one that needs them can take IServiceProvider and resolve them in InvokeAsync.");
+                }
+
+                _creating = true;
+                MuxClientOptions clientOptions;
+                try
+                {
+                    clientOptions = options.Value; // Binding errors surface here.
+                }
+                finally
+                {
+                    _creating = false;
+                }
+
                 if (clientOptions.EndPoint is null && clientOptions.EndPoints.Count == 0 && clientOptions.EndPointResolver is null)
                 {
                     throw new InvalidOperationException("MuxClientOptions.EndPoint is not set. Set it in AddMuxClient(o => o.EndPoint = new IPEndPoint(IPAddress.Loopback, 5000)) or with the configuration key Mux:Client:Connect, for example \"127.0.0.1:5000\"; for several instances, set Service (Mux:Client:Service, for example \"mux://users\") or EndPoints.");

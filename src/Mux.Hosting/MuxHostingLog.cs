@@ -27,4 +27,7 @@ internal static partial class MuxHostingLog
 
     [LoggerMessage(EventId = 106, EventName = "ScopeDisposeFailed", Level = LogLevel.Warning, Message = "Disposing the service scope of a call to {Method} failed.")]
     public static partial void ScopeDisposeFailed(ILogger logger, string method, Exception error);
+
+    [LoggerMessage(EventId = 107, EventName = "ServerListenFailed", Level = LogLevel.Error, Message = "Mux server could not listen on {EndPoint} (Mux:Server:Listen or MuxServerOptions.EndPoint).")]
+    public static partial void ServerListenFailed(ILogger logger, string endPoint, Exception error);
 }

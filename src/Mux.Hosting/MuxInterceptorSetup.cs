@@ -17,24 +17,17 @@ internal sealed record MuxInterceptorRegistration(Type InterceptorType, bool For
 /// </summary>
 internal sealed class MuxInterceptorSetup(IServiceProvider services) : IPostConfigureOptions<MuxServerOptions>, IPostConfigureOptions<MuxClientOptions>
 {
-    public void PostConfigure(string? name, MuxServerOptions options)
-    {
-        foreach (MuxInterceptorRegistration registration in services.GetServices<MuxInterceptorRegistration>())
-        {
-            if (registration.ForServer)
-            {
-                options.Interceptors.Add((IMuxServerInterceptor)services.GetRequiredService(registration.InterceptorType));
-            }
-        }
-    }
+    public void PostConfigure(string? name, MuxServerOptions options) => Append(options.Interceptors, forServer: true);
 
-    public void PostConfigure(string? name, MuxClientOptions options)
+    public void PostConfigure(string? name, MuxClientOptions options) => Append(options.Interceptors, forServer: false);
+
+    private void Append<TInterceptor>(IList<TInterceptor> interceptors, bool forServer)
     {
         foreach (MuxInterceptorRegistration registration in services.GetServices<MuxInterceptorRegistration>())
         {
-            if (!registration.ForServer)
+            if (registration.ForServer == forServer)
             {
-                options.Interceptors.Add((IMuxClientInterceptor)services.GetRequiredService(registration.InterceptorType));
+                interceptors.Add((TInterceptor)services.GetRequiredService(registration.InterceptorType));
             }
         }
     }

@@ -1,3 +1,4 @@
+using System.Net.Sockets;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
@@ -52,7 +53,17 @@ internal sealed class MuxServerHostedService(
             count++;
         }
 
-        await server.StartAsync(cancellationToken).ConfigureAwait(false);
+        try
+        {
+            await server.StartAsync(cancellationToken).ConfigureAwait(false);
+        }
+        catch (SocketException ex)
+        {
+            // The socket's message ("Address already in use") does not say which address.
+            MuxHostingLog.ServerListenFailed(_logger, serverOptions.EndPoint?.ToString() ?? "?", ex);
+            throw;
+        }
+
         holder.Server = server;
         MuxHostingLog.ServerStarted(_logger, Describe(server), count);
     }

@@ -125,6 +125,28 @@ public sealed class ConfigurationTests
     }
 
     [Fact]
+    public void TheCallPipelinesKeysAreBound_MaxMetadataSizeOnBothSides_AndTheClientsWaitForConnection()
+    {
+        using IHost host = Build(new()
+        {
+            ["Mux:Server:MaxMetadataSize"] = "1024",
+            ["Mux:Client:MaxMetadataSize"] = "2048",
+            ["Mux:Client:WaitForConnection"] = "false",
+        });
+
+        Assert.Equal(1024, host.Services.GetRequiredService<IOptions<MuxServerOptions>>().Value.MaxMetadataSize);
+        MuxClientOptions client = host.Services.GetRequiredService<IOptions<MuxClientOptions>>().Value;
+        Assert.Equal(2048, client.MaxMetadataSize);
+        Assert.False(client.WaitForConnection);
+
+        using IHost defaults = Build([]);
+        Assert.Equal(8 * 1024, defaults.Services.GetRequiredService<IOptions<MuxServerOptions>>().Value.MaxMetadataSize);
+        MuxClientOptions unset = defaults.Services.GetRequiredService<IOptions<MuxClientOptions>>().Value;
+        Assert.Equal(8 * 1024, unset.MaxMetadataSize);
+        Assert.True(unset.WaitForConnection);
+    }
+
+    [Fact]
     public void MissingKeysKeepTheDefaults()
     {
         using IHost host = Build([]);

@@ -65,6 +65,15 @@ public sealed class InterceptorTests
         }
     }
 
+    /// <summary>Breaks the rule that a client interceptor must not depend on the client: its
+    /// proxy needs the client, which needs this interceptor to exist.</summary>
+    public sealed class NeedsTheClient(IHostingTestService proxy) : IMuxClientInterceptor
+    {
+        public IHostingTestService Proxy { get; } = proxy;
+
+        public ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next) => next();
+    }
+
     [Fact]
     public async Task InterceptorsAddedThroughTheBuilders_AreResolvedFromTheHostsServices_AndRunAfterTheConfiguredOnes_InTheOrderAdded()
     {
@@ -114,5 +123,24 @@ public sealed class InterceptorTests
         Assert.Equal(MuxStatusCode.PermissionDenied, refused.StatusCode);
         Assert.Equal("No tenant.", refused.Message);
         Assert.Empty(serverJournal.Lines);
+    }
+
+    [Fact]
+    public void AClientInterceptorThatDependsOnTheClient_FailsItsResolutionWithAnErrorThatSaysSo()
+    {
+        // It recursed (client, its options, the interceptor, the proxy, the client...) until the
+        // stack overflowed, which ends the process rather than failing the host's start.
+        var services = new ServiceCollection();
+        services.AddMuxClient(o => o.EndPoint = new System.Net.IPEndPoint(System.Net.IPAddress.Loopback, 1))
+            .AddProxy<IHostingTestService>()
+            .AddInterceptor<NeedsTheClient>();
+        using ServiceProvider provider = services.BuildServiceProvider();
+
+        var error = Assert.Throws<InvalidOperationException>(() => provider.GetRequiredService<MuxClient>());
+        Assert.Contains("while it is being created", error.Message, StringComparison.Ordinal);
+        Assert.Contains("AddInterceptor", error.Message, StringComparison.Ordinal);
+
+        // Nothing half-made stays behind: the next resolution fails the same way.
+        Assert.Contains("while it is being created", Assert.Throws<InvalidOperationException>(() => provider.GetRequiredService<IHostingTestService>()).Message, StringComparison.Ordinal);
     }
 }

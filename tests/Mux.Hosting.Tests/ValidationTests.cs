@@ -1,5 +1,8 @@
+using System.Net;
+using System.Net.Sockets;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Logging;
 
 namespace Mux.Hosting.Tests;
 
@@ -62,6 +65,22 @@ public sealed class ValidationTests
         var error = await Assert.ThrowsAsync<InvalidOperationException>(() =>
             TestHost.StartServerAsync(configuration: new() { ["Mux:Server:MaxFrameSize"] = "big" }));
         Assert.Contains("Mux:Server:MaxFrameSize", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task APortInUseFailsTheServerStart_AndTheLogNamesTheEndPoint()
+    {
+        using var taken = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+        taken.Bind(new IPEndPoint(IPAddress.Loopback, 0));
+        taken.Listen();
+        string endPoint = taken.LocalEndPoint!.ToString()!;
+        (HostApplicationBuilder builder, LogSink logs) = TestHost.CreateBuilder(new Dictionary<string, string?> { ["Mux:Server:Listen"] = endPoint });
+        builder.Services.AddMuxServer().AddService<IHostingTestService, HostingTestService>();
+
+        // The socket's own error ("Address already in use") does not say which address.
+        await Assert.ThrowsAsync<SocketException>(() => TestHost.StartAsync(builder, logs));
+
+        Assert.Contains(logs.Entries, e => e.Category == "Mux.Hosting" && e.EventId.Id == 107 && e.Level == LogLevel.Error && e.Message.Contains(endPoint, StringComparison.Ordinal) && e.Message.Contains("Mux:Server:Listen", StringComparison.Ordinal));
     }
 
     /// <summary>Not a [MuxService] interface: nothing registers a dispatcher for it.</summary>
