@@ -2,6 +2,18 @@ using Mux.Tests.Infrastructure;
 
 namespace Mux.Tests.Streaming;
 
+/// <summary>A streaming method whose implementation returns no stream at all.</summary>
+[MuxService]
+public interface INullStream
+{
+    IAsyncEnumerable<int> Nothing();
+}
+
+public sealed class NullStream : INullStream
+{
+    public IAsyncEnumerable<int> Nothing() => null!;
+}
+
 /// <summary>Streams at their edges: no items at all, and items in fragments between small ones,
 /// in both directions at once.</summary>
 public sealed class StreamEdgeTests
@@ -78,5 +90,27 @@ public sealed class StreamEdgeTests
 
         Assert.Equal([1, 2, 3], await host.Proxy.Range(1, 3).ToListAsync().AsTask().WaitAsync(Patience));
         Assert.Equal(6, await host.Proxy.Sum(new[] { 1, 2, 3 }.ToAsyncEnumerable()).WaitAsync(Patience));
+    }
+
+    [Fact]
+    public async Task AHandlerThatReturnsANullStream_FailsOnlyItsCall_WithWhy()
+    {
+        var server = new MuxServer(new MuxServerOptions { EnableDetailedErrors = true });
+        server.AddService<INullStream>(new NullStream());
+        server.AddService<IStreamService>(new StreamService());
+        await using (server)
+        {
+            await using MuxClient client = await server.ConnectInMemoryAsync().WaitAsync(Patience);
+            var ex = await Assert.ThrowsAsync<MuxRemoteException>(async () =>
+            {
+                await foreach (int item in client.CreateProxy<INullStream>().Nothing())
+                {
+                    Assert.Fail($"A null stream yielded {item}.");
+                }
+            }).WaitAsync(Patience);
+            Assert.Equal(MuxStatusCode.HandlerFailed, ex.StatusCode);
+            Assert.Contains("returned a null IAsyncEnumerable", ex.Message, StringComparison.Ordinal);
+            Assert.Equal([1, 2, 3], await client.CreateProxy<IStreamService>().Range(1, 3).ToListAsync().AsTask().WaitAsync(Patience));
+        }
     }
 }
