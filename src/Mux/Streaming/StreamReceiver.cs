@@ -98,11 +98,7 @@ internal sealed class StreamReceiver
             return;
         }
 
-        if (failure is not null)
-        {
-            Interlocked.CompareExchange(ref _failure, failure, null);
-        }
-
+        Interlocked.CompareExchange(ref _failure, failure, null);
         _items.Writer.TryComplete();
     }
 
@@ -115,10 +111,7 @@ internal sealed class StreamReceiver
     public void Abort(Exception? failure)
     {
         Volatile.Write(ref _ended, 1);
-        if (failure is not null)
-        {
-            Interlocked.CompareExchange(ref _failure, failure, null);
-        }
+        Interlocked.CompareExchange(ref _failure, failure, null);
 
         // After the failure: a consumer that sees the abort finds how the stream ended.
         Volatile.Write(ref _aborted, 1);
