@@ -11,9 +11,6 @@ namespace Mux.Streaming;
 /// </summary>
 internal sealed class CallStreams(StreamReceiver? receiver, StreamSendWindow? sender) : IMessageWrittenListener
 {
-    // The peer's stream window: the Sender's credit once the Request is out. Set with the id.
-    private int _peerWindow;
-
     /// <summary>The server's stream of results; null when the method returns none.</summary>
     public StreamReceiver? Receiver { get; } = receiver;
 
@@ -34,11 +31,11 @@ internal sealed class CallStreams(StreamReceiver? receiver, StreamSendWindow? se
     public void SetCallId(uint callId, FrameFlags idSpace, int peerWindow)
     {
         CallId = callId;
-        _peerWindow = peerWindow;
         if (Sender is not null)
         {
             Sender.CallId = callId;
             Sender.IdSpace = idSpace;
+            Sender.Grant((uint)peerWindow); // Held, as the peer's StreamCredit, until the window opens.
         }
 
         if (Receiver is not null)
@@ -52,5 +49,5 @@ internal sealed class CallStreams(StreamReceiver? receiver, StreamSendWindow? se
     /// queued): the Sender may now send up to the peer's window. Until then none of its StreamItem
     /// or StreamEnd frames can go out between two fragments of the Request (a receiver would see
     /// items for a call that has not started).</summary>
-    public void OnMessageWritten() => Sender?.Open(_peerWindow);
+    public void OnMessageWritten() => Sender?.Open();
 }

@@ -39,7 +39,8 @@ internal sealed class StreamReceiver
     // Items read since the last credit was sent. Consumer only.
     private int _readSinceCredit;
 
-    // How the stream ended, when it did not simply complete: set once, before _items completes.
+    // How the stream ended, when it did not simply complete: set once (CompareExchange), before
+    // the consumer can see the end.
     private Exception? _failure;
 
     // 1 once the stream was cut short (cancelled, or its consumer left): buffered items are
@@ -97,20 +98,20 @@ internal sealed class StreamReceiver
             return;
         }
 
-        _failure = failure;
+        Interlocked.CompareExchange(ref _failure, failure, null);
         _items.Writer.TryComplete();
     }
 
     /// <summary>Ends the stream now, dropping what is buffered (back to the pool) and anything that
     /// still arrives: the consumer's next read throws <paramref name="failure"/> (a Cancel frame, a
-    /// closed connection), or with null (the consumer is gone, or the call over) just ends. Only the
-    /// stream's first end sets how it ended. Any thread; safe to call more than once.</summary>
+    /// closed connection), or with null (the consumer is gone, or the call over) just ends. The
+    /// first failure is how the stream ended, also after a plain <see cref="Complete"/>: items
+    /// still buffered are dropped, and a consumer must not take the rest for a stream that simply
+    /// ended. Any thread; safe to call more than once.</summary>
     public void Abort(Exception? failure)
     {
-        if (Interlocked.Exchange(ref _ended, 1) == 0)
-        {
-            _failure = failure;
-        }
+        Volatile.Write(ref _ended, 1);
+        Interlocked.CompareExchange(ref _failure, failure, null);
 
         // After the failure: a consumer that sees the abort finds how the stream ended.
         Volatile.Write(ref _aborted, 1);

@@ -17,8 +17,8 @@ internal sealed class StreamSendWindow
     private readonly SemaphoreSlim _credit;
 
     // The credit granted while the window is closed, a client's until its Request is out whole
-    // (Open): the peer may grant some before that (StreamCredit may cross a Request in fragments),
-    // held here so that no item can overtake the Request. -1 once open. Interlocked.
+    // (Open): its window, and StreamCredit that crossed a Request in fragments, held here so that
+    // no item can overtake the Request. -1 once open. Interlocked.
     private long _held = -1;
 
     /// <summary>Creates a window holding <paramref name="initialCredit"/> items of credit.</summary>
@@ -77,12 +77,12 @@ internal sealed class StreamSendWindow
         }
     }
 
-    /// <summary>Opens a <see cref="Closed"/> window with <paramref name="window"/> items of credit,
-    /// plus what the peer granted meanwhile. Never throws (the connection's writer calls it): credit
+    /// <summary>Opens a <see cref="Closed"/> window, once, with the credit granted while it was
+    /// closed (the peer's window first). Never throws (the connection's writer calls it): credit
     /// past what a window counts leaves it full.</summary>
-    public void Open(int window)
+    public void Open()
     {
-        long credit = window + Interlocked.Exchange(ref _held, -1);
+        long credit = Interlocked.Exchange(ref _held, -1);
         try
         {
             _credit.Release((int)Math.Min(credit, int.MaxValue));

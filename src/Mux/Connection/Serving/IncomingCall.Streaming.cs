@@ -30,15 +30,13 @@ internal sealed partial class IncomingCall
 
     /// <summary>Streams a handler's result to the caller, then ends the call (see
     /// <see cref="MuxServerCall.ReturnStreamAsync{T}"/>).</summary>
-    public ValueTask ReturnStreamAsync<T>(IAsyncEnumerable<T> items)
+    public async ValueTask ReturnStreamAsync<T>(IAsyncEnumerable<T> items)
     {
-        return items is null
-            ? throw new InvalidOperationException($"{MethodName} returned a null IAsyncEnumerable; a streaming service method must return a stream.")
-            : SendStreamAsync(items);
-    }
+        if (items is null)
+        {
+            throw new InvalidOperationException($"{MethodName} returned a null IAsyncEnumerable; a streaming service method must return a stream.");
+        }
 
-    private async ValueTask SendStreamAsync<T>(IAsyncEnumerable<T> items)
-    {
         // On a lost connection the producer cancels this call before it disposes the enumerator.
         await StreamProducer.SendAsync(Connection, items, GetOrCreateOutbound()!, CancellationToken, servedCall: this).ConfigureAwait(false);
         SendResult(default(VoidResult)); // The end of the stream: the call's Response.
