@@ -46,6 +46,16 @@ public sealed class MuxClientBuilder
     /// first proxy resolved), and may itself inject the client's proxies. Adding the same service
     /// twice registers it once.
     /// </summary>
+    /// <remarks>
+    /// If <typeparamref name="TImplementation"/> cannot be made (its constructor, or one of its
+    /// dependencies, throws), the resolve that creates the client (the host's start, or the first
+    /// <see cref="MuxClient"/> or proxy resolved) fails with that exception, as it is, and the
+    /// half-made client is closed: nothing stays connected, and nothing is handed out without
+    /// the services added here. The next resolve tries again, as DI does for a singleton whose
+    /// constructor threw; but if the failing service (or one made before it) had already injected
+    /// the client's proxies, DI keeps them bound to the closed client, so later creations fail
+    /// with <see cref="InvalidOperationException"/> whose inner exception is the first failure.
+    /// </remarks>
     /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface.</typeparam>
     /// <typeparam name="TImplementation">The implementation, resolved from DI (registered as a
     /// singleton unless registered already).</typeparam>

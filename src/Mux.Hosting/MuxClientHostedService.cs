@@ -12,17 +12,27 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServi
 {
     private readonly Lock _lock = new();
 
-    // Created once, under _lock; read without it afterwards.
+    // Set once, under _lock, with every AddService applied; read without it afterwards.
     private volatile MuxClient? _client;
 
     // Under _lock: the options (and with them the interceptors) are being made for the client.
     private bool _creating;
 
+    // Under _lock: the client whose services are being added, and whether it was handed out
+    // meanwhile (to a service that injects its proxies: DI keeps both for good).
+    private MuxClient? _pending;
+    private bool _handedOut;
+
+    // Under _lock: why a client that had been handed out could not be made. Final.
+    private Exception? _failure;
+
     /// <summary>The client if it has been created; null before.</summary>
     public MuxClient? Client => _client;
 
     /// <summary>The client, created and connecting in the background on the first call. Calls made
-    /// before its connection is up wait for it (within MuxClientOptions.CallTimeout).</summary>
+    /// before its connection is up wait for it (within MuxClientOptions.CallTimeout). If one of its
+    /// services cannot be made, the half-made client is closed and the failure thrown as it is;
+    /// the next call tries again, unless the client had been handed out (see _failure).</summary>
     public MuxClient GetClient()
     {
         if (_client is { } client)
@@ -34,6 +44,19 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServi
         {
             if (_client is null)
             {
+                // Back here on this thread while the services are added: an implementation injects
+                // the client's proxies (Lock is reentrant). It gets the client being set up.
+                if (_pending is { } pending)
+                {
+                    _handedOut = true;
+                    return pending;
+                }
+
+                if (_failure is not null)
+                {
+                    throw new InvalidOperationException($"The Mux client of AddMuxClient could not be created: {_failure.Message} It had already been given to a service that injects its proxies, which keeps it, so it was closed and is not made again; fix the failure and restart.", _failure);
+                }
+
                 // Back here on this thread before the client exists: something its options resolve
                 // needs the client. Going on would recurse until DI's stack guard moves the
                 // recursion to another thread, which then waits for _lock forever.
@@ -59,19 +82,42 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServi
                 }
 
                 MuxClient created = MuxClient.Create(clientOptions);
-
-                // Published first: an implementation may inject the client's proxies, and comes
-                // back here (Lock is reentrant) for the client being created.
-                _client = created;
-                foreach (MuxClientServiceRegistration registration in provider.GetServices<MuxClientServiceRegistration>())
+                _pending = created;
+                try
                 {
-                    registration.Add(created, provider);
+                    foreach (MuxClientServiceRegistration registration in provider.GetServices<MuxClientServiceRegistration>())
+                    {
+                        registration.Add(created, provider);
+                    }
                 }
+                catch (Exception ex)
+                {
+                    // Handed out, the client is DI's singleton and its proxies' for good: a new
+                    // one would not be theirs, so the failure stays.
+                    if (_handedOut)
+                    {
+                        _failure = ex;
+                    }
+
+                    Close(created);
+                    throw;
+                }
+                finally
+                {
+                    _pending = null;
+                    _handedOut = false;
+                }
+
+                _client = created;
             }
 
             return _client;
         }
     }
+
+    // Its connection may be opening: closing stops that at once; the rest completes in the
+    // background, as DI's resolution cannot wait for it.
+    private static void Close(MuxClient client) => _ = client.DisposeAsync().AsTask();
 }
 
 /// <summary>
