@@ -12,6 +12,10 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServi
 {
     private readonly Lock _lock = new();
 
+    // Held only to set or read _stopped with _client, never while the client is made: a client
+    // made while the host stopped is closed, not kept.
+    private readonly Lock _stopLock = new();
+
     // Set once, under _lock, with every AddService applied; read without it afterwards.
     private volatile MuxClient? _client;
 
@@ -25,6 +29,9 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServi
 
     // Under _lock: why a client that had been handed out could not be made. Final.
     private Exception? _failure;
+
+    // Under _stopLock: the host has stopped the client; none is made (or kept) from now on.
+    private bool _stopped;
 
     /// <summary>The client if it has been created; null before.</summary>
     public MuxClient? Client => _client;
@@ -81,6 +88,7 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServi
                     throw new InvalidOperationException("MuxClientOptions.EndPoint is not set. Set it in AddMuxClient(o => o.EndPoint = new IPEndPoint(IPAddress.Loopback, 5000)) or with the configuration key Mux:Client:Connect, for example \"127.0.0.1:5000\"; for several instances, set Service (Mux:Client:Service, for example \"mux://users\") or EndPoints.");
                 }
 
+                ThrowIfStopped(); // Its options took long enough for the host to stop meanwhile.
                 MuxClient created = MuxClient.Create(clientOptions);
                 _pending = created;
                 try
@@ -108,10 +116,41 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServi
                     _handedOut = false;
                 }
 
-                _client = created;
+                lock (_stopLock)
+                {
+                    if (_stopped)
+                    {
+                        Close(created);
+                        throw new ObjectDisposedException(nameof(MuxClient), "The host stopped while the Mux client of AddMuxClient was being created; it has been closed.");
+                    }
+
+                    _client = created;
+                }
             }
 
             return _client;
+        }
+    }
+
+    /// <summary>Marks the client stopped, so that none is made from now on, and returns it if it
+    /// was made.</summary>
+    public MuxClient? Stop()
+    {
+        lock (_stopLock)
+        {
+            _stopped = true;
+            return _client;
+        }
+    }
+
+    private void ThrowIfStopped()
+    {
+        lock (_stopLock)
+        {
+            if (_stopped)
+            {
+                throw new ObjectDisposedException(nameof(MuxClient), "The host has stopped the Mux client of AddMuxClient.");
+            }
         }
     }
 
@@ -135,13 +174,15 @@ internal sealed class MuxClientHostedService(
 
     public Task StartAsync(CancellationToken cancellationToken)
     {
+        // The host's start was abandoned (it is stopping): do not connect.
+        cancellationToken.ThrowIfCancellationRequested();
         holder.GetClient();
         return Task.CompletedTask;
     }
 
     public async Task StopAsync(CancellationToken cancellationToken)
     {
-        if (holder.Client is { } client)
+        if (holder.Stop() is { } client)
         {
             await client.DisposeAsync().ConfigureAwait(false);
             MuxHostingLog.ClientDisconnected(_logger, (client.RemoteEndPoint ?? options.Value.EndPoint)?.ToString() ?? options.Value.Service ?? "?");
@@ -152,7 +193,7 @@ internal sealed class MuxClientHostedService(
     /// later hosted service failed to start).</summary>
     public async ValueTask DisposeAsync()
     {
-        if (holder.Client is { } client)
+        if (holder.Stop() is { } client)
         {
             await client.DisposeAsync().ConfigureAwait(false);
         }
