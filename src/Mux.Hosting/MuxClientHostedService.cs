@@ -154,6 +154,13 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServi
         }
     }
 
+    /// <summary>Where the client connects, for logs and health checks: its server's address, or
+    /// the service (or the instances) it spreads its calls over.</summary>
+    public static string Describe(MuxClient client, MuxClientOptions options) =>
+        (client.RemoteEndPoint ?? options.EndPoint)?.ToString()
+        ?? options.EndPointResolver?.ToString()
+        ?? (options.EndPoints.Count > 0 ? string.Join(", ", options.EndPoints) : "?");
+
     // Its connection may be opening: closing stops that at once; the rest completes in the
     // background, as DI's resolution cannot wait for it.
     private static void Close(MuxClient client) => _ = client.DisposeAsync().AsTask();
@@ -185,7 +192,7 @@ internal sealed class MuxClientHostedService(
         if (holder.Stop() is { } client)
         {
             await client.DisposeAsync().ConfigureAwait(false);
-            MuxHostingLog.ClientDisconnected(_logger, (client.RemoteEndPoint ?? options.Value.EndPoint)?.ToString() ?? options.Value.Service ?? "?");
+            MuxHostingLog.ClientDisconnected(_logger, MuxClientHolder.Describe(client, options.Value));
         }
     }
 
