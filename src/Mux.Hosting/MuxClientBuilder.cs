@@ -44,7 +44,7 @@ public sealed class MuxClientBuilder
     /// One <typeparamref name="TImplementation"/>, a DI singleton, serves every such call, so it
     /// must be thread-safe; it is resolved when the client is created (the host's start, or the
     /// first proxy resolved), and may itself inject the client's proxies. Adding the same service
-    /// twice registers it once.
+    /// twice, with the same implementation, registers it once.
     /// </summary>
     /// <remarks>
     /// If <typeparamref name="TImplementation"/> cannot be made (its constructor, or one of its
@@ -60,6 +60,8 @@ public sealed class MuxClientBuilder
     /// <typeparam name="TImplementation">The implementation, resolved from DI (registered as a
     /// singleton unless registered already).</typeparam>
     /// <returns>This builder, for chaining.</returns>
+    /// <exception cref="InvalidOperationException"><typeparamref name="TService"/> has already been
+    /// added with another implementation.</exception>
     public MuxClientBuilder AddService<TService, [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] TImplementation>()
         where TService : class
         where TImplementation : class, TService
@@ -68,13 +70,16 @@ public sealed class MuxClientBuilder
         {
             if (descriptor.ImplementationInstance is MuxClientServiceRegistration registration && registration.ServiceType == typeof(TService))
             {
-                return this;
+                return registration.ImplementationType == typeof(TImplementation)
+                    ? this
+                    : throw new InvalidOperationException($"{typeof(TService).FullName} is already served by {registration.ImplementationType.FullName}; the Mux client serves each interface with one implementation, so it cannot also be {typeof(TImplementation).FullName}. Remove one of the AddService calls.");
             }
         }
 
         Services.TryAddSingleton<TImplementation>();
         Services.AddSingleton(new MuxClientServiceRegistration(
             typeof(TService),
+            typeof(TImplementation),
             static (client, provider) => client.AddService<TService>(provider.GetRequiredService<TImplementation>())));
         return this;
     }

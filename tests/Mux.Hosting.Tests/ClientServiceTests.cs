@@ -73,6 +73,18 @@ public sealed class ClientServiceTests
         Assert.Contains("no callback today", again.Message, StringComparison.Ordinal);
     }
 
+    [Fact]
+    public void AddingAServiceAgainWithAnotherImplementation_Throws_AsTheServersBuilderDoes()
+    {
+        MuxClientBuilder builder = new ServiceCollection().AddMuxClient().AddService<IHostingCallback, HostingCallback>();
+
+        // The old code dropped the second silently: the server's calls went to the first.
+        var error = Assert.Throws<InvalidOperationException>(() => builder.AddService<IHostingCallback, FailingCallback>());
+        Assert.Contains(typeof(IHostingCallback).FullName!, error.Message, StringComparison.Ordinal);
+        Assert.Contains(typeof(HostingCallback).FullName!, error.Message, StringComparison.Ordinal);
+        Assert.Contains(typeof(FailingCallback).FullName!, error.Message, StringComparison.Ordinal);
+    }
+
     [MuxService]
     public interface IHostingHub
     {
