@@ -94,7 +94,8 @@ internal static class CertificateLoader
     private static X509Certificate2 LoadFromStore(MuxCertificateConfiguration configuration, string key)
     {
         StoreLocation location = StoreLocation.CurrentUser;
-        if (configuration.Location is not null && !Enum.TryParse(configuration.Location, ignoreCase: true, out location))
+        // Enum.TryParse also takes a number, which X509Store refuses with a message that names no key.
+        if (configuration.Location is not null && (!Enum.TryParse(configuration.Location, ignoreCase: true, out location) || !Enum.IsDefined(location)))
         {
             throw new InvalidOperationException($"{key}:Location is '{configuration.Location}'; it must be CurrentUser or LocalMachine.");
         }
