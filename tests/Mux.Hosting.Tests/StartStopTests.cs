@@ -1,4 +1,5 @@
 using System.Net;
+using System.Net.Sockets;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 
@@ -28,6 +29,65 @@ public sealed class StartStopTests
         public ValueTask InvokeAsync(MuxCallContext call, Func<ValueTask> next) => next();
 
         public ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next) => next();
+    }
+
+    /// <summary>A client interceptor that cannot be made.</summary>
+    public sealed class BrokenInterceptor : IMuxClientInterceptor
+    {
+        public BrokenInterceptor() => throw new InvalidOperationException("The interceptor's settings are missing.");
+
+        public ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next) => next();
+    }
+
+    [Fact]
+    public async Task AStartThatFailsAtTheServersPortAfterTheClientStarted_LeavesNothingConnectedOnceTheHostStops()
+    {
+        await using var other = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0) });
+        await other.StartAsync().WaitAsync(TestHost.Patience);
+        using var taken = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+        taken.Bind(new IPEndPoint(IPAddress.Loopback, 0));
+        taken.Listen();
+        (HostApplicationBuilder builder, _) = TestHost.CreateBuilder(new Dictionary<string, string?>
+        {
+            ["Mux:Client:Connect"] = other.LocalEndPoint!.ToString(),
+            ["Mux:Server:Listen"] = taken.LocalEndPoint!.ToString(),
+        });
+        builder.Services.AddMuxClient().AddProxy<IHostingTestService>(); // Registered first: starts first.
+        builder.Services.AddMuxServer().AddService<IHostingTestService, HostingTestService>();
+        builder.Services.AddSingleton(new InstanceTracker());
+        using IHost host = builder.Build();
+
+        await Assert.ThrowsAsync<SocketException>(() => host.StartAsync().WaitAsync(TestHost.Patience));
+        MuxClient client = host.Services.GetRequiredService<MuxClient>();
+        await host.StopAsync().WaitAsync(TestHost.Patience);
+
+        Assert.Equal(MuxClientState.Closed, client.State);
+        await TestHost.WaitUntilAsync(() => other.ActiveConnections == 0, "the client's connection is closed");
+    }
+
+    [Fact]
+    public async Task AStartThatFailsAtAClientInterceptorAfterTheServerStarted_FailsWithItsError_AndStopsListeningWithTheHost()
+    {
+        (HostApplicationBuilder builder, _) = TestHost.CreateBuilder(new Dictionary<string, string?>
+        {
+            ["Mux:Server:Listen"] = "127.0.0.1:0",
+            ["Mux:Client:Connect"] = "127.0.0.1:1",
+        });
+        builder.Services.AddMuxServer().AddService<IHostingTestService, HostingTestService>();
+        builder.Services.AddMuxClient().AddInterceptor<BrokenInterceptor>();
+        builder.Services.AddSingleton(new InstanceTracker());
+        using IHost host = builder.Build();
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => host.StartAsync().WaitAsync(TestHost.Patience));
+        Assert.Equal("The interceptor's settings are missing.", error.Message);
+        MuxServer server = host.Services.GetRequiredService<MuxServer>();
+        Assert.True(server.IsListening);
+        await host.StopAsync().WaitAsync(TestHost.Patience);
+
+        Assert.False(server.IsListening);
+
+        // No client was made; a later resolve tries again, and fails the same way.
+        Assert.Equal("The interceptor's settings are missing.", Assert.Throws<InvalidOperationException>(() => host.Services.GetRequiredService<MuxClient>()).Message);
     }
 
     [Fact]
