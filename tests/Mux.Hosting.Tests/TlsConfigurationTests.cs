@@ -150,6 +150,19 @@ public sealed class TlsConfigurationTests : IDisposable
     }
 
     [Fact]
+    public void APemCertificateWithoutItsKey_FailsWithAMessageThatPointsAtKeyPath()
+    {
+        string certificatePath = Path.Combine(_directory, "server.pem");
+        File.WriteAllText(certificatePath, TestCertificates.Server.ExportCertificatePem());
+
+        var error = Assert.Throws<InvalidOperationException>(() => Options<MuxServerOptions>(new() { ["Mux:Server:Tls:Certificate:Path"] = certificatePath }));
+
+        // The old message said only to check the Password, which a PEM key without one does not need.
+        Assert.Contains("Mux:Server:Tls:Certificate:KeyPath", error.Message, StringComparison.Ordinal);
+        Assert.IsAssignableFrom<CryptographicException>(error.InnerException);
+    }
+
+    [Fact]
     public void AWrongPassword_FailsWithAMessageThatSaysToCheckIt()
     {
         string path = WritePfx(TestCertificates.Server, "right");
