@@ -45,9 +45,9 @@ internal static class CertificateLoader
             throw new InvalidOperationException($"{key}:KeyPath is '{configuration.KeyPath}', but there is no file at {keyPath}.");
         }
 
+        bool pem = keyPath is not null || IsPem(path);
         try
         {
-            bool pem = keyPath is not null || IsPem(path);
             X509Certificate2 certificate = pem
                 ? LoadPem(path, keyPath, configuration.Password)
                 : X509CertificateLoader.LoadPkcs12FromFile(path, configuration.Password);
@@ -61,7 +61,7 @@ internal static class CertificateLoader
         }
         catch (CryptographicException ex)
         {
-            throw new InvalidOperationException($"The certificate {path} ({key}:Path) could not be loaded: {ex.Message} Check {key}:Password{(keyPath is null ? string.Empty : $" and {key}:KeyPath")}.", ex);
+            throw new InvalidOperationException($"The certificate {path} ({key}:Path) could not be loaded: {ex.Message} Check {key}:Password{(keyPath is not null ? $" and {key}:KeyPath" : pem ? $", or set {key}:KeyPath if the key is not in the certificate's file" : string.Empty)}.", ex);
         }
     }
 
@@ -94,7 +94,8 @@ internal static class CertificateLoader
     private static X509Certificate2 LoadFromStore(MuxCertificateConfiguration configuration, string key)
     {
         StoreLocation location = StoreLocation.CurrentUser;
-        if (configuration.Location is not null && !Enum.TryParse(configuration.Location, ignoreCase: true, out location))
+        // Enum.TryParse also takes a number, which X509Store refuses with a message that names no key.
+        if (configuration.Location is not null && (!Enum.TryParse(configuration.Location, ignoreCase: true, out location) || !Enum.IsDefined(location)))
         {
             throw new InvalidOperationException($"{key}:Location is '{configuration.Location}'; it must be CurrentUser or LocalMachine.");
         }

@@ -52,12 +52,20 @@ internal static class EndPointParser
             return new IPEndPoint(address, port);
         }
 
-        if (!bracketed && Uri.CheckHostName(host) == UriHostNameType.Dns)
+        if (!bracketed && Uri.CheckHostName(host) == UriHostNameType.Dns && !EndsInNumber(host))
         {
             return new DnsEndPoint(host, port);
         }
 
         throw Invalid(value, key, Expected);
+    }
+
+    // A name whose last label is all digits (10.0.0.256) is a mistyped address, not a host name (a
+    // top-level domain is never all-numeric, RFC 3696): DNS would only fail to find it, later.
+    private static bool EndsInNumber(string host)
+    {
+        ReadOnlySpan<char> last = host.AsSpan(host.LastIndexOf('.') + 1);
+        return !last.IsEmpty && !last.ContainsAnyExceptInRange('0', '9');
     }
 
     // Splits "host:port" or "[ipv6]:port". An IPv6 address must be in brackets, since its own

@@ -44,12 +44,24 @@ public sealed class MuxClientBuilder
     /// One <typeparamref name="TImplementation"/>, a DI singleton, serves every such call, so it
     /// must be thread-safe; it is resolved when the client is created (the host's start, or the
     /// first proxy resolved), and may itself inject the client's proxies. Adding the same service
-    /// twice registers it once.
+    /// twice, with the same implementation, registers it once.
     /// </summary>
+    /// <remarks>
+    /// If <typeparamref name="TImplementation"/> cannot be made (its constructor, or one of its
+    /// dependencies, throws), the resolve that creates the client (the host's start, or the first
+    /// <see cref="MuxClient"/> or proxy resolved) fails with that exception, as it is, and the
+    /// half-made client is closed: nothing stays connected, and nothing is handed out without
+    /// the services added here. The next resolve tries again, as DI does for a singleton whose
+    /// constructor threw; but if the failing service (or one made before it) had already injected
+    /// the client's proxies, DI keeps them bound to the closed client, so later creations fail
+    /// with <see cref="InvalidOperationException"/> whose inner exception is the first failure.
+    /// </remarks>
     /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface.</typeparam>
     /// <typeparam name="TImplementation">The implementation, resolved from DI (registered as a
     /// singleton unless registered already).</typeparam>
     /// <returns>This builder, for chaining.</returns>
+    /// <exception cref="InvalidOperationException"><typeparamref name="TService"/> has already been
+    /// added with another implementation.</exception>
     public MuxClientBuilder AddService<TService, [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] TImplementation>()
         where TService : class
         where TImplementation : class, TService
@@ -58,13 +70,16 @@ public sealed class MuxClientBuilder
         {
             if (descriptor.ImplementationInstance is MuxClientServiceRegistration registration && registration.ServiceType == typeof(TService))
             {
-                return this;
+                return registration.ImplementationType == typeof(TImplementation)
+                    ? this
+                    : throw new InvalidOperationException($"{typeof(TService).FullName} is already served by {registration.ImplementationType.FullName}; the Mux client serves each interface with one implementation, so it cannot also be {typeof(TImplementation).FullName}. Remove one of the AddService calls.");
             }
         }
 
         Services.TryAddSingleton<TImplementation>();
         Services.AddSingleton(new MuxClientServiceRegistration(
             typeof(TService),
+            typeof(TImplementation),
             static (client, provider) => client.AddService<TService>(provider.GetRequiredService<TImplementation>())));
         return this;
     }

@@ -12,17 +12,34 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServi
 {
     private readonly Lock _lock = new();
 
-    // Created once, under _lock; read without it afterwards.
+    // Held only to set or read _stopped with _client, never while the client is made: a client
+    // made while the host stopped is closed, not kept.
+    private readonly Lock _stopLock = new();
+
+    // Set once, under _lock, with every AddService applied; read without it afterwards.
     private volatile MuxClient? _client;
 
     // Under _lock: the options (and with them the interceptors) are being made for the client.
     private bool _creating;
 
+    // Under _lock: the client whose services are being added, and whether it was handed out
+    // meanwhile (to a service that injects its proxies: DI keeps both for good).
+    private MuxClient? _pending;
+    private bool _handedOut;
+
+    // Under _lock: why a client that had been handed out could not be made. Final.
+    private Exception? _failure;
+
+    // Under _stopLock: the host has stopped the client; none is made (or kept) from now on.
+    private bool _stopped;
+
     /// <summary>The client if it has been created; null before.</summary>
     public MuxClient? Client => _client;
 
     /// <summary>The client, created and connecting in the background on the first call. Calls made
-    /// before its connection is up wait for it (within MuxClientOptions.CallTimeout).</summary>
+    /// before its connection is up wait for it (within MuxClientOptions.CallTimeout). If one of its
+    /// services cannot be made, the half-made client is closed and the failure thrown as it is;
+    /// the next call tries again, unless the client had been handed out (see _failure).</summary>
     public MuxClient GetClient()
     {
         if (_client is { } client)
@@ -34,6 +51,19 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServi
         {
             if (_client is null)
             {
+                // Back here on this thread while the services are added: an implementation injects
+                // the client's proxies (Lock is reentrant). It gets the client being set up.
+                if (_pending is { } pending)
+                {
+                    _handedOut = true;
+                    return pending;
+                }
+
+                if (_failure is not null)
+                {
+                    throw new InvalidOperationException($"The Mux client of AddMuxClient could not be created: {_failure.Message} It had already been given to a service that injects its proxies, which keeps it, so it was closed and is not made again; fix the failure and restart.", _failure);
+                }
+
                 // Back here on this thread before the client exists: something its options resolve
                 // needs the client. Going on would recurse until DI's stack guard moves the
                 // recursion to another thread, which then waits for _lock forever.
@@ -58,20 +88,82 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServi
                     throw new InvalidOperationException("MuxClientOptions.EndPoint is not set. Set it in AddMuxClient(o => o.EndPoint = new IPEndPoint(IPAddress.Loopback, 5000)) or with the configuration key Mux:Client:Connect, for example \"127.0.0.1:5000\"; for several instances, set Service (Mux:Client:Service, for example \"mux://users\") or EndPoints.");
                 }
 
+                ThrowIfStopped(); // Its options took long enough for the host to stop meanwhile.
                 MuxClient created = MuxClient.Create(clientOptions);
-
-                // Published first: an implementation may inject the client's proxies, and comes
-                // back here (Lock is reentrant) for the client being created.
-                _client = created;
-                foreach (MuxClientServiceRegistration registration in provider.GetServices<MuxClientServiceRegistration>())
+                _pending = created;
+                try
                 {
-                    registration.Add(created, provider);
+                    foreach (MuxClientServiceRegistration registration in provider.GetServices<MuxClientServiceRegistration>())
+                    {
+                        registration.Add(created, provider);
+                    }
+                }
+                catch (Exception ex)
+                {
+                    // Handed out, the client is DI's singleton and its proxies' for good: a new
+                    // one would not be theirs, so the failure stays.
+                    if (_handedOut)
+                    {
+                        _failure = ex;
+                    }
+
+                    Close(created);
+                    throw;
+                }
+                finally
+                {
+                    _pending = null;
+                    _handedOut = false;
+                }
+
+                lock (_stopLock)
+                {
+                    if (_stopped)
+                    {
+                        Close(created);
+                        throw new ObjectDisposedException(nameof(MuxClient), "The host stopped while the Mux client of AddMuxClient was being created; it has been closed.");
+                    }
+
+                    _client = created;
                 }
             }
 
             return _client;
         }
     }
+
+    /// <summary>Marks the client stopped, so that none is made from now on, and returns it if it
+    /// was made.</summary>
+    public MuxClient? Stop()
+    {
+        lock (_stopLock)
+        {
+            _stopped = true;
+            return _client;
+        }
+    }
+
+    private void ThrowIfStopped()
+    {
+        lock (_stopLock)
+        {
+            if (_stopped)
+            {
+                throw new ObjectDisposedException(nameof(MuxClient), "The host has stopped the Mux client of AddMuxClient.");
+            }
+        }
+    }
+
+    /// <summary>Where the client connects, for logs and health checks: its server's address, or
+    /// the service (or the instances) it spreads its calls over.</summary>
+    public static string Describe(MuxClient client, MuxClientOptions options) =>
+        (client.RemoteEndPoint ?? options.EndPoint)?.ToString()
+        ?? options.EndPointResolver?.ToString()
+        ?? (options.EndPoints.Count > 0 ? string.Join(", ", options.EndPoints) : "?");
+
+    // Its connection may be opening: closing stops that at once; the rest completes in the
+    // background, as DI's resolution cannot wait for it.
+    private static void Close(MuxClient client) => _ = client.DisposeAsync().AsTask();
 }
 
 /// <summary>
@@ -89,16 +181,18 @@ internal sealed class MuxClientHostedService(
 
     public Task StartAsync(CancellationToken cancellationToken)
     {
+        // The host's start was abandoned (it is stopping): do not connect.
+        cancellationToken.ThrowIfCancellationRequested();
         holder.GetClient();
         return Task.CompletedTask;
     }
 
     public async Task StopAsync(CancellationToken cancellationToken)
     {
-        if (holder.Client is { } client)
+        if (holder.Stop() is { } client)
         {
             await client.DisposeAsync().ConfigureAwait(false);
-            MuxHostingLog.ClientDisconnected(_logger, (client.RemoteEndPoint ?? options.Value.EndPoint)?.ToString() ?? options.Value.Service ?? "?");
+            MuxHostingLog.ClientDisconnected(_logger, MuxClientHolder.Describe(client, options.Value));
         }
     }
 
@@ -106,7 +200,7 @@ internal sealed class MuxClientHostedService(
     /// later hosted service failed to start).</summary>
     public async ValueTask DisposeAsync()
     {
-        if (holder.Client is { } client)
+        if (holder.Stop() is { } client)
         {
             await client.DisposeAsync().ConfigureAwait(false);
         }

@@ -37,6 +37,13 @@ internal sealed class MuxServerHostedService(
 {
     private readonly ILogger _logger = (loggerFactory ?? NullLoggerFactory.Instance).CreateLogger(MuxHostingLog.Category);
 
+    // Held only to set or read _stopped with holder.Server: a server started while the host
+    // stopped is disposed, not kept listening.
+    private readonly Lock _lock = new();
+
+    // Under _lock: the host has stopped the server (or never started it before stopping).
+    private bool _stopped;
+
     public async Task StartAsync(CancellationToken cancellationToken)
     {
         if (holder.Server is not null)
@@ -47,30 +54,52 @@ internal sealed class MuxServerHostedService(
         MuxServerOptions serverOptions = options.Value; // Binding and validation errors surface here, at host start.
         var server = new MuxServer(serverOptions);
         int count = 0;
-        foreach (MuxServiceBinding binding in bindings)
-        {
-            binding.AddTo(server, services, _logger);
-            count++;
-        }
-
         try
         {
+            foreach (MuxServiceBinding binding in bindings)
+            {
+                binding.AddTo(server, services, _logger);
+                count++;
+            }
+
+            // The host's start was abandoned (it is stopping), perhaps while the options or the
+            // services above were being made: do not listen.
+            cancellationToken.ThrowIfCancellationRequested();
             await server.StartAsync(cancellationToken).ConfigureAwait(false);
+            lock (_lock)
+            {
+                if (_stopped)
+                {
+                    throw new OperationCanceledException("The host stopped while the Mux server was starting.");
+                }
+
+                holder.Server = server;
+            }
         }
-        catch (SocketException ex)
+        catch (Exception ex)
         {
-            // The socket's message ("Address already in use") does not say which address.
-            MuxHostingLog.ServerListenFailed(_logger, serverOptions.EndPoint?.ToString() ?? "?", ex);
+            if (ex is SocketException)
+            {
+                // The socket's message ("Address already in use") does not say which address.
+                MuxHostingLog.ServerListenFailed(_logger, serverOptions.EndPoint?.ToString() ?? "?", ex);
+            }
+
+            await server.DisposeAsync().ConfigureAwait(false);
             throw;
         }
 
-        holder.Server = server;
         MuxHostingLog.ServerStarted(_logger, Describe(server), count);
     }
 
     public async Task StopAsync(CancellationToken cancellationToken)
     {
-        MuxServer? server = holder.Server;
+        MuxServer? server;
+        lock (_lock)
+        {
+            _stopped = true;
+            server = holder.Server;
+        }
+
         if (server is null)
         {
             return; // Never started.

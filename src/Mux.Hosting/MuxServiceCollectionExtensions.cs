@@ -31,7 +31,9 @@ public static class MuxServiceCollectionExtensions
     /// start with <see cref="InvalidOperationException"/> naming the option. When the host stops,
     /// the server sends GoAway and drains the calls in flight until the host's shutdown timeout
     /// (<c>HostOptions.ShutdownTimeout</c>, 30 seconds by default); calls still running then are
-    /// cancelled.
+    /// cancelled. A start that fails halfway, or that the host stops (cancels) before it is done,
+    /// leaves nothing listening: the start fails, with <see cref="OperationCanceledException"/> if
+    /// the host stopped.
     /// </para>
     /// <para>
     /// Once the host has started, the running <see cref="MuxServer"/> can be resolved from the
@@ -97,7 +99,9 @@ public static class MuxServiceCollectionExtensions
     /// <see cref="MuxClientOptions.CallTimeout"/>. A lost connection is re-established with backoff
     /// (<see cref="MuxClientOptions.AutoReconnect"/>); the client logs each change in the
     /// <c>Mux.Client</c> category and reports it through <see cref="MuxClient.StateChanged"/>.
-    /// The client is disposed when the host stops.
+    /// The client is disposed when the host stops; a host stopped while it is still starting makes
+    /// no client (its start fails with <see cref="ObjectDisposedException"/>), and closes one that
+    /// was being made.
     /// </para>
     /// <para>Calling AddMuxClient more than once configures the same, single connection. In a host
     /// that also runs the server the client connects to, call AddMuxServer first: hosted services

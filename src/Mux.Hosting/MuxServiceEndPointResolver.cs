@@ -54,6 +54,10 @@ public sealed class MuxServiceEndPointResolver : IMuxEndPointResolver
     /// service's name gives none.</exception>
     public async ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken)
     {
+        // The last answer's token has done its work once asked again. Kept across an ask that
+        // fails, a changed one would end every wait at once: the client would ask a resolver that
+        // is down again and again, rather than at its interval.
+        _changeToken = null;
         ServiceEndpointSource source = await _resolver.GetEndpointsAsync(_service.Text, cancellationToken).ConfigureAwait(false);
         _changeToken = source.ChangeToken;
         var endPoints = new List<EndPoint>(source.Endpoints.Count);
@@ -71,7 +75,8 @@ public sealed class MuxServiceEndPointResolver : IMuxEndPointResolver
     /// <summary>Completes when the answer of the last <see cref="ResolveAsync"/> changed at its
     /// source (service discovery's change token: a reloaded configuration section, for example),
     /// so that the client picks up a new list of instances at once rather than at its next
-    /// <see cref="MuxClientOptions.ResolveInterval"/>.</summary>
+    /// <see cref="MuxClientOptions.ResolveInterval"/>. After an ask that failed there is no answer to
+    /// change: it waits until cancelled, and the client asks again at its interval.</summary>
     /// <param name="cancellationToken">Ends the wait.</param>
     /// <returns>A task that completes on a change, or is cancelled.</returns>
     public async ValueTask WaitForChangeAsync(CancellationToken cancellationToken)

@@ -275,6 +275,8 @@ public sealed class ConfigurationTests
     [InlineData("127.0.0.1:0")]
     [InlineData("::1:5000")]
     [InlineData("bad host:5000")]
+    [InlineData("10.0.0.256:5000")] // Not an IPv4 address, and a name must not be all digits: the old code looked it up in DNS.
+    [InlineData("10.0.0.1.5:5000")]
     public void AnInvalidConnectValueNamesTheKey(string connect)
     {
         using IHost host = Build(new() { ["Mux:Client:Connect"] = connect });

@@ -83,6 +83,25 @@ public sealed class HealthCheckTests
     }
 
     [Fact]
+    public async Task ClientCheck_OfAClientOverSeveralInstances_NamesTheService()
+    {
+        await using TestHost server = await TestHost.StartServerAsync();
+        await using TestHost client = await TestHost.StartClientAsync(server.ServerEndPoint, new()
+        {
+            ["Mux:Client:Connect"] = null,
+            ["Mux:Client:Service"] = "mux://users",
+            ["Services:users:mux:0"] = server.ServerEndPoint.ToString(),
+        }, b => b.Services.AddMuxClient().AddHealthCheck());
+
+        HealthReportEntry entry = await CheckAsync(client.Services, "mux-client");
+
+        // Such a client has no one endpoint: the old check said "connected to ?".
+        Assert.Equal(HealthStatus.Healthy, entry.Status);
+        Assert.Equal("mux://users", entry.Data["endPoint"]);
+        Assert.Equal("The Mux client is connected to mux://users with 0 call(s) pending.", entry.Description);
+    }
+
+    [Fact]
     public async Task ClientCheck_BeforeTheHostConnects_IsUnhealthy()
     {
         (HostApplicationBuilder builder, _) = TestHost.CreateBuilder();

@@ -3,6 +3,8 @@ using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Options;
+using Microsoft.Extensions.Primitives;
+using Microsoft.Extensions.ServiceDiscovery;
 
 namespace Mux.Hosting.Tests;
 
@@ -128,6 +130,62 @@ public sealed class ServiceDiscoveryTests
         var error = await Assert.ThrowsAsync<InvalidOperationException>(() => new MuxServiceEndPointResolver(discovery, "mux://orders").ResolveAsync(default).AsTask().WaitAsync(TestHost.Patience));
         Assert.Contains("Services:orders:mux:0", error.Message, StringComparison.Ordinal);
         Assert.Contains("mux://orders:5000", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task AResolveThatFailsAfterAChange_IsNotTakenForAnotherChange()
+    {
+        var provider = new FlakyProvider();
+        await using ServiceProvider services = new ServiceCollection()
+            .AddServiceDiscoveryCore()
+            .AddSingleton<IServiceEndpointProviderFactory>(provider)
+            .BuildServiceProvider();
+        var resolver = new MuxServiceEndPointResolver(services.GetRequiredService<ServiceEndpointResolver>(), "mux://users");
+        Assert.Equal([new IPEndPoint(IPAddress.Parse("10.0.0.5"), 5000)], await resolver.ResolveAsync(default).AsTask().WaitAsync(TestHost.Patience));
+
+        provider.Fail = true;
+        provider.Change();
+        await resolver.WaitForChangeAsync(default).AsTask().WaitAsync(TestHost.Patience);
+        Assert.Equal("discovery is down", (await Assert.ThrowsAsync<InvalidOperationException>(() => resolver.ResolveAsync(default).AsTask().WaitAsync(TestHost.Patience))).Message);
+
+        // The old code kept the changed token of the last answer, so the wait returned at once,
+        // after every failed ask: the client asked a resolver that was down again and again.
+        using var stop = new CancellationTokenSource();
+        Task wait = resolver.WaitForChangeAsync(stop.Token).AsTask();
+        Assert.False(wait.IsCompleted);
+        await stop.CancelAsync();
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => wait.WaitAsync(TestHost.Patience));
+    }
+
+    /// <summary>Finds users at 10.0.0.5:5000, with a change token the test fires, until told to fail.</summary>
+    private sealed class FlakyProvider : IServiceEndpointProviderFactory, IServiceEndpointProvider
+    {
+        private CancellationTokenSource _change = new();
+
+        public volatile bool Fail;
+
+        public void Change() => _change.Cancel();
+
+        public bool TryCreateProvider(ServiceEndpointQuery query, [System.Diagnostics.CodeAnalysis.NotNullWhen(true)] out IServiceEndpointProvider? provider)
+        {
+            provider = this;
+            return true;
+        }
+
+        public ValueTask PopulateAsync(IServiceEndpointBuilder endpoints, CancellationToken cancellationToken)
+        {
+            if (Fail)
+            {
+                throw new InvalidOperationException("discovery is down");
+            }
+
+            _change = new CancellationTokenSource();
+            endpoints.Endpoints.Add(ServiceEndpoint.Create(new IPEndPoint(IPAddress.Parse("10.0.0.5"), 5000)));
+            endpoints.AddChangeToken(new CancellationChangeToken(_change.Token));
+            return ValueTask.CompletedTask;
+        }
+
+        public ValueTask DisposeAsync() => ValueTask.CompletedTask;
     }
 
     private static int Served(TestHost server) => server.Tracker.Created.Count;

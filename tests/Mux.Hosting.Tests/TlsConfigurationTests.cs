@@ -135,6 +135,33 @@ public sealed class TlsConfigurationTests : IDisposable
         Assert.Contains(path, error.Message, StringComparison.Ordinal);
     }
 
+    [Theory]
+    [InlineData("Office")]
+    [InlineData("7")] // Enum.TryParse takes any number; the old code failed in X509Store with an ArgumentException naming no key.
+    public void AStoreLocationThatIsNeitherCurrentUserNorLocalMachine_FailsWithAMessageThatNamesTheKey(string location)
+    {
+        var error = Assert.Throws<InvalidOperationException>(() => Options<MuxServerOptions>(new()
+        {
+            ["Mux:Server:Tls:Certificate:Subject"] = "localhost",
+            ["Mux:Server:Tls:Certificate:Location"] = location,
+        }));
+
+        Assert.Contains($"Mux:Server:Tls:Certificate:Location is '{location}'", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void APemCertificateWithoutItsKey_FailsWithAMessageThatPointsAtKeyPath()
+    {
+        string certificatePath = Path.Combine(_directory, "server.pem");
+        File.WriteAllText(certificatePath, TestCertificates.Server.ExportCertificatePem());
+
+        var error = Assert.Throws<InvalidOperationException>(() => Options<MuxServerOptions>(new() { ["Mux:Server:Tls:Certificate:Path"] = certificatePath }));
+
+        // The old message said only to check the Password, which a PEM key without one does not need.
+        Assert.Contains("Mux:Server:Tls:Certificate:KeyPath", error.Message, StringComparison.Ordinal);
+        Assert.IsAssignableFrom<CryptographicException>(error.InnerException);
+    }
+
     [Fact]
     public void AWrongPassword_FailsWithAMessageThatSaysToCheckIt()
     {

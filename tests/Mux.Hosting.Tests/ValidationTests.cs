@@ -60,6 +60,20 @@ public sealed class ValidationTests
     }
 
     [Fact]
+    public async Task AClientGivenBothAServerAndAServiceName_FailsToStartNamingBothKeys()
+    {
+        await using TestHost server = await TestHost.StartServerAsync();
+
+        // The old message spoke of EndPointResolver, which the configuration does not set.
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() =>
+            TestHost.StartClientAsync(server.ServerEndPoint, new() { ["Mux:Client:Service"] = "mux://users" }));
+
+        Assert.Contains("Mux:Client:Service", error.Message, StringComparison.Ordinal);
+        Assert.Contains("Mux:Client:Connect", error.Message, StringComparison.Ordinal);
+        Assert.Contains("'mux://users'", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
     public async Task AnUnparsableValueFailsTheStartNamingTheKey()
     {
         var error = await Assert.ThrowsAsync<InvalidOperationException>(() =>

@@ -18,7 +18,7 @@ internal sealed class MuxClientHealthCheck(MuxClientHolder holder, IOptions<MuxC
             return Task.FromResult(new HealthCheckResult(context.Registration.FailureStatus, "The Mux client is not connected: the host connects it when it starts."));
         }
 
-        string endPoint = (client.RemoteEndPoint ?? options.Value.EndPoint)?.ToString() ?? "?";
+        string endPoint = MuxClientHolder.Describe(client, options.Value);
         MuxClientState state = client.State;
         MuxCloseReason reason = client.CloseReason;
         var data = new Dictionary<string, object>

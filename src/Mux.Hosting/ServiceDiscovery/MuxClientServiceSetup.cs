@@ -21,6 +21,13 @@ internal sealed class MuxClientServiceSetup(IServiceProvider services) : IPostCo
         }
 
         MuxServiceName parsed = MuxServiceName.Parse(service, "MuxClientOptions.Service (configuration key Mux:Client:Service)");
+        if (options.EndPoint is not null || options.EndPoints.Count > 0)
+        {
+            // Said here, where the service is known to come from Service: the core's check would
+            // speak of the EndPointResolver made below, which nobody set.
+            throw new InvalidOperationException($"MuxClientOptions.Service (configuration key Mux:Client:Service) is '{service}', and {(options.EndPoint is not null ? "EndPoint (Mux:Client:Connect)" : "EndPoints")} is set too. Set Service to find the instances by name, or {(options.EndPoint is not null ? "EndPoint for one server" : "EndPoints for a fixed list")}, not both.");
+        }
+
         if (parsed.IsTls)
         {
             options.Tls ??= new SslClientAuthenticationOptions();
