@@ -84,6 +84,9 @@ public sealed class MuxServer : IAsyncDisposable
     /// <param name="cancellationToken">Not used for binding, which does not wait; kept for the hosting pattern.</param>
     /// <returns>A task that completes once the server is listening.</returns>
     /// <exception cref="InvalidOperationException">The options are invalid or the server was already started.</exception>
+    /// <exception cref="ObjectDisposedException">The server has been stopped or disposed (a stopped
+    /// server does not start again), also by a stop that came while this start was binding: nothing
+    /// listens then.</exception>
     /// <exception cref="SocketException">The endpoint cannot be bound (for example, the port is in use).</exception>
     public Task StartAsync(CancellationToken cancellationToken = default) => _runtime.StartAsync(cancellationToken);
 
