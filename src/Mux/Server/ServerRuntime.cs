@@ -242,6 +242,9 @@ internal sealed class ServerRuntime
             SslStream ssl;
             try
             {
+                // A stream handed to AcceptAsync may not heed the token in its reads (one that wraps
+                // a blocking read, say): closing it ends them, as it ends a connection's.
+                using CancellationTokenRegistration close = linked.Token.Register(static stream => CloseQuietly((Stream)stream!), stream);
                 ssl = await TlsHandshake.AuthenticateAsServerAsync(stream, _options.Tls!, linked.Token).ConfigureAwait(false);
             }
             catch (Exception ex)
@@ -250,7 +253,7 @@ internal sealed class ServerRuntime
                 // plaintext, silence) costs only its own connection; the accept loop goes on.
                 if (!cancellationToken.IsCancellationRequested)
                 {
-                    TransportLog.TlsHandshakeFailed(_logger, name, ex is OperationCanceledException
+                    TransportLog.TlsHandshakeFailed(_logger, name, timeout.IsCancellationRequested
                         ? new TimeoutException($"The client did not complete the TLS handshake within {DurationText.Format(_options.HandshakeTimeout)} (MuxServerOptions.HandshakeTimeout).")
                         : ex);
                 }
@@ -267,6 +270,20 @@ internal sealed class ServerRuntime
         {
             _handshakes.TryRemove(handshake, out _);
             handshake.SetResult();
+        }
+    }
+
+    /// <summary>Closes a stream whose handshake was abandoned, on the thread that cancelled it (a
+    /// timer's): a user's stream may throw anything, and nothing may escape there.</summary>
+    private static void CloseQuietly(Stream stream)
+    {
+        try
+        {
+            stream.Dispose();
+        }
+        catch (Exception)
+        {
+            // It is closed as far as we are concerned.
         }
     }
 
