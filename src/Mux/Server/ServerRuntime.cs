@@ -243,8 +243,9 @@ internal sealed class ServerRuntime
             try
             {
                 // A stream handed to AcceptAsync may not heed the token in its reads (one that wraps
-                // a blocking read, say): closing it ends them, as it ends a connection's.
-                using CancellationTokenRegistration close = linked.Token.Register(static stream => CloseQuietly((Stream)stream!), stream);
+                // a blocking read, say): closing it ends them, as it ends a connection's. On the
+                // thread that cancels (a timer's), where nothing the stream throws may escape.
+                using CancellationTokenRegistration close = linked.Token.Register(static stream => StreamConnection.CloseQuietly((Stream)stream!), stream);
                 ssl = await TlsHandshake.AuthenticateAsServerAsync(stream, _options.Tls!, linked.Token).ConfigureAwait(false);
             }
             catch (Exception ex)
@@ -270,20 +271,6 @@ internal sealed class ServerRuntime
         {
             _handshakes.TryRemove(handshake, out _);
             handshake.SetResult();
-        }
-    }
-
-    /// <summary>Closes a stream whose handshake was abandoned, on the thread that cancelled it (a
-    /// timer's): a user's stream may throw anything, and nothing may escape there.</summary>
-    private static void CloseQuietly(Stream stream)
-    {
-        try
-        {
-            stream.Dispose();
-        }
-        catch (Exception)
-        {
-            // It is closed as far as we are concerned.
         }
     }
 
