@@ -49,22 +49,35 @@ public sealed class MuxServer : IAsyncDisposable
     internal Func<Socket, ValueTask<Socket>> AcceptSocket { set => _runtime.AcceptSocket = value; }
 
     /// <summary>Serves <typeparamref name="TService"/> with one shared implementation (it must be
-    /// thread-safe: calls run concurrently).</summary>
+    /// thread-safe: calls run concurrently). For a <see cref="MuxServiceActivator{TService}"/>, name
+    /// the service: <c>AddService&lt;IMyService&gt;(activator)</c> (without the type argument, C#
+    /// binds an activator to this overload, which refuses it).</summary>
     /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface.</typeparam>
     /// <param name="implementation">The instance that serves every call.</param>
     /// <returns>This server, for chaining.</returns>
+    /// <exception cref="ArgumentException"><paramref name="implementation"/> is a
+    /// <see cref="MuxServiceActivator{TService}"/> and <typeparamref name="TService"/> is not an
+    /// interface (C# inferred the activator's class); the message names the call to make.</exception>
     /// <exception cref="InvalidOperationException">The server has started, no dispatcher is
     /// registered for the interface, or a method id collides with another service's.</exception>
     public MuxServer AddService<TService>(TService implementation)
         where TService : class
     {
         ArgumentNullException.ThrowIfNull(implementation);
+        if (implementation is IServiceActivator activator && !typeof(TService).IsInterface)
+        {
+            throw new ArgumentException($"{typeof(TService).FullName} is a MuxServiceActivator<{activator.ServiceType.FullName}>, passed as if it were the service's implementation (C# inferred the activator's class as the service type). Name the service: AddService<{activator.ServiceType.FullName}>(activator).", nameof(implementation));
+        }
+
         _runtime.AddMethods<TService>((service, method) => new SingletonServiceMethod<TService>(service, method, implementation));
         return this;
     }
 
     /// <summary>Serves <typeparamref name="TService"/> with instances that
-    /// <paramref name="activator"/> provides per call.</summary>
+    /// <paramref name="activator"/> provides per call. Name the service when you call it,
+    /// <c>AddService&lt;IMyService&gt;(activator)</c>: C# does not infer it from the activator's base
+    /// class, and without it binds to <see cref="AddService{TService}(TService)"/>, which refuses an
+    /// activator with an <see cref="ArgumentException"/>.</summary>
     /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface.</typeparam>
     /// <param name="activator">Provides (and releases) the instance that serves each call.</param>
     /// <returns>This server, for chaining.</returns>
@@ -84,6 +97,9 @@ public sealed class MuxServer : IAsyncDisposable
     /// <param name="cancellationToken">Not used for binding, which does not wait; kept for the hosting pattern.</param>
     /// <returns>A task that completes once the server is listening.</returns>
     /// <exception cref="InvalidOperationException">The options are invalid or the server was already started.</exception>
+    /// <exception cref="ObjectDisposedException">The server has been stopped or disposed (a stopped
+    /// server does not start again), also by a stop that came while this start was binding: nothing
+    /// listens then.</exception>
     /// <exception cref="SocketException">The endpoint cannot be bound (for example, the port is in use).</exception>
     public Task StartAsync(CancellationToken cancellationToken = default) => _runtime.StartAsync(cancellationToken);
 

@@ -276,5 +276,19 @@ internal sealed class ServerConnection : MuxConnection
         return TrySendRawFrame(FrameType.GoAway, 0, payload);
     }
 
-    protected override void OnClosing(MuxConnectionException error) => _closing.Cancel();
+    /// <summary>Cancels Authenticate's token, which runs what the application registered on it
+    /// here, on the closing thread (a stop, the reader loop, the handshake timeout's timer).</summary>
+    protected override void OnClosing(MuxConnectionException error)
+    {
+        try
+        {
+            _closing.Cancel();
+        }
+        catch (AggregateException ex)
+        {
+            // Authenticate's code failed, late: it must not fail the close (nor, thrown on a
+            // timer, the process).
+            ServerLog.AuthenticateFailed(Logger, Name, ex);
+        }
+    }
 }

@@ -26,7 +26,10 @@ internal sealed class ServerRuntime
     // Open connections. Added by the accept loop, removed when each one closes.
     private readonly ConcurrentDictionary<ServerConnection, byte> _connections = new();
 
+    // Set by StartAsync under _gate (with _acceptLoop) unless a stop came first; taken by StopAsync
+    // under _gate, so that one of the two closes the listener whichever comes first.
     private Socket? _listener;
+    private readonly Lock _gate = new();
 
     // Cancelled by StopAsync: ends the TLS handshakes still running (they have no connection yet),
     // and the accept loop's wait before it retries.
@@ -42,7 +45,7 @@ internal sealed class ServerRuntime
     // AcceptAsync, removed by the handshake itself); StopAsync waits for them.
     private readonly ConcurrentDictionary<TaskCompletionSource, byte> _handshakes = new();
 
-    // Set once by StartAsync (after _state became 1); read by StopAsync and IsListening.
+    // Set once by StartAsync under _gate (after _state became 1); read by StopAsync and IsListening.
     private Task? _acceptLoop;
     private long _connectionsAccepted;
 
@@ -100,7 +103,7 @@ internal sealed class ServerRuntime
         catch
         {
             listener?.Dispose();
-            Volatile.Write(ref _state, 0);
+            Interlocked.CompareExchange(ref _state, 0, 1); // A stop that came meanwhile stays: stopped is for good.
             throw;
         }
 
@@ -109,10 +112,24 @@ internal sealed class ServerRuntime
             TransportLog.AuthTokenWithoutTls(_logger, nameof(MuxServerOptions), endPoint.ToString() ?? "?");
         }
 
-        _listener = listener;
-        LocalEndPoint = listener.LocalEndPoint;
+        lock (_gate)
+        {
+            if (Volatile.Read(ref _state) != 1)
+            {
+                // A stop came while we bound, and found no listener to close: nothing may listen
+                // once it has returned.
+                CloseListener(listener);
+                throw Stopped();
+            }
+
+            _listener = listener;
+            LocalEndPoint = listener.LocalEndPoint;
+
+            // Off this thread: the loop's first accept must not run under the lock.
+            _acceptLoop = Task.Run(() => AcceptLoopAsync(listener));
+        }
+
         ServerLog.ServerStarted(_logger, (LocalEndPoint ?? endPoint).ToString() ?? "?");
-        _acceptLoop = AcceptLoopAsync(listener);
         return Task.CompletedTask;
     }
 
@@ -124,11 +141,15 @@ internal sealed class ServerRuntime
     {
         _options.Validate(requireEndPoint);
         Volatile.Write(ref _interceptors, [.. _options.Interceptors]);
-        if (Interlocked.CompareExchange(ref _state, 1, 0) != 0)
+        int state = Interlocked.CompareExchange(ref _state, 1, 0);
+        if (state != 0)
         {
-            throw new InvalidOperationException("The Mux server has already been started.");
+            throw state == 1 ? new InvalidOperationException("The Mux server has already been started.") : Stopped();
         }
     }
+
+    private static ObjectDisposedException Stopped() =>
+        new(nameof(MuxServer), "The Mux server has been stopped or disposed, and cannot start again. Create a new MuxServer.");
 
     /// <summary>Connects a client to this server over in-memory pipes (no socket), starting the
     /// server without a listener first if it has not started (tests and benchmarks).</summary>
@@ -221,6 +242,10 @@ internal sealed class ServerRuntime
             SslStream ssl;
             try
             {
+                // A stream handed to AcceptAsync may not heed the token in its reads (one that wraps
+                // a blocking read, say): closing it ends them, as it ends a connection's. On the
+                // thread that cancels (a timer's), where nothing the stream throws may escape.
+                using CancellationTokenRegistration close = linked.Token.Register(static stream => StreamConnection.CloseQuietly((Stream)stream!), stream);
                 ssl = await TlsHandshake.AuthenticateAsServerAsync(stream, _options.Tls!, linked.Token).ConfigureAwait(false);
             }
             catch (Exception ex)
@@ -229,7 +254,7 @@ internal sealed class ServerRuntime
                 // plaintext, silence) costs only its own connection; the accept loop goes on.
                 if (!cancellationToken.IsCancellationRequested)
                 {
-                    TransportLog.TlsHandshakeFailed(_logger, name, ex is OperationCanceledException
+                    TransportLog.TlsHandshakeFailed(_logger, name, timeout.IsCancellationRequested
                         ? new TimeoutException($"The client did not complete the TLS handshake within {DurationText.Format(_options.HandshakeTimeout)} (MuxServerOptions.HandshakeTimeout).")
                         : ex);
                 }
@@ -353,30 +378,26 @@ internal sealed class ServerRuntime
 
     private async Task StopOnceAsync()
     {
-        if (_listener is not null)
+        // _state is already 2: a start that has not published its listener yet closes it itself.
+        Socket? listener;
+        Task? acceptLoop;
+        lock (_gate)
         {
-            _listener.Dispose();
+            listener = _listener;
+            acceptLoop = _acceptLoop;
+        }
 
-            // The Unix domain socket file the bind created goes too, so the next start can bind the same path.
-            if (SocketEndPoints.UnixSocketFile(LocalEndPoint) is { } path)
-            {
-                try
-                {
-                    File.Delete(path);
-                }
-                catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
-                {
-                    // Left behind: the next bind reports the path as in use, which says what to do.
-                }
-            }
+        if (listener is not null)
+        {
+            CloseListener(listener);
         }
 
         // No connection may arrive after the drain below starts: end an accept loop waiting to
         // retry, and the TLS handshakes in flight.
         await _stopping.CancelAsync().ConfigureAwait(false);
-        if (_acceptLoop is not null)
+        if (acceptLoop is not null)
         {
-            await _acceptLoop.ConfigureAwait(false);
+            await acceptLoop.ConfigureAwait(false);
         }
 
         foreach (TaskCompletionSource handshake in _handshakes.Keys)
@@ -402,6 +423,25 @@ internal sealed class ServerRuntime
         }
 
         ServerLog.ServerStopped(_logger, open);
+    }
+
+    /// <summary>Closes the listening socket, and removes the file of a Unix domain socket the bind
+    /// created, so that the next start can bind the same path.</summary>
+    private static void CloseListener(Socket listener)
+    {
+        string? path = SocketEndPoints.UnixSocketFile(listener.LocalEndPoint);
+        listener.Dispose();
+        if (path is not null)
+        {
+            try
+            {
+                File.Delete(path);
+            }
+            catch (Exception ex) when (ex is IOException or UnauthorizedAccessException)
+            {
+                // Left behind: the next bind reports the path as in use, which says what to do.
+            }
+        }
     }
 
     public async ValueTask DisposeAsync()

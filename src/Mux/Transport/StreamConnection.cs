@@ -93,11 +93,15 @@ internal sealed class StreamConnection : ByteTransport
         await base.FinishSendingAsync().ConfigureAwait(false);
     }
 
-    protected override void Close()
+    protected override void Close() => CloseQuietly(_stream);
+
+    /// <summary>Disposes <paramref name="stream"/>, which may be a user's: whatever it throws, it is
+    /// closed as far as we are concerned.</summary>
+    public static void CloseQuietly(Stream stream)
     {
         try
         {
-            _stream.Dispose();
+            stream.Dispose();
         }
         catch (Exception)
         {
