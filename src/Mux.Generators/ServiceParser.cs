@@ -45,6 +45,19 @@ internal static class ServiceParser
             return null;
         }
 
+        // A proxy lives as long as the client it calls through: Dispose or DisposeAsync in the contract
+        // would be a call to the server (whose dispatcher would dispose the handler), not a release here.
+        foreach (INamedTypeSymbol inherited in service.AllInterfaces)
+        {
+            if (inherited.SpecialType == SpecialType.System_IDisposable || KnownTypes.Is(inherited, known.AsyncDisposable))
+            {
+                string dispose = inherited.SpecialType == SpecialType.System_IDisposable ? "Dispose" : "DisposeAsync";
+                diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, serviceLocation, serviceName,
+                    $"It inherits {TypeNames.ForMessage(inherited)}, but a proxy lives as long as its client and its {dispose} would be a call to the server: remove {TypeNames.ForMessage(inherited)} from the contract and dispose the MuxClient instead (the service's implementation may still implement it)"));
+                return null;
+            }
+        }
+
         // The service's own members, then those of every interface it inherits. Members of an
         // inherited interface that is a [MuxService] itself are checked there, so their errors are
         // reported once; they still keep this service from being generated.

@@ -514,6 +514,34 @@ public sealed class DiagnosticTests
     }
 
     [Theory]
+    [InlineData("System.IAsyncDisposable", "DisposeAsync")]
+    [InlineData("System.IDisposable", "Dispose")]
+    [InlineData("IOwnedResource", "DisposeAsync")]
+    public void MUX011_DisposableService(string inherited, string method)
+    {
+        // Before: IAsyncDisposable's DisposeAsync became a remote call (the proxy sent it to the
+        // server, whose dispatcher disposed the handler), and IDisposable's Dispose was MUX001.
+        string source = $$"""
+            using System.Threading.Tasks;
+            using Mux;
+
+            public interface IOwnedResource : System.IAsyncDisposable { }
+
+            [MuxService]
+            public interface IStore : {{inherited}}
+            {
+                Task<int> Get(int id);
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "public interface IStore");
+        string message = diagnostic.GetMessage();
+        Assert.Contains(method, message, StringComparison.Ordinal);
+        Assert.Contains("dispose the MuxClient", message, StringComparison.Ordinal);
+        Assert.Empty(GeneratorHarness.Run(source).GeneratedTrees);
+    }
+
+    [Theory]
     [InlineData("Task Send(System.Span<byte> data);", "System.Span<byte>")]
     [InlineData("Task Send(scoped System.ReadOnlySpan<char> text);", "System.ReadOnlySpan<char>")]
     [InlineData("Task Send(params System.ReadOnlySpan<int> values);", "System.ReadOnlySpan<int>")]
