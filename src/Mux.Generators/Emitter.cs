@@ -359,10 +359,15 @@ internal static class Emitter
         w.Open("try");
         w.Line(model.IsMap ? "int count = reader.ReadMapHeader();" : "int count = reader.ReadArrayHeader();");
         List<ObjectMemberModel> read = model.Members.Where(m => m.Assignment != MemberAssignment.None).ToList();
+
+        // Whether a map member needs a flag saying it was read: only one set after construction
+        // does (see Present); a constructor or initializer takes every member, read or not.
+        bool HasFlag(ObjectMemberModel member) => model.IsMap && member.Assignment == MemberAssignment.Setter;
+
         foreach (ObjectMemberModel member in read)
         {
             w.Line($"{member.Type} v{member.Key} = {member.InitialValue};");
-            if (model.IsMap)
+            if (HasFlag(member))
             {
                 w.Line($"bool has{member.Key} = false;");
             }
@@ -377,7 +382,11 @@ internal static class Emitter
             {
                 w.Open($"{keyword} (global::System.MemoryExtensions.SequenceEqual(key, {Literal(member.StringKey!)}u8))");
                 w.Line($"v{member.Key} = {formatters.Read(member.Type)};");
-                w.Line($"has{member.Key} = true;");
+                if (HasFlag(member))
+                {
+                    w.Line($"has{member.Key} = true;");
+                }
+
                 w.Close();
                 keyword = "else if";
             }

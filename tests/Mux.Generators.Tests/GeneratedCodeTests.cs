@@ -355,6 +355,39 @@ public sealed class GeneratedCodeTests
     }
 
     [Fact]
+    public void MapObjectWithConstructorInitAndRequiredMembers_CompilesWithoutWarnings()
+    {
+        // Before: a "has" flag was declared for every member of a map but read only for those set
+        // after construction, CS0219 in generated code (an error under TreatWarningsAsErrors).
+        const string source = """
+            using System.Threading.Tasks;
+            using MessagePack;
+            using Mux;
+
+            namespace Contracts.Maps;
+
+            [MessagePackObject(keyAsPropertyName: true)]
+            public sealed record Person(string Name)
+            {
+                public int Age { get; init; }
+                public required string City { get; set; }
+                public string? Nick { get; set; }
+            }
+
+            [MuxService]
+            public interface IPeople
+            {
+                Task<Person> Get(Person person);
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+    }
+
+    [Fact]
     public void NullableTaskAndStreamTypes_CompileWithoutWarnings()
     {
         // A project with TreatWarningsAsErrors fails on any nullable warning in generated code.
