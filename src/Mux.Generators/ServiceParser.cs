@@ -2,6 +2,7 @@ using System.Collections.Generic;
 using System.Linq;
 using System.Threading;
 using Microsoft.CodeAnalysis;
+using Microsoft.CodeAnalysis.CSharp;
 using Mux.Generators.Model;
 
 namespace Mux.Generators;
@@ -235,6 +236,14 @@ internal static class ServiceParser
         {
             ok = false;
             Add(DiagnosticDescriptors.InvalidDeclaration, location, methodName, "It takes __arglist, which a proxy cannot implement: pass the values as an array");
+        }
+
+        // A protected member, or an internal one of another assembly: the dispatcher cannot call it.
+        if (!TypeNames.IsAccessible(method, known.Compilation))
+        {
+            ok = false;
+            Add(DiagnosticDescriptors.InvalidDeclaration, location, methodName,
+                $"It is {SyntaxFacts.GetText(method.DeclaredAccessibility)}, so the generated dispatcher cannot call it: make it public (every client may call a Mux method)");
         }
 
         // The dispatcher calls the method.

@@ -514,6 +514,29 @@ public sealed class DiagnosticTests
     }
 
     [Theory]
+    [InlineData("protected")]
+    [InlineData("private protected")]
+    public void MUX011_MethodTheDispatcherCannotCall(string accessibility)
+    {
+        // Before: the generated dispatcher called it, CS0122 in generated code.
+        string source = $$"""
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface IStore
+            {
+                Task<int> Get(int id);
+
+                {{accessibility}} Task Reset();
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "Task Reset(");
+        Assert.Contains("make it public", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Theory]
     [InlineData("System.IAsyncDisposable", "DisposeAsync")]
     [InlineData("System.IDisposable", "Dispose")]
     [InlineData("IOwnedResource", "DisposeAsync")]
