@@ -165,7 +165,7 @@ internal static class ServiceParser
 
             byId.Add(id, (idName, method, report));
             models.Add(new MethodModel(
-                TypeNames.Plain(declaring),
+                TypeNames.Annotated(declaring), // IBase<string?>: the proxy implements it as declared.
                 TypeNames.Identifier(method.Name),
                 tail,
                 id,

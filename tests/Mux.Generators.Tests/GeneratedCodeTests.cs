@@ -355,6 +355,35 @@ public sealed class GeneratedCodeTests
     }
 
     [Fact]
+    public void InheritedInterfaceWithNullableTypeArguments_CompilesWithoutWarnings()
+    {
+        // Before: the proxy implemented IRepository<string> for IRepository<string?>, CS8643 and
+        // CS8616 in generated code (errors under TreatWarningsAsErrors).
+        const string source = """
+            using System.Collections.Generic;
+            using System.Threading.Tasks;
+            using Mux;
+
+            namespace Contracts.Repository;
+
+            public interface IRepository<T>
+            {
+                Task<T> Get(T key);
+            }
+
+            [MuxService]
+            public interface INames : IRepository<string?>, IRepository<List<int?>?>
+            {
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+    }
+
+    [Fact]
     public void MapObjectWithConstructorInitAndRequiredMembers_CompilesWithoutWarnings()
     {
         // Before: a "has" flag was declared for every member of a map but read only for those set
