@@ -21,6 +21,38 @@ internal static class ObjectParser
         return ObjectMembers.Select(type, known, problems: null).Select(m => m.Type);
     }
 
+    /// <summary>The ids of the [Experimental] APIs a formatter for <paramref name="type"/> uses: the
+    /// type, its constructors, its serialized members and their types, or a union's case types.</summary>
+    public static EquatableArray<string> ExperimentalIds(INamedTypeSymbol type, KnownTypes known)
+    {
+        var ids = new SortedSet<string>(System.StringComparer.Ordinal);
+        AddExperimentalIds(type, known, ids);
+        return new EquatableArray<string>(ids);
+    }
+
+    /// <summary>Adds what <see cref="ExperimentalIds"/> returns to <paramref name="ids"/>.</summary>
+    public static void AddExperimentalIds(INamedTypeSymbol type, KnownTypes known, SortedSet<string> ids)
+    {
+        TypeNames.AddExperimentalIds(type, ids);
+        foreach (IMethodSymbol constructor in type.InstanceConstructors)
+        {
+            TypeNames.AddExperimentalIds(constructor, ids);
+        }
+
+        foreach (ITypeSymbol reached in ReachedTypes(type, known))
+        {
+            TypeNames.AddExperimentalIds(reached, ids);
+        }
+
+        if (!IsUnion(type, known))
+        {
+            foreach (SerializedMember member in ObjectMembers.Select(type, known, problems: null))
+            {
+                TypeNames.AddExperimentalIds(member.Symbol, ids);
+            }
+        }
+    }
+
     private static bool IsUnion(INamedTypeSymbol type, KnownTypes known) =>
         type.IsAbstract && known.HasAttribute(type, known.UnionAttribute);
 
@@ -63,7 +95,8 @@ internal static class ObjectParser
 
         return ok
             ? new ObjectModel(TypeNames.HintName(type, "MuxUnion"), TypeNames.Plain(type), false, 2, EquatableArray<ObjectMemberModel>.Empty,
-                EquatableArray<int>.Empty, new EquatableArray<FormatterRegistration>(planner.Registrations), false, new EquatableArray<UnionCaseModel>(cases))
+                EquatableArray<int>.Empty, new EquatableArray<FormatterRegistration>(planner.Registrations), false, new EquatableArray<UnionCaseModel>(cases),
+                ExperimentalIds(type, known))
             : null;
     }
 
@@ -178,7 +211,8 @@ internal static class ObjectParser
             new EquatableArray<int>(constructorMembers.Select(m => m.Key)),
             new EquatableArray<FormatterRegistration>(planner.Registrations),
             isMap,
-            EquatableArray<UnionCaseModel>.Empty);
+            EquatableArray<UnionCaseModel>.Empty,
+            ExperimentalIds(type, known));
     }
 
     /// <summary>

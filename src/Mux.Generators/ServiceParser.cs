@@ -180,6 +180,25 @@ internal static class ServiceParser
             return null;
         }
 
+        var experimental = new SortedSet<string>(System.StringComparer.Ordinal);
+        TypeNames.AddExperimentalIds(service, experimental);
+        foreach ((INamedTypeSymbol declaring, IMethodSymbol method, _) in methods)
+        {
+            TypeNames.AddExperimentalIds(declaring, experimental);
+            TypeNames.AddExperimentalIds(method, experimental);
+            TypeNames.AddExperimentalIds(method.ReturnType, experimental);
+            foreach (IParameterSymbol parameter in method.Parameters)
+            {
+                TypeNames.AddExperimentalIds(parameter.Type, experimental);
+            }
+        }
+
+        // The registrations name the types the objects reach, and an object's formatter in this file its members.
+        foreach (INamedTypeSymbol type in planner.Objects)
+        {
+            ObjectParser.AddExperimentalIds(type, known, experimental);
+        }
+
         // [MessagePackObject] and [Union] types from other assemblies get a formatter here too: their
         // assembly may have no Mux generator, or its module initializer may not have run yet.
         var externalObjects = new List<ObjectModel>();
@@ -198,7 +217,8 @@ internal static class ServiceParser
             TypeNames.IdName(service),
             new EquatableArray<MethodModel>(models),
             new EquatableArray<FormatterRegistration>(planner.Registrations),
-            new EquatableArray<ObjectModel>(externalObjects));
+            new EquatableArray<ObjectModel>(externalObjects),
+            new EquatableArray<string>(experimental));
 
         void Report(bool report, DiagnosticDescriptor descriptor, ISymbol symbol, params string[] arguments)
         {

@@ -417,6 +417,67 @@ public sealed class GeneratedCodeTests
     }
 
     [Fact]
+    public void ExperimentalContract_CompilesWithItsDiagnosticsSuppressed()
+    {
+        // Using an [Experimental] API is an error until its id is suppressed; the contract's author
+        // has opted in, and the generated code, which they cannot edit, uses the same APIs. Before:
+        // LIBEXP1, LIBEXP2, LIBEXP3, APPEXP1 and APPEXP2 errors in generated code.
+        MetadataReference library = GeneratorHarness.CompileToReference("Library", """
+            using System.Diagnostics.CodeAnalysis;
+            using System.Threading.Tasks;
+            using MessagePack;
+
+            namespace Library;
+
+            [Experimental("LIBEXP1")]
+            public interface IPreview
+            {
+                Task Ping();
+            }
+
+            [Experimental("LIBEXP2")]
+            public enum Level { Low, High }
+
+            [MessagePackObject]
+            public sealed class Reading
+            {
+                [Key(0)] public int Value { get; set; }
+                [Key(1), Experimental("LIBEXP3")] public double Accuracy { get; set; }
+            }
+            """);
+        const string source = """
+            #pragma warning disable LIBEXP1, LIBEXP2
+            using System.Collections.Generic;
+            using System.Diagnostics.CodeAnalysis;
+            using System.Threading.Tasks;
+            using MessagePack;
+            using Mux;
+
+            namespace Contracts.Preview;
+
+            [MessagePackObject]
+            public sealed class Sample
+            {
+                [Key(0), Experimental("APPEXP1")] public string? Note { get; set; }
+            }
+
+            [MuxService]
+            public interface ISensors : Library.IPreview
+            {
+                Task<List<Library.Reading>> Read(Library.Level level, Sample sample);
+
+                [Experimental("APPEXP2")]
+                Task Calibrate();
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run([library], source);
+
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+    }
+
+    [Fact]
     public void NullableTaskAndStreamTypes_CompileWithoutWarnings()
     {
         // A project with TreatWarningsAsErrors fails on any nullable warning in generated code.
