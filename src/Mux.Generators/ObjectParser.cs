@@ -88,6 +88,15 @@ internal static class ObjectParser
                     $"Two [Union] cases have the key {key}: give each case its own key"));
             }
 
+            // The formatter casts the union to each case and back.
+            if (caseType.IsUnboundGenericType || !known.Compilation.HasImplicitConversion(caseType, type))
+            {
+                ok = false;
+                diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, location, typeName,
+                    $"Its [Union] case '{TypeNames.ForMessage(caseType)}' does not implement or derive from it as a closed type: each case must be a type '{typeName}' can hold, such as a class that implements it"));
+                continue;
+            }
+
             planner.Visit(caseType, report: true, diagnostics, location, $"[Union] '{typeName}'");
 
             cases.Add(new UnionCaseModel(key, TypeNames.Plain(caseType)));

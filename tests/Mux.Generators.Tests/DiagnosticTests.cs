@@ -494,6 +494,29 @@ public sealed class DiagnosticTests
         Assert.Contains("Two [Union] cases have the key 0", diagnostic.GetMessage(), StringComparison.Ordinal);
     }
 
+    [Theory]
+    [InlineData("public sealed class Circle { }", "Circle")]
+    [InlineData("[MessagePackObject] public sealed class Circle { [Key(0)] public double Radius { get; set; } }", "Circle")]
+    [InlineData("public sealed class Circle<T> : IShape { }", "Circle<>")]
+    public void MUX011_UnionCaseThatIsNotACaseOfTheUnion(string declaration, string typeOf)
+    {
+        // Before: the generated formatter cast the union to the case, CS0030 (or CS7003 for an
+        // open generic type) in generated code.
+        string source = $$"""
+            using MessagePack;
+
+            [Union(0, typeof({{typeOf}}))]
+            public interface IShape
+            {
+            }
+
+            {{declaration}}
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "public interface IShape");
+        Assert.Contains("does not implement or derive from", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
     [Fact]
     public void MUX011_StaticAbstractMember()
     {
