@@ -518,6 +518,27 @@ public sealed class DiagnosticTests
     }
 
     [Fact]
+    public void MUX011_KeyWhoseArrayWouldBeTooLong()
+    {
+        // Before: the array's length, the largest key plus one, overflowed to a negative header.
+        const string source = """
+            using MessagePack;
+
+            [MessagePackObject]
+            public sealed class Sparse
+            {
+                [Key(0)] public int First { get; set; }
+
+                [Key(int.MaxValue)]
+                public int Last { get; set; }
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "public int Last");
+        Assert.Contains("[Key(2147483647)]", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
     public void MUX011_StaticAbstractMember()
     {
         const string source = """
