@@ -340,9 +340,33 @@ internal static class Emitter
             var byKey = model.Members.ToDictionary(m => m.Key);
             for (int key = 0; key < model.Length; key++)
             {
-                w.Line(byKey.TryGetValue(key, out ObjectMemberModel? member)
-                    ? formatters.Write(member.Type, $"value.{member.Name}")
-                    : "writer.WriteNil();");
+                if (byKey.TryGetValue(key, out ObjectMemberModel? member))
+                {
+                    w.Line(formatters.Write(member.Type, $"value.{member.Name}"));
+                    continue;
+                }
+
+                // A long gap between keys is a loop: one line per nil made [Key(1_000_000)] a
+                // million-line formatter (and a key near int.MaxValue ran the generator out of memory).
+                int gap = 1;
+                while (!byKey.ContainsKey(key + gap))
+                {
+                    gap++;
+                }
+
+                if (gap < 8)
+                {
+                    gap = 1;
+                    w.Line("writer.WriteNil();");
+                }
+                else
+                {
+                    w.Open($"for (int gap = 0; gap < {gap}; gap++)");
+                    w.Line("writer.WriteNil();");
+                    w.Close();
+                }
+
+                key += gap - 1;
             }
         }
 

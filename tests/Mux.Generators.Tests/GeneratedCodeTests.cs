@@ -478,6 +478,42 @@ public sealed class GeneratedCodeTests
     }
 
     [Fact]
+    public void SparseKeys_WriteTheirGapsInALoop()
+    {
+        // Before: one WriteNil line per missing key, so [Key(1_000_000)] generated a million lines
+        // (and a key near int.MaxValue ran the generator out of memory).
+        const string source = """
+            using System.Threading.Tasks;
+            using MessagePack;
+            using Mux;
+
+            namespace Contracts.Sparse;
+
+            [MessagePackObject]
+            public sealed class Sparse
+            {
+                [Key(0)] public int First { get; set; }
+                [Key(3)] public int Near { get; set; }
+                [Key(1_000_000)] public int Far { get; set; }
+            }
+
+            [MuxService]
+            public interface ISparse
+            {
+                Task<Sparse> Get();
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+        string formatter = Assert.Single(run.GeneratedTrees, t => t.FilePath.EndsWith("Sparse.MuxObject.g.cs", StringComparison.Ordinal)).ToString();
+        Assert.True(formatter.Length < 20_000, $"The formatter is {formatter.Length} characters long.");
+        Assert.Contains("writer.WriteArrayHeader(1000001);", formatter, StringComparison.Ordinal);
+    }
+
+    [Fact]
     public void NullableTaskAndStreamTypes_CompileWithoutWarnings()
     {
         // A project with TreatWarningsAsErrors fails on any nullable warning in generated code.
