@@ -113,7 +113,10 @@ internal static class ServiceParser
         {
             cancellationToken.ThrowIfCancellationRequested();
             string methodName = TypeNames.ForMessage(declaring) + "." + method.Name;
-            if (!CheckMethod(method, methodName, declaring, known, report, diagnostics, serviceLocation, out ReturnKind returnKind, out ITypeSymbol? resultType))
+            // A method of a plain interface the service inherits (IEnumerable<T>, say) is named with
+            // it, and the service, not that interface, is the "Mux service" the message names.
+            string shortName = SymbolEqualityComparer.Default.Equals(declaring, service) ? method.Name : methodName;
+            if (!CheckMethod(method, methodName, shortName, serviceName, known, report, diagnostics, serviceLocation, out ReturnKind returnKind, out ITypeSymbol? resultType))
             {
                 hasErrors = true;
                 continue;
@@ -233,7 +236,8 @@ internal static class ServiceParser
     private static bool CheckMethod(
         IMethodSymbol method,
         string methodName,
-        INamedTypeSymbol declaring,
+        string shortName,
+        string serviceName,
         KnownTypes known,
         bool report,
         List<DiagnosticInfo> diagnostics,
@@ -249,7 +253,7 @@ internal static class ServiceParser
         if (method.IsGenericMethod)
         {
             ok = false;
-            Add(DiagnosticDescriptors.GenericMethod, location, method.Name, TypeNames.ForMessage(declaring));
+            Add(DiagnosticDescriptors.GenericMethod, location, shortName, serviceName);
         }
 
         if (method.IsVararg)
@@ -299,7 +303,7 @@ internal static class ServiceParser
         else
         {
             ok = false;
-            Add(DiagnosticDescriptors.UnsupportedReturnType, location, method.Name, TypeNames.ForMessage(declaring), TypeNames.ForMessage(returnType));
+            Add(DiagnosticDescriptors.UnsupportedReturnType, location, shortName, serviceName, TypeNames.ForMessage(returnType));
         }
 
         bool sawToken = false;

@@ -58,6 +58,34 @@ public sealed class DiagnosticTests
     }
 
     [Fact]
+    public void MUX001_MethodOfAnInheritedPlainInterface_NamesTheServiceAndTheInterface()
+    {
+        // Before: "Method 'GetEnumerator' of Mux service 'System.Collections.Generic.IEnumerable<int>'",
+        // which is no Mux service and did not say where the method came from.
+        const string source = """
+            using System.Collections.Generic;
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface IStore : IEnumerable<int>
+            {
+                Task<int> Get(int id);
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Assert.Equal(2, run.GeneratorDiagnostics.Length);
+        Assert.All(run.GeneratorDiagnostics, d => Assert.Equal("MUX001", d.Id));
+        Assert.Contains(run.GeneratorDiagnostics, d => d.GetMessage().StartsWith(
+            "Method 'System.Collections.Generic.IEnumerable<int>.GetEnumerator' of Mux service 'IStore' returns 'System.Collections.Generic.IEnumerator<int>'", StringComparison.Ordinal));
+        Assert.Contains(run.GeneratorDiagnostics, d => d.GetMessage().StartsWith(
+            "Method 'System.Collections.IEnumerable.GetEnumerator' of Mux service 'IStore'", StringComparison.Ordinal));
+        Assert.Empty(run.GeneratedTrees);
+    }
+
+    [Fact]
     public void MUX002_RefOutOrInParameter()
     {
         const string source = """
