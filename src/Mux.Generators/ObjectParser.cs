@@ -170,6 +170,20 @@ internal static class ObjectParser
             return null;
         }
 
+        // MUX009 would blame the constructors for what one member does.
+        if (!type.InstanceConstructors.Any(c => known.HasAttribute(c, known.SetsRequiredMembersAttribute)))
+        {
+            foreach (ISymbol required in ObjectMembers.GetCandidates(type).Where(ObjectMembers.IsRequired))
+            {
+                if (!members.Exists(m => SymbolEqualityComparer.Default.Equals(m.Symbol, required)))
+                {
+                    diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, SourceLocation(required, location), typeName,
+                        $"Its required member '{required.Name}' is not serialized, so a generated formatter cannot set it when it reads one: make it public with a [Key], or mark a constructor [SetsRequiredMembers]"));
+                    return null;
+                }
+            }
+        }
+
         if (!TryChooseConstructor(type, members, known, out IMethodSymbol? constructor, out SerializedMember[] constructorMembers))
         {
             diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.NoUsableConstructor, location, typeName));

@@ -471,6 +471,27 @@ public sealed class DiagnosticTests
     }
 
     [Fact]
+    public void MUX011_RequiredMemberThatIsNotSerialized()
+    {
+        // Before: MUX009, which asked for a parameterless constructor the type already had.
+        const string source = """
+            using MessagePack;
+
+            [MessagePackObject]
+            public sealed class Account
+            {
+                [Key(0)] public int Id { get; set; }
+
+                [IgnoreMember]
+                public required string Owner { get; set; }
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "public required string Owner");
+        Assert.Contains("required member 'Owner' is not serialized", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
     public void MUX011_MixedIntegerAndStringKeys()
     {
         const string source = """
