@@ -16,6 +16,7 @@ internal sealed class KnownTypes
         CancellationToken = compilation.GetTypeByMetadataName("System.Threading.CancellationToken");
         MuxCallContext = compilation.GetTypeByMetadataName("Mux.MuxCallContext");
         AsyncEnumerable = compilation.GetTypeByMetadataName("System.Collections.Generic.IAsyncEnumerable`1");
+        AsyncDisposable = compilation.GetTypeByMetadataName("System.IAsyncDisposable");
         List = compilation.GetTypeByMetadataName("System.Collections.Generic.List`1");
         Dictionary = compilation.GetTypeByMetadataName("System.Collections.Generic.Dictionary`2");
         MuxServiceAttribute = compilation.GetTypeByMetadataName("Mux.MuxServiceAttribute");
@@ -72,6 +73,8 @@ internal sealed class KnownTypes
 
     public INamedTypeSymbol? MuxCallContext { get; }
     public INamedTypeSymbol? AsyncEnumerable { get; }
+
+    public INamedTypeSymbol? AsyncDisposable { get; }
 
     public INamedTypeSymbol? List { get; }
 

@@ -145,6 +145,9 @@ internal static class ObjectMembers
                 case int index when index < 0:
                     problems?.Add((member, $"Member '{member.Name}' has [Key({index})], but an index must not be negative"));
                     break;
+                case int.MaxValue:
+                    problems?.Add((member, $"Member '{member.Name}' has [Key({int.MaxValue})], but the array would then need more than int.MaxValue elements (the largest key plus one): use a smaller key"));
+                    break;
                 case int index when intKeys.TryGetValue(index, out ISymbol? other):
                     problems?.Add((member, $"Members '{other.Name}' and '{member.Name}' both have [Key({index})]: give each member its own key"));
                     break;

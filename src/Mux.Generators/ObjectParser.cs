@@ -21,6 +21,38 @@ internal static class ObjectParser
         return ObjectMembers.Select(type, known, problems: null).Select(m => m.Type);
     }
 
+    /// <summary>The ids of the [Experimental] APIs a formatter for <paramref name="type"/> uses: the
+    /// type, its constructors, its serialized members and their types, or a union's case types.</summary>
+    public static EquatableArray<string> ExperimentalIds(INamedTypeSymbol type, KnownTypes known)
+    {
+        var ids = new SortedSet<string>(System.StringComparer.Ordinal);
+        AddExperimentalIds(type, known, ids);
+        return new EquatableArray<string>(ids);
+    }
+
+    /// <summary>Adds what <see cref="ExperimentalIds"/> returns to <paramref name="ids"/>.</summary>
+    public static void AddExperimentalIds(INamedTypeSymbol type, KnownTypes known, SortedSet<string> ids)
+    {
+        TypeNames.AddExperimentalIds(type, ids);
+        foreach (IMethodSymbol constructor in type.InstanceConstructors)
+        {
+            TypeNames.AddExperimentalIds(constructor, ids);
+        }
+
+        foreach (ITypeSymbol reached in ReachedTypes(type, known))
+        {
+            TypeNames.AddExperimentalIds(reached, ids);
+        }
+
+        if (!IsUnion(type, known))
+        {
+            foreach (SerializedMember member in ObjectMembers.Select(type, known, problems: null))
+            {
+                TypeNames.AddExperimentalIds(member.Symbol, ids);
+            }
+        }
+    }
+
     private static bool IsUnion(INamedTypeSymbol type, KnownTypes known) =>
         type.IsAbstract && known.HasAttribute(type, known.UnionAttribute);
 
@@ -56,6 +88,15 @@ internal static class ObjectParser
                     $"Two [Union] cases have the key {key}: give each case its own key"));
             }
 
+            // The formatter casts the union to each case and back.
+            if (caseType.IsUnboundGenericType || !known.Compilation.HasImplicitConversion(caseType, type))
+            {
+                ok = false;
+                diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, location, typeName,
+                    $"Its [Union] case '{TypeNames.ForMessage(caseType)}' does not implement or derive from it as a closed type: each case must be a type '{typeName}' can hold, such as a class that implements it"));
+                continue;
+            }
+
             planner.Visit(caseType, report: true, diagnostics, location, $"[Union] '{typeName}'");
 
             cases.Add(new UnionCaseModel(key, TypeNames.Plain(caseType)));
@@ -63,7 +104,8 @@ internal static class ObjectParser
 
         return ok
             ? new ObjectModel(TypeNames.HintName(type, "MuxUnion"), TypeNames.Plain(type), false, 2, EquatableArray<ObjectMemberModel>.Empty,
-                EquatableArray<int>.Empty, new EquatableArray<FormatterRegistration>(planner.Registrations), false, new EquatableArray<UnionCaseModel>(cases))
+                EquatableArray<int>.Empty, new EquatableArray<FormatterRegistration>(planner.Registrations), false, new EquatableArray<UnionCaseModel>(cases),
+                ExperimentalIds(type, known))
             : null;
     }
 
@@ -128,6 +170,20 @@ internal static class ObjectParser
             return null;
         }
 
+        // MUX009 would blame the constructors for what one member does.
+        if (!type.InstanceConstructors.Any(c => known.HasAttribute(c, known.SetsRequiredMembersAttribute)))
+        {
+            foreach (ISymbol required in ObjectMembers.GetCandidates(type).Where(ObjectMembers.IsRequired))
+            {
+                if (!members.Exists(m => SymbolEqualityComparer.Default.Equals(m.Symbol, required)))
+                {
+                    diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, SourceLocation(required, location), typeName,
+                        $"Its required member '{required.Name}' is not serialized, so a generated formatter cannot set it when it reads one: make it public with a [Key], or mark a constructor [SetsRequiredMembers]"));
+                    return null;
+                }
+            }
+        }
+
         if (!TryChooseConstructor(type, members, known, out IMethodSymbol? constructor, out SerializedMember[] constructorMembers))
         {
             diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.NoUsableConstructor, location, typeName));
@@ -178,7 +234,8 @@ internal static class ObjectParser
             new EquatableArray<int>(constructorMembers.Select(m => m.Key)),
             new EquatableArray<FormatterRegistration>(planner.Registrations),
             isMap,
-            EquatableArray<UnionCaseModel>.Empty);
+            EquatableArray<UnionCaseModel>.Empty,
+            ExperimentalIds(type, known));
     }
 
     /// <summary>

@@ -2,6 +2,7 @@ using System.Collections.Generic;
 using System.Linq;
 using System.Threading;
 using Microsoft.CodeAnalysis;
+using Microsoft.CodeAnalysis.CSharp;
 using Mux.Generators.Model;
 
 namespace Mux.Generators;
@@ -43,6 +44,19 @@ internal static class ServiceParser
             diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, serviceLocation, serviceName,
                 "It is [Obsolete] as an error, so the generated proxy cannot implement it: remove [MuxService], or make the [Obsolete] a warning"));
             return null;
+        }
+
+        // A proxy lives as long as the client it calls through: Dispose or DisposeAsync in the contract
+        // would be a call to the server (whose dispatcher would dispose the handler), not a release here.
+        foreach (INamedTypeSymbol inherited in service.AllInterfaces)
+        {
+            if (inherited.SpecialType == SpecialType.System_IDisposable || KnownTypes.Is(inherited, known.AsyncDisposable))
+            {
+                string dispose = inherited.SpecialType == SpecialType.System_IDisposable ? "Dispose" : "DisposeAsync";
+                diagnostics.Add(DiagnosticInfo.Create(DiagnosticDescriptors.InvalidDeclaration, serviceLocation, serviceName,
+                    $"It inherits {TypeNames.ForMessage(inherited)}, but a proxy lives as long as its client and its {dispose} would be a call to the server: remove {TypeNames.ForMessage(inherited)} from the contract and dispose the MuxClient instead (the service's implementation may still implement it)"));
+                return null;
+            }
         }
 
         // The service's own members, then those of every interface it inherits. Members of an
@@ -99,7 +113,10 @@ internal static class ServiceParser
         {
             cancellationToken.ThrowIfCancellationRequested();
             string methodName = TypeNames.ForMessage(declaring) + "." + method.Name;
-            if (!CheckMethod(method, methodName, declaring, known, report, diagnostics, serviceLocation, out ReturnKind returnKind, out ITypeSymbol? resultType))
+            // A method of a plain interface the service inherits (IEnumerable<T>, say) is named with
+            // it, and the service, not that interface, is the "Mux service" the message names.
+            string shortName = SymbolEqualityComparer.Default.Equals(declaring, service) ? method.Name : methodName;
+            if (!CheckMethod(method, methodName, shortName, serviceName, known, report, diagnostics, serviceLocation, out ReturnKind returnKind, out ITypeSymbol? resultType))
             {
                 hasErrors = true;
                 continue;
@@ -151,7 +168,7 @@ internal static class ServiceParser
 
             byId.Add(id, (idName, method, report));
             models.Add(new MethodModel(
-                TypeNames.Plain(declaring),
+                TypeNames.Annotated(declaring), // IBase<string?>: the proxy implements it as declared.
                 TypeNames.Identifier(method.Name),
                 tail,
                 id,
@@ -164,6 +181,25 @@ internal static class ServiceParser
         if (hasErrors)
         {
             return null;
+        }
+
+        var experimental = new SortedSet<string>(System.StringComparer.Ordinal);
+        TypeNames.AddExperimentalIds(service, experimental);
+        foreach ((INamedTypeSymbol declaring, IMethodSymbol method, _) in methods)
+        {
+            TypeNames.AddExperimentalIds(declaring, experimental);
+            TypeNames.AddExperimentalIds(method, experimental);
+            TypeNames.AddExperimentalIds(method.ReturnType, experimental);
+            foreach (IParameterSymbol parameter in method.Parameters)
+            {
+                TypeNames.AddExperimentalIds(parameter.Type, experimental);
+            }
+        }
+
+        // The registrations name the types the objects reach, and an object's formatter in this file its members.
+        foreach (INamedTypeSymbol type in planner.Objects)
+        {
+            ObjectParser.AddExperimentalIds(type, known, experimental);
         }
 
         // [MessagePackObject] and [Union] types from other assemblies get a formatter here too: their
@@ -184,7 +220,8 @@ internal static class ServiceParser
             TypeNames.IdName(service),
             new EquatableArray<MethodModel>(models),
             new EquatableArray<FormatterRegistration>(planner.Registrations),
-            new EquatableArray<ObjectModel>(externalObjects));
+            new EquatableArray<ObjectModel>(externalObjects),
+            new EquatableArray<string>(experimental));
 
         void Report(bool report, DiagnosticDescriptor descriptor, ISymbol symbol, params string[] arguments)
         {
@@ -199,7 +236,8 @@ internal static class ServiceParser
     private static bool CheckMethod(
         IMethodSymbol method,
         string methodName,
-        INamedTypeSymbol declaring,
+        string shortName,
+        string serviceName,
         KnownTypes known,
         bool report,
         List<DiagnosticInfo> diagnostics,
@@ -215,13 +253,21 @@ internal static class ServiceParser
         if (method.IsGenericMethod)
         {
             ok = false;
-            Add(DiagnosticDescriptors.GenericMethod, location, method.Name, TypeNames.ForMessage(declaring));
+            Add(DiagnosticDescriptors.GenericMethod, location, shortName, serviceName);
         }
 
         if (method.IsVararg)
         {
             ok = false;
             Add(DiagnosticDescriptors.InvalidDeclaration, location, methodName, "It takes __arglist, which a proxy cannot implement: pass the values as an array");
+        }
+
+        // A protected member, or an internal one of another assembly: the dispatcher cannot call it.
+        if (!TypeNames.IsAccessible(method, known.Compilation))
+        {
+            ok = false;
+            Add(DiagnosticDescriptors.InvalidDeclaration, location, methodName,
+                $"It is {SyntaxFacts.GetText(method.DeclaredAccessibility)}, so the generated dispatcher cannot call it: make it public (every client may call a Mux method)");
         }
 
         // The dispatcher calls the method.
@@ -257,7 +303,7 @@ internal static class ServiceParser
         else
         {
             ok = false;
-            Add(DiagnosticDescriptors.UnsupportedReturnType, location, method.Name, TypeNames.ForMessage(declaring), TypeNames.ForMessage(returnType));
+            Add(DiagnosticDescriptors.UnsupportedReturnType, location, shortName, serviceName, TypeNames.ForMessage(returnType));
         }
 
         bool sawToken = false;

@@ -140,6 +140,53 @@ internal static class TypeNames
         symbol.GetAttributes().Any(a => a.AttributeClass?.ToDisplayString() == "System.ObsoleteAttribute"
             && a.ConstructorArguments.Length == 2 && a.ConstructorArguments[1].Value is true);
 
+    /// <summary>
+    /// Adds the diagnostic ids of the <c>[Experimental]</c> APIs that naming <paramref name="symbol"/>
+    /// uses: its own, its containing types', its assembly's and module's, and for a type those of
+    /// its type arguments and array elements. Each is an error until suppressed; generated code
+    /// suppresses them because the contract's author opted in where they declared the contract.
+    /// </summary>
+    public static void AddExperimentalIds(ISymbol? symbol, SortedSet<string> ids)
+    {
+        switch (symbol)
+        {
+            case null:
+                return;
+            case IArrayTypeSymbol array:
+                AddExperimentalIds(array.ElementType, ids);
+                return;
+            case INamedTypeSymbol named when !SymbolEqualityComparer.Default.Equals(named, named.OriginalDefinition):
+                foreach (ITypeSymbol argument in named.TypeArguments)
+                {
+                    AddExperimentalIds(argument, ids);
+                }
+
+                break;
+        }
+
+        for (ISymbol? current = symbol; current is not null; current = current.ContainingType)
+        {
+            AddExperimentalIds(current.GetAttributes(), ids);
+        }
+
+        AddExperimentalIds(symbol.ContainingModule?.GetAttributes() ?? [], ids);
+        AddExperimentalIds(symbol.ContainingAssembly?.GetAttributes() ?? [], ids);
+    }
+
+    private static void AddExperimentalIds(IEnumerable<AttributeData> attributes, SortedSet<string> ids)
+    {
+        foreach (AttributeData attribute in attributes)
+        {
+            // An id that is not an identifier cannot follow #pragma warning disable; its error stays.
+            if (attribute.AttributeClass?.ToDisplayString() == "System.Diagnostics.CodeAnalysis.ExperimentalAttribute"
+                && attribute.ConstructorArguments.Length == 1 && attribute.ConstructorArguments[0].Value is string id
+                && SyntaxFacts.IsValidIdentifier(id))
+            {
+                ids.Add(id);
+            }
+        }
+    }
+
     /// <summary>A method id as a C# literal.</summary>
     public static string IdLiteral(uint id) => "0x" + id.ToString("X8", CultureInfo.InvariantCulture) + "u";
 }

@@ -58,6 +58,34 @@ public sealed class DiagnosticTests
     }
 
     [Fact]
+    public void MUX001_MethodOfAnInheritedPlainInterface_NamesTheServiceAndTheInterface()
+    {
+        // Before: "Method 'GetEnumerator' of Mux service 'System.Collections.Generic.IEnumerable<int>'",
+        // which is no Mux service and did not say where the method came from.
+        const string source = """
+            using System.Collections.Generic;
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface IStore : IEnumerable<int>
+            {
+                Task<int> Get(int id);
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Assert.Equal(2, run.GeneratorDiagnostics.Length);
+        Assert.All(run.GeneratorDiagnostics, d => Assert.Equal("MUX001", d.Id));
+        Assert.Contains(run.GeneratorDiagnostics, d => d.GetMessage().StartsWith(
+            "Method 'System.Collections.Generic.IEnumerable<int>.GetEnumerator' of Mux service 'IStore' returns 'System.Collections.Generic.IEnumerator<int>'", StringComparison.Ordinal));
+        Assert.Contains(run.GeneratorDiagnostics, d => d.GetMessage().StartsWith(
+            "Method 'System.Collections.IEnumerable.GetEnumerator' of Mux service 'IStore'", StringComparison.Ordinal));
+        Assert.Empty(run.GeneratedTrees);
+    }
+
+    [Fact]
     public void MUX002_RefOutOrInParameter()
     {
         const string source = """
@@ -443,6 +471,27 @@ public sealed class DiagnosticTests
     }
 
     [Fact]
+    public void MUX011_RequiredMemberThatIsNotSerialized()
+    {
+        // Before: MUX009, which asked for a parameterless constructor the type already had.
+        const string source = """
+            using MessagePack;
+
+            [MessagePackObject]
+            public sealed class Account
+            {
+                [Key(0)] public int Id { get; set; }
+
+                [IgnoreMember]
+                public required string Owner { get; set; }
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "public required string Owner");
+        Assert.Contains("required member 'Owner' is not serialized", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
     public void MUX011_MixedIntegerAndStringKeys()
     {
         const string source = """
@@ -494,6 +543,50 @@ public sealed class DiagnosticTests
         Assert.Contains("Two [Union] cases have the key 0", diagnostic.GetMessage(), StringComparison.Ordinal);
     }
 
+    [Theory]
+    [InlineData("public sealed class Circle { }", "Circle")]
+    [InlineData("[MessagePackObject] public sealed class Circle { [Key(0)] public double Radius { get; set; } }", "Circle")]
+    [InlineData("public sealed class Circle<T> : IShape { }", "Circle<>")]
+    public void MUX011_UnionCaseThatIsNotACaseOfTheUnion(string declaration, string typeOf)
+    {
+        // Before: the generated formatter cast the union to the case, CS0030 (or CS7003 for an
+        // open generic type) in generated code.
+        string source = $$"""
+            using MessagePack;
+
+            [Union(0, typeof({{typeOf}}))]
+            public interface IShape
+            {
+            }
+
+            {{declaration}}
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "public interface IShape");
+        Assert.Contains("does not implement or derive from", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void MUX011_KeyWhoseArrayWouldBeTooLong()
+    {
+        // Before: the array's length, the largest key plus one, overflowed to a negative header.
+        const string source = """
+            using MessagePack;
+
+            [MessagePackObject]
+            public sealed class Sparse
+            {
+                [Key(0)] public int First { get; set; }
+
+                [Key(int.MaxValue)]
+                public int Last { get; set; }
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "public int Last");
+        Assert.Contains("[Key(2147483647)]", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
     [Fact]
     public void MUX011_StaticAbstractMember()
     {
@@ -511,6 +604,57 @@ public sealed class DiagnosticTests
             """;
 
         AssertReports(source, "MUX011", DiagnosticSeverity.Error, "static abstract IFactory Create(");
+    }
+
+    [Theory]
+    [InlineData("protected")]
+    [InlineData("private protected")]
+    public void MUX011_MethodTheDispatcherCannotCall(string accessibility)
+    {
+        // Before: the generated dispatcher called it, CS0122 in generated code.
+        string source = $$"""
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface IStore
+            {
+                Task<int> Get(int id);
+
+                {{accessibility}} Task Reset();
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "Task Reset(");
+        Assert.Contains("make it public", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Theory]
+    [InlineData("System.IAsyncDisposable", "DisposeAsync")]
+    [InlineData("System.IDisposable", "Dispose")]
+    [InlineData("IOwnedResource", "DisposeAsync")]
+    public void MUX011_DisposableService(string inherited, string method)
+    {
+        // Before: IAsyncDisposable's DisposeAsync became a remote call (the proxy sent it to the
+        // server, whose dispatcher disposed the handler), and IDisposable's Dispose was MUX001.
+        string source = $$"""
+            using System.Threading.Tasks;
+            using Mux;
+
+            public interface IOwnedResource : System.IAsyncDisposable { }
+
+            [MuxService]
+            public interface IStore : {{inherited}}
+            {
+                Task<int> Get(int id);
+            }
+            """;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "public interface IStore");
+        string message = diagnostic.GetMessage();
+        Assert.Contains(method, message, StringComparison.Ordinal);
+        Assert.Contains("dispose the MuxClient", message, StringComparison.Ordinal);
+        Assert.Empty(GeneratorHarness.Run(source).GeneratedTrees);
     }
 
     [Theory]

@@ -355,6 +355,165 @@ public sealed class GeneratedCodeTests
     }
 
     [Fact]
+    public void InheritedInterfaceWithNullableTypeArguments_CompilesWithoutWarnings()
+    {
+        // Before: the proxy implemented IRepository<string> for IRepository<string?>, CS8643 and
+        // CS8616 in generated code (errors under TreatWarningsAsErrors).
+        const string source = """
+            using System.Collections.Generic;
+            using System.Threading.Tasks;
+            using Mux;
+
+            namespace Contracts.Repository;
+
+            public interface IRepository<T>
+            {
+                Task<T> Get(T key);
+            }
+
+            [MuxService]
+            public interface INames : IRepository<string?>, IRepository<List<int?>?>
+            {
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+    }
+
+    [Fact]
+    public void MapObjectWithConstructorInitAndRequiredMembers_CompilesWithoutWarnings()
+    {
+        // Before: a "has" flag was declared for every member of a map but read only for those set
+        // after construction, CS0219 in generated code (an error under TreatWarningsAsErrors).
+        const string source = """
+            using System.Threading.Tasks;
+            using MessagePack;
+            using Mux;
+
+            namespace Contracts.Maps;
+
+            [MessagePackObject(keyAsPropertyName: true)]
+            public sealed record Person(string Name)
+            {
+                public int Age { get; init; }
+                public required string City { get; set; }
+                public string? Nick { get; set; }
+            }
+
+            [MuxService]
+            public interface IPeople
+            {
+                Task<Person> Get(Person person);
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+    }
+
+    [Fact]
+    public void ExperimentalContract_CompilesWithItsDiagnosticsSuppressed()
+    {
+        // Using an [Experimental] API is an error until its id is suppressed; the contract's author
+        // has opted in, and the generated code, which they cannot edit, uses the same APIs. Before:
+        // LIBEXP1, LIBEXP2, LIBEXP3, APPEXP1 and APPEXP2 errors in generated code.
+        MetadataReference library = GeneratorHarness.CompileToReference("Library", """
+            using System.Diagnostics.CodeAnalysis;
+            using System.Threading.Tasks;
+            using MessagePack;
+
+            namespace Library;
+
+            [Experimental("LIBEXP1")]
+            public interface IPreview
+            {
+                Task Ping();
+            }
+
+            [Experimental("LIBEXP2")]
+            public enum Level { Low, High }
+
+            [MessagePackObject]
+            public sealed class Reading
+            {
+                [Key(0)] public int Value { get; set; }
+                [Key(1), Experimental("LIBEXP3")] public double Accuracy { get; set; }
+            }
+            """);
+        const string source = """
+            #pragma warning disable LIBEXP1, LIBEXP2
+            using System.Collections.Generic;
+            using System.Diagnostics.CodeAnalysis;
+            using System.Threading.Tasks;
+            using MessagePack;
+            using Mux;
+
+            namespace Contracts.Preview;
+
+            [MessagePackObject]
+            public sealed class Sample
+            {
+                [Key(0), Experimental("APPEXP1")] public string? Note { get; set; }
+            }
+
+            [MuxService]
+            public interface ISensors : Library.IPreview
+            {
+                Task<List<Library.Reading>> Read(Library.Level level, Sample sample);
+
+                [Experimental("APPEXP2")]
+                Task Calibrate();
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run([library], source);
+
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+    }
+
+    [Fact]
+    public void SparseKeys_WriteTheirGapsInALoop()
+    {
+        // Before: one WriteNil line per missing key, so [Key(1_000_000)] generated a million lines
+        // (and a key near int.MaxValue ran the generator out of memory).
+        const string source = """
+            using System.Threading.Tasks;
+            using MessagePack;
+            using Mux;
+
+            namespace Contracts.Sparse;
+
+            [MessagePackObject]
+            public sealed class Sparse
+            {
+                [Key(0)] public int First { get; set; }
+                [Key(3)] public int Near { get; set; }
+                [Key(1_000_000)] public int Far { get; set; }
+            }
+
+            [MuxService]
+            public interface ISparse
+            {
+                Task<Sparse> Get();
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+        string formatter = Assert.Single(run.GeneratedTrees, t => t.FilePath.EndsWith("Sparse.MuxObject.g.cs", StringComparison.Ordinal)).ToString();
+        Assert.True(formatter.Length < 20_000, $"The formatter is {formatter.Length} characters long.");
+        Assert.Contains("writer.WriteArrayHeader(1000001);", formatter, StringComparison.Ordinal);
+    }
+
+    [Fact]
     public void NullableTaskAndStreamTypes_CompileWithoutWarnings()
     {
         // A project with TreatWarningsAsErrors fails on any nullable warning in generated code.

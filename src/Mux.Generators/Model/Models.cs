@@ -68,14 +68,16 @@ internal sealed record MethodModel(
     string? ResultType,
     EquatableArray<ParameterModel> Parameters);
 
-/// <summary>Everything needed to emit one [MuxService] interface's proxy, dispatcher and registration.</summary>
+/// <summary>Everything needed to emit one [MuxService] interface's proxy, dispatcher and registration
+/// (<c>Experimental</c>: the ids of the [Experimental] APIs the generated file uses, to suppress).</summary>
 internal sealed record ServiceModel(
     string HintName,
     string InterfaceType,
     string ServiceName,
     EquatableArray<MethodModel> Methods,
     EquatableArray<FormatterRegistration> Registrations,
-    EquatableArray<ObjectModel> ExternalObjects);
+    EquatableArray<ObjectModel> ExternalObjects,
+    EquatableArray<string> Experimental);
 
 /// <summary>A serialized member of a [MessagePackObject] type.</summary>
 /// <param name="Key">The member's index in the MessagePack array (its position, for a map).</param>
@@ -99,6 +101,7 @@ internal sealed record UnionCaseModel(int Key, string Type);
 /// <param name="Registrations">Formatters for the collection, enum and nullable types of the members.</param>
 /// <param name="IsMap">Whether the members are written as a map with string keys (else an array).</param>
 /// <param name="UnionCases">For a [Union] type, its cases (and no members); empty otherwise.</param>
+/// <param name="Experimental">The ids of the [Experimental] APIs the formatter uses, to suppress.</param>
 internal sealed record ObjectModel(
     string HintName,
     string Type,
@@ -108,7 +111,8 @@ internal sealed record ObjectModel(
     EquatableArray<int> ConstructorKeys,
     EquatableArray<FormatterRegistration> Registrations,
     bool IsMap,
-    EquatableArray<UnionCaseModel> UnionCases);
+    EquatableArray<UnionCaseModel> UnionCases,
+    EquatableArray<string> Experimental);
 
 /// <summary>The result of looking at one [MuxService] interface: a model unless it has errors.</summary>
 internal sealed record ServiceResult(ServiceModel? Model, EquatableArray<DiagnosticInfo> Diagnostics);
