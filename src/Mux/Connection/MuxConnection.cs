@@ -38,7 +38,7 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         _input = transport.Input;
         _output = transport.Output;
         MaxFrameSize = maxFrameSize;
-        Logger = logger;
+        Logger = GuardedLogger.Wrap(logger);
         Name = name;
         IsServer = isServer;
     }
@@ -94,6 +94,8 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         _handshakeDone = true;
     }
 
+    /// <summary>The side's logger, guarded: a logger that throws loses its entry and nothing else
+    /// (see <see cref="GuardedLogger"/>).</summary>
     public ILogger Logger { get; }
 
     /// <summary>A short name for logs: the remote endpoint or "in-memory".</summary>
