@@ -40,16 +40,7 @@ internal sealed class GuardedLogger(ILogger inner) : ILogger
         }
     }
 
+    // Mux opens no scopes: only what the interface asks for.
     public IDisposable? BeginScope<TState>(TState state)
-        where TState : notnull
-    {
-        try
-        {
-            return inner.BeginScope(state);
-        }
-        catch (Exception)
-        {
-            return null;
-        }
-    }
+        where TState : notnull => inner.BeginScope(state);
 }

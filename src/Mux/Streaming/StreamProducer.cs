@@ -181,7 +181,7 @@ internal static class StreamProducer
         }
         catch (Exception)
         {
-            // See the summary.
+            // See the summary (awaited, not ignored: a failure left unobserved would be reported).
         }
 
         try
