@@ -284,6 +284,24 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         }
     }
 
+    /// <summary>Sends an Error, or a StreamEnd that carries one, when nothing needs to know whether it
+    /// went. A message too long for the peer's frames goes cut to its first 1,024 characters, which
+    /// fit any frame a peer may announce: the peer must learn that the call or stream failed, or it
+    /// waits for it forever.</summary>
+    internal void TrySendError(FrameType type, uint callId, MuxStatusCode code, string message, string? remoteType, FrameFlags flags)
+    {
+        var body = new ErrorBody(code, message, remoteType);
+        try
+        {
+            TrySendFrame(type, callId, ref body, flags);
+        }
+        catch (FrameTooLargeException)
+        {
+            var shortBody = new ErrorBody(code, message[..Math.Min(message.Length, 1024)], remoteType);
+            TrySendFrame(type, callId, ref shortBody, flags);
+        }
+    }
+
     /// <summary>What a call on this connection fails with once it has closed (a new exception each
     /// time: every call that fails throws its own).</summary>
     public MuxConnectionException CloseError
