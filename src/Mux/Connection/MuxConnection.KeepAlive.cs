@@ -8,7 +8,8 @@ namespace Mux.Connection;
 // reader loop stamps the time of each socket read (not each frame); the timer, re-armed for the
 // next moment anything can be due, sends a Ping once nothing has arrived for KeepAliveInterval
 // and closes the connection when nothing (Pong or any other byte) follows within
-// KeepAliveTimeout. A subclass adds its own deadlines to the same timer (the server's handshake
+// KeepAliveTimeout. While the reader loop waits for outbound room (a peer that does not read what
+// we send), room the peer makes counts as a read. A subclass adds its own deadlines to the same timer (the server's handshake
 // timeout and idle close).
 internal abstract partial class MuxConnection
 {
@@ -36,6 +37,12 @@ internal abstract partial class MuxConnection
     // callback and, through ArrivalTimestamp, by the reader loop itself.
     private long _lastReadAt;
 
+    // TimeProvider timestamp at which the reader loop, stopped for outbound room, got it: the peer
+    // read what we sent, proof of life as good as a read (while it waits, the loop reads nothing,
+    // and after it, it may go on parsing the same read's bytes). Written by the reader loop; read
+    // by the timer callback.
+    private long _roomAt;
+
     // TimeProvider timestamp at which the unanswered Ping was sent; 0 when none is outstanding.
     // Only the timer callback writes it; IsAwaitingPong reads it.
     private long _pingSentAt;
@@ -47,7 +54,7 @@ internal abstract partial class MuxConnection
         get
         {
             long pingSentAt = Volatile.Read(ref _pingSentAt);
-            return pingSentAt != 0 && Volatile.Read(ref _lastReadAt) < pingSentAt;
+            return pingSentAt != 0 && LastSignOfLife < pingSentAt;
         }
     }
 
@@ -59,6 +66,12 @@ internal abstract partial class MuxConnection
     /// <summary>Called by the reader loop after each socket read, with the read's stamp: the peer
     /// is alive, and the bytes arrived then.</summary>
     private void NoteRead(long readAt) => Volatile.Write(ref _lastReadAt, readAt);
+
+    /// <summary>Called by the reader loop when it got the outbound room it waited for.</summary>
+    private void NoteRoom() => Volatile.Write(ref _roomAt, TimeProvider.GetTimestamp());
+
+    /// <summary>The latest moment the peer was seen alive: a read, or room it made by reading.</summary>
+    private long LastSignOfLife => Math.Max(Volatile.Read(ref _lastReadAt), Volatile.Read(ref _roomAt));
 
     /// <summary>Starts the connection's timer if keepalive or a subclass deadline needs it.
     /// Called once, by StartLoops, before the reader loop starts.</summary>
@@ -120,7 +133,7 @@ internal abstract partial class MuxConnection
             return Timeout.InfiniteTimeSpan;
         }
 
-        long lastRead = Volatile.Read(ref _lastReadAt);
+        long lastRead = LastSignOfLife;
         if (_pingSentAt != 0)
         {
             // Anything read at or after the Ping's moment answers it (a fake clock may not have
@@ -130,8 +143,9 @@ internal abstract partial class MuxConnection
                 TimeSpan waited = TimeProvider.GetElapsedTime(_pingSentAt, now);
                 if (waited >= KeepAliveTimeout)
                 {
-                    Close(MuxCloseReason.KeepAliveTimeout, new TimeoutException(
-                        $"no answer to a keepalive Ping within {DurationText.Format(KeepAliveTimeout)} (KeepAliveTimeout), after {DurationText.Format(KeepAliveInterval)} in which nothing arrived (KeepAliveInterval)"));
+                    Close(MuxCloseReason.KeepAliveTimeout, new TimeoutException(IsWaitingForOutboundRoom
+                        ? DescribeStalledPeer(TimeProvider.GetElapsedTime(lastRead, now))
+                        : $"no answer to a keepalive Ping within {DurationText.Format(KeepAliveTimeout)} (KeepAliveTimeout), after {DurationText.Format(KeepAliveInterval)} in which nothing arrived (KeepAliveInterval)"));
                     return Timeout.InfiniteTimeSpan;
                 }
 
@@ -158,6 +172,12 @@ internal abstract partial class MuxConnection
         Volatile.Write(ref _pingSentAt, now == 0 ? 1 : now); // 0 means "none outstanding".
         return KeepAliveTimeout;
     }
+
+    /// <summary>Why the keepalive closes a peer that stopped reading: the reader loop read nothing
+    /// meanwhile (it waits for room), so "nothing arrived" would be wrong; a dead peer looks the
+    /// same from here, and one that reads nothing for this long is closed as one.</summary>
+    private string DescribeStalledPeer(TimeSpan stalled) =>
+        $"the {PeerName} read nothing this {SideName} sent for {DurationText.Format(stalled)} (KeepAliveInterval + KeepAliveTimeout): {QueuedOutboundBytes} bytes wait for it ({OptionsName}.MaxOutboundBytesPerConnection is {MaxQueuedOutboundBytes}), and this {SideName} reads nothing from a {PeerName} that does not read, its Pong included";
 
     /// <summary>The sooner of two delays, infinite meaning never.</summary>
     protected static TimeSpan Earlier(TimeSpan a, TimeSpan b) =>

@@ -110,6 +110,8 @@ internal abstract partial class MuxConnection
             IsWaitingForOutboundRoom = false;
         }
 
+        NoteRoom(); // The peer is reading: the keepalive must not take it for dead (no read is stamped meanwhile).
+
         if (!IsClosed)
         {
             // The frame is still valid: the reader loop has not advanced past it.

@@ -38,7 +38,7 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         _input = transport.Input;
         _output = transport.Output;
         MaxFrameSize = maxFrameSize;
-        Logger = logger;
+        Logger = GuardedLogger.Wrap(logger);
         Name = name;
         IsServer = isServer;
     }
@@ -94,6 +94,8 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         _handshakeDone = true;
     }
 
+    /// <summary>The side's logger, guarded: a logger that throws loses its entry and nothing else
+    /// (see <see cref="GuardedLogger"/>).</summary>
     public ILogger Logger { get; }
 
     /// <summary>A short name for logs: the remote endpoint or "in-memory".</summary>
@@ -279,6 +281,24 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         catch (MuxConnectionException)
         {
             return false;
+        }
+    }
+
+    /// <summary>Sends an Error, or a StreamEnd that carries one, when nothing needs to know whether it
+    /// went. A message too long for the peer's frames goes cut to its first 1,024 characters, which
+    /// fit any frame a peer may announce: the peer must learn that the call or stream failed, or it
+    /// waits for it forever.</summary>
+    internal void TrySendError(FrameType type, uint callId, MuxStatusCode code, string message, string? remoteType, FrameFlags flags)
+    {
+        var body = new ErrorBody(code, message, remoteType);
+        try
+        {
+            TrySendFrame(type, callId, ref body, flags);
+        }
+        catch (FrameTooLargeException)
+        {
+            var shortBody = new ErrorBody(code, message[..Math.Min(message.Length, 1024)], remoteType);
+            TrySendFrame(type, callId, ref shortBody, flags);
         }
     }
 

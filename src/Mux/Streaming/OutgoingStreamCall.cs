@@ -147,8 +147,7 @@ internal static class OutgoingStreamCall
             streams.SendFailure = ex;
             streams.Receiver?.Complete(ex);
             MuxStatusCode code = ex is OperationCanceledException ? MuxStatusCode.Canceled : MuxStatusCode.HandlerFailed;
-            var end = new ErrorBody(code, $"The {connection.SideName}'s stream failed: {ex.GetType().FullName}: {ex.Message}", null);
-            connection.TrySendFrame(FrameType.StreamEnd, sender.CallId, ref end, sender.IdSpace);
+            connection.TrySendError(FrameType.StreamEnd, sender.CallId, code, $"The {connection.SideName}'s stream failed: {ex.GetType().FullName}: {ex.Message}", null, sender.IdSpace);
             linked.Cancel();
         }
     }

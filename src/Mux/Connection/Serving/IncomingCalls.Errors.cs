@@ -117,18 +117,6 @@ internal sealed partial class IncomingCalls
         _ => null,
     };
 
-    private void SendError(uint callId, MuxStatusCode code, string message, string? remoteType = null)
-    {
-        var body = new ErrorBody(code, message, remoteType);
-        try
-        {
-            _connection.TrySendFrame(FrameType.Error, callId, ref body, IdSpace);
-        }
-        catch (FrameTooLargeException)
-        {
-            // An enormous message: send a short one instead.
-            var shortBody = new ErrorBody(code, message[..Math.Min(message.Length, 1024)], remoteType);
-            _connection.TrySendFrame(FrameType.Error, callId, ref shortBody, IdSpace);
-        }
-    }
+    private void SendError(uint callId, MuxStatusCode code, string message, string? remoteType = null) =>
+        _connection.TrySendError(FrameType.Error, callId, code, message, remoteType, IdSpace);
 }
