@@ -243,11 +243,11 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         CancellationTokenSource? cancellation = Volatile.Read(ref _cancellation);
         if (inline && cancellation is not null)
         {
-            CancelQuietly(cancellation);
+            CancelQuietly(cancellation, Connection);
         }
         else if (cancellation is not null)
         {
-            ThreadPool.UnsafeQueueUserWorkItem(static cts => CancelQuietly(cts), cancellation, preferLocal: false);
+            ThreadPool.UnsafeQueueUserWorkItem(static state => CancelQuietly(state.Cancellation, state.Connection), (Cancellation: cancellation, Connection), preferLocal: false);
         }
     }
 
@@ -330,7 +330,7 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         long now = TimeProvider.GetTimestamp();
         if (now >= deadline)
         {
-            CancelQuietly(cancellation);
+            CancelQuietly(cancellation, Connection);
             return;
         }
 
@@ -353,7 +353,10 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         }
     }
 
-    private static void CancelQuietly(CancellationTokenSource cancellation)
+    /// <summary>Cancels a handler's token, off the handler's path (a thread-pool item, the deadline
+    /// timer) or on it: a callback the handler registered that throws is its own failure, logged,
+    /// and must not escape here, where it would crash the process or break the close.</summary>
+    private static void CancelQuietly(CancellationTokenSource cancellation, MuxConnection connection)
     {
         try
         {
@@ -362,6 +365,10 @@ internal sealed partial class IncomingCall : IThreadPoolWorkItem, ICallTableEntr
         catch (ObjectDisposedException)
         {
             // The call finished first.
+        }
+        catch (AggregateException ex)
+        {
+            ServingLog.CancellationCallbackFailed(connection.Logger, connection.Name, ex);
         }
     }
 }

@@ -19,6 +19,10 @@ internal static partial class ServingLog
     [LoggerMessage(EventId = 7, EventName = "UnknownMethod", Level = LogLevel.Warning, Message = "Connection {Connection} called {Method}, which this server does not serve.")]
     public static partial void UnknownMethod(ILogger logger, string connection, string method);
 
+    // error: the AggregateException of the callbacks that threw.
+    [LoggerMessage(EventId = 28, EventName = "CancellationCallbackFailed", Level = LogLevel.Warning, Message = "A callback that a handler registered on its CancellationToken threw when the call on connection {Connection} was cancelled; the cancellation went on.")]
+    public static partial void CancellationCallbackFailed(ILogger logger, string connection, Exception error);
+
     [LoggerMessage(EventId = 29, EventName = "ServerCallFailed", Level = LogLevel.Error, Message = "{Method}, called by the Mux server at {Server}, failed on this client; the server gets a generic error.")]
     public static partial void ServerCallFailed(ILogger logger, string method, string server, Exception error);
 }
