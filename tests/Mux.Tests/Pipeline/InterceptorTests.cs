@@ -59,37 +59,6 @@ public sealed class InterceptorTests
     }
 
     [Theory]
-    [InlineData(TransportKind.InMemory, false)]
-    [InlineData(TransportKind.InMemory, true)]
-    [InlineData(TransportKind.Tcp, false)]
-    [InlineData(TransportKind.Tcp, true)]
-    public async Task AServerInterceptorThatThrowsAfterNext_FailsTheCallThoughTheHandlerSucceeded_AsHandlerFailed_WithDetailOnlyWhenEnabled(TransportKind kind, bool detailed)
-    {
-        var server = new MuxServerOptions { EnableDetailedErrors = detailed };
-        server.Interceptors.Add(new ThrowAfterNext(() => new InvalidOperationException("audit store is down")));
-        await using PipelineHost host = await PipelineHost.StartAsync(kind, server);
-
-        MuxRemoteException failed = await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
-
-        Assert.Equal(MuxStatusCode.HandlerFailed, failed.StatusCode);
-        Assert.Equal(1, host.Service.Runs);
-        if (detailed)
-        {
-            Assert.Equal("audit store is down", failed.Message);
-            Assert.Equal("System.InvalidOperationException", failed.RemoteExceptionType);
-        }
-        else
-        {
-            Assert.Equal("IPipelineService.Add failed on the server. The server's log has the exception; MuxServerOptions.EnableDetailedErrors sends its message to callers.", failed.Message);
-            Assert.Null(failed.RemoteExceptionType);
-        }
-
-        // Only that call failed: the next one's answer arrives too (and fails the same way).
-        await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Add(3, 4).AsTask().WaitAsync(TestHost.Patience));
-        Assert.Equal(2, host.Service.Runs);
-    }
-
-    [Theory]
     [InlineData(TransportKind.InMemory)]
     [InlineData(TransportKind.Tcp)]
     public async Task AServerInterceptorThatReturnsWithoutAwaitingNext_TheCallWaitsForItsHandler_AndTheNextCallGetsItsOwnAnswer(TransportKind kind)
@@ -155,7 +124,8 @@ public sealed class InterceptorTests
         InvalidOperationException add = await Assert.ThrowsAsync<InvalidOperationException>(() => host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
         InvalidOperationException fail = await Assert.ThrowsAsync<InvalidOperationException>(() => host.Proxy.Fail("handler failed").WaitAsync(TestHost.Patience));
 
-        Assert.Equal("The call to IPipelineService.Add has no result to return: it failed, and a client interceptor caught the exception without throwing one of its own (or returned before the task of next() completed).", add.Message);
+        Assert.Equal("The call to IPipelineService.Add has no result to return: it failed, and a client interceptor caught the exception without throwing one of its own.", add.Message);
+        Assert.Equal("quota store unavailable", Assert.IsType<MuxRemoteException>(add.InnerException).Message);
         Assert.StartsWith("The call to IPipelineService.Fail has no result to return", fail.Message, StringComparison.Ordinal);
         Assert.Equal(2, host.Service.Runs);
     }
@@ -189,24 +159,64 @@ public sealed class InterceptorTests
     [Theory]
     [InlineData(TransportKind.InMemory)]
     [InlineData(TransportKind.Tcp)]
-    public async Task AClientInterceptorThatReturnsWithoutAwaitingNext_FailsThatCall_AndItsLateAnswerReachesNoOtherCall(TransportKind kind)
+    public async Task AClientInterceptorThatReturnsWithoutAwaitingNext_TheCallerGetsTheCallsOutcome_WhenItReturnsBeforeTheCallCompletesOrAfter(TransportKind kind)
     {
+        foreach (bool returnsAfterTheCall in new[] { false, true })
+        {
+            var server = new MuxServerOptions { EnableDetailedErrors = true };
+            var client = new MuxClientOptions();
+            client.Interceptors.Add(new AbandonsNextOf("IPipelineService.Hang", "IPipelineService.Fail", returnsAfterTheCall));
+            await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client);
+
+            // Before, the caller got the call's result when the interceptor returned after the call
+            // completed, an InvalidOperationException when it returned before, and the call's own
+            // failure in neither case: the outcome hung on timing.
+            Task<int> hang = host.Proxy.Hang();
+            await Hosts.WaitUntilAsync(() => host.Service.Runs == 1, "the abandoned call to run");
+            Task<int>[] during = [.. Enumerable.Range(0, 8).Select(i => host.Proxy.Add(i, 1).AsTask())];
+            host.Service.Release();
+            Assert.Equal(1, await hang.WaitAsync(TestHost.Patience));
+
+            MuxRemoteException failed = await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Fail("handler failed").WaitAsync(TestHost.Patience));
+            Assert.Equal("handler failed", failed.Message);
+
+            // The abandoned call's pooled state was its own until its answer was read, so the calls
+            // made meanwhile and after it get their own answers.
+            Task<int>[] after = [.. Enumerable.Range(0, 8).Select(i => host.Proxy.Add(i, 100).AsTask())];
+            int[] answers = await Task.WhenAll(during.Concat(after)).WaitAsync(TestHost.Patience);
+            Assert.Equal(Enumerable.Range(1, 8).Concat(Enumerable.Range(100, 8)), answers);
+        }
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory, false)]
+    [InlineData(TransportKind.Tcp, false)]
+    [InlineData(TransportKind.InMemory, true)]
+    [InlineData(TransportKind.Tcp, true)]
+    public async Task AnInterceptorThatCallsNextAfterItReturned_IsRefused_TheCallFailedAsNotMadeIsNotMadeLate(TransportKind kind, bool onTheServer)
+    {
+        var late = new KeepsNext();
+        var server = new MuxServerOptions { EnableDetailedErrors = true };
         var client = new MuxClientOptions();
-        client.Interceptors.Add(new ForgetsNextOf("IPipelineService.Hang"));
-        await using PipelineHost host = await PipelineHost.StartAsync(kind, clientOptions: client);
+        if (onTheServer)
+        {
+            server.Interceptors.Add(late);
+        }
+        else
+        {
+            client.Interceptors.Add(late);
+        }
 
-        InvalidOperationException failed = await Assert.ThrowsAsync<InvalidOperationException>(() => host.Proxy.Hang().WaitAsync(TestHost.Patience));
-        Assert.StartsWith("The call to IPipelineService.Hang has no result to return", failed.Message, StringComparison.Ordinal);
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client);
 
-        // The call still runs: its pooled state is the forgotten task's until its answer is read, so
-        // the calls made meanwhile and after it get their own answers.
-        await Hosts.WaitUntilAsync(() => host.Service.Runs == 1, "the forgotten call to run");
-        Task<int>[] during = [.. Enumerable.Range(0, 8).Select(i => host.Proxy.Add(i, 1).AsTask())];
-        host.Service.Release();
-        Task<int>[] after = [.. Enumerable.Range(0, 8).Select(i => host.Proxy.Add(i, 100).AsTask())];
+        Exception failed = await Assert.ThrowsAnyAsync<Exception>(() => host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+        Assert.StartsWith("The call to IPipelineService.Add was not made", failed.Message, StringComparison.Ordinal);
 
-        int[] answers = await Task.WhenAll(during.Concat(after)).WaitAsync(TestHost.Patience);
-        Assert.Equal(Enumerable.Range(1, 8).Concat(Enumerable.Range(100, 8)), answers);
+        // Before, the kept next() made the call its caller was told was not made (on the server, with
+        // a pooled call that could be another's by then).
+        InvalidOperationException refused = Assert.Throws<InvalidOperationException>(() => { _ = late.Next!(); });
+        Assert.Equal($"next() was called after the Mux interceptors ({typeof(KeepsNext).FullName}) had returned without it, so their call had already failed as not made; await next() before returning.", refused.Message);
+        Assert.Equal(0, host.Service.Runs);
     }
 
     [Theory]
@@ -377,18 +387,23 @@ public sealed class InterceptorTests
         }
     }
 
-    /// <summary>Misuse: starts next() for calls to one method and returns without awaiting it.</summary>
-    private sealed class ForgetsNextOf(string method) : IMuxClientInterceptor
+    /// <summary>Misuse: starts next() for calls to two methods and returns without awaiting it,
+    /// at once or once the call has completed.</summary>
+    private sealed class AbandonsNextOf(string method, string other, bool returnsAfterTheCall) : IMuxClientInterceptor
     {
-        public ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next)
+        public async ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next)
         {
-            if (call.MethodName != method)
+            if (call.MethodName != method && call.MethodName != other)
             {
-                return next();
+                await next();
+                return;
             }
 
-            _ = next();
-            return default;
+            ValueTask sent = next();
+            if (returnsAfterTheCall)
+            {
+                await Hosts.WaitUntilAsync(() => sent.IsCompleted, "the abandoned call to complete");
+            }
         }
     }
 
