@@ -246,6 +246,9 @@ internal sealed partial class ClientRuntime
             }
             finally
             {
+                // A stream next() started is already set; a next() called after this is refused
+                // rather than left waiting for an enumeration that never comes.
+                _ = Close();
                 _started.TrySetResult(null);
             }
         }

@@ -59,6 +59,37 @@ public sealed class InterceptorTests
     }
 
     [Theory]
+    [InlineData(TransportKind.InMemory, false)]
+    [InlineData(TransportKind.InMemory, true)]
+    [InlineData(TransportKind.Tcp, false)]
+    [InlineData(TransportKind.Tcp, true)]
+    public async Task AServerInterceptorThatThrowsAfterNext_FailsTheCallThoughTheHandlerSucceeded_AsHandlerFailed_WithDetailOnlyWhenEnabled(TransportKind kind, bool detailed)
+    {
+        var server = new MuxServerOptions { EnableDetailedErrors = detailed };
+        server.Interceptors.Add(new ThrowAfterNext(() => new InvalidOperationException("audit store is down")));
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server);
+
+        MuxRemoteException failed = await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+
+        Assert.Equal(MuxStatusCode.HandlerFailed, failed.StatusCode);
+        Assert.Equal(1, host.Service.Runs);
+        if (detailed)
+        {
+            Assert.Equal("audit store is down", failed.Message);
+            Assert.Equal("System.InvalidOperationException", failed.RemoteExceptionType);
+        }
+        else
+        {
+            Assert.Equal("IPipelineService.Add failed on the server. The server's log has the exception; MuxServerOptions.EnableDetailedErrors sends its message to callers.", failed.Message);
+            Assert.Null(failed.RemoteExceptionType);
+        }
+
+        // Only that call failed: the next one's answer arrives too (and fails the same way).
+        await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Add(3, 4).AsTask().WaitAsync(TestHost.Patience));
+        Assert.Equal(2, host.Service.Runs);
+    }
+
+    [Theory]
     [InlineData(TransportKind.InMemory)]
     [InlineData(TransportKind.Tcp)]
     public async Task AServerInterceptorThatReturnsWithoutAwaitingNext_TheCallWaitsForItsHandler_AndTheNextCallGetsItsOwnAnswer(TransportKind kind)
