@@ -1,4 +1,5 @@
 using System.Runtime.CompilerServices;
+using System.Runtime.ExceptionServices;
 using System.Threading.Tasks.Sources;
 using Mux.Connection;
 using Mux.Streaming;
@@ -57,6 +58,7 @@ internal sealed partial class ClientRuntime
         }
 
         Exception? failure = null;
+        bool returnedEarly;
         try
         {
             while (true)
@@ -83,12 +85,21 @@ internal sealed partial class ClientRuntime
         finally
         {
             await stream.DisposeAsync().ConfigureAwait(false);
+
+            // next() lasts until End: interceptors that returned already did not await it, and none
+            // of them can take the stream's failure, which stays the caller's.
+            returnedEarly = interceptors.IsCompleted;
             chain.End(failure);
             await interceptors.ConfigureAwait(false);
         }
 
         if (failure is not null)
         {
+            if (returnedEarly)
+            {
+                ExceptionDispatchInfo.Throw(failure);
+            }
+
             // As for a call with a result: a stream cut off by a failure does not end as if complete.
             throw new InvalidOperationException($"The stream of {chain.Call.MethodName} failed, and a client interceptor caught the exception without throwing one of its own.", failure);
         }

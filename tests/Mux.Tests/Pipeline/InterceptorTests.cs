@@ -220,6 +220,32 @@ public sealed class InterceptorTests
     }
 
     [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task AClientInterceptorThatReturnsWithoutAwaitingAStreamsNext_TheCallerGetsTheStreamsOwnFailure(TransportKind kind)
+    {
+        var server = new MuxServerOptions();
+        server.Interceptors.Add(new ThrowAfterNext(() => new MuxRemoteException(MuxStatusCode.Unavailable, "stream store down")));
+        var client = new MuxClientOptions();
+        client.Interceptors.Add(new AbandonsNextOf("IPipelineService.Count", "-", returnsAfterTheCall: false));
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client);
+
+        var items = new List<int>();
+        MuxRemoteException failed = await Assert.ThrowsAsync<MuxRemoteException>(async () =>
+        {
+            await foreach (int item in host.Proxy.Count(2).WithCancellation(new CancellationTokenSource(TestHost.Patience).Token))
+            {
+                items.Add(item);
+            }
+        });
+
+        // Before, an InvalidOperationException said an interceptor caught it: none could have, as
+        // they had all returned before the stream ended (as for a call with a result).
+        Assert.Equal([1, 2], items);
+        Assert.Equal("stream store down", failed.Message);
+    }
+
+    [Theory]
     [InlineData(TransportKind.InMemory, false)]
     [InlineData(TransportKind.Tcp, false)]
     [InlineData(TransportKind.InMemory, true)]
