@@ -133,7 +133,7 @@ internal sealed partial class ClientRuntime
             if (_running is { } running && _sent.GetStatus(_sent.Version) == ValueTaskSourceStatus.Pending)
             {
                 // An interceptor returned without awaiting next(): the call is still the caller's, so
-                // its outcome is theirs too, whenever it comes (its pooled state is freed only then).
+                // its outcome is theirs too, whenever it comes, and nothing of it outlives their await.
                 await running.ConfigureAwait(false);
             }
 
