@@ -12,12 +12,14 @@ namespace Mux;
 /// Changes to <see cref="MuxClientCall.Metadata"/> and <see cref="MuxClientCall.Timeout"/> made
 /// before <c>next()</c> apply to the call; <c>next()</c> sends it and completes when it has
 /// completed (for a method that returns an <see cref="IAsyncEnumerable{T}"/>, when its stream has
-/// ended), throwing what the call failed with. Call it at most once. An exception an interceptor
-/// throws (before or after <c>next()</c>) is what the caller gets; the call's result is kept
-/// otherwise. An interceptor cannot replace a failure with a result: one that catches what
-/// <c>next()</c> threw (or returns before its task has completed) and returns without throwing
-/// fails the call with <see cref="InvalidOperationException"/>, void calls and streams too, as a server
-/// interceptor that swallows its handler's failure does.
+/// ended), throwing what the call failed with. Call it at most once, and await it. An exception an
+/// interceptor throws (before or after <c>next()</c>) is what the caller gets; the call's result is
+/// kept otherwise. An interceptor cannot replace a failure with a result: one that catches what
+/// <c>next()</c> threw and returns without throwing fails the call with
+/// <see cref="InvalidOperationException"/> (the failure inside), void calls and streams too, as a
+/// server interceptor that swallows its handler's failure does. An interceptor that returns without
+/// awaiting <c>next()</c> does not end the call early: the caller still waits for the call, and gets
+/// its result, or the exception it failed with.
 /// </para>
 /// <para>
 /// One instance serves every call, concurrently: keep it thread-safe. A client with no interceptor

@@ -1,4 +1,6 @@
 using System.Runtime.CompilerServices;
+using System.Runtime.ExceptionServices;
+using System.Threading.Tasks.Sources;
 using Mux.Connection;
 using Mux.Streaming;
 
@@ -56,6 +58,7 @@ internal sealed partial class ClientRuntime
         }
 
         Exception? failure = null;
+        bool returnedEarly;
         try
         {
             while (true)
@@ -82,36 +85,74 @@ internal sealed partial class ClientRuntime
         finally
         {
             await stream.DisposeAsync().ConfigureAwait(false);
+
+            // next() lasts until End: interceptors that returned already did not await it, and none
+            // of them can take the stream's failure, which stays the caller's.
+            returnedEarly = interceptors.IsCompleted;
             chain.End(failure);
             await interceptors.ConfigureAwait(false);
         }
 
         if (failure is not null)
         {
+            if (returnedEarly)
+            {
+                ExceptionDispatchInfo.Throw(failure);
+            }
+
             // As for a call with a result: a stream cut off by a failure does not end as if complete.
             throw new InvalidOperationException($"The stream of {chain.Call.MethodName} failed, and a client interceptor caught the exception without throwing one of its own.", failure);
         }
     }
 
-    /// <summary>The interceptors of one call whose answer is a value: the last next() sends it.</summary>
+    /// <summary>The interceptors of one call whose answer is a value: the last next() sends it, and
+    /// returns a task of the call that this chain is the source of.</summary>
     private abstract class ValueChain<TResult>(ClientRuntime runtime, MuxClientCall call, uint methodId, CallSettings? settings)
-        : CallChain(runtime, call, methodId, settings)
+        : CallChain(runtime, call, methodId, settings), IValueTaskSource
     {
         // The call's result, and whether it has one: a call that failed has none, and neither has
         // one still running. Written by the call's completion; read after the chain.
         private TResult? _result;
         private bool _hasResult;
 
+        // The task of the last next(), completed with the call; reset never, as a chain is one call's.
+        private ManualResetValueTaskSourceCore<bool> _sent;
+
+        // The call's completion, while it runs; null when it completed at once. An interceptor that
+        // returns without awaiting next() leaves it running: the caller waits for it here.
+        private Task? _running;
+
+        // Whether an interceptor took the call's outcome from the task of next(): a failure it did
+        // not rethrow was caught, where one nobody took is still the caller's.
+        private bool _taken;
+
         [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
         public async ValueTask<TResult> RunAsync()
         {
             await InvokeAsync().ConfigureAwait(false);
+            if (_running is { } running && _sent.GetStatus(_sent.Version) == ValueTaskSourceStatus.Pending)
+            {
+                // An interceptor returned without awaiting next(): the call is still the caller's, so
+                // its outcome is theirs too, whenever it comes, and nothing of it outlives their await.
+                await running.ConfigureAwait(false);
+            }
+
             if (!_hasResult)
             {
-                // As on the server: the caller is not handed a default(TResult) nobody sent.
-                throw CallInvoked
-                    ? new InvalidOperationException($"The call to {Call.MethodName} has no result to return: it failed, and a client interceptor caught the exception without throwing one of its own (or returned before the task of next() completed).")
-                    : NotInvoked();
+                if (!CallInvoked)
+                {
+                    throw NotInvoked();
+                }
+
+                try
+                {
+                    _sent.GetResult(_sent.Version); // Throws the call's failure.
+                }
+                catch (Exception failure) when (Volatile.Read(ref _taken))
+                {
+                    // As on the server: the caller is not handed a default(TResult) nobody sent.
+                    throw new InvalidOperationException($"The call to {Call.MethodName} has no result to return: it failed, and a client interceptor caught the exception without throwing one of its own.", failure);
+                }
             }
 
             return _result!;
@@ -121,7 +162,16 @@ internal sealed partial class ClientRuntime
 
         protected override ValueTask InvokeCallAsync()
         {
-            ValueTask<TResult> sent = SendAsync();
+            ValueTask<TResult> sent;
+            try
+            {
+                sent = SendAsync();
+            }
+            catch (Exception ex)
+            {
+                sent = ValueTask.FromException<TResult>(ex); // Still the call's failure, not the chain's.
+            }
+
             if (sent.IsCompletedSuccessfully)
             {
                 _result = sent.Result;
@@ -129,13 +179,35 @@ internal sealed partial class ClientRuntime
                 return default;
             }
 
-            return AwaitAsync(sent);
+            _running = AwaitAsync(sent);
+            return new ValueTask(this, _sent.Version);
         }
 
-        private async ValueTask AwaitAsync(ValueTask<TResult> sent)
+        private async Task AwaitAsync(ValueTask<TResult> sent)
         {
-            _result = await sent.ConfigureAwait(false);
-            _hasResult = true;
+            try
+            {
+                _result = await sent.ConfigureAwait(false);
+                _hasResult = true;
+            }
+            catch (Exception ex)
+            {
+                _sent.SetException(ex);
+                return;
+            }
+
+            _sent.SetResult(true);
+        }
+
+        ValueTaskSourceStatus IValueTaskSource.GetStatus(short token) => _sent.GetStatus(token);
+
+        void IValueTaskSource.OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags) =>
+            _sent.OnCompleted(continuation, state, token, flags);
+
+        void IValueTaskSource.GetResult(short token)
+        {
+            Volatile.Write(ref _taken, true);
+            _sent.GetResult(token);
         }
     }
 
@@ -185,6 +257,9 @@ internal sealed partial class ClientRuntime
             }
             finally
             {
+                // A stream next() started is already set; a next() called after this is refused
+                // rather than left waiting for an enumeration that never comes.
+                _ = Close();
                 _started.TrySetResult(null);
             }
         }

@@ -11,13 +11,26 @@ internal abstract class InterceptorChain
 {
     private readonly int _count;
 
-    // 1 once next() reached the call itself. Set by the last next(); read once the chain has returned.
-    private int _callInvoked;
+    // What became of the call itself: NotYet while the interceptors run, Invoked once the last next()
+    // made it, Closed once the chain returned without making it. Set by the last next() and Close.
+    private int _call;
+
+    private const int NotYet = 0;
+    private const int Invoked = 1;
+    private const int Closed = 2;
 
     protected InterceptorChain(int count) => _count = count;
 
-    /// <summary>Whether the last interceptor's next() ran the call itself.</summary>
-    public bool CallInvoked => Volatile.Read(ref _callInvoked) != 0;
+    /// <summary>Whether the last interceptor's next() ran the call itself; read once the chain has
+    /// returned, which closes it (see <see cref="Close"/>).</summary>
+    public bool CallInvoked => Close();
+
+    /// <summary>
+    /// Closes the chain once it has returned; returns whether the call was made. A next() an
+    /// interceptor kept and calls after this throws: its call already failed as not made, and its
+    /// pooled state (the server's) may be another call's by then.
+    /// </summary>
+    protected bool Close() => Interlocked.CompareExchange(ref _call, Closed, NotYet) == Invoked;
 
     /// <summary>Runs interceptor <paramref name="index"/> (and, through its next(), the rest).</summary>
     public ValueTask InvokeAsync(int index = 0)
@@ -27,7 +40,11 @@ internal abstract class InterceptorChain
             return InvokeInterceptorAsync(index, new Next(this, index + 1).Invoke);
         }
 
-        Volatile.Write(ref _callInvoked, 1);
+        if (Interlocked.CompareExchange(ref _call, Invoked, NotYet) == Closed)
+        {
+            throw new InvalidOperationException($"next() was called after the Mux interceptors ({Names()}) had returned without it, so their call had already failed as not made; await next() before returning.");
+        }
+
         return InvokeCallAsync();
     }
 
@@ -43,9 +60,11 @@ internal abstract class InterceptorChain
     /// <summary>Why the call cannot end well after the chain returned without reaching it.</summary>
     public InvalidOperationException NotInvoked(string methodName, string refusal)
     {
-        IEnumerable<string> names = Enumerable.Range(0, _count).Select(DescribeInterceptor);
-        return new InvalidOperationException($"The call to {methodName} was not made: an interceptor ({string.Join(", ", names)}) returned without calling next() and without throwing. {refusal}");
+        return new InvalidOperationException($"The call to {methodName} was not made: an interceptor ({Names()}) returned without calling next() and without throwing. {refusal}");
     }
+
+    /// <summary>The interceptors' type names, for messages.</summary>
+    private string Names() => string.Join(", ", Enumerable.Range(0, _count).Select(DescribeInterceptor));
 
     /// <summary>The next() an interceptor is given: runs the rest of the chain, once.</summary>
     private sealed class Next(InterceptorChain chain, int index)

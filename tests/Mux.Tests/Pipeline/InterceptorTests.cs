@@ -155,7 +155,8 @@ public sealed class InterceptorTests
         InvalidOperationException add = await Assert.ThrowsAsync<InvalidOperationException>(() => host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
         InvalidOperationException fail = await Assert.ThrowsAsync<InvalidOperationException>(() => host.Proxy.Fail("handler failed").WaitAsync(TestHost.Patience));
 
-        Assert.Equal("The call to IPipelineService.Add has no result to return: it failed, and a client interceptor caught the exception without throwing one of its own (or returned before the task of next() completed).", add.Message);
+        Assert.Equal("The call to IPipelineService.Add has no result to return: it failed, and a client interceptor caught the exception without throwing one of its own.", add.Message);
+        Assert.Equal("quota store unavailable", Assert.IsType<MuxRemoteException>(add.InnerException).Message);
         Assert.StartsWith("The call to IPipelineService.Fail has no result to return", fail.Message, StringComparison.Ordinal);
         Assert.Equal(2, host.Service.Runs);
     }
@@ -189,24 +190,90 @@ public sealed class InterceptorTests
     [Theory]
     [InlineData(TransportKind.InMemory)]
     [InlineData(TransportKind.Tcp)]
-    public async Task AClientInterceptorThatReturnsWithoutAwaitingNext_FailsThatCall_AndItsLateAnswerReachesNoOtherCall(TransportKind kind)
+    public async Task AClientInterceptorThatReturnsWithoutAwaitingNext_TheCallerGetsTheCallsOutcome_WhenItReturnsBeforeTheCallCompletesOrAfter(TransportKind kind)
     {
+        foreach (bool returnsAfterTheCall in new[] { false, true })
+        {
+            var server = new MuxServerOptions { EnableDetailedErrors = true };
+            var client = new MuxClientOptions();
+            client.Interceptors.Add(new AbandonsNextOf("IPipelineService.Hang", "IPipelineService.Fail", returnsAfterTheCall));
+            await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client);
+
+            // Before, the caller got the call's result when the interceptor returned after the call
+            // completed, an InvalidOperationException when it returned before, and the call's own
+            // failure in neither case: the outcome hung on timing.
+            Task<int> hang = host.Proxy.Hang();
+            await Hosts.WaitUntilAsync(() => host.Service.Runs == 1, "the abandoned call to run");
+            Task<int>[] during = [.. Enumerable.Range(0, 8).Select(i => host.Proxy.Add(i, 1).AsTask())];
+            host.Service.Release();
+            Assert.Equal(1, await hang.WaitAsync(TestHost.Patience));
+
+            MuxRemoteException failed = await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Fail("handler failed").WaitAsync(TestHost.Patience));
+            Assert.Equal("handler failed", failed.Message);
+
+            // The abandoned call's pooled state was its own until its answer was read, so the calls
+            // made meanwhile and after it get their own answers.
+            Task<int>[] after = [.. Enumerable.Range(0, 8).Select(i => host.Proxy.Add(i, 100).AsTask())];
+            int[] answers = await Task.WhenAll(during.Concat(after)).WaitAsync(TestHost.Patience);
+            Assert.Equal(Enumerable.Range(1, 8).Concat(Enumerable.Range(100, 8)), answers);
+        }
+    }
+
+    [Theory]
+    [InlineData(TransportKind.InMemory)]
+    [InlineData(TransportKind.Tcp)]
+    public async Task AClientInterceptorThatReturnsWithoutAwaitingAStreamsNext_TheCallerGetsTheStreamsOwnFailure(TransportKind kind)
+    {
+        var server = new MuxServerOptions();
+        server.Interceptors.Add(new ThrowAfterNext(() => new MuxRemoteException(MuxStatusCode.Unavailable, "stream store down")));
         var client = new MuxClientOptions();
-        client.Interceptors.Add(new ForgetsNextOf("IPipelineService.Hang"));
-        await using PipelineHost host = await PipelineHost.StartAsync(kind, clientOptions: client);
+        client.Interceptors.Add(new AbandonsNextOf("IPipelineService.Count", "-", returnsAfterTheCall: false));
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client);
 
-        InvalidOperationException failed = await Assert.ThrowsAsync<InvalidOperationException>(() => host.Proxy.Hang().WaitAsync(TestHost.Patience));
-        Assert.StartsWith("The call to IPipelineService.Hang has no result to return", failed.Message, StringComparison.Ordinal);
+        var items = new List<int>();
+        MuxRemoteException failed = await Assert.ThrowsAsync<MuxRemoteException>(async () =>
+        {
+            await foreach (int item in host.Proxy.Count(2).WithCancellation(new CancellationTokenSource(TestHost.Patience).Token))
+            {
+                items.Add(item);
+            }
+        });
 
-        // The call still runs: its pooled state is the forgotten task's until its answer is read, so
-        // the calls made meanwhile and after it get their own answers.
-        await Hosts.WaitUntilAsync(() => host.Service.Runs == 1, "the forgotten call to run");
-        Task<int>[] during = [.. Enumerable.Range(0, 8).Select(i => host.Proxy.Add(i, 1).AsTask())];
-        host.Service.Release();
-        Task<int>[] after = [.. Enumerable.Range(0, 8).Select(i => host.Proxy.Add(i, 100).AsTask())];
+        // Before, an InvalidOperationException said an interceptor caught it: none could have, as
+        // they had all returned before the stream ended (as for a call with a result).
+        Assert.Equal([1, 2], items);
+        Assert.Equal("stream store down", failed.Message);
+    }
 
-        int[] answers = await Task.WhenAll(during.Concat(after)).WaitAsync(TestHost.Patience);
-        Assert.Equal(Enumerable.Range(1, 8).Concat(Enumerable.Range(100, 8)), answers);
+    [Theory]
+    [InlineData(TransportKind.InMemory, false)]
+    [InlineData(TransportKind.Tcp, false)]
+    [InlineData(TransportKind.InMemory, true)]
+    [InlineData(TransportKind.Tcp, true)]
+    public async Task AnInterceptorThatCallsNextAfterItReturned_IsRefused_TheCallFailedAsNotMadeIsNotMadeLate(TransportKind kind, bool onTheServer)
+    {
+        var late = new KeepsNext();
+        var server = new MuxServerOptions { EnableDetailedErrors = true };
+        var client = new MuxClientOptions();
+        if (onTheServer)
+        {
+            server.Interceptors.Add(late);
+        }
+        else
+        {
+            client.Interceptors.Add(late);
+        }
+
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client);
+
+        Exception failed = await Assert.ThrowsAnyAsync<Exception>(() => host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+        Assert.StartsWith("The call to IPipelineService.Add was not made", failed.Message, StringComparison.Ordinal);
+
+        // Before, the kept next() made the call its caller was told was not made (on the server, with
+        // a pooled call that could be another's by then).
+        InvalidOperationException refused = Assert.Throws<InvalidOperationException>(() => { _ = late.Next!(); });
+        Assert.Equal($"next() was called after the Mux interceptors ({typeof(KeepsNext).FullName}) had returned without it, so their call had already failed as not made; await next() before returning.", refused.Message);
+        Assert.Equal(0, host.Service.Runs);
     }
 
     [Theory]
@@ -377,18 +444,23 @@ public sealed class InterceptorTests
         }
     }
 
-    /// <summary>Misuse: starts next() for calls to one method and returns without awaiting it.</summary>
-    private sealed class ForgetsNextOf(string method) : IMuxClientInterceptor
+    /// <summary>Misuse: starts next() for calls to two methods and returns without awaiting it,
+    /// at once or once the call has completed.</summary>
+    private sealed class AbandonsNextOf(string method, string other, bool returnsAfterTheCall) : IMuxClientInterceptor
     {
-        public ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next)
+        public async ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next)
         {
-            if (call.MethodName != method)
+            if (call.MethodName != method && call.MethodName != other)
             {
-                return next();
+                await next();
+                return;
             }
 
-            _ = next();
-            return default;
+            ValueTask sent = next();
+            if (returnsAfterTheCall)
+            {
+                await Hosts.WaitUntilAsync(() => sent.IsCompleted, "the abandoned call to complete");
+            }
         }
     }
 

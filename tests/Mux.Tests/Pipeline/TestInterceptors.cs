@@ -95,3 +95,24 @@ public sealed class ForgetsNext : IMuxServerInterceptor
         return default;
     }
 }
+
+/// <summary>Misuse: returns without calling next(), and keeps it (to be called after the call ended).</summary>
+public sealed class KeepsNext : IMuxServerInterceptor, IMuxClientInterceptor
+{
+    private Func<ValueTask>? _next;
+
+    /// <summary>The next() of the last call.</summary>
+    public Func<ValueTask>? Next => Volatile.Read(ref _next);
+
+    public ValueTask InvokeAsync(MuxCallContext call, Func<ValueTask> next)
+    {
+        Volatile.Write(ref _next, next);
+        return default;
+    }
+
+    public ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next)
+    {
+        Volatile.Write(ref _next, next);
+        return default;
+    }
+}
