@@ -129,7 +129,15 @@ internal sealed partial class ClientRuntime
         [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
         public async ValueTask<TResult> RunAsync()
         {
-            await InvokeAsync().ConfigureAwait(false);
+            try
+            {
+                await InvokeAsync().ConfigureAwait(false);
+            }
+            finally
+            {
+                Close(); // See InterceptorChain.Close: a next() kept past here is refused.
+            }
+
             if (_running is { } running && _sent.GetStatus(_sent.Version) == ValueTaskSourceStatus.Pending)
             {
                 // An interceptor returned without awaiting next(): the call is still the caller's, so
@@ -259,7 +267,7 @@ internal sealed partial class ClientRuntime
             {
                 // A stream next() started is already set; a next() called after this is refused
                 // rather than left waiting for an enumeration that never comes.
-                _ = Close();
+                Close();
                 _started.TrySetResult(null);
             }
         }

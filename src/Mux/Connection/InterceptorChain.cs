@@ -21,16 +21,16 @@ internal abstract class InterceptorChain
 
     protected InterceptorChain(int count) => _count = count;
 
-    /// <summary>Whether the last interceptor's next() ran the call itself; read once the chain has
-    /// returned, which closes it (see <see cref="Close"/>).</summary>
-    public bool CallInvoked => Close();
+    /// <summary>Whether the last interceptor's next() ran the call itself; read after
+    /// <see cref="Close"/>.</summary>
+    public bool CallInvoked => Volatile.Read(ref _call) == Invoked;
 
     /// <summary>
-    /// Closes the chain once it has returned; returns whether the call was made. A next() an
+    /// Closes the chain once it has returned, whether it returned or threw (a refusal). A next() an
     /// interceptor kept and calls after this throws: its call already failed as not made, and its
     /// pooled state (the server's) may be another call's by then.
     /// </summary>
-    protected bool Close() => Interlocked.CompareExchange(ref _call, Closed, NotYet) == Invoked;
+    public void Close() => Interlocked.CompareExchange(ref _call, Closed, NotYet);
 
     /// <summary>Runs interceptor <paramref name="index"/> (and, through its next(), the rest).</summary>
     public ValueTask InvokeAsync(int index = 0)

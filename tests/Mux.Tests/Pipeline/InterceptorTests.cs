@@ -277,6 +277,36 @@ public sealed class InterceptorTests
     }
 
     [Theory]
+    [InlineData(TransportKind.InMemory, false)]
+    [InlineData(TransportKind.Tcp, false)]
+    [InlineData(TransportKind.InMemory, true)]
+    [InlineData(TransportKind.Tcp, true)]
+    public async Task AnInterceptorThatRefusesByThrowing_AndCallsNextLater_IsRefused_TheCallIsNotMadeLate(TransportKind kind, bool onTheServer)
+    {
+        var late = new KeepsNext(() => new MuxRemoteException(MuxStatusCode.PermissionDenied, "not allowed", null));
+        var server = new MuxServerOptions { EnableDetailedErrors = true };
+        var client = new MuxClientOptions();
+        if (onTheServer)
+        {
+            server.Interceptors.Add(late);
+        }
+        else
+        {
+            client.Interceptors.Add(late);
+        }
+
+        await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client);
+
+        MuxRemoteException refusedCall = await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+        Assert.Equal(MuxStatusCode.PermissionDenied, refusedCall.StatusCode);
+
+        // Before, a refusal by throwing left the chain open: the kept next() made the call (on the
+        // server, with a pooled call that could be another's by then).
+        Assert.Throws<InvalidOperationException>(() => { _ = late.Next!(); });
+        Assert.Equal(0, host.Service.Runs);
+    }
+
+    [Theory]
     [InlineData(TransportKind.InMemory)]
     [InlineData(TransportKind.Tcp)]
     public async Task AClientInterceptorThatAwaitsTheTaskOfNextTwice_GetsTheCallsOutcomeBothTimes(TransportKind kind)

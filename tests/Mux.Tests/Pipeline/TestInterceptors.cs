@@ -96,23 +96,22 @@ public sealed class ForgetsNext : IMuxServerInterceptor
     }
 }
 
-/// <summary>Misuse: returns without calling next(), and keeps it (to be called after the call ended).</summary>
-public sealed class KeepsNext : IMuxServerInterceptor, IMuxClientInterceptor
+/// <summary>Misuse: returns without calling next() (or throws <paramref name="refusal"/>'s exception,
+/// refusing the call), and keeps it (to be called after the call ended).</summary>
+public sealed class KeepsNext(Func<Exception>? refusal = null) : IMuxServerInterceptor, IMuxClientInterceptor
 {
     private Func<ValueTask>? _next;
 
     /// <summary>The next() of the last call.</summary>
     public Func<ValueTask>? Next => Volatile.Read(ref _next);
 
-    public ValueTask InvokeAsync(MuxCallContext call, Func<ValueTask> next)
-    {
-        Volatile.Write(ref _next, next);
-        return default;
-    }
+    public ValueTask InvokeAsync(MuxCallContext call, Func<ValueTask> next) => Keep(next);
 
-    public ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next)
+    public ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next) => Keep(next);
+
+    private ValueTask Keep(Func<ValueTask> next)
     {
         Volatile.Write(ref _next, next);
-        return default;
+        return refusal is null ? default : throw refusal();
     }
 }

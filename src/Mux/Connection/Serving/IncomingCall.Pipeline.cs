@@ -87,6 +87,7 @@ internal sealed partial class IncomingCall
         }
         finally
         {
+            chain.Close(); // Returned or refused: a next() an interceptor kept is refused from here on.
             if (_runningHandler is { IsCompleted: false } handler)
             {
                 // An interceptor returned without awaiting next(): the handler still holds this
