@@ -25,7 +25,8 @@ public sealed class MuxClientOptions
     /// </summary>
     public TimeSpan CallTimeout { get; set; } = TimeSpan.FromSeconds(30);
 
-    /// <summary>How long connecting and the handshake may take. Defaults to 10 seconds.</summary>
+    /// <summary>How long connecting and the handshake may take; also how long the client's disposal
+    /// waits for an <see cref="EndPointResolver"/> ask that ignores its cancellation. Defaults to 10 seconds.</summary>
     public TimeSpan ConnectTimeout { get; set; } = TimeSpan.FromSeconds(10);
 
     /// <summary>

@@ -1,4 +1,5 @@
 using System.Net;
+using Mux.Transport;
 
 namespace Mux.Client.Balancing;
 
@@ -92,6 +93,26 @@ internal sealed partial class EndPointBalancer
     }
 
     private static TimeSpan Min(TimeSpan a, TimeSpan b) => a < b ? a : b;
+
+    /// <summary>Waits for the resolve loop to end once DisposeAsync has cancelled its token: at once
+    /// with a resolver that honours the token; a resolver that ignores it is waited for at most
+    /// ConnectTimeout (as long as the client gives an attempt to reach its server), so that it
+    /// cannot hold up the disposal forever. What it answers later changes nothing.</summary>
+    private async Task StopResolvingAsync()
+    {
+        try
+        {
+            await _resolveLoop.WaitAsync(Options.ConnectTimeout, Options.TimeProvider).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException)
+        {
+            // The loop stops with the client.
+        }
+        catch (TimeoutException)
+        {
+            ClientLog.ResolverIgnoredCancellation(Logger, Name, DurationText.Format(Options.ConnectTimeout));
+        }
+    }
 
     /// <summary>What a call that found no instance says about the resolver, when no instance is
     /// known: why its latest ask found none (the exception it threw is the call's inner exception).</summary>

@@ -447,20 +447,14 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             return;
         }
 
-        try
-        {
-            await _resolveLoop.ConfigureAwait(false);
-        }
-        catch (OperationCanceledException)
-        {
-            // The loop stops with the client.
-        }
-
+        // No instance can join the set now (Update sees _disposed): they are closed first, whatever
+        // the resolver's ask still under way does.
         foreach (ConnectionKeeper endPoint in open)
         {
             await endPoint.DisposeAsync().ConfigureAwait(false);
         }
 
+        await StopResolvingAsync().ConfigureAwait(false);
         lock (_lock)
         {
             SetStateLocked(MuxClientState.Closed, null);

@@ -1,4 +1,5 @@
 using System.Net;
+using Microsoft.Extensions.Logging;
 using Mux.Tests.Infrastructure;
 
 namespace Mux.Tests.Client.Balancing;
@@ -254,5 +255,78 @@ public sealed class ResolverFaultTests
         Assert.Equal(MuxClientState.Closed, client.State);
         Assert.True(client.Completion.IsCompletedSuccessfully);
         await Hosts.WaitUntilAsync(() => cluster.ActiveConnections(0) == 0, "the instance's connection is closed");
+    }
+
+    /// <summary>A resolver that answers once, then ignores its token: its second ask returns only
+    /// when the test releases it, with another instance. Reports when the client next waits for a
+    /// change, which it does right after it has taken (or dropped) an answer.</summary>
+    private sealed class DeafResolver(EndPoint first, EndPoint late) : IMuxEndPointResolver
+    {
+        private readonly TaskCompletionSource _release = new(TaskCreationOptions.RunContinuationsAsynchronously);
+        private int _resolves;
+
+        public int Resolves => Volatile.Read(ref _resolves);
+
+        public TaskCompletionSource AnswerTaken { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public void Release() => _release.TrySetResult();
+
+        public async ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken)
+        {
+            if (Interlocked.Increment(ref _resolves) == 1)
+            {
+                return [first];
+            }
+
+            await _release.Task;
+            return [first, late];
+        }
+
+        public ValueTask WaitForChangeAsync(CancellationToken cancellationToken)
+        {
+            if (Resolves > 1)
+            {
+                AnswerTaken.TrySetResult();
+            }
+
+            return new(Task.Delay(Timeout.Infinite, cancellationToken));
+        }
+    }
+
+    [Fact]
+    public async Task AResolverThatIgnoresItsCancellation_HoldsUpTheDisposalNoLongerThanConnectTimeout_AndItsLateAnswerConnectsNothing()
+    {
+        await using BalanceCluster cluster = await BalanceCluster.StartAsync(2);
+        var resolver = new DeafResolver(cluster.EndPoints[0], cluster.EndPoints[1]);
+        var log = new CapturedLog();
+        MuxClient client = MuxClient.Create(new MuxClientOptions
+        {
+            LoggerFactory = log,
+            EndPointResolver = resolver,
+            ResolveInterval = TimeSpan.FromMilliseconds(20),
+            ConnectTimeout = TimeSpan.FromSeconds(1),
+            CallTimeout = Patience,
+        });
+        try
+        {
+            Assert.Equal(1, await client.CreateProxy<IBalanceProbe>().Serve(1).AsTask().WaitAsync(Patience));
+            await Hosts.WaitUntilAsync(() => resolver.Resolves >= 2, "the second ask is under way");
+
+            // Before, the disposal waited for the resolve loop, and so for an ask that never ends.
+            await client.DisposeAsync().AsTask().WaitAsync(Patience);
+
+            Assert.Equal(MuxClientState.Closed, client.State);
+            Assert.Contains(log.Entries, entry => entry.EventId.Id == 33 && entry.Level == LogLevel.Warning && entry.Message.Contains("MuxClientOptions.ConnectTimeout", StringComparison.Ordinal));
+            await Hosts.WaitUntilAsync(() => cluster.ActiveConnections(0) == 0, "the instance's connection is closed");
+        }
+        finally
+        {
+            resolver.Release();
+        }
+
+        // The late answer names a new instance: the disposed client takes no notice of it.
+        await resolver.AnswerTaken.Task.WaitAsync(Patience);
+        Assert.Single(client.GetEndPointStatistics());
+        Assert.Equal(0, cluster.ActiveConnections(1));
     }
 }
