@@ -451,11 +451,9 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         }
 
         // No instance can join the set now (Update sees _disposed): they are closed first, whatever
-        // the resolver's ask still under way does.
-        foreach (ConnectionKeeper endPoint in open)
-        {
-            await endPoint.DisposeAsync().ConfigureAwait(false);
-        }
+        // the resolver's ask still under way does. All at once: each close may wait out its drain
+        // (a server that does not answer it), and one after another those waits would add up.
+        await Task.WhenAll(Array.ConvertAll(open, endPoint => endPoint.DisposeAsync().AsTask())).ConfigureAwait(false);
 
         await StopResolvingAsync().ConfigureAwait(false);
         lock (_lock)
