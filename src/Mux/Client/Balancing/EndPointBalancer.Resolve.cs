@@ -42,6 +42,16 @@ internal sealed partial class EndPointBalancer
             try
             {
                 IReadOnlyList<EndPoint> endPoints = await resolver.ResolveAsync(stopping).ConfigureAwait(false);
+                for (int i = 0; i < endPoints.Count; i++)
+                {
+                    // Refused here: in Update, a null would fail it halfway, after it had started
+                    // keepers for the instances before it that no set would hold, nor close.
+                    if (endPoints[i] is null)
+                    {
+                        throw new InvalidOperationException($"The resolver's answer has a null endpoint (at index {i}).");
+                    }
+                }
+
                 if (endPoints.Count == 0)
                 {
                     _lastResolveFailure = s_noInstanceFound;

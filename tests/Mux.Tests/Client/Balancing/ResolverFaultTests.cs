@@ -30,6 +30,9 @@ public sealed class ResolverFaultTests
 
         public void Throw(string message) => _answer = () => throw new InvalidOperationException(message);
 
+        /// <summary>Answers <paramref name="endPoint"/> and a null after it (a resolver with a bug).</summary>
+        public void AnswerWithANull(EndPoint endPoint) => _answer = () => [endPoint, null!];
+
         public ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken)
         {
             Interlocked.Increment(ref _resolves);
@@ -208,6 +211,39 @@ public sealed class ResolverFaultTests
         {
             Assert.Null(failed.InnerException);
         }
+    }
+
+    [Fact]
+    public async Task AnAnswerWithANullEndPoint_IsAFailureOfTheResolver_AndConnectsNoInstance()
+    {
+        await using BalanceCluster cluster = await BalanceCluster.StartAsync(1);
+        var clock = new DelayWatchingClock();
+        var resolver = new ScriptedResolver();
+        resolver.AnswerWithANull(cluster.EndPoints[0]);
+        MuxClientOptions options = Options(resolver, clock, TimeSpan.FromMinutes(1));
+        options.CallTimeout = TimeSpan.FromMilliseconds(300);
+        MuxClient client = MuxClient.Create(options);
+        try
+        {
+            await WaitForRoundAsync(resolver, 1, clock, IsBackoff, 1);
+
+            Task<int> call = client.CreateProxy<IBalanceProbe>().Serve(1).AsTask();
+            clock.Advance(options.CallTimeout);
+
+            // Before, the null failed the set's update halfway ("Object reference not set to an
+            // instance of an object."), after it had started connecting to the instance before it,
+            // which no set then held: that connection was used by nothing and closed by nothing, not
+            // even the client's disposal, and each round opened another.
+            var failed = await Assert.ThrowsAsync<MuxConnectionException>(() => call.WaitAsync(Patience));
+            Assert.Contains("No instance is known: resolving it failed: The resolver's answer has a null endpoint (at index 1).", failed.Message, StringComparison.Ordinal);
+            Assert.Empty(client.GetEndPointStatistics());
+        }
+        finally
+        {
+            await client.DisposeAsync().AsTask().WaitAsync(Patience);
+        }
+
+        Assert.Equal(0, cluster.ActiveConnections(0));
     }
 
     /// <summary>A resolver that answers once, then waits for the client to go and reports the
