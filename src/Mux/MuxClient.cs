@@ -276,7 +276,8 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     public MuxConnectionStatistics GetStatistics() => Keeper.Latest?.GetStatistics() ?? default;
 
     /// <summary>Closes the client and its connection, and stops reconnecting. Calls still pending
-    /// fail with <see cref="MuxConnectionException"/>.</summary>
+    /// fail with <see cref="MuxConnectionException"/>, and so do later calls (as closed, not safe to
+    /// retry).</summary>
     /// <returns>A task that completes when the connection is closed.</returns>
     public ValueTask DisposeAsync() => Keeper.DisposeAsync();
 

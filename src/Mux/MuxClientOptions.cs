@@ -25,7 +25,8 @@ public sealed class MuxClientOptions
     /// </summary>
     public TimeSpan CallTimeout { get; set; } = TimeSpan.FromSeconds(30);
 
-    /// <summary>How long connecting and the handshake may take. Defaults to 10 seconds.</summary>
+    /// <summary>How long connecting and the handshake may take; also how long the client's disposal
+    /// waits for an <see cref="EndPointResolver"/> ask that ignores its cancellation. Defaults to 10 seconds.</summary>
     public TimeSpan ConnectTimeout { get; set; } = TimeSpan.FromSeconds(10);
 
     /// <summary>
@@ -107,7 +108,9 @@ public sealed class MuxClientOptions
     /// <see cref="CallTimeout"/> and their cancellation token), calls the server provably never ran
     /// are sent again on the new connection, and calls that were in flight on the lost connection
     /// fail with <see cref="MuxConnectionException"/> (they may have run, so they are never retried
-    /// silently). When off, a lost connection closes the client. Defaults to <see langword="true"/>.
+    /// silently). When off, a lost connection closes the client (over several instances, that
+    /// instance; an <see cref="EndPointResolver"/> answer that names it again connects it afresh).
+    /// Defaults to <see langword="true"/>.
     /// </summary>
     public bool AutoReconnect { get; set; } = true;
 

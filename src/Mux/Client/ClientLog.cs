@@ -43,4 +43,7 @@ internal static partial class ClientLog
 
     [LoggerMessage(EventId = 32, EventName = "ResolveFailed", Level = LogLevel.Warning, Message = "Resolving the Mux server {Service} failed; keeping the {Count} known instance(s) and trying again later.")]
     public static partial void ResolveFailed(ILogger logger, string service, int count, Exception error);
+
+    [LoggerMessage(EventId = 33, EventName = "ResolverIgnoredCancellation", Level = LogLevel.Warning, Message = "The resolver of the Mux server {Service} did not return within {Timeout} (MuxClientOptions.ConnectTimeout) of the client's disposal cancelling its ask; the disposal no longer waits for it.")]
+    public static partial void ResolverIgnoredCancellation(ILogger logger, string service, string timeout);
 }

@@ -15,7 +15,8 @@ namespace Mux.Client;
 /// <remarks>
 /// Without an endpoint to open a new connection to (a client over a given transport), or with
 /// <see cref="MuxClientOptions.AutoReconnect"/> off, the keeper never replaces its connection: a
-/// lost connection closes the client, and calls fail on it exactly as they would without a keeper.
+/// lost connection closes the client. Calls fail on it as they would without a keeper until the
+/// client is Closed, then as closed.
 /// </remarks>
 internal sealed class ConnectionKeeper : ConnectionSource
 {
@@ -90,7 +91,7 @@ internal sealed class ConnectionKeeper : ConnectionSource
         get
         {
             ClientConnection? connection = _current;
-            if (connection is null || connection.IsUsable || !Reconnects)
+            if (connection is null || connection.IsUsable || KeepsUnusable)
             {
                 return connection;
             }
@@ -99,6 +100,13 @@ internal sealed class ConnectionKeeper : ConnectionSource
             return null;
         }
     }
+
+    /// <summary>Whether a call still goes to the current connection once it is unusable: only on a
+    /// keeper that never replaces it, and only until the client has closed. A call on the closed
+    /// client then goes the way of one that found no connection, and fails as closed (not safe to
+    /// retry) instead of "not sent" on the dead connection, which is safe to retry and would have a
+    /// caller that retries on that retry forever.</summary>
+    private bool KeepsUnusable => !Reconnects && State != MuxClientState.Closed;
 
     /// <summary>The current connection unless it is <paramref name="failed"/> or, when the keeper
     /// reconnects, unusable (then it is retired here, and the caller waits for the next one).</summary>
@@ -109,7 +117,7 @@ internal sealed class ConnectionKeeper : ConnectionSource
             ClientConnection? connection = _current;
             if (connection is not null)
             {
-                if (connection != failed && (connection.IsUsable || !Reconnects))
+                if (connection != failed && (connection.IsUsable || KeepsUnusable))
                 {
                     changed = Task.CompletedTask;
                     return connection;
@@ -316,10 +324,10 @@ internal sealed class ConnectionKeeper : ConnectionSource
         }
     }
 
-    /// <summary>Ends the client, once, on the loop's way out: waiting callers fail at once, later
-    /// calls fail on the last connection or with "closed"; then the connections still open are
-    /// closed, and only then is the client Closed, so that whoever sees it closed (a handler of the
-    /// change, an await of Completion) finds its connections closed too.</summary>
+    /// <summary>Ends the client, once, on the loop's way out: waiting callers fail at once, and so do
+    /// later calls once the client is Closed, all with why it closed (never safe to retry); then the
+    /// connections still open are closed, and only then is the client Closed, so that whoever sees it
+    /// closed (a handler of the change, an await of Completion) finds its connections closed too.</summary>
     private async Task CloseAsync(Exception? error)
     {
         MuxConnectionException closed = error as MuxConnectionException ?? Closed(error);

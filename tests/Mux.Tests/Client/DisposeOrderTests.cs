@@ -1,3 +1,5 @@
+using System.Net.Sockets;
+using Microsoft.Extensions.Time.Testing;
 using Mux.Tests.Client.Balancing;
 using Mux.Tests.Infrastructure;
 
@@ -56,5 +58,68 @@ public sealed class DisposeOrderTests
         Assert.Equal([MuxClientState.Closed, MuxClientState.Closed, MuxClientState.Closed], client.GetEndPointStatistics().Select(e => e.State));
         Assert.Equal(MuxClientState.Closed, client.State);
         await first.AsTask().WaitAsync(TestHost.Patience);
+    }
+
+    [Fact]
+    public async Task SeveralInstances_WhoseServersDoNotAnswerTheClose_AreClosedTogether_NotOneDrainAfterAnother()
+    {
+        // Hand-written servers that answer the handshake, then neither close nor answer the client's
+        // close; the client's clock never moves, so each connection's graceful close waits (its drain)
+        // until its server closes.
+        TcpListener[] listeners = [RawMuxPeer.Listen(), RawMuxPeer.Listen(), RawMuxPeer.Listen()];
+        var peers = new List<RawMuxPeer>();
+        var options = new MuxClientOptions
+        {
+            TimeProvider = new FakeTimeProvider(),
+            KeepAliveInterval = Timeout.InfiniteTimeSpan,
+            ConnectTimeout = TimeSpan.FromMinutes(5),
+        };
+        foreach (TcpListener listener in listeners)
+        {
+            options.EndPoints.Add(listener.LocalEndpoint);
+        }
+
+        MuxClient client = MuxClient.Create(options);
+        try
+        {
+            foreach (TcpListener listener in listeners)
+            {
+                RawMuxPeer peer = await RawMuxPeer.AcceptAsync(listener);
+                peers.Add(peer);
+                await peer.AnswerHelloAsync();
+            }
+
+            await Hosts.WaitUntilAsync(() => client.GetEndPointStatistics().All(e => e.State == MuxClientState.Connected), "every instance is connected");
+            ValueTask dispose = client.DisposeAsync();
+
+            // Every server sees its connection end at once. Before, the instances were closed one
+            // after another, each once the one before had drained, which here it never does.
+            foreach (RawMuxPeer peer in peers)
+            {
+                while (await peer.ReceiveFrameAsync() is not null)
+                {
+                }
+            }
+
+            foreach (RawMuxPeer peer in peers)
+            {
+                peer.Dispose();
+            }
+
+            await dispose.AsTask().WaitAsync(TestHost.Patience);
+            Assert.Equal(MuxClientState.Closed, client.State);
+        }
+        finally
+        {
+            foreach (RawMuxPeer peer in peers)
+            {
+                peer.Dispose();
+            }
+
+            foreach (TcpListener listener in listeners)
+            {
+                listener.Stop();
+            }
+        }
     }
 }

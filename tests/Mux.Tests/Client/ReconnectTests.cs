@@ -253,9 +253,16 @@ public sealed class ReconnectTests
 
         Assert.Equal(MuxClientState.Closed, client.State);
         var failed = await Assert.ThrowsAsync<MuxConnectionException>(() => client.CreateProxy<IReconnectProbe>().Serve(1).AsTask().WaitAsync(TestHost.Patience));
-        Assert.Contains(failed.Reason, new[] { MuxCloseReason.GoAway, MuxCloseReason.RemoteClosed }); // A stop sends GoAway first, then closes.
-        Assert.True(failed.IsSafeToRetry);
-        Assert.Contains("the call was not sent", failed.Message, StringComparison.OrdinalIgnoreCase);
+        var doesNotWait = await Assert.ThrowsAsync<MuxConnectionException>(() => client.CreateProxy<IReconnectProbe>(new MuxCallOptions { WaitForConnection = false }).Serve(1).AsTask().WaitAsync(TestHost.Patience));
+        foreach (MuxConnectionException call in new[] { failed, doesNotWait })
+        {
+            // Why the client closed, and not safe to retry: it will never send a call again (before,
+            // "the call was not sent", safe to retry, had a caller that retries on it loop forever).
+            Assert.Contains(call.Reason, new[] { MuxCloseReason.GoAway, MuxCloseReason.RemoteClosed }); // A stop sends GoAway first, then closes.
+            Assert.Equal(client.CloseReason, call.Reason);
+            Assert.False(call.IsSafeToRetry);
+            Assert.DoesNotContain("not sent", call.Message, StringComparison.Ordinal);
+        }
     }
 
     [Fact]

@@ -1,4 +1,5 @@
 using System.Net;
+using Mux.Transport;
 
 namespace Mux.Client.Balancing;
 
@@ -41,6 +42,16 @@ internal sealed partial class EndPointBalancer
             try
             {
                 IReadOnlyList<EndPoint> endPoints = await resolver.ResolveAsync(stopping).ConfigureAwait(false);
+                for (int i = 0; i < endPoints.Count; i++)
+                {
+                    // Refused here: in Update, a null would fail it halfway, after it had started
+                    // keepers for the instances before it that no set would hold, nor close.
+                    if (endPoints[i] is null)
+                    {
+                        throw new InvalidOperationException($"The resolver's answer has a null endpoint (at index {i}).");
+                    }
+                }
+
                 if (endPoints.Count == 0)
                 {
                     _lastResolveFailure = s_noInstanceFound;
@@ -92,6 +103,26 @@ internal sealed partial class EndPointBalancer
     }
 
     private static TimeSpan Min(TimeSpan a, TimeSpan b) => a < b ? a : b;
+
+    /// <summary>Waits for the resolve loop to end once DisposeAsync has cancelled its token: at once
+    /// with a resolver that honours the token; a resolver that ignores it is waited for at most
+    /// ConnectTimeout (as long as the client gives an attempt to reach its server), so that it
+    /// cannot hold up the disposal forever. What it answers later changes nothing.</summary>
+    private async Task StopResolvingAsync()
+    {
+        try
+        {
+            await _resolveLoop.WaitAsync(Options.ConnectTimeout, Options.TimeProvider).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException)
+        {
+            // The loop stops with the client.
+        }
+        catch (TimeoutException)
+        {
+            ClientLog.ResolverIgnoredCancellation(Logger, Name, DurationText.Format(Options.ConnectTimeout));
+        }
+    }
 
     /// <summary>What a call that found no instance says about the resolver, when no instance is
     /// known: why its latest ask found none (the exception it threw is the call's inner exception).</summary>

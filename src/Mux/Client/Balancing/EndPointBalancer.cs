@@ -264,7 +264,9 @@ internal sealed partial class EndPointBalancer : ConnectionSource
 
     /// <summary>
     /// Makes <paramref name="endPoints"/> the set of instances: keeps those already known, starts
-    /// a keeper for each new one, and drains and closes the ones no longer listed.
+    /// a keeper for each new one, and drains and closes the ones no longer listed. A known one that
+    /// has closed (its connection lost with AutoReconnect off) is replaced as if it were new: the
+    /// resolver still names it, and a closed keeper would never take a call again.
     /// </summary>
     public void Update(IReadOnlyList<EndPoint> endPoints)
     {
@@ -285,7 +287,7 @@ internal sealed partial class EndPointBalancer : ConnectionSource
                     continue;
                 }
 
-                ConnectionKeeper? kept = Array.Find(current, known => endPoint.Equals(known.EndPoint));
+                ConnectionKeeper? kept = Array.Find(current, known => endPoint.Equals(known.EndPoint) && known.State != MuxClientState.Closed);
                 next.Add(kept ?? StartLocked(endPoint));
             }
 
@@ -386,7 +388,8 @@ internal sealed partial class EndPointBalancer : ConnectionSource
     }
 
     /// <summary>The client's state: connected while any instance is; closed, with
-    /// <see cref="MuxClientOptions.AutoReconnect"/> off, once every instance has closed. Once
+    /// <see cref="MuxClientOptions.AutoReconnect"/> off, once every instance has closed (of a fixed
+    /// list: a resolver's next answer connects them again). Once
     /// disposed, it is left to DisposeAsync, which closes the client when every instance is closed.</summary>
     private void AggregateLocked(Exception? error)
     {
@@ -447,20 +450,12 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             return;
         }
 
-        try
-        {
-            await _resolveLoop.ConfigureAwait(false);
-        }
-        catch (OperationCanceledException)
-        {
-            // The loop stops with the client.
-        }
+        // No instance can join the set now (Update sees _disposed): they are closed first, whatever
+        // the resolver's ask still under way does. All at once: each close may wait out its drain
+        // (a server that does not answer it), and one after another those waits would add up.
+        await Task.WhenAll(Array.ConvertAll(open, endPoint => endPoint.DisposeAsync().AsTask())).ConfigureAwait(false);
 
-        foreach (ConnectionKeeper endPoint in open)
-        {
-            await endPoint.DisposeAsync().ConfigureAwait(false);
-        }
-
+        await StopResolvingAsync().ConfigureAwait(false);
         lock (_lock)
         {
             SetStateLocked(MuxClientState.Closed, null);

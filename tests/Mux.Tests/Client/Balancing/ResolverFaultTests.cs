@@ -1,4 +1,5 @@
 using System.Net;
+using Microsoft.Extensions.Logging;
 using Mux.Tests.Infrastructure;
 
 namespace Mux.Tests.Client.Balancing;
@@ -28,6 +29,9 @@ public sealed class ResolverFaultTests
         public void Answer(params EndPoint[] endPoints) => _answer = () => endPoints;
 
         public void Throw(string message) => _answer = () => throw new InvalidOperationException(message);
+
+        /// <summary>Answers <paramref name="endPoint"/> and a null after it (a resolver with a bug).</summary>
+        public void AnswerWithANull(EndPoint endPoint) => _answer = () => [endPoint, null!];
 
         public ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken)
         {
@@ -209,6 +213,39 @@ public sealed class ResolverFaultTests
         }
     }
 
+    [Fact]
+    public async Task AnAnswerWithANullEndPoint_IsAFailureOfTheResolver_AndConnectsNoInstance()
+    {
+        await using BalanceCluster cluster = await BalanceCluster.StartAsync(1);
+        var clock = new DelayWatchingClock();
+        var resolver = new ScriptedResolver();
+        resolver.AnswerWithANull(cluster.EndPoints[0]);
+        MuxClientOptions options = Options(resolver, clock, TimeSpan.FromMinutes(1));
+        options.CallTimeout = TimeSpan.FromMilliseconds(300);
+        MuxClient client = MuxClient.Create(options);
+        try
+        {
+            await WaitForRoundAsync(resolver, 1, clock, IsBackoff, 1);
+
+            Task<int> call = client.CreateProxy<IBalanceProbe>().Serve(1).AsTask();
+            clock.Advance(options.CallTimeout);
+
+            // Before, the null failed the set's update halfway ("Object reference not set to an
+            // instance of an object."), after it had started connecting to the instance before it,
+            // which no set then held: that connection was used by nothing and closed by nothing, not
+            // even the client's disposal, and each round opened another.
+            var failed = await Assert.ThrowsAsync<MuxConnectionException>(() => call.WaitAsync(Patience));
+            Assert.Contains("No instance is known: resolving it failed: The resolver's answer has a null endpoint (at index 1).", failed.Message, StringComparison.Ordinal);
+            Assert.Empty(client.GetEndPointStatistics());
+        }
+        finally
+        {
+            await client.DisposeAsync().AsTask().WaitAsync(Patience);
+        }
+
+        Assert.Equal(0, cluster.ActiveConnections(0));
+    }
+
     /// <summary>A resolver that answers once, then waits for the client to go and reports the
     /// cancellation as a failure of its own (as one that wraps every error of its lookup does).</summary>
     private sealed class WrappingResolver(EndPoint endPoint) : IMuxEndPointResolver
@@ -254,5 +291,78 @@ public sealed class ResolverFaultTests
         Assert.Equal(MuxClientState.Closed, client.State);
         Assert.True(client.Completion.IsCompletedSuccessfully);
         await Hosts.WaitUntilAsync(() => cluster.ActiveConnections(0) == 0, "the instance's connection is closed");
+    }
+
+    /// <summary>A resolver that answers once, then ignores its token: its second ask returns only
+    /// when the test releases it, with another instance. Reports when the client next waits for a
+    /// change, which it does right after it has taken (or dropped) an answer.</summary>
+    private sealed class DeafResolver(EndPoint first, EndPoint late) : IMuxEndPointResolver
+    {
+        private readonly TaskCompletionSource _release = new(TaskCreationOptions.RunContinuationsAsynchronously);
+        private int _resolves;
+
+        public int Resolves => Volatile.Read(ref _resolves);
+
+        public TaskCompletionSource AnswerTaken { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public void Release() => _release.TrySetResult();
+
+        public async ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken)
+        {
+            if (Interlocked.Increment(ref _resolves) == 1)
+            {
+                return [first];
+            }
+
+            await _release.Task;
+            return [first, late];
+        }
+
+        public ValueTask WaitForChangeAsync(CancellationToken cancellationToken)
+        {
+            if (Resolves > 1)
+            {
+                AnswerTaken.TrySetResult();
+            }
+
+            return new(Task.Delay(Timeout.Infinite, cancellationToken));
+        }
+    }
+
+    [Fact]
+    public async Task AResolverThatIgnoresItsCancellation_HoldsUpTheDisposalNoLongerThanConnectTimeout_AndItsLateAnswerConnectsNothing()
+    {
+        await using BalanceCluster cluster = await BalanceCluster.StartAsync(2);
+        var resolver = new DeafResolver(cluster.EndPoints[0], cluster.EndPoints[1]);
+        var log = new CapturedLog();
+        MuxClient client = MuxClient.Create(new MuxClientOptions
+        {
+            LoggerFactory = log,
+            EndPointResolver = resolver,
+            ResolveInterval = TimeSpan.FromMilliseconds(20),
+            ConnectTimeout = TimeSpan.FromSeconds(1),
+            CallTimeout = Patience,
+        });
+        try
+        {
+            Assert.Equal(1, await client.CreateProxy<IBalanceProbe>().Serve(1).AsTask().WaitAsync(Patience));
+            await Hosts.WaitUntilAsync(() => resolver.Resolves >= 2, "the second ask is under way");
+
+            // Before, the disposal waited for the resolve loop, and so for an ask that never ends.
+            await client.DisposeAsync().AsTask().WaitAsync(Patience);
+
+            Assert.Equal(MuxClientState.Closed, client.State);
+            Assert.Contains(log.Entries, entry => entry.EventId.Id == 33 && entry.Level == LogLevel.Warning && entry.Message.Contains("MuxClientOptions.ConnectTimeout", StringComparison.Ordinal));
+            await Hosts.WaitUntilAsync(() => cluster.ActiveConnections(0) == 0, "the instance's connection is closed");
+        }
+        finally
+        {
+            resolver.Release();
+        }
+
+        // The late answer names a new instance: the disposed client takes no notice of it.
+        await resolver.AnswerTaken.Task.WaitAsync(Patience);
+        Assert.Single(client.GetEndPointStatistics());
+        Assert.Equal(0, cluster.ActiveConnections(1));
     }
 }

@@ -115,4 +115,47 @@ public sealed class ResolverTests
         Assert.Equal(42, await call.WaitAsync(TestHost.Patience));
         Assert.Equal(MuxClientState.Connected, client.State);
     }
+
+    [Fact]
+    public async Task WithAutoReconnectOff_AnInstanceWhoseConnectionIsLost_GetsNoCalls_AndTheResolversNextAnswerThatNamesItConnectsItAgain()
+    {
+        await using BalanceCluster cluster = await BalanceCluster.StartAsync(2);
+        var resolver = new ListResolver();
+        resolver.Set(cluster.EndPoints[0], cluster.EndPoints[1]);
+        MuxClientOptions options = cluster.ClientOptions();
+        options.EndPoints.Clear();
+        options.EndPointResolver = resolver;
+        options.ResolveInterval = TimeSpan.FromMilliseconds(50);
+        options.AutoReconnect = false;
+        await using MuxClient client = await MuxClient.ConnectAsync(options).WaitAsync(TestHost.Patience);
+        await Hosts.WaitUntilAsync(() => client.GetEndPointStatistics().All(e => e.State == MuxClientState.Connected), "both instances are connected");
+        IBalanceProbe proxy = client.CreateProxy<IBalanceProbe>();
+
+        // Instance 0 goes down: its connection closes for good, and calls go to instance 1 alone.
+        await cluster.KillAsync(0);
+        await Hosts.WaitUntilAsync(() => client.GetEndPointStatistics().Any(e => e.State == MuxClientState.Closed), "the lost instance is closed");
+        for (int i = 1; i <= 20; i++)
+        {
+            Assert.Equal(i, await proxy.Serve(i).AsTask().WaitAsync(TestHost.Patience));
+        }
+
+        Assert.Equal(20, cluster.Probes[1].Served);
+
+        // It comes back on its address, which the resolver still names: the client does not
+        // reconnect it by itself, but its next ask connects it as it would a new instance. Before,
+        // the closed instance was kept as the resolver's answer's match, and never used again.
+        await cluster.RestartAsync(0);
+        await Hosts.WaitUntilAsync(
+            () => client.GetEndPointStatistics().Count(e => e.State == MuxClientState.Connected) == 2,
+            "the instance is connected again");
+        int value = 100;
+        while (cluster.Probes[0].Served == 0)
+        {
+            Assert.True(value < 10_000, "No call reached the instance that came back.");
+            Assert.Equal(value, await proxy.Serve(value).AsTask().WaitAsync(TestHost.Patience));
+            value++;
+        }
+
+        Assert.Equal(2, client.GetEndPointStatistics().Count);
+    }
 }
