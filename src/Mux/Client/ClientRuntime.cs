@@ -124,8 +124,10 @@ internal sealed partial class ClientRuntime
         }
     }
 
+    /// <summary>The client's logger, guarded: a logger that throws loses its entry, never the
+    /// reconnect loop or a call (see GuardedLogger).</summary>
     public static ILogger CreateLogger(MuxClientOptions options) =>
-        (options.LoggerFactory ?? NullLoggerFactory.Instance).CreateLogger("Mux.Client");
+        GuardedLogger.Wrap((options.LoggerFactory ?? NullLoggerFactory.Instance).CreateLogger("Mux.Client"));
 
     /// <summary>Where changes of the client's state go (MuxClient.StateChanged): set by the
     /// MuxClient made over this runtime, once. A change before that has nobody to see it.</summary>

@@ -13,8 +13,8 @@ namespace Mux.Connection;
 /// </summary>
 internal sealed class GuardedLogger(ILogger inner) : ILogger
 {
-    /// <summary>Guards <paramref name="logger"/>, unless it never logs (nothing to guard).</summary>
-    public static ILogger Wrap(ILogger logger) => logger is NullLogger ? logger : new GuardedLogger(logger);
+    /// <summary>Guards <paramref name="logger"/>, unless it never logs or is guarded already.</summary>
+    public static ILogger Wrap(ILogger logger) => logger is NullLogger or GuardedLogger ? logger : new GuardedLogger(logger);
 
     public bool IsEnabled(LogLevel logLevel)
     {

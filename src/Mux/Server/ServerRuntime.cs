@@ -60,7 +60,8 @@ internal sealed class ServerRuntime
     {
         ArgumentNullException.ThrowIfNull(options);
         _options = options;
-        _logger = (options.LoggerFactory ?? NullLoggerFactory.Instance).CreateLogger("Mux.Server");
+        // Guarded: a logger that throws must not end the accept loop or fail a start or a stop.
+        _logger = GuardedLogger.Wrap((options.LoggerFactory ?? NullLoggerFactory.Instance).CreateLogger("Mux.Server"));
     }
 
     public EndPoint? LocalEndPoint { get; private set; }
