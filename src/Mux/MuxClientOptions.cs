@@ -78,7 +78,8 @@ public sealed class MuxClientOptions
     /// <see cref="MuxServerOptions.AuthToken"/>. Defaults to <see langword="null"/> (none).</summary>
     public string? AuthToken { get; set; }
 
-    /// <summary>Where the client logs connection events. Defaults to <see langword="null"/> (no logging).</summary>
+    /// <summary>Where the client logs connection events. Defaults to <see langword="null"/>
+    /// (no logging). A logger that throws loses that entry and nothing else: the client goes on.</summary>
     public ILoggerFactory? LoggerFactory { get; set; }
 
     /// <summary>

@@ -81,7 +81,8 @@ public sealed class MuxServerOptions
     public string? AuthToken { get; set; }
 
     /// <summary>Where the server logs connection events and handler failures. Defaults to
-    /// <see langword="null"/> (no logging).</summary>
+    /// <see langword="null"/> (no logging). A logger that throws loses that entry and nothing
+    /// else: the server goes on.</summary>
     public ILoggerFactory? LoggerFactory { get; set; }
 
     /// <summary>
