@@ -349,10 +349,9 @@ internal sealed class ConnectionKeeper : ConnectionSource
             _retired.Clear();
         }
 
-        foreach (ClientConnection connection in open)
-        {
-            await connection.DisposeAsync().ConfigureAwait(false);
-        }
+        // All at once: each close may wait out its drain (a server that does not answer it: the one
+        // that sent GoAway as much as the current one), and one after another those waits would add up.
+        await Task.WhenAll(Array.ConvertAll(open, connection => connection.DisposeAsync().AsTask())).ConfigureAwait(false);
 
         SetState(MuxClientState.Closed, error);
     }
