@@ -40,7 +40,8 @@ internal sealed class ConnectionKeeper : ConnectionSource
     // Guarded by _lock; replaced for each published connection.
     private TaskCompletionSource _replaceNow = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
-    // Connections retired while still open (draining after GoAway): disposed with the client.
+    // Connections retired before their close completed (draining after GoAway, or closing once
+    // drained, which waits for the server's answer): closed with the client, which waits for them.
     private readonly List<ClientConnection> _retired = [];
 
     private bool _disposed;
@@ -193,8 +194,10 @@ internal sealed class ConnectionKeeper : ConnectionSource
             _ready = NewReady();
         }
 
-        _retired.RemoveAll(static retired => retired.IsClosed);
-        if (!connection.IsClosed)
+        // Kept until its close has completed, not only begun: else the client could report itself
+        // closed while such a connection still waited for its server.
+        _retired.RemoveAll(static retired => retired.Completion.IsCompleted);
+        if (!connection.Completion.IsCompleted)
         {
             _retired.Add(connection);
         }

@@ -194,4 +194,72 @@ public sealed class DisposeOrderTests
             listener.Stop();
         }
     }
+
+    [Fact]
+    public async Task OneEndPoint_AConnectionStillClosingAfterGoAway_IsClosedBeforeTheClientReportsClosed()
+    {
+        // A hand-written server sends GoAway with no call to serve: the client closes that connection
+        // at once, gracefully, and waits (its drain, on a clock that never moves) for the server, which
+        // says nothing. A call then takes the client to a second server.
+        TcpListener listener = RawMuxPeer.Listen();
+        var peers = new List<RawMuxPeer>();
+        MuxClient client = MuxClient.Create(new MuxClientOptions
+        {
+            EndPoint = listener.LocalEndpoint,
+            TimeProvider = new FakeTimeProvider(),
+            KeepAliveInterval = Timeout.InfiniteTimeSpan,
+            ConnectTimeout = TimeSpan.FromMinutes(5),
+        });
+        try
+        {
+            RawMuxPeer goingAway = await RawMuxPeer.AcceptAsync(listener);
+            peers.Add(goingAway);
+            await goingAway.AnswerHelloAsync();
+            await Hosts.WaitUntilAsync(() => client.State == MuxClientState.Connected, "the client is connected");
+            Task closing = client.Connection.Completion;
+            await goingAway.SendAsync(WriteRawFrame(FrameType.GoAway, 0, new byte[ProtocolConstants.GoAwayPayloadSize]));
+            Assert.Null(await goingAway.ReceiveFrameAsync());
+
+            Task<int> call = client.CreateProxy<ITestService>().Add(1, 2).AsTask();
+            RawMuxPeer current = await RawMuxPeer.AcceptAsync(listener);
+            peers.Add(current);
+            await current.AnswerHelloAsync();
+            Assert.Equal(FrameType.Request, (await current.ExpectFrameAsync()).Type);
+            Task currentClosed = client.Connection.Completion;
+
+            // Read when the client reports itself closed (the handler runs before Completion does).
+            bool? closedFirst = null;
+            client.StateChanged += (_, e) =>
+            {
+                if (e.State == MuxClientState.Closed)
+                {
+                    closedFirst = closing.IsCompleted;
+                }
+            };
+
+            ValueTask dispose = client.DisposeAsync();
+            Assert.Null(await current.ReceiveFrameAsync());
+            current.Dispose();
+            await currentClosed.WaitAsync(TestHost.Patience);
+
+            // Only now does the first server close its end. Before, the client was closed by then,
+            // its first connection still open: the keeper lost track of a connection retired while
+            // its close was under way.
+            goingAway.Dispose();
+            await dispose.AsTask().WaitAsync(TestHost.Patience);
+            Assert.True(closedFirst, "The first connection was still open when the client reported itself closed.");
+            Assert.True(closing.IsCompleted);
+            await Assert.ThrowsAsync<MuxConnectionException>(() => call.WaitAsync(TestHost.Patience));
+        }
+        finally
+        {
+            foreach (RawMuxPeer peer in peers)
+            {
+                peer.Dispose();
+            }
+
+            await client.DisposeAsync();
+            listener.Stop();
+        }
+    }
 }
