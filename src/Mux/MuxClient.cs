@@ -62,8 +62,9 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     public event EventHandler<MuxClientStateChangedEventArgs>? StateChanged;
 
     /// <summary>Completes when the client has closed: disposed, or its connection lost (or never
-    /// made) with <see cref="MuxClientOptions.AutoReconnect"/> off. While the client reconnects it
-    /// does not complete.</summary>
+    /// made, or done with the calls it still served after the server's GoAway) with
+    /// <see cref="MuxClientOptions.AutoReconnect"/> off. While the client reconnects it does not
+    /// complete.</summary>
     public Task Completion => Keeper.Completion;
 
     /// <summary>Calls waiting for their response on the current connection right now (on all

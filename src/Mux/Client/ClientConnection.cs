@@ -55,23 +55,30 @@ internal sealed class ClientConnection : MuxConnection
     /// <see cref="MuxClientOptions.ConnectTimeout"/>, failed TLS, or is not a Mux server.</exception>
     public static async Task<ClientConnection> OpenAsync(EndPoint endPoint, MuxClientOptions options, ServiceMethods services, ILogger logger, CancellationToken cancellationToken)
     {
+        // One ConnectTimeout for the transport and the handshake: the handshake gets what the socket
+        // and TLS left of it, or a server slow at both would be given twice the timeout.
+        long deadline = ClockDeadline.After(options.TimeProvider, options.ConnectTimeout);
         IMuxTransport transport = await ClientTransport.ConnectAsync(endPoint, options, logger, cancellationToken).ConfigureAwait(false);
-        ClientConnection connection = await ConnectAsync(transport, options, services, logger, endPoint.ToString() ?? "server", cancellationToken).ConfigureAwait(false);
+        ClientConnection connection = await ConnectAsync(transport, options, services, logger, endPoint.ToString() ?? "server", cancellationToken, deadline).ConfigureAwait(false);
         connection.Outgoing.Peer = ServerPeer.From(endPoint);
         return connection;
     }
 
-    /// <summary>Starts the loops, sends Hello, and waits for the server's HelloAck.</summary>
+    /// <summary>Starts the loops, sends Hello, and waits for the server's HelloAck until
+    /// <paramref name="deadline"/> (a <see cref="ClockDeadline"/> timestamp; by default ConnectTimeout
+    /// from now).</summary>
     // services: what the connection serves to calls the server starts (its MuxClient's).
-    public static async Task<ClientConnection> ConnectAsync(IMuxTransport transport, MuxClientOptions options, ServiceMethods services, ILogger logger, string name, CancellationToken cancellationToken)
+    public static async Task<ClientConnection> ConnectAsync(IMuxTransport transport, MuxClientOptions options, ServiceMethods services, ILogger logger, string name, CancellationToken cancellationToken, long? deadline = null)
     {
+        // Zero once the deadline has passed: the wait then times out at once.
+        _ = ClockDeadline.TryGetRemaining(options.TimeProvider, deadline ?? ClockDeadline.After(options.TimeProvider, options.ConnectTimeout), out TimeSpan wait);
         var connection = new ClientConnection(transport, options, services, logger, name);
         connection.StartLoops();
         try
         {
             var settings = new HandshakeSettings(ProtocolConstants.Version, options.MaxFrameSize, int.MaxValue, options.AuthToken) { StreamWindow = options.StreamWindow, MaxMessageSize = options.MaxMessageSize, MaxMetadataSize = connection.MaxMetadataSize };
             connection.SendFrame(FrameType.Hello, 0, 0, ref settings);
-            await connection._handshake.Task.WaitAsync(options.ConnectTimeout, options.TimeProvider, cancellationToken).ConfigureAwait(false);
+            await connection._handshake.Task.WaitAsync(wait, options.TimeProvider, cancellationToken).ConfigureAwait(false);
             return connection;
         }
         catch (TimeoutException ex)

@@ -15,8 +15,9 @@ namespace Mux.Client;
 /// <remarks>
 /// Without an endpoint to open a new connection to (a client over a given transport), or with
 /// <see cref="MuxClientOptions.AutoReconnect"/> off, the keeper never replaces its connection: a
-/// lost connection closes the client. Calls fail on it as they would without a keeper until the
-/// client is Closed, then as closed.
+/// lost connection closes the client, and so does a GoAway once the calls the server still serves
+/// have ended. From the moment the connection is lost or has received GoAway, new calls fail at once
+/// with why, as not safe to retry: this client will send nothing again.
 /// </remarks>
 internal sealed class ConnectionKeeper : ConnectionSource
 {
@@ -39,7 +40,8 @@ internal sealed class ConnectionKeeper : ConnectionSource
     // Guarded by _lock; replaced for each published connection.
     private TaskCompletionSource _replaceNow = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
-    // Connections retired while still open (draining after GoAway): disposed with the client.
+    // Connections retired before their close completed (draining after GoAway, or closing once
+    // drained, which waits for the server's answer): closed with the client, which waits for them.
     private readonly List<ClientConnection> _retired = [];
 
     private bool _disposed;
@@ -82,34 +84,40 @@ internal sealed class ConnectionKeeper : ConnectionSource
         new(EndPoint!, State, _latest?.PendingCallCount ?? 0, Interlocked.Read(ref _callsSent));
 
     /// <summary>
-    /// The connection for a new call, or null when the caller must wait. When the keeper
+    /// The connection for a new call, or null when there is none to use. When the keeper
     /// reconnects, a connection that closed or received GoAway is retired here by the first caller
-    /// that notices, so the next callers wait for its replacement instead of failing on it.
+    /// that notices, so the next callers wait for its replacement instead of failing on it. When it
+    /// does not, such a connection is the end of this client (<see cref="IsEnded"/>): a call on it
+    /// would fail as "not sent", safe to retry, and a caller that retries on that would spin until
+    /// the client closed (after a GoAway, until the longest call still running there ended).
     /// </summary>
     public override ClientConnection? Current
     {
         get
         {
             ClientConnection? connection = _current;
-            if (connection is null || connection.IsUsable || KeepsUnusable)
+            if (connection is null || connection.IsUsable)
             {
                 return connection;
             }
 
-            Retire(connection);
+            if (Reconnects)
+            {
+                Retire(connection);
+            }
+
             return null;
         }
     }
 
-    /// <summary>Whether a call still goes to the current connection once it is unusable: only on a
-    /// keeper that never replaces it, and only until the client has closed. A call on the closed
-    /// client then goes the way of one that found no connection, and fails as closed (not safe to
-    /// retry) instead of "not sent" on the dead connection, which is safe to retry and would have a
-    /// caller that retries on that retry forever.</summary>
-    private bool KeepsUnusable => !Reconnects && State != MuxClientState.Closed;
+    /// <summary>Whether no call gets a connection here again: the client is closed, or the keeper
+    /// does not reconnect and its connection is lost or has received GoAway.</summary>
+    public override bool IsEnded => base.IsEnded || (!Reconnects && _current is { IsUsable: false });
 
-    /// <summary>The current connection unless it is <paramref name="failed"/> or, when the keeper
-    /// reconnects, unusable (then it is retired here, and the caller waits for the next one).</summary>
+    /// <summary>The current connection unless it is <paramref name="failed"/> or unusable: when the
+    /// keeper reconnects, that one is retired here, and the caller waits for the next one.</summary>
+    /// <exception cref="MuxConnectionException">The keeper does not reconnect, and its connection is
+    /// lost or has received GoAway.</exception>
     protected override ClientConnection? TryTake(ClientConnection? failed, bool forCall, out Task changed)
     {
         lock (_lock)
@@ -117,10 +125,16 @@ internal sealed class ConnectionKeeper : ConnectionSource
             ClientConnection? connection = _current;
             if (connection is not null)
             {
-                if (connection != failed && (connection.IsUsable || KeepsUnusable))
+                if (connection != failed && connection.IsUsable)
                 {
                     changed = Task.CompletedTask;
                     return connection;
+                }
+
+                // Once the client has closed, the wait fails with why it closed.
+                if (!Reconnects && !_disposed)
+                {
+                    throw Ended(connection);
                 }
 
                 RetireLocked(connection);
@@ -148,6 +162,15 @@ internal sealed class ConnectionKeeper : ConnectionSource
         return attempt is not null ? $" The last attempt to connect{where} failed: {attempt.Message}" : DescribeClose(_latest, where);
     }
 
+    /// <summary>Why a call finds no connection on a keeper that does not reconnect once
+    /// <paramref name="connection"/>, its one, is lost (why it closed, as once the client has closed)
+    /// or has received GoAway (draining, or closing once drained). Not safe to retry: this client
+    /// sends nothing again.</summary>
+    private MuxConnectionException Ended(ClientConnection connection) =>
+        connection.IsClosed && connection.CloseReason != MuxCloseReason.GoAway
+            ? connection.CloseError
+            : new($"The Mux server at {Name} is shutting down (it sent GoAway) and this client does not reconnect ({(EndPoint is null ? "it has no endpoint to connect to again" : "MuxClientOptions.AutoReconnect is off")}); the call was not sent.", MuxCloseReason.GoAway, null);
+
     /// <summary>Stops using <paramref name="connection"/> for new calls and wakes the loop to
     /// replace it. Safe to call from any thread, any number of times.</summary>
     private void Retire(ClientConnection connection)
@@ -171,8 +194,10 @@ internal sealed class ConnectionKeeper : ConnectionSource
             _ready = NewReady();
         }
 
-        _retired.RemoveAll(static retired => retired.IsClosed);
-        if (!connection.IsClosed)
+        // Kept until its close has completed, not only begun: else the client could report itself
+        // closed while such a connection still waited for its server.
+        _retired.RemoveAll(static retired => retired.Completion.IsCompleted);
+        if (!connection.Completion.IsCompleted)
         {
             _retired.Add(connection);
         }
@@ -349,10 +374,9 @@ internal sealed class ConnectionKeeper : ConnectionSource
             _retired.Clear();
         }
 
-        foreach (ClientConnection connection in open)
-        {
-            await connection.DisposeAsync().ConfigureAwait(false);
-        }
+        // All at once: each close may wait out its drain (a server that does not answer it: the one
+        // that sent GoAway as much as the current one), and one after another those waits would add up.
+        await Task.WhenAll(Array.ConvertAll(open, connection => connection.DisposeAsync().AsTask())).ConfigureAwait(false);
 
         SetState(MuxClientState.Closed, error);
     }

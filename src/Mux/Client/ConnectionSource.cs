@@ -44,6 +44,11 @@ internal abstract class ConnectionSource : IAsyncDisposable
     /// <summary>The newest connection, open or not; null before the first one.</summary>
     public abstract ClientConnection? Latest { get; }
 
+    /// <summary>Whether no call gets a connection here again (the client is closed, or will be
+    /// without another connection): a call that finds none then waits, whether or not it would,
+    /// and the wait fails at once with why.</summary>
+    public virtual bool IsEnded => State == MuxClientState.Closed;
+
     /// <summary>Calls waiting for their response right now (on every instance's connection, over several).</summary>
     public virtual int PendingCalls => Latest?.PendingCallCount ?? 0;
 
@@ -131,7 +136,7 @@ internal abstract class ConnectionSource : IAsyncDisposable
     /// <summary>The connection for a waiting caller, never <paramref name="failed"/>; or null, with
     /// <paramref name="changed"/> the task that completes when it is worth looking again (or fails
     /// once the client is closed).</summary>
-    /// <exception cref="MuxConnectionException">The client is closed.</exception>
+    /// <exception cref="MuxConnectionException">The client is closed (or <see cref="IsEnded"/>).</exception>
     protected abstract ClientConnection? TryTake(ClientConnection? failed, bool forCall, out Task changed);
 
     /// <summary>Why a call that waited for a connection until its deadline was not sent.</summary>

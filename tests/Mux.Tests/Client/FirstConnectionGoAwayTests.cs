@@ -10,7 +10,8 @@ namespace Mux.Tests.Client;
 /// <summary>
 /// A client that does not reconnect gives a call waiting for its first connection that connection,
 /// even when the server sent GoAway before the call looked at it: the call fails on it at once, as
-/// every later call does, instead of waiting for a connection that will never come. The server is
+/// every later call does, instead of waiting for a connection that will never come, and not as safe
+/// to retry (this client sends nothing again: GoAwayWithoutReconnectTests). The server is
 /// hand-written and sends its HelloAck and GoAway in one write; the clock is fake and never moves,
 /// so a call that waited on would wait until the test gives up.
 /// </summary>
@@ -35,7 +36,8 @@ public sealed class FirstConnectionGoAwayTests
 
         var failed = await Assert.ThrowsAsync<MuxConnectionException>(() => call.WaitAsync(TestHost.Patience));
         Assert.Equal(MuxCloseReason.GoAway, failed.Reason);
-        Assert.True(failed.IsSafeToRetry);
+        Assert.False(failed.IsSafeToRetry, failed.Message);
+        Assert.Contains("does not reconnect", failed.Message, StringComparison.Ordinal);
         Assert.Contains("the call was not sent", failed.Message, StringComparison.OrdinalIgnoreCase);
     }
 }
