@@ -109,9 +109,10 @@ public sealed class MuxClientOptions
     /// <see cref="CallTimeout"/> and their cancellation token), calls the server provably never ran
     /// are sent again on the new connection, and calls that were in flight on the lost connection
     /// fail with <see cref="MuxConnectionException"/> (they may have run, so they are never retried
-    /// silently). When off, a lost connection closes the client (over several instances, that
-    /// instance; an <see cref="EndPointResolver"/> answer that names it again connects it afresh).
-    /// Defaults to <see langword="true"/>.
+    /// silently). When off, a lost connection closes the client, and so does a GoAway once the calls
+    /// still running there have ended (over several instances, that instance; an
+    /// <see cref="EndPointResolver"/> answer that names it again connects it afresh); new calls then
+    /// fail at once, not safe to retry. Defaults to <see langword="true"/>.
     /// </summary>
     public bool AutoReconnect { get; set; } = true;
 
