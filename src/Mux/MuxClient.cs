@@ -148,6 +148,9 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
 
         options ??= new MuxClientOptions();
         options.Validate();
+
+        // One ConnectTimeout for TLS and the handshake together, as over an endpoint.
+        long deadline = ClockDeadline.After(options.TimeProvider, options.ConnectTimeout);
         IMuxTransport transport;
         try
         {
@@ -159,7 +162,7 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
             throw;
         }
 
-        return await ConnectAsync(transport, options, "stream", cancellationToken).ConfigureAwait(false);
+        return new(await ClientRuntime.ConnectAsync(transport, options, "stream", cancellationToken, deadline).ConfigureAwait(false));
     }
 
     /// <summary>

@@ -88,11 +88,12 @@ internal sealed partial class ClientRuntime
     }
 
     /// <summary>A client over a transport opened by the caller (a stream, a pipe, in-memory pipes
-    /// in tests and benchmarks): it cannot reconnect.</summary>
-    public static async Task<ClientRuntime> ConnectAsync(IMuxTransport transport, MuxClientOptions options, string name, CancellationToken cancellationToken)
+    /// in tests and benchmarks): it cannot reconnect. The handshake waits until
+    /// <paramref name="deadline"/> (by default ConnectTimeout from now).</summary>
+    public static async Task<ClientRuntime> ConnectAsync(IMuxTransport transport, MuxClientOptions options, string name, CancellationToken cancellationToken, long? deadline = null)
     {
         var runtime = new ClientRuntime(options, null);
-        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, runtime.Services, runtime._logger, name, cancellationToken).ConfigureAwait(false);
+        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, runtime.Services, runtime._logger, name, cancellationToken, deadline).ConfigureAwait(false);
         runtime.Keeper = new ConnectionKeeper(connection, null, runtime.Services, options, runtime._logger, name, runtime.RaiseStateChanged);
         return runtime;
     }

@@ -18,13 +18,25 @@ public sealed class ConnectTimeoutBudgetTests
     private static readonly TimeSpan ConnectTimeout = TimeSpan.FromMinutes(5);
 
     [Fact]
-    public async Task AServerSlowAtTlsAndThenAtTheHandshake_FailsTheConnectAtConnectTimeout_CountedFromTheStart()
+    public Task AServerSlowAtTlsAndThenAtTheHandshake_FailsTheConnectAtConnectTimeout_CountedFromTheStart() =>
+        AssertOneTimeoutAsync(static (endPoint, options) => MuxClient.ConnectAsync(endPoint, options));
+
+    [Fact]
+    public Task OverAStreamYouConnected_TlsAndTheHandshakeShareOneConnectTimeout_Too() =>
+        AssertOneTimeoutAsync(static async (endPoint, options) =>
+        {
+            var socket = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+            await socket.ConnectAsync(endPoint);
+            return await MuxClient.ConnectAsync(new NetworkStream(socket, ownsSocket: true), options);
+        });
+
+    private static async Task AssertOneTimeoutAsync(Func<System.Net.EndPoint, MuxClientOptions, Task<MuxClient>> connect)
     {
         var clock = new FakeTimeProvider();
         TcpListener listener = RawMuxPeer.Listen();
         try
         {
-            Task<MuxClient> connecting = MuxClient.ConnectAsync(listener.LocalEndpoint, new MuxClientOptions
+            Task<MuxClient> connecting = connect(listener.LocalEndpoint, new MuxClientOptions
             {
                 Tls = TestCertificates.ClientTlsTrusting(),
                 TimeProvider = clock,
