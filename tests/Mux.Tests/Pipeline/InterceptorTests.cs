@@ -253,18 +253,7 @@ public sealed class InterceptorTests
     public async Task AnInterceptorThatCallsNextAfterItReturned_IsRefused_TheCallFailedAsNotMadeIsNotMadeLate(TransportKind kind, bool onTheServer)
     {
         var late = new KeepsNext();
-        var server = new MuxServerOptions { EnableDetailedErrors = true };
-        var client = new MuxClientOptions();
-        if (onTheServer)
-        {
-            server.Interceptors.Add(late);
-        }
-        else
-        {
-            client.Interceptors.Add(late);
-        }
-
-        await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client);
+        await using PipelineHost host = await StartWithAsync(kind, late, onTheServer);
 
         Exception failed = await Assert.ThrowsAnyAsync<Exception>(() => host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
         Assert.StartsWith("The call to IPipelineService.Add was not made", failed.Message, StringComparison.Ordinal);
@@ -284,18 +273,7 @@ public sealed class InterceptorTests
     public async Task AnInterceptorThatRefusesByThrowing_AndCallsNextLater_IsRefused_TheCallIsNotMadeLate(TransportKind kind, bool onTheServer)
     {
         var late = new KeepsNext(() => new MuxRemoteException(MuxStatusCode.PermissionDenied, "not allowed", null));
-        var server = new MuxServerOptions { EnableDetailedErrors = true };
-        var client = new MuxClientOptions();
-        if (onTheServer)
-        {
-            server.Interceptors.Add(late);
-        }
-        else
-        {
-            client.Interceptors.Add(late);
-        }
-
-        await using PipelineHost host = await PipelineHost.StartAsync(kind, server, client);
+        await using PipelineHost host = await StartWithAsync(kind, late, onTheServer);
 
         MuxRemoteException refusedCall = await Assert.ThrowsAsync<MuxRemoteException>(() => host.Proxy.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
         Assert.Equal(MuxStatusCode.PermissionDenied, refusedCall.StatusCode);
@@ -304,6 +282,23 @@ public sealed class InterceptorTests
         // server, with a pooled call that could be another's by then).
         Assert.Throws<InvalidOperationException>(() => { _ = late.Next!(); });
         Assert.Equal(0, host.Service.Runs);
+    }
+
+    /// <summary>A host whose server (or client) runs <paramref name="interceptor"/>, with detailed errors.</summary>
+    private static Task<PipelineHost> StartWithAsync(TransportKind kind, KeepsNext interceptor, bool onTheServer)
+    {
+        var server = new MuxServerOptions { EnableDetailedErrors = true };
+        var client = new MuxClientOptions();
+        if (onTheServer)
+        {
+            server.Interceptors.Add(interceptor);
+        }
+        else
+        {
+            client.Interceptors.Add(interceptor);
+        }
+
+        return PipelineHost.StartAsync(kind, server, client);
     }
 
     [Theory]
