@@ -57,10 +57,6 @@ internal static class StreamProducer
         // Armed when a batch starts; created with the first batch (a stream of large or slowly
         // made items never needs one). Only this method touches it.
         ITimer? batchTimer = null;
-
-        // The producer's MoveNextAsync still running when the stream was cancelled: the enumerator
-        // is disposed once it completes (an enumerator must not be disposed while it moves).
-        Task<bool>? abandoned = null;
         try
         {
             while (true)
@@ -73,29 +69,7 @@ internal static class StreamProducer
                     batchBytes = 0;
                 }
 
-                bool more;
-                if (next.IsCompleted || !cancellationToken.CanBeCanceled)
-                {
-                    more = await next.ConfigureAwait(false);
-                }
-                else
-                {
-                    // A producer that ignores its token would hold the call open (its slot, its
-                    // window, its caller) until it next yields: the stream stops at the cancellation
-                    // instead. A Task per wait, only when the producer did not have its item ready.
-                    Task<bool> moving = next.AsTask();
-                    try
-                    {
-                        more = await moving.WaitAsync(cancellationToken).ConfigureAwait(false);
-                    }
-                    catch (OperationCanceledException) when (!moving.IsCompleted)
-                    {
-                        abandoned = moving;
-                        throw;
-                    }
-                }
-
-                if (!more)
+                if (!await next.ConfigureAwait(false))
                 {
                     break;
                 }
@@ -159,38 +133,7 @@ internal static class StreamProducer
                 connection.SendQueuedFrames();
             }
 
-            if (abandoned is null)
-            {
-                await enumerator.DisposeAsync().ConfigureAwait(false);
-            }
-            else
-            {
-                _ = DisposeWhenMovedAsync(abandoned, enumerator);
-            }
-        }
-    }
-
-    /// <summary>Disposes the enumerator of a cancelled stream once its producer, which ignored the
-    /// cancellation, has made its next item (or failed, or ended). Its item, its failure and a
-    /// failure of its disposal have nobody left to go to: the call has ended.</summary>
-    private static async Task DisposeWhenMovedAsync<T>(Task<bool> moving, IAsyncEnumerator<T> enumerator)
-    {
-        try
-        {
-            await moving.ConfigureAwait(false);
-        }
-        catch (Exception)
-        {
-            // See the summary (awaited, not ignored: a failure left unobserved would be reported).
-        }
-
-        try
-        {
             await enumerator.DisposeAsync().ConfigureAwait(false);
-        }
-        catch (Exception)
-        {
-            // See the summary.
         }
     }
 }
