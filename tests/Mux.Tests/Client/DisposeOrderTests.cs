@@ -98,20 +98,7 @@ public sealed class DisposeOrderTests
 
             // Every server sees its connection end at once. Before, the instances were closed one
             // after another, each once the one before had drained, which here it never does.
-            foreach (RawMuxPeer peer in peers)
-            {
-                while (await peer.ReceiveFrameAsync() is not null)
-                {
-                }
-            }
-
-            foreach (RawMuxPeer peer in peers)
-            {
-                peer.Dispose();
-            }
-
-            await dispose.AsTask().WaitAsync(TestHost.Patience);
-            Assert.Equal(MuxClientState.Closed, client.State);
+            await AssertEveryConnectionEndsAsync(peers, dispose, client);
         }
         finally
         {
@@ -167,20 +154,7 @@ public sealed class DisposeOrderTests
 
             // Both servers see their connection end at once. Before, the draining connection was
             // closed first and the current one only once that had drained, which here it never does.
-            foreach (RawMuxPeer peer in peers)
-            {
-                while (await peer.ReceiveFrameAsync() is not null)
-                {
-                }
-            }
-
-            foreach (RawMuxPeer peer in peers)
-            {
-                peer.Dispose();
-            }
-
-            await dispose.AsTask().WaitAsync(TestHost.Patience);
-            Assert.Equal(MuxClientState.Closed, client.State);
+            await AssertEveryConnectionEndsAsync(peers, dispose, client);
             await Assert.ThrowsAsync<MuxConnectionException>(() => served.WaitAsync(TestHost.Patience));
             await Assert.ThrowsAsync<MuxConnectionException>(() => next.WaitAsync(TestHost.Patience));
         }
@@ -261,5 +235,26 @@ public sealed class DisposeOrderTests
             await client.DisposeAsync();
             listener.Stop();
         }
+    }
+
+    /// <summary>Waits until every peer has seen its connection end (each reads to the end, so a close
+    /// held back behind another's drain would hang here), then for the disposal, and checks that the
+    /// client reports itself closed.</summary>
+    private static async Task AssertEveryConnectionEndsAsync(List<RawMuxPeer> peers, ValueTask dispose, MuxClient client)
+    {
+        foreach (RawMuxPeer peer in peers)
+        {
+            while (await peer.ReceiveFrameAsync() is not null)
+            {
+            }
+        }
+
+        foreach (RawMuxPeer peer in peers)
+        {
+            peer.Dispose();
+        }
+
+        await dispose.AsTask().WaitAsync(TestHost.Patience);
+        Assert.Equal(MuxClientState.Closed, client.State);
     }
 }
