@@ -135,7 +135,7 @@ public sealed class MuxClientOptions
     /// <summary>
     /// How long nothing may arrive on a connection before this side sends a Ping (the peer answers
     /// with a Pong). A connection that carries calls or answers never pings; an idle one pings about
-    /// once per interval, a 17-byte frame each way. 30 seconds stays under the idle limits of common
+    /// once per interval, an 18-byte frame each way. 30 seconds stays under the idle limits of common
     /// NATs, firewalls and load balancers (often 60 seconds or more), so keepalive also keeps an idle
     /// connection's path open. <see cref="Timeout.InfiniteTimeSpan"/> turns keepalive off (then a
     /// peer that vanished without a FIN or reset is noticed only when a call times out). Defaults to
