@@ -30,8 +30,9 @@ public sealed class MuxClientOptions
     public TimeSpan ConnectTimeout { get; set; } = TimeSpan.FromSeconds(10);
 
     /// <summary>
-    /// The largest frame this client accepts from the server, in bytes; a larger response closes the
-    /// connection. Must be at least 4 KiB. Defaults to 4 MiB.
+    /// The largest frame this client accepts from the server, in bytes; a larger frame closes the
+    /// connection (a Mux server sends a larger response in fragments that fit, bounded by
+    /// <see cref="MaxMessageSize"/>). Between 4 KiB and 256 MiB. Defaults to 4 MiB.
     /// </summary>
     public int MaxFrameSize { get; set; } = 4 * 1024 * 1024;
 
