@@ -19,7 +19,8 @@ public enum MuxStatusCode
     /// <summary>The handler observed cancellation (the caller cancelled, or the server is stopping).</summary>
     Canceled = 4,
 
-    /// <summary>A request or response was larger than the receiving side's maximum frame size.</summary>
+    /// <summary>A stream item was larger than the receiving side's maximum frame size (stream items
+    /// are never sent in fragments; a larger request or response is, so it never fails this way).</summary>
     FrameTooLarge = 5,
 
     /// <summary>The server is shutting down and did not run the call; it is safe to retry elsewhere.</summary>
