@@ -23,7 +23,10 @@ public enum MuxStatusCode
     /// are never sent in fragments; a larger request or response is, so it never fails this way).</summary>
     FrameTooLarge = 5,
 
-    /// <summary>The server is shutting down and did not run the call; it is safe to retry elsewhere.</summary>
+    /// <summary>The server is shutting down and did not run the call; it is safe to retry elsewhere.
+    /// Reserved: no Mux server of protocol version 2 sends it (one that stops sends GoAway, and the
+    /// client fails the calls it never ran with <see cref="MuxConnectionException"/>,
+    /// <see cref="MuxConnectionException.IsSafeToRetry"/> true).</summary>
     ServerShuttingDown = 6,
 
     /// <summary>The peer broke the protocol (for example a bad handshake).</summary>
