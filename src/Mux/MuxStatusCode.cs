@@ -13,7 +13,8 @@ public enum MuxStatusCode
     /// <summary>The server has no method with the requested id (the client and server contracts differ).</summary>
     UnknownMethod = 2,
 
-    /// <summary>The arguments could not be deserialized into the method's parameter types.</summary>
+    /// <summary>The arguments could not be deserialized into the method's parameter types (nor the
+    /// call's metadata, or an item of the stream the caller sent, be read).</summary>
     InvalidArguments = 3,
 
     /// <summary>The handler observed cancellation (the caller cancelled, or the server is stopping).</summary>
