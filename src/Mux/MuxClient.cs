@@ -138,7 +138,9 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     /// <param name="options">Settings (<see cref="MuxClientOptions.EndPoint"/> is not used); defaults apply when null.</param>
     /// <param name="cancellationToken">Abandons the attempt.</param>
     /// <returns>A connected client.</returns>
-    /// <exception cref="MuxConnectionException">The handshake failed or timed out (<see cref="MuxClientOptions.ConnectTimeout"/>).</exception>
+    /// <exception cref="MuxConnectionException">The TLS handshake (when <see cref="MuxClientOptions.Tls"/>
+    /// is set) or Mux's own failed, or the two together took longer than
+    /// <see cref="MuxClientOptions.ConnectTimeout"/>.</exception>
     /// <exception cref="InvalidOperationException">The options are invalid.</exception>
     /// <exception cref="ArgumentException">The stream cannot both read and write.</exception>
     [SuppressMessage("ApiDesign", "RS0026:Do not add multiple public overloads with optional parameters", Justification = "The overloads differ in the type of their first, required parameter (endpoint, stream, pipe), so no call is ambiguous.")]

@@ -30,8 +30,9 @@ public sealed class MuxClientOptions
     public TimeSpan ConnectTimeout { get; set; } = TimeSpan.FromSeconds(10);
 
     /// <summary>
-    /// The largest frame this client accepts from the server, in bytes; a larger response closes the
-    /// connection. Must be at least 4 KiB. Defaults to 4 MiB.
+    /// The largest frame this client accepts from the server, in bytes; a larger frame closes the
+    /// connection (a Mux server sends a larger response in fragments that fit, bounded by
+    /// <see cref="MaxMessageSize"/>). Between 4 KiB and 256 MiB. Defaults to 4 MiB.
     /// </summary>
     public int MaxFrameSize { get; set; } = 4 * 1024 * 1024;
 
@@ -135,7 +136,7 @@ public sealed class MuxClientOptions
     /// <summary>
     /// How long nothing may arrive on a connection before this side sends a Ping (the peer answers
     /// with a Pong). A connection that carries calls or answers never pings; an idle one pings about
-    /// once per interval, a 17-byte frame each way. 30 seconds stays under the idle limits of common
+    /// once per interval, an 18-byte frame each way. 30 seconds stays under the idle limits of common
     /// NATs, firewalls and load balancers (often 60 seconds or more), so keepalive also keeps an idle
     /// connection's path open. <see cref="Timeout.InfiniteTimeSpan"/> turns keepalive off (then a
     /// peer that vanished without a FIN or reset is noticed only when a call times out). Defaults to

@@ -13,7 +13,7 @@ public enum MuxClientState
     /// new one, with backoff; calls wait for it (<see cref="MuxClientOptions.AutoReconnect"/>).</summary>
     Reconnecting,
 
-    /// <summary>The client was disposed, or its connection was lost with
-    /// <see cref="MuxClientOptions.AutoReconnect"/> off; calls fail with <see cref="MuxConnectionException"/>.</summary>
+    /// <summary>The client was disposed, or its connection was lost (or ended after the server's
+    /// GoAway) with <see cref="MuxClientOptions.AutoReconnect"/> off; calls fail with <see cref="MuxConnectionException"/>.</summary>
     Closed,
 }

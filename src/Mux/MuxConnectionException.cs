@@ -38,7 +38,8 @@ public sealed class MuxConnectionException : Exception
     /// <summary>
     /// Whether the server provably never ran the call: its request was never sent, or the server's
     /// GoAway said it had not received it. Retrying such a call cannot run it twice, and
-    /// <see cref="MuxClient"/> does so by itself when <see cref="MuxClientOptions.AutoReconnect"/> is on;
+    /// <see cref="MuxClient"/> does so by itself when <see cref="MuxClientOptions.AutoReconnect"/> and
+    /// <see cref="MuxClientOptions.WaitForConnection"/> (or the proxy's <see cref="MuxCallOptions.WaitForConnection"/>) are on;
     /// a call that fails with <see langword="false"/> here may or may not have run.
     /// </summary>
     public bool IsSafeToRetry { get; private init; }

@@ -131,8 +131,8 @@ public sealed class MuxServer : IAsyncDisposable
 
     /// <summary>
     /// Serves one connection over a duplex pipe you provide (any transport that offers
-    /// System.IO.Pipelines). The pipe is used as it is, so <see cref="MuxServerOptions.Tls"/> does not
-    /// apply (use <see cref="AcceptAsync(Stream, CancellationToken)"/> for TLS). A server that has not
+    /// System.IO.Pipelines). The pipe is used as it is, so <see cref="MuxServerOptions.Tls"/> must not
+    /// be set (use <see cref="AcceptAsync(Stream, CancellationToken)"/> for TLS). A server that has not
     /// been started starts without a listener; add services before. The server completes both ends of
     /// the pipe when the connection closes.
     /// </summary>

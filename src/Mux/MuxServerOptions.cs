@@ -19,7 +19,7 @@ public sealed class MuxServerOptions
 
     /// <summary>
     /// The largest frame the server accepts, in bytes; a client that sends a larger one is
-    /// disconnected. Must be at least 4 KiB. Defaults to 4 MiB.
+    /// disconnected. Between 4 KiB and 256 MiB. Defaults to 4 MiB.
     /// </summary>
     public int MaxFrameSize { get; set; } = 4 * 1024 * 1024;
 

@@ -13,16 +13,21 @@ public enum MuxStatusCode
     /// <summary>The server has no method with the requested id (the client and server contracts differ).</summary>
     UnknownMethod = 2,
 
-    /// <summary>The arguments could not be deserialized into the method's parameter types.</summary>
+    /// <summary>The arguments could not be deserialized into the method's parameter types (nor the
+    /// call's metadata, or an item of the stream the caller sent, be read).</summary>
     InvalidArguments = 3,
 
     /// <summary>The handler observed cancellation (the caller cancelled, or the server is stopping).</summary>
     Canceled = 4,
 
-    /// <summary>A request or response was larger than the receiving side's maximum frame size.</summary>
+    /// <summary>A stream item was larger than the receiving side's maximum frame size (stream items
+    /// are never sent in fragments; a larger request or response is, so it never fails this way).</summary>
     FrameTooLarge = 5,
 
-    /// <summary>The server is shutting down and did not run the call; it is safe to retry elsewhere.</summary>
+    /// <summary>The server is shutting down and did not run the call; it is safe to retry elsewhere.
+    /// Reserved: no Mux server of protocol version 2 sends it (one that stops sends GoAway, and the
+    /// client fails the calls it never ran with <see cref="MuxConnectionException"/>,
+    /// <see cref="MuxConnectionException.IsSafeToRetry"/> true).</summary>
     ServerShuttingDown = 6,
 
     /// <summary>The peer broke the protocol (for example a bad handshake).</summary>
