@@ -92,7 +92,7 @@ public sealed class ClientServiceTests
 
         // The first thread makes the client (the host's start, or a resolve of MuxClient) and
         // stops in the callback's dependency, before DI resolves the callback's proxy.
-        Task<MuxClient> first = RunOnOwnThread(() =>
+        Task<MuxClient> first = TestHost.RunOnOwnThread(() =>
         {
             if (hostStartMakesTheClient)
             {
@@ -107,7 +107,7 @@ public sealed class ClientServiceTests
         // blocks waiting for the first thread (the old code: on the holder's lock, or on DI's
         // lock on MuxClient).
         Thread secondThread = null!;
-        Task<IHostingHub> second = RunOnOwnThread(() => provider.GetRequiredService<IHostingHub>(), t => secondThread = t);
+        Task<IHostingHub> second = TestHost.RunOnOwnThread(() => provider.GetRequiredService<IHostingHub>(), t => secondThread = t);
         await TestHost.WaitUntilAsync(() => second.IsCompleted || (secondThread.ThreadState & ThreadState.WaitSleepJoin) != 0, "the second resolve finishes or waits");
 
         // The first goes on and needs the proxy the second holds. The old code deadlocked here,
@@ -151,28 +151,6 @@ public sealed class ClientServiceTests
         }
 
         await TestHost.WaitUntilAsync(() => server.ActiveConnections == 0, "the client's connection closes");
-    }
-
-    /// <summary>Runs <paramref name="resolve"/> on a thread of its own (a background one, so that a
-    /// deadlocked test cannot keep the test run alive).</summary>
-    private static Task<T> RunOnOwnThread<T>(Func<T> resolve, Action<Thread>? started = null)
-    {
-        var result = new TaskCompletionSource<T>(TaskCreationOptions.RunContinuationsAsynchronously);
-        var thread = new Thread(() =>
-        {
-            try
-            {
-                result.SetResult(resolve());
-            }
-            catch (Exception ex)
-            {
-                result.SetException(ex);
-            }
-        })
-        { IsBackground = true };
-        started?.Invoke(thread);
-        thread.Start();
-        return result.Task;
     }
 
     [Fact]
