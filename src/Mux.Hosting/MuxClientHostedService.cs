@@ -8,7 +8,10 @@ namespace Mux.Hosting;
 
 /// <summary>Creates the one shared client of AddMuxClient on first use (the host's start, or a
 /// proxy resolved earlier) and backs the <see cref="MuxClient"/> singleton.</summary>
-internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServiceProvider provider) : IAsyncDisposable, IDisposable
+/// <remarks>It takes its options from <paramref name="provider"/> when it makes the client, not in
+/// its constructor: making them (the logger factory, for one) may need the client, and only
+/// <see cref="GetClient"/> can tell that recursion from a first request.</remarks>
+internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposable, IDisposable
 {
     // Held to make the client's options and the client, never while its services are made: they
     // may need what another thread is resolving (DI's lock on a proxy, or on a service that
@@ -77,14 +80,14 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServi
             // recursion to another thread, which then waits for _lock forever.
             if (_creating)
             {
-                throw new InvalidOperationException("MuxClient (or one of its proxies) was requested while it is being created: something the client needs before it exists depends on it, such as an interceptor added with AddInterceptor, or a service that one depends on. An interceptor must not depend on the client or its proxies; one that needs them can take IServiceProvider and resolve them in InvokeAsync.");
+                throw new InvalidOperationException("MuxClient (or one of its proxies) was requested while it is being created: something the client needs before it exists depends on it, such as an interceptor added with AddInterceptor, a logger provider (the client's options take the logger factory), or a service that one depends on. These must not depend on the client or its proxies; one that needs them can take IServiceProvider and resolve them when it is used.");
             }
 
             _creating = true;
             MuxClientOptions clientOptions;
             try
             {
-                clientOptions = options.Value; // Binding errors surface here.
+                clientOptions = provider.GetRequiredService<IOptions<MuxClientOptions>>().Value; // Binding errors surface here.
             }
             finally
             {
