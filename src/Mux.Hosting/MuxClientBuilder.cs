@@ -33,7 +33,10 @@ public sealed class MuxClientBuilder
     public MuxClientBuilder AddProxy<TService>()
         where TService : class
     {
-        Services.TryAddSingleton(static services => services.GetRequiredService<MuxClient>().CreateProxy<TService>());
+        // From the holder, not DI's MuxClient singleton: a thread that makes the client by
+        // resolving MuxClient holds DI's lock on it while the client's services are made, one of
+        // which may inject this proxy, which another thread may be resolving.
+        Services.TryAddSingleton(static services => services.GetRequiredService<MuxClientHolder>().GetClient().CreateProxy<TService>());
         return this;
     }
 
@@ -50,11 +53,12 @@ public sealed class MuxClientBuilder
     /// If <typeparamref name="TImplementation"/> cannot be made (its constructor, or one of its
     /// dependencies, throws), the resolve that creates the client (the host's start, or the first
     /// <see cref="MuxClient"/> or proxy resolved) fails with that exception, as it is, and the
-    /// half-made client is closed: nothing stays connected, and nothing is handed out without
-    /// the services added here. The next resolve tries again, as DI does for a singleton whose
-    /// constructor threw; but if the failing service (or one made before it) had already injected
-    /// the client's proxies, DI keeps them bound to the closed client, so later creations fail
-    /// with <see cref="InvalidOperationException"/> whose inner exception is the first failure.
+    /// half-made client is closed: nothing stays connected. The next resolve tries again, as DI
+    /// does for a singleton whose constructor threw; but if the failing service (or one made before
+    /// it) had already injected the client's proxies, or another thread had resolved the client or
+    /// a proxy meanwhile (it gets the client while its services are added, as waiting for them
+    /// could deadlock), DI keeps them bound to the closed client, so later creations fail with
+    /// <see cref="InvalidOperationException"/> whose inner exception is the first failure.
     /// </remarks>
     /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface.</typeparam>
     /// <typeparam name="TImplementation">The implementation, resolved from DI (registered as a

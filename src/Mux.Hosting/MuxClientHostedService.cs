@@ -8,8 +8,14 @@ namespace Mux.Hosting;
 
 /// <summary>Creates the one shared client of AddMuxClient on first use (the host's start, or a
 /// proxy resolved earlier) and backs the <see cref="MuxClient"/> singleton.</summary>
-internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServiceProvider provider)
+/// <remarks>It takes its options from <paramref name="provider"/> when it makes the client, not in
+/// its constructor: making them (the logger factory, for one) may need the client, and only
+/// <see cref="GetClient"/> can tell that recursion from a first request.</remarks>
+internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposable, IDisposable
 {
+    // Held to make the client's options and the client, never while its services are made: they
+    // may need what another thread is resolving (DI's lock on a proxy, or on a service that
+    // injects one) while that thread asks for the client.
     private readonly Lock _lock = new();
 
     // Held only to set or read _stopped with _client, never while the client is made: a client
@@ -23,7 +29,7 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServi
     private bool _creating;
 
     // Under _lock: the client whose services are being added, and whether it was handed out
-    // meanwhile (to a service that injects its proxies: DI keeps both for good).
+    // meanwhile (to a service that injects its proxies, or to another thread: DI keeps it for good).
     private MuxClient? _pending;
     private bool _handedOut;
 
@@ -47,89 +53,100 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServi
             return client;
         }
 
+        MuxClient created;
         lock (_lock)
         {
-            if (_client is null)
+            if (_client is { } made)
             {
-                // Back here on this thread while the services are added: an implementation injects
-                // the client's proxies (Lock is reentrant). It gets the client being set up.
-                if (_pending is { } pending)
-                {
-                    _handedOut = true;
-                    return pending;
-                }
-
-                if (_failure is not null)
-                {
-                    throw new InvalidOperationException($"The Mux client of AddMuxClient could not be created: {_failure.Message} It had already been given to a service that injects its proxies, which keeps it, so it was closed and is not made again; fix the failure and restart.", _failure);
-                }
-
-                // Back here on this thread before the client exists: something its options resolve
-                // needs the client. Going on would recurse until DI's stack guard moves the
-                // recursion to another thread, which then waits for _lock forever.
-                if (_creating)
-                {
-                    throw new InvalidOperationException("MuxClient (or one of its proxies) was requested while it is being created: something the client needs before it exists depends on it, such as an interceptor added with AddInterceptor, or a service that one depends on. An interceptor must not depend on the client or its proxies; one that needs them can take IServiceProvider and resolve them in InvokeAsync.");
-                }
-
-                _creating = true;
-                MuxClientOptions clientOptions;
-                try
-                {
-                    clientOptions = options.Value; // Binding errors surface here.
-                }
-                finally
-                {
-                    _creating = false;
-                }
-
-                if (clientOptions.EndPoint is null && clientOptions.EndPoints.Count == 0 && clientOptions.EndPointResolver is null)
-                {
-                    throw new InvalidOperationException("MuxClientOptions.EndPoint is not set. Set it in AddMuxClient(o => o.EndPoint = new IPEndPoint(IPAddress.Loopback, 5000)) or with the configuration key Mux:Client:Connect, for example \"127.0.0.1:5000\"; for several instances, set Service (Mux:Client:Service, for example \"mux://users\") or EndPoints.");
-                }
-
-                ThrowIfStopped(); // Its options took long enough for the host to stop meanwhile.
-                MuxClient created = MuxClient.Create(clientOptions);
-                _pending = created;
-                try
-                {
-                    foreach (MuxClientServiceRegistration registration in provider.GetServices<MuxClientServiceRegistration>())
-                    {
-                        registration.Add(created, provider);
-                    }
-                }
-                catch (Exception ex)
-                {
-                    // Handed out, the client is DI's singleton and its proxies' for good: a new
-                    // one would not be theirs, so the failure stays.
-                    if (_handedOut)
-                    {
-                        _failure = ex;
-                    }
-
-                    Close(created);
-                    throw;
-                }
-                finally
-                {
-                    _pending = null;
-                    _handedOut = false;
-                }
-
-                lock (_stopLock)
-                {
-                    if (_stopped)
-                    {
-                        Close(created);
-                        throw new ObjectDisposedException(nameof(MuxClient), "The host stopped while the Mux client of AddMuxClient was being created; it has been closed.");
-                    }
-
-                    _client = created;
-                }
+                return made;
             }
 
-            return _client;
+            // Asked while the services are added: on this thread, an implementation injects the
+            // client's proxies (Lock is reentrant); on another, waiting for them could deadlock
+            // (see _lock). Either gets the client being set up.
+            if (_pending is { } pending)
+            {
+                _handedOut = true;
+                return pending;
+            }
+
+            if (_failure is not null)
+            {
+                throw new InvalidOperationException($"The Mux client of AddMuxClient could not be created: {_failure.Message} It had already been handed out (to a service that injects its proxies, or to another thread meanwhile), which keeps it, so it was closed and is not made again; fix the failure and restart.", _failure);
+            }
+
+            // Back here on this thread before the client exists: something its options resolve
+            // needs the client. Going on would recurse until DI's stack guard moves the
+            // recursion to another thread, which then waits for _lock forever.
+            if (_creating)
+            {
+                throw new InvalidOperationException("MuxClient (or one of its proxies) was requested while it is being created: something the client needs before it exists depends on it, such as an interceptor added with AddInterceptor, a logger provider (the client's options take the logger factory), or a service that one depends on. These must not depend on the client or its proxies; one that needs them can take IServiceProvider and resolve them when it is used.");
+            }
+
+            _creating = true;
+            MuxClientOptions clientOptions;
+            try
+            {
+                clientOptions = provider.GetRequiredService<IOptions<MuxClientOptions>>().Value; // Binding errors surface here.
+            }
+            finally
+            {
+                _creating = false;
+            }
+
+            if (clientOptions.EndPoint is null && clientOptions.EndPoints.Count == 0 && clientOptions.EndPointResolver is null)
+            {
+                throw new InvalidOperationException("MuxClientOptions.EndPoint is not set. Set it in AddMuxClient(o => o.EndPoint = new IPEndPoint(IPAddress.Loopback, 5000)) or with the configuration key Mux:Client:Connect, for example \"127.0.0.1:5000\"; for several instances, set Service (Mux:Client:Service, for example \"mux://users\") or EndPoints.");
+            }
+
+            ThrowIfStopped(); // Its options took long enough for the host to stop meanwhile.
+            created = MuxClient.Create(clientOptions);
+            _pending = created;
         }
+
+        try
+        {
+            foreach (MuxClientServiceRegistration registration in provider.GetServices<MuxClientServiceRegistration>())
+            {
+                registration.Add(created, provider);
+            }
+        }
+        catch (Exception ex)
+        {
+            lock (_lock)
+            {
+                // Handed out, the client is DI's singleton and its proxies' for good: a new
+                // one would not be theirs, so the failure stays.
+                if (_handedOut)
+                {
+                    _failure = ex;
+                }
+
+                _pending = null;
+                _handedOut = false;
+            }
+
+            Close(created);
+            throw;
+        }
+
+        lock (_lock)
+        {
+            _pending = null;
+            _handedOut = false;
+            lock (_stopLock)
+            {
+                if (_stopped)
+                {
+                    Close(created);
+                    throw new ObjectDisposedException(nameof(MuxClient), "The host stopped while the Mux client of AddMuxClient was being created; it has been closed.");
+                }
+
+                _client = created;
+            }
+        }
+
+        return created;
     }
 
     /// <summary>Marks the client stopped, so that none is made from now on, and returns it if it
@@ -160,6 +177,20 @@ internal sealed class MuxClientHolder(IOptions<MuxClientOptions> options, IServi
         (client.RemoteEndPoint ?? options.EndPoint)?.ToString()
         ?? options.EndPointResolver?.ToString()
         ?? (options.EndPoints.Count > 0 ? string.Join(", ", options.EndPoints) : "?");
+
+    /// <summary>Closes the client when the service provider is disposed: proxies resolved without a
+    /// host (and so without its hosted service) take the client from here, not from DI's singleton.</summary>
+    public ValueTask DisposeAsync() => Stop() is { } client ? client.DisposeAsync() : default;
+
+    /// <summary>As <see cref="DisposeAsync"/>, for a provider disposed synchronously: the client
+    /// closes in the background.</summary>
+    public void Dispose()
+    {
+        if (Stop() is { } client)
+        {
+            Close(client);
+        }
+    }
 
     // Its connection may be opening: closing stops that at once; the rest completes in the
     // background, as DI's resolution cannot wait for it.

@@ -33,7 +33,7 @@ internal sealed class MuxServerOptionsSetup(IConfiguration? configuration = null
         options.MaxConcurrentCallsPerConnection = bound.MaxConcurrentCallsPerConnection ?? options.MaxConcurrentCallsPerConnection;
         options.HandshakeTimeout = bound.HandshakeTimeout ?? options.HandshakeTimeout;
         options.ListenBacklog = bound.ListenBacklog ?? options.ListenBacklog;
-        options.AuthToken = bound.AuthToken ?? options.AuthToken;
+        options.AuthToken = MuxConfigurationValues.AuthToken(bound.AuthToken, MuxServerConfiguration.SectionName) ?? options.AuthToken;
         options.EnableDetailedErrors = bound.EnableDetailedErrors ?? options.EnableDetailedErrors;
         options.MaxOutboundBytesPerConnection = bound.MaxOutboundBytesPerConnection ?? options.MaxOutboundBytesPerConnection;
         options.MaxMessageSize = bound.MaxMessageSize ?? options.MaxMessageSize;
@@ -92,7 +92,7 @@ internal sealed class MuxClientOptionsSetup(IConfiguration? configuration = null
         options.CallTimeout = bound.CallTimeout ?? options.CallTimeout;
         options.ConnectTimeout = bound.ConnectTimeout ?? options.ConnectTimeout;
         options.MaxFrameSize = bound.MaxFrameSize ?? options.MaxFrameSize;
-        options.AuthToken = bound.AuthToken ?? options.AuthToken;
+        options.AuthToken = MuxConfigurationValues.AuthToken(bound.AuthToken, MuxClientConfiguration.SectionName) ?? options.AuthToken;
         if (bound.Tls is { } tls && tls.Enabled != false)
         {
             const string Key = MuxClientConfiguration.SectionName + ":Tls";
@@ -117,4 +117,16 @@ internal sealed class MuxClientOptionsSetup(IConfiguration? configuration = null
         options.MaxMetadataSize = bound.MaxMetadataSize ?? options.MaxMetadataSize;
         options.WaitForConnection = bound.WaitForConnection ?? options.WaitForConnection;
     }
+}
+
+/// <summary>Checks of values that both configuration sections have.</summary>
+internal static class MuxConfigurationValues
+{
+    /// <summary>The AuthToken key's value; an empty one (a variable or template left blank) fails:
+    /// taken as a token, it made a server refuse every client that sends none, at its handshake.</summary>
+    /// <param name="value">The bound value; null when the key is missing.</param>
+    /// <param name="section">The section's path, for the error message.</param>
+    public static string? AuthToken(string? value, string section) => value is { Length: 0 }
+        ? throw new InvalidOperationException($"The configuration value {section}:AuthToken is ''; an empty token is not a token. Set the token, or remove the key for none.")
+        : value;
 }

@@ -44,12 +44,39 @@ internal sealed class MuxServerHostedService(
     // Under _lock: the host has stopped the server (or never started it before stopping).
     private bool _stopped;
 
+    // Under _lock: a start is under way or has succeeded. Claimed before the server is made, so
+    // that a second start at the same time fails rather than listens on a second port.
+    private bool _started;
+
     public async Task StartAsync(CancellationToken cancellationToken)
     {
-        if (holder.Server is not null)
+        lock (_lock)
         {
-            throw new InvalidOperationException("The Mux server has already been started; a host starts once.");
+            if (_started)
+            {
+                throw new InvalidOperationException("The Mux server has already been started; a host starts once.");
+            }
+
+            _started = true;
         }
+
+        try
+        {
+            await StartServerAsync(cancellationToken).ConfigureAwait(false);
+        }
+        catch
+        {
+            lock (_lock)
+            {
+                _started = false; // A failed start may be tried again, as before.
+            }
+
+            throw;
+        }
+    }
+
+    private async Task StartServerAsync(CancellationToken cancellationToken)
+    {
 
         MuxServerOptions serverOptions = options.Value; // Binding and validation errors surface here, at host start.
         var server = new MuxServer(serverOptions);

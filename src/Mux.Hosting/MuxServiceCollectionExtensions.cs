@@ -24,7 +24,9 @@ public static class MuxServiceCollectionExtensions
     /// <c>HandshakeTimeout</c>, <c>ListenBacklog</c>, <c>AuthToken</c>); then
     /// <paramref name="configure"/> runs, so values set in code win. Keys that are missing keep the
     /// defaults documented on <see cref="MuxServerOptions"/>. <see cref="MuxServerOptions.LoggerFactory"/>
-    /// defaults to the service provider's <c>ILoggerFactory</c>.
+    /// defaults to the service provider's <c>ILoggerFactory</c>. The options are read once, when the
+    /// host starts: a reloaded configuration changes nothing in the running server until the host
+    /// starts again.
     /// </para>
     /// <para>
     /// Lifetime: the server is built and started when the host starts; invalid options fail the
@@ -79,6 +81,9 @@ public static class MuxServiceCollectionExtensions
     /// <see cref="MuxClientOptions.EndPoint"/> has no default and must be set one way or the other,
     /// unless the client spreads its calls over several instances.
     /// <see cref="MuxClientOptions.LoggerFactory"/> defaults to the service provider's <c>ILoggerFactory</c>.
+    /// The options are read once, when the client is made: a reloaded configuration changes nothing
+    /// in the running client until the host starts again (the instances behind <c>Service</c>
+    /// excepted: service discovery follows reloads, below).
     /// </para>
     /// <para>
     /// Several instances: set <see cref="MuxClientOptions.Service"/> (or the key <c>Service</c>) to

@@ -61,16 +61,96 @@ public sealed class ClientServiceTests
 
         Assert.Equal("no callback today", Assert.Throws<CallbackBrokeException>(() => provider.GetRequiredService<IHostingHub>()).Message);
 
-        // DI keeps the client (and the proxy) the failed service was given: a new client would not
-        // be theirs, so none is made. That one is closed (the old code left it connected, and
-        // the host's start went on with it).
-        MuxClient handedOut = provider.GetRequiredService<MuxClient>();
-        await handedOut.Completion.WaitAsync(TestHost.Patience);
-        Assert.Equal(MuxClientState.Closed, handedOut.State);
+        // DI keeps the proxy the failed service was given: a new client would not be its, so none
+        // is made. Its client is closed (the old code left it connected, and the host's start
+        // went on with it).
+        IHostingHub handedOut = provider.GetRequiredService<IHostingHub>();
+        await Assert.ThrowsAsync<MuxConnectionException>(() => handedOut.AskClient("anyone?").WaitAsync(TestHost.Patience));
         await TestHost.WaitUntilAsync(() => server.ActiveConnections == 0, "no connection stays open");
         var again = await Assert.ThrowsAsync<InvalidOperationException>(() => provider.GetServices<Microsoft.Extensions.Hosting.IHostedService>().Single().StartAsync(default).WaitAsync(TestHost.Patience));
         Assert.IsType<CallbackBrokeException>(again.InnerException);
         Assert.Contains("no callback today", again.Message, StringComparison.Ordinal);
+        Assert.Same(again.InnerException, Assert.Throws<InvalidOperationException>(() => provider.GetRequiredService<MuxClient>()).InnerException);
+    }
+
+    [Theory]
+    [InlineData(true)]
+    [InlineData(false)]
+    public async Task AProxyResolvedOnAnotherThreadWhileTheClientsServicesAreMade_DoesNotDeadlockWithAServiceThatInjectsIt(bool hostStartMakesTheClient)
+    {
+        await using var server = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0) });
+        server.AddService<IHostingHub>(new HostingHub());
+        await server.StartAsync().WaitAsync(TestHost.Patience);
+        var gate = new ConstructionGate();
+        var services = new ServiceCollection();
+        services.AddSingleton(gate);
+        services.AddSingleton<GatedDependency>();
+        services.AddMuxClient(o => o.EndPoint = server.LocalEndPoint)
+            .AddProxy<IHostingHub>()
+            .AddService<IHostingCallback, CallbackThatInjectsTheHub>();
+        await using ServiceProvider provider = services.BuildServiceProvider();
+
+        // The first thread makes the client (the host's start, or a resolve of MuxClient) and
+        // stops in the callback's dependency, before DI resolves the callback's proxy.
+        Task<MuxClient> first = TestHost.RunOnOwnThread(() =>
+        {
+            if (hostStartMakesTheClient)
+            {
+                provider.GetServices<Microsoft.Extensions.Hosting.IHostedService>().Single().StartAsync(default).GetAwaiter().GetResult();
+            }
+
+            return provider.GetRequiredService<MuxClient>();
+        });
+        Assert.True(gate.Entered.Wait(TestHost.Patience), "the client's services are being made");
+
+        // Meanwhile another thread resolves that proxy, taking DI's lock on it; it finishes, or
+        // blocks waiting for the first thread (the old code: on the holder's lock, or on DI's
+        // lock on MuxClient).
+        Thread secondThread = null!;
+        Task<IHostingHub> second = TestHost.RunOnOwnThread(() => provider.GetRequiredService<IHostingHub>(), t => secondThread = t);
+        await TestHost.WaitUntilAsync(() => second.IsCompleted || (secondThread.ThreadState & ThreadState.WaitSleepJoin) != 0, "the second resolve finishes or waits");
+
+        // The first goes on and needs the proxy the second holds. The old code deadlocked here,
+        // both threads waiting for each other for good.
+        gate.Release.Set();
+        MuxClient client = await first.WaitAsync(TestHost.Patience);
+        IHostingHub hub = await second.WaitAsync(TestHost.Patience);
+
+        // One whole client: the callback was added and answers the server's call back.
+        Assert.Same(client, provider.GetRequiredService<MuxClient>());
+        Assert.Same(hub, provider.GetRequiredService<CallbackThatInjectsTheHub>().Hub);
+        Assert.Equal("the client said: pong to ping", await hub.AskClient("ping").WaitAsync(TestHost.Patience));
+    }
+
+    [Theory]
+    [InlineData(true)]
+    [InlineData(false)]
+    public async Task AProxyResolvedWithoutAHost_ClosesItsClientsConnection_WhenTheProviderIsDisposed(bool disposeAsynchronously)
+    {
+        await using var server = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0) });
+        server.AddService<IHostingHub>(new HostingHub());
+        await server.StartAsync().WaitAsync(TestHost.Patience);
+        var services = new ServiceCollection();
+        services.AddSingleton<InstanceTracker>();
+        services.AddMuxClient(o => o.EndPoint = server.LocalEndPoint)
+            .AddProxy<IHostingHub>()
+            .AddService<IHostingCallback, HostingCallback>();
+        ServiceProvider provider = services.BuildServiceProvider();
+
+        // Proxies take the client from its holder, not from DI's MuxClient singleton, so the
+        // holder is what DI disposes.
+        Assert.Equal("the client said: pong to ping (tracker resolved)", await provider.GetRequiredService<IHostingHub>().AskClient("ping").WaitAsync(TestHost.Patience));
+        Assert.Equal(1, server.ActiveConnections);
+        if (disposeAsynchronously)
+        {
+            await provider.DisposeAsync();
+        }
+        else
+        {
+            provider.Dispose();
+        }
+
+        await TestHost.WaitUntilAsync(() => server.ActiveConnections == 0, "the client's connection closes");
     }
 
     [Fact]
@@ -128,6 +208,36 @@ public sealed class ClientServiceTests
         }
 
         public Task<string> Answer(string question) => Task.FromResult($"fine to {question}");
+    }
+
+    /// <summary>Holds up <see cref="CallbackThatInjectsTheHub"/>'s construction until the test lets it go.</summary>
+    public sealed class ConstructionGate
+    {
+        public ManualResetEventSlim Entered { get; } = new();
+
+        public ManualResetEventSlim Release { get; } = new();
+    }
+
+    /// <summary>Made before the callback's proxy is resolved (DI resolves parameters in order);
+    /// waits at the gate.</summary>
+    public sealed class GatedDependency
+    {
+        public GatedDependency(ConstructionGate gate)
+        {
+            gate.Entered.Set();
+            if (!gate.Release.Wait(TestHost.Patience))
+            {
+                throw new TimeoutException("The test did not open the gate.");
+            }
+        }
+    }
+
+    /// <summary>Injects the client's proxy, as the docs allow, after a dependency that waits.</summary>
+    public sealed class CallbackThatInjectsTheHub(GatedDependency gated, IHostingHub hub) : IHostingCallback
+    {
+        public IHostingHub Hub { get; } = hub;
+
+        public Task<string> Answer(string question) => Task.FromResult($"pong to {question}{(gated is null ? "?" : string.Empty)}");
     }
 
     /// <summary>Takes the client (through its proxy) as it is being created, then fails.</summary>

@@ -1,4 +1,5 @@
 using System.Net;
+using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
@@ -173,6 +174,30 @@ public sealed class ConfigurationTests
         Assert.Equal(clientDefaults.MaxOutboundBytesPerConnection, client.MaxOutboundBytesPerConnection);
         Assert.Equal(clientDefaults.KeepAliveInterval, client.KeepAliveInterval);
         Assert.Equal(clientDefaults.KeepAliveTimeout, client.KeepAliveTimeout);
+    }
+
+    [Fact]
+    public async Task AReloadedMuxSection_ChangesNothingRunning_ItsOptionsAreReadOnceWhenTheHostStarts()
+    {
+        await using TestHost first = await TestHost.StartServerAsync();
+        await using TestHost second = await TestHost.StartServerAsync();
+        var reloadable = new ReloadableConfiguration(("Mux:Client:Connect", first.ServerEndPoint.ToString()), ("Mux:Client:CallTimeout", "00:00:07"));
+        (HostApplicationBuilder builder, LogSink logs) = TestHost.CreateBuilder();
+        ((IConfigurationBuilder)builder.Configuration).Add(reloadable);
+        builder.Services.AddMuxClient().AddProxy<IHostingTestService>();
+        await using TestHost client = await TestHost.StartAsync(builder, logs);
+        MuxClient muxClient = client.Services.GetRequiredService<MuxClient>();
+        await TestHost.WaitUntilAsync(() => muxClient.State == MuxClientState.Connected, "the client connects");
+
+        reloadable.Replace(("Mux:Client:Connect", second.ServerEndPoint.ToString()), ("Mux:Client:CallTimeout", "00:00:09"));
+
+        // As the docs say: the running client keeps the options it started with, and so do the
+        // options it was made from; the new values apply when the host starts again.
+        Assert.Equal(5, await client.Services.GetRequiredService<IHostingTestService>().Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
+        Assert.Same(muxClient, client.Services.GetRequiredService<MuxClient>());
+        Assert.Equal(first.ServerEndPoint, muxClient.RemoteEndPoint);
+        Assert.Equal(TimeSpan.FromSeconds(7), client.Services.GetRequiredService<IOptions<MuxClientOptions>>().Value.CallTimeout);
+        Assert.Equal(0, second.Services.GetRequiredService<MuxServer>().ActiveConnections);
     }
 
     [Fact]

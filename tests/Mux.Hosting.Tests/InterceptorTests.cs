@@ -1,5 +1,6 @@
 using System.Collections.Concurrent;
 using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
 
 namespace Mux.Hosting.Tests;
@@ -142,5 +143,36 @@ public sealed class InterceptorTests
 
         // Nothing half-made stays behind: the next resolution fails the same way.
         Assert.Contains("while it is being created", Assert.Throws<InvalidOperationException>(() => provider.GetRequiredService<IHostingTestService>()).Message, StringComparison.Ordinal);
+    }
+
+    /// <summary>Ships log entries through the client's proxy: the client's options take the
+    /// logger factory, which needs this provider, which needs the client.</summary>
+    public sealed class ShipsLogsThroughTheClient(IHostingTestService proxy) : ILoggerProvider
+    {
+        public IHostingTestService Proxy { get; } = proxy;
+
+        public ILogger CreateLogger(string categoryName) => Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance;
+
+        public void Dispose()
+        {
+        }
+    }
+
+    [Fact]
+    public async Task ALoggerProviderThatDependsOnTheClient_FailsItsResolutionWithAnErrorThatSaysSo()
+    {
+        var services = new ServiceCollection();
+        services.AddLogging();
+        services.AddSingleton<ILoggerProvider, ShipsLogsThroughTheClient>();
+        services.AddMuxClient(o => o.EndPoint = new System.Net.IPEndPoint(System.Net.IPAddress.Loopback, 1))
+            .AddProxy<IHostingTestService>();
+        await using ServiceProvider provider = services.BuildServiceProvider();
+
+        // The old code recursed through the holder's constructor (its options, the logger factory,
+        // this provider, the proxy, a new holder...) until DI's stack guard moved the recursion to
+        // another thread, which waited for DI's lock held by the first: the resolve never returned.
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => TestHost.RunOnOwnThread(() => provider.GetRequiredService<IHostingTestService>()).WaitAsync(TestHost.Patience));
+        Assert.Contains("while it is being created", error.Message, StringComparison.Ordinal);
+        Assert.Contains("logger provider", error.Message, StringComparison.Ordinal);
     }
 }

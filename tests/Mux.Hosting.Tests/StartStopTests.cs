@@ -111,6 +111,48 @@ public sealed class StartStopTests
     }
 
     [Fact]
+    public async Task TwoStartsOfTheServerAtOnce_StartOneServer_AndTheOtherFails()
+    {
+        var gate = new StartGate();
+        (HostApplicationBuilder builder, LogSink logs) = TestHost.CreateBuilder(new Dictionary<string, string?> { ["Mux:Server:Listen"] = "127.0.0.1:0" });
+        builder.Services.AddSingleton(gate);
+        builder.Services.AddMuxServer().AddInterceptor<SlowInterceptor>().AddService<IHostingTestService, HostingTestService>();
+        builder.Services.AddSingleton(new InstanceTracker());
+        using IHost host = builder.Build();
+        IHostedService hosted = host.Services.GetServices<IHostedService>().Single();
+
+        // The first start waits while its options are made; the second starts meanwhile, and
+        // finishes or waits for the same options.
+        Task<bool> first = TestHost.RunOnOwnThread(() => Started(hosted));
+        await gate.Entered.Task.WaitAsync(TestHost.Patience);
+        Thread secondThread = null!;
+        Task<bool> second = TestHost.RunOnOwnThread(() => Started(hosted), t => secondThread = t);
+        await TestHost.WaitUntilAsync(() => second.IsCompleted || (secondThread.ThreadState & ThreadState.WaitSleepJoin) != 0, "the second start finishes or waits");
+        gate.Release.Set();
+
+        // One server; the old code started two, on two ports, and kept the second: the first
+        // listened on after the host had stopped.
+        bool[] started = await Task.WhenAll(first, second).WaitAsync(TestHost.Patience);
+        Assert.Equal(1, started.Count(s => s));
+        Assert.Single(logs.EventIds("Mux.Hosting"), 100);
+        await host.StopAsync().WaitAsync(TestHost.Patience);
+    }
+
+    // True if this start started the server; false if it failed because another had.
+    private static bool Started(IHostedService hosted)
+    {
+        try
+        {
+            hosted.StartAsync(CancellationToken.None).GetAwaiter().GetResult();
+            return true;
+        }
+        catch (InvalidOperationException ex) when (ex.Message.Contains("already been started", StringComparison.Ordinal))
+        {
+            return false;
+        }
+    }
+
+    [Fact]
     public async Task AClientHostStoppedWhileItStarts_DoesNotConnectAfterwards()
     {
         await using var server = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0) });

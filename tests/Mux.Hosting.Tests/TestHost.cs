@@ -117,6 +117,28 @@ public sealed class TestHost : IAsyncDisposable
         }
     }
 
+    /// <summary>Runs <paramref name="work"/> on a thread of its own (a background one, so that a
+    /// deadlocked test cannot keep the test run alive).</summary>
+    public static Task<T> RunOnOwnThread<T>(Func<T> work, Action<Thread>? started = null)
+    {
+        var result = new TaskCompletionSource<T>(TaskCreationOptions.RunContinuationsAsynchronously);
+        var thread = new Thread(() =>
+        {
+            try
+            {
+                result.SetResult(work());
+            }
+            catch (Exception ex)
+            {
+                result.SetException(ex);
+            }
+        })
+        { IsBackground = true };
+        started?.Invoke(thread);
+        thread.Start();
+        return result.Task;
+    }
+
     /// <summary>Waits until <paramref name="condition"/> holds, failing the test after <see cref="Patience"/>.</summary>
     public static async Task WaitUntilAsync(Func<bool> condition, string what)
     {

@@ -81,6 +81,23 @@ public sealed class ValidationTests
         Assert.Contains("Mux:Server:MaxFrameSize", error.Message, StringComparison.Ordinal);
     }
 
+    [Theory]
+    [InlineData("Mux:Server:AuthToken")]
+    [InlineData("Mux:Client:AuthToken")]
+    public async Task AnEmptyAuthTokenFailsTheStartNamingTheKey(string key)
+    {
+        // An empty value (an environment variable or template left blank) is no token: the old
+        // code took it as one, so such a server started and then refused every client that sent
+        // none, at its handshake, naming no key.
+        Func<Task<TestHost>> start = key.StartsWith("Mux:Server:", StringComparison.Ordinal)
+            ? () => TestHost.StartServerAsync(configuration: new() { [key] = string.Empty })
+            : async () => await TestHost.StartClientAsync(new IPEndPoint(IPAddress.Loopback, 1), new() { [key] = string.Empty }, waitForConnection: false);
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(async () => await (await start()).DisposeAsync());
+
+        Assert.Contains($"{key} is ''", error.Message, StringComparison.Ordinal);
+    }
+
     [Fact]
     public async Task APortInUseFailsTheServerStart_AndTheLogNamesTheEndPoint()
     {
