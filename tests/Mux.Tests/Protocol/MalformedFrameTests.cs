@@ -205,6 +205,108 @@ public class MalformedFrameTests
         await Hosts.WaitUntilAsync(() => connection.ReassemblyBytesRented == 0, "the closed connection to give back every pooled segment");
     }
 
+    /// <summary>Requests whose body is wrong for their call alone, and the status and words of the
+    /// Error that answers each: the connection serves on.</summary>
+    private static readonly Dictionary<string, (byte[] Request, MuxStatusCode Code, string Reason)> s_badRequests = new()
+    {
+        ["unknown method id"] = (Frame(FrameType.Request, FrameFlags.None, 2, [.. U32(0xdeadbeef), 0x90]), MuxStatusCode.UnknownMethod, "0xdeadbeef"),
+        ["arguments that are no MessagePack"] = (Frame(FrameType.Request, FrameFlags.None, 2, [.. U32(TestServiceIds.Add), 0xc1]), MuxStatusCode.InvalidArguments, "The arguments of ITestService.Add could not be read"),
+        ["no arguments at all"] = (Frame(FrameType.Request, FrameFlags.None, 2, U32(TestServiceIds.Add)), MuxStatusCode.InvalidArguments, "The arguments of ITestService.Add could not be read"),
+        ["arguments cut short"] = (Frame(FrameType.Request, FrameFlags.None, 2, [.. U32(TestServiceIds.Add), 0x92, 0x02]), MuxStatusCode.InvalidArguments, "The arguments of ITestService.Add could not be read"),
+        ["an argument of the wrong type"] = (Frame(FrameType.Request, FrameFlags.None, 2, [.. U32(TestServiceIds.Add), 0x92, 0xa1, 0x61, 0x03]), MuxStatusCode.InvalidArguments, "The arguments of ITestService.Add could not be read"),
+        ["one argument too many"] = (Frame(FrameType.Request, FrameFlags.None, 2, [.. U32(TestServiceIds.Add), 0x93, 0x02, 0x03, 0x04]), MuxStatusCode.InvalidArguments, "takes 2 argument(s) but the request carries 3"),
+        ["an argument list announcing 2^32-1 elements"] = (Frame(FrameType.Request, FrameFlags.None, 2, [.. U32(TestServiceIds.Add), 0xdd, 0xff, 0xff, 0xff, 0xff, 0x02]), MuxStatusCode.InvalidArguments, "The arguments of ITestService.Add could not be read"),
+        ["a string announcing 2^32-1 bytes"] = (Frame(FrameType.Request, FrameFlags.None, 2, [.. U32(TestServiceIds.Echo), 0x91, 0xdb, 0xff, 0xff, 0xff, 0xff, 0x61]), MuxStatusCode.InvalidArguments, "The arguments of ITestService.Echo could not be read"),
+        ["a metadata section that runs past the body"] = (Frame(FrameType.Request, FrameFlags.Metadata, 2, [.. U32(TestServiceIds.Add), .. U32(100), 0x80]), MuxStatusCode.InvalidArguments, "The metadata of the call to ITestService.Add could not be read"),
+        ["a metadata section of fewer than 4 bytes"] = (Frame(FrameType.Request, FrameFlags.Metadata, 2, [.. U32(TestServiceIds.Add), 0x01]), MuxStatusCode.InvalidArguments, "The metadata of the call to ITestService.Add could not be read"),
+        ["a metadata section over the server's limit"] = (Frame(FrameType.Request, FrameFlags.Metadata, 2, [.. U32(TestServiceIds.Add), .. U32(uint.MaxValue), 0x80]), MuxStatusCode.MessageTooLarge, "over this server's MaxMetadataSize"),
+        ["a deadline already passed"] = (Frame(FrameType.Request, FrameFlags.Deadline, 2, [.. U32(TestServiceIds.Add), .. U32(0), 0x92, 0x02, 0x03]), MuxStatusCode.DeadlineExceeded, "ITestService.Add"),
+        ["arguments in fragments that are no MessagePack"] = (InFragments(2, [.. U32(TestServiceIds.Echo), 0x91, 0xda, 0x0f, 0xa0, .. new byte[3000], 0xc1]), MuxStatusCode.InvalidArguments, "The arguments of ITestService.Echo could not be read"),
+    };
+
+    public static TheoryData<string> BadRequests => new(s_badRequests.Keys);
+
+    [Theory]
+    [MemberData(nameof(BadRequests))]
+    public async Task ARequestWhoseBodyIsWrong_FailsThatCallAlone_AndTheConnectionServesOn(string malformation)
+    {
+        (byte[] request, MuxStatusCode code, string reason) = s_badRequests[malformation];
+        await using TestHost host = await TestHost.StartInMemoryAsync();
+        var existing = new HashSet<ServerConnection>(host.Server.Connections);
+        var toServer = new Pipe();
+        var toClient = new Pipe();
+        host.Server.Accept(new Duplex(toServer.Reader, toClient.Writer));
+        var peer = new PipePeer(new Duplex(toClient.Reader, toServer.Writer));
+        await peer.SendAsync(WriteHelloFrame(FrameType.Hello, new HandshakeSettings(ProtocolConstants.Version, 4 * 1024 * 1024, 1000, null)));
+        Assert.Equal(FrameType.HelloAck, (await peer.ExpectFrameAsync()).Type);
+        ServerConnection connection = Assert.Single(host.Server.Connections, c => !existing.Contains(c));
+
+        await peer.SendAsync(request);
+
+        ReceivedFrame answer = await peer.ExpectFrameAsync();
+        Assert.Equal((FrameType.Error, 2u), (answer.Type, answer.CallId));
+        ErrorBody error = ErrorBody.Read(answer.Payload);
+        Assert.Equal(code, error.Code);
+        Assert.Contains(reason, error.Message, StringComparison.Ordinal);
+        await peer.SendAsync(Frame(FrameType.Request, FrameFlags.None, 3, AddMessage()));
+        ReceivedFrame sum = await peer.ExpectFrameAsync();
+        Assert.Equal((FrameType.Response, 3u), (sum.Type, sum.CallId));
+        Assert.Equal([0x05], sum.Payload);
+        Assert.Equal(0L, connection.ReassemblyBytesRented);
+        Assert.Equal(2, host.Server.ActiveConnections);
+        await toServer.Writer.CompleteAsync(); // The peer leaves, so that the server stops at once.
+    }
+
+    /// <summary>Answers whose body is wrong for their call alone, and what that call fails with.</summary>
+    private static readonly Dictionary<string, (Func<uint, byte[]> Answer, Type Exception, string Reason)> s_badAnswers = new()
+    {
+        ["a Response that is no MessagePack"] = (id => Frame(FrameType.Response, FrameFlags.None, id, [0xc1]), typeof(MessagePack.MessagePackSerializationException), "The response to ITestService.Echo could not be read as String"),
+        ["a Response of the wrong type"] = (id => Frame(FrameType.Response, FrameFlags.None, id, [0x05]), typeof(MessagePack.MessagePackSerializationException), "could not be read as String"),
+        ["a Response cut short"] = (id => Frame(FrameType.Response, FrameFlags.None, id, [0xa5, 0x61]), typeof(MessagePack.MessagePackSerializationException), "could not be read as String"),
+        ["an empty Response"] = (id => Frame(FrameType.Response, FrameFlags.None, id, []), typeof(MessagePack.MessagePackSerializationException), "could not be read as String"),
+        ["a Response announcing a string of 2^32-1 bytes"] = (id => Frame(FrameType.Response, FrameFlags.None, id, [0xdb, 0xff, 0xff, 0xff, 0xff, 0x61]), typeof(MessagePack.MessagePackSerializationException), "could not be read as String"),
+        ["a Response in fragments that is no MessagePack"] = (id => Concat(FragmentWire.First(FrameType.Response, id, 3000, [0xc1, .. new byte[999]]), FragmentWire.Continuation(id, new byte[2000], more: false)), typeof(MessagePack.MessagePackSerializationException), "could not be read as String"),
+        ["an Error that is no MessagePack"] = (id => Frame(FrameType.Error, FrameFlags.None, id, [0xc1]), typeof(MuxRemoteException), "The peer sent an error that could not be read"),
+        ["an Error of one field"] = (id => Frame(FrameType.Error, FrameFlags.None, id, [0x91, 0x01]), typeof(MuxRemoteException), "The peer sent an error with 1 fields; at least 2 are required"),
+        ["an Error whose code is not an int"] = (id => Frame(FrameType.Error, FrameFlags.None, id, [0x92, 0xa1, 0x61, 0xa1, 0x62]), typeof(MuxRemoteException), "The peer sent an error that could not be read"),
+    };
+
+    public static TheoryData<string> BadAnswers => new(s_badAnswers.Keys);
+
+    [Theory]
+    [MemberData(nameof(BadAnswers))]
+    public async Task AnAnswerWhoseBodyIsWrong_FailsThatCallAlone_AndTheConnectionServesOn(string malformation)
+    {
+        (Func<uint, byte[]> answer, Type exception, string reason) = s_badAnswers[malformation];
+        var toServer = new Pipe();
+        var toClient = new Pipe();
+        var peer = new PipePeer(new Duplex(toServer.Reader, toClient.Writer));
+        Task<MuxClient> connecting = MuxClient.ConnectAsync(new Duplex(toClient.Reader, toServer.Writer), new MuxClientOptions { CallTimeout = Timeout.InfiniteTimeSpan });
+        Assert.Equal(FrameType.Hello, (await peer.ExpectFrameAsync()).Type);
+        await peer.SendAsync(FragmentWire.PlainHelloAck());
+        await using MuxClient client = await connecting.WaitAsync(TestHost.Patience);
+        ITestService proxy = client.CreateProxy<ITestService>();
+        Task<string> call = proxy.Echo("first");
+        uint id = (await peer.ExpectFrameAsync()).CallId;
+
+        await peer.SendAsync(answer(id));
+
+        Exception ex = await Assert.ThrowsAnyAsync<Exception>(() => call.WaitAsync(TestHost.Patience));
+        Assert.IsType(exception, ex);
+        Assert.Contains(reason, ex.Message, StringComparison.Ordinal);
+        if (ex is MuxRemoteException remote)
+        {
+            Assert.Equal(MuxStatusCode.ProtocolError, remote.StatusCode);
+        }
+
+        Task<string> next = proxy.Echo("second");
+        uint nextId = (await peer.ExpectFrameAsync()).CallId;
+        await peer.SendAsync(Frame(FrameType.Response, FrameFlags.None, nextId, [0xa2, 0x6f, 0x6b]));
+        Assert.Equal("ok", await next.WaitAsync(TestHost.Patience));
+        Assert.True(client.IsConnected);
+        await Hosts.WaitUntilAsync(() => client.Connection.ReassemblyBytesRented == 0, "the call to give back the segments of its answer");
+    }
+
     /// <summary>A pipe pair seen from one end.</summary>
     private sealed record Duplex(PipeReader Input, PipeWriter Output) : IDuplexPipe;
 
