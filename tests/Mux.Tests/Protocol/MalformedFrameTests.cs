@@ -1,10 +1,7 @@
-using System.Buffers;
 using System.Buffers.Binary;
-using System.Collections.Concurrent;
 using System.IO.Pipelines;
 using Microsoft.Extensions.Logging;
 using Mux.Client;
-using Mux.Connection;
 using Mux.Protocol;
 using Mux.Server;
 using Mux.Tests.Fragments;
