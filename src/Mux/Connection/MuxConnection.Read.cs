@@ -218,8 +218,22 @@ internal abstract partial class MuxConnection
         }
         finally
         {
-            ReleaseReassemblies();
-            await _input.CompleteAsync().ConfigureAwait(false);
+            try
+            {
+                ReleaseReassemblies();
+                await _input.CompleteAsync().ConfigureAwait(false);
+            }
+            catch (Exception ex)
+            {
+                // The close below must happen whatever fails here (an application's pipe whose
+                // stream throws as it is disposed, say), else the calls on this connection would
+                // wait forever on one that reads nothing more. The first fault is the reason.
+                if (error is null)
+                {
+                    reason = MuxCloseReason.TransportError;
+                    error = ex;
+                }
+            }
         }
 
         if (!keepOpen)

@@ -32,6 +32,11 @@ internal sealed class BufferSegment : ReadOnlySequenceSegment<byte>
     /// to the shared array pool.</summary>
     public bool IsOversized => Array.Length != BufferSegmentPool.SegmentSize;
 
+    /// <summary>Whether the segment has gone back to its pool and not been rented since. Set and
+    /// cleared by <see cref="BufferSegmentPool"/> only, which refuses a second return with it: two
+    /// owners of one array would each write over the other's message.</summary>
+    public bool IsReturned { get; set; }
+
     /// <summary>The next segment of the chain.</summary>
     public BufferSegment? NextSegment => (BufferSegment?)Next;
 

@@ -1,5 +1,6 @@
 using System.Buffers;
 using System.Diagnostics;
+using System.Diagnostics.CodeAnalysis;
 
 namespace Mux.Protocol;
 
@@ -101,6 +102,7 @@ internal sealed class BufferSegmentPool
                     _lowWater = _count;
                 }
 
+                segment.IsReturned = false;
                 return segment;
             }
         }
@@ -129,6 +131,12 @@ internal sealed class BufferSegmentPool
     /// <summary>Takes back one segment (unlinked from whatever chain it was in).</summary>
     public void Return(BufferSegment segment)
     {
+        if (segment.IsReturned)
+        {
+            ThrowReturnedTwice();
+        }
+
+        segment.IsReturned = true;
         long outstanding = Interlocked.Decrement(ref _outstanding);
         Debug.Assert(outstanding >= 0, "A segment was returned twice.");
         if (segment.IsOversized)
@@ -148,6 +156,11 @@ internal sealed class BufferSegmentPool
             // Else the pool is full: the segment is dropped.
         }
     }
+
+    // Once per 64 KiB, so Release builds keep it: a segment that two messages hold would corrupt both.
+    [DoesNotReturn]
+    private static void ThrowReturnedTwice() =>
+        throw new InvalidOperationException("A pooled buffer segment was returned twice; its first return gave it to the pool, which may have rented it out again.");
 
     /// <summary>Drops the free segments that no one rented since the previous trim.</summary>
     internal void Trim()

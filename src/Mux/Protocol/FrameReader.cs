@@ -94,6 +94,7 @@ internal static class FrameReader
         switch (type)
         {
             case FrameType.Request:
+                RequireCallId(type, callId);
                 methodId = TakeUInt32(header, ref offset, ref body, type, "a method id");
 
                 // The headers come in this order: deadline, then trace context (docs/protocol.md).
@@ -121,9 +122,12 @@ internal static class FrameReader
 
                 break;
             case FrameType.Response:
-            case FrameType.Error:
+                RequireCallId(type, callId);
                 break;
+            case FrameType.Error:
+                break; // Call id 0: the peer refuses or closes the connection.
             case FrameType.Cancel:
+                RequireCallId(type, callId);
                 RequireBodyLength(type, body, 0);
                 break;
             case FrameType.Ping:

@@ -165,6 +165,9 @@ internal sealed partial class IncomingCalls
         // table is never closed, so a false here is a reused id.
         if (!_calls.TryAdd(call, out _))
         {
+            // This call never runs nor finishes: the pooled segments of a Request that arrived in
+            // fragments, which Start took over from the reader loop, go back here or never.
+            call.ReleaseArguments();
             ThrowCallIdReused(frame.CallId);
         }
 
