@@ -117,6 +117,13 @@ internal abstract class ConnectionSource : IAsyncDisposable
                 return connection;
             }
 
+            if (changed.IsFaulted)
+            {
+                // The client has closed: a call fails with why, however late it came ("no connection
+                // in time" would tell its caller to retry on a client that will send nothing again).
+                await changed.ConfigureAwait(false);
+            }
+
             if (!ClockDeadline.TryGetRemaining(Options.TimeProvider, deadline, out TimeSpan wait))
             {
                 throw NoConnectionInTime(ownTimeout);
