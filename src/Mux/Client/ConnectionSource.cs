@@ -20,6 +20,10 @@ internal abstract class ConnectionSource : IAsyncDisposable
     // Written by one writer at a time (the keeper's loop; the balancer under its lock); read by anyone.
     private volatile int _state = (int)MuxClientState.Connecting;
 
+    // The state the client's handler was last told of: behind _state only from a StoreState to the
+    // SetState that reports it. Same writers as _state.
+    private MuxClientState _reported = MuxClientState.Connecting;
+
     protected ConnectionSource(MuxClientOptions options, ILogger logger, string name, bool reconnects, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
     {
         Options = options;
@@ -71,16 +75,17 @@ internal abstract class ConnectionSource : IAsyncDisposable
     /// <summary>Moves the client to <paramref name="state"/> and tells the client's handler (a
     /// handler that throws is logged, never allowed to stop the loop that changed the state).
     /// Closed is final and completes <see cref="Completion"/>.</summary>
-    /// <returns>Whether the state changed.</returns>
+    /// <returns>Whether the state changed (since the handler was last told).</returns>
     protected bool SetState(MuxClientState state, Exception? error)
     {
-        var previous = (MuxClientState)_state;
+        MuxClientState previous = _reported;
         if (previous == state || previous == MuxClientState.Closed)
         {
             return false;
         }
 
         _state = (int)state;
+        _reported = state;
         try
         {
             _onStateChanged(previous, state, error);
@@ -96,6 +101,18 @@ internal abstract class ConnectionSource : IAsyncDisposable
         }
 
         return true;
+    }
+
+    /// <summary>Moves the client to <paramref name="state"/> (not Closed) before what it brings can
+    /// be seen, such as a connection handed to calls (a caller whose call succeeded on it must not
+    /// find the client still connecting); the handler is told by the <see cref="SetState"/> that
+    /// follows.</summary>
+    protected void StoreState(MuxClientState state)
+    {
+        if (_reported != MuxClientState.Closed)
+        {
+            _state = (int)state;
+        }
     }
 
     /// <summary>Waits for a usable connection other than <paramref name="failed"/> (the one a call

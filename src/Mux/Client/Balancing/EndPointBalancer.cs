@@ -329,8 +329,22 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             Options,
             Logger,
             address.ToString() ?? "server",
-            (previous, state, error) => OnEndPointStateChanged(keeper, state, error));
+            (previous, state, error) => OnEndPointStateChanged(keeper, state, error),
+            () => OnEndPointConnecting(keeper));
         return keeper;
+    }
+
+    /// <summary>An instance is Connected and about to take calls: the client is Connected before
+    /// any call can pick it (its handler is told with the instance's, once that is logged).</summary>
+    private void OnEndPointConnecting(ConnectionKeeper? endPoint)
+    {
+        lock (_lock)
+        {
+            if (!_disposed && endPoint is not null && Array.IndexOf(_endPoints, endPoint) >= 0)
+            {
+                StoreState(MuxClientState.Connected);
+            }
+        }
     }
 
     /// <summary>A removed instance: no new calls reach it; its pending calls finish (within the call
