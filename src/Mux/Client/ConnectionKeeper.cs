@@ -115,8 +115,8 @@ internal sealed class ConnectionKeeper : ConnectionSource
         }
     }
 
-    /// <summary>Whether no call gets a connection here again: the client is closed, or the keeper
-    /// does not reconnect and its connection is lost or has received GoAway.</summary>
+    /// <summary>Whether no call gets a connection here again: the client is closed or being
+    /// disposed, or the keeper does not reconnect and its connection is lost or has received GoAway.</summary>
     public override bool IsEnded => base.IsEnded || (!Reconnects && _current is { IsUsable: false });
 
     /// <summary>The current connection unless it is <paramref name="failed"/> or unusable: when the

@@ -48,10 +48,10 @@ internal abstract class ConnectionSource : IAsyncDisposable
     /// <summary>The newest connection, open or not; null before the first one.</summary>
     public abstract ClientConnection? Latest { get; }
 
-    /// <summary>Whether no call gets a connection here again (the client is closed, or will be
-    /// without another connection): a call that finds none then waits, whether or not it would,
-    /// and the wait fails at once with why.</summary>
-    public virtual bool IsEnded => State == MuxClientState.Closed;
+    /// <summary>Whether no call gets a connection here again (the client is closed or being
+    /// disposed, or will be closed without another connection): a call that finds none then waits,
+    /// whether or not it would, and the wait fails at once with why.</summary>
+    public virtual bool IsEnded => State == MuxClientState.Closed || Disposing.IsCancellationRequested;
 
     /// <summary>Calls waiting for their response right now (on every instance's connection, over several).</summary>
     public virtual int PendingCalls => Latest?.PendingCallCount ?? 0;

@@ -1,6 +1,8 @@
+using System.Net.Sockets;
 using Microsoft.Extensions.Time.Testing;
 using Mux.Tests.Infrastructure;
 using Mux.Tests.Pipeline;
+using Mux.Tests.Protocol;
 
 namespace Mux.Tests.Client;
 
@@ -96,6 +98,68 @@ public sealed class ClosedClientTests
             Assert.False(failed.IsSafeToRetry, failed.Message);
             Assert.Equal(MuxCloseReason.LocalShutdown, failed.Reason);
             Assert.EndsWith(" is closed.", failed.Message, StringComparison.Ordinal);
+        }
+    }
+
+    /// <summary>
+    /// While a dispose waits for its server to answer the close (it never does here: the clock is
+    /// fake and the drain's wait never ends), the client is closing for good: a call that does not
+    /// wait for a connection fails as closed, as one that waits does, not as "no connection right
+    /// now, safe to retry", which would have its caller retry until the dispose ended.
+    /// </summary>
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public async Task WhileADisposeWaitsForItsServer_ACallThatDoesNotWait_FailsAsClosed_NotSafeToRetry(bool balanced)
+    {
+        using TcpListener listener = RawMuxPeer.Listen();
+        var options = new MuxClientOptions { TimeProvider = new FakeTimeProvider(), KeepAliveInterval = Timeout.InfiniteTimeSpan };
+        if (balanced)
+        {
+            options.EndPoints.Add(listener.LocalEndpoint);
+        }
+        else
+        {
+            options.EndPoint = listener.LocalEndpoint;
+        }
+
+        Task<MuxClient> connecting = MuxClient.ConnectAsync(options);
+        RawMuxPeer server = await RawMuxPeer.AcceptAsync(listener).WaitAsync(TestHost.Patience);
+        MuxClient? client = null;
+        try
+        {
+            await server.AnswerHelloAsync();
+            client = await connecting.WaitAsync(TestHost.Patience);
+            ITestService failsFast = client.CreateProxy<ITestService>(new MuxCallOptions { WaitForConnection = false });
+            ITestService waits = client.CreateProxy<ITestService>();
+
+            // The client's close has reached its server (its end of the stream), which does not answer it.
+            ValueTask dispose = client.DisposeAsync();
+            while (await server.ReceiveFrameAsync().WaitAsync(TestHost.Patience) is not null)
+            {
+            }
+
+            Assert.NotEqual(MuxClientState.Closed, client.State);
+
+            MuxConnectionException doesNotWait = await Assert.ThrowsAsync<MuxConnectionException>(() => failsFast.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+            MuxConnectionException waited = await Assert.ThrowsAsync<MuxConnectionException>(() => waits.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+            foreach (MuxConnectionException failed in new[] { doesNotWait, waited })
+            {
+                Assert.False(failed.IsSafeToRetry, failed.Message);
+                Assert.Equal(MuxCloseReason.LocalShutdown, failed.Reason);
+                Assert.EndsWith(" is closed.", failed.Message, StringComparison.Ordinal);
+            }
+
+            server.Dispose();
+            await dispose.AsTask().WaitAsync(TestHost.Patience);
+        }
+        finally
+        {
+            server.Dispose();
+            if (client is not null)
+            {
+                await client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
+            }
         }
     }
 
