@@ -329,7 +329,7 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             Options,
             Logger,
             address.ToString() ?? "server",
-            (previous, state, error) => OnEndPointStateChanged(keeper, state, error),
+            (previous, state, error) => OnEndPointStateChanged(keeper, previous, state, error),
             () => OnEndPointConnecting(keeper));
         return keeper;
     }
@@ -378,7 +378,7 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         await endPoint.DisposeAsync().ConfigureAwait(false);
     }
 
-    private void OnEndPointStateChanged(ConnectionKeeper? endPoint, MuxClientState state, Exception? error)
+    private void OnEndPointStateChanged(ConnectionKeeper? endPoint, MuxClientState previous, MuxClientState state, Exception? error)
     {
         lock (_lock)
         {
@@ -394,9 +394,11 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             }
         }
 
-        if (state == MuxClientState.Reconnecting)
+        if (state == MuxClientState.Reconnecting || (state == MuxClientState.Closed && previous == MuxClientState.Connected))
         {
-            // An instance went away: the resolver may know that it moved or was replaced.
+            // An instance went away: the resolver may know that it moved or was replaced, and (without
+            // AutoReconnect, its connection lost for good) only its answer connects it again. A connect
+            // that failed does not ask: without AutoReconnect that would retry at the loop's pace.
             _resolveNow.TrySetResult();
         }
     }
