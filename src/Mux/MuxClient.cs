@@ -50,7 +50,8 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     public MuxCloseReason CloseReason => Keeper.Latest?.CloseReason ?? MuxCloseReason.None;
 
     /// <summary>Where the client is in its connection's life. Changes are reported by
-    /// <see cref="StateChanged"/>.</summary>
+    /// <see cref="StateChanged"/>. It is Connected before any call can use a new connection, so a
+    /// caller whose call succeeded never finds it still connecting (the event may come just after).</summary>
     public MuxClientState State => Keeper.State;
 
     /// <summary>

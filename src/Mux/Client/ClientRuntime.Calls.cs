@@ -104,9 +104,10 @@ internal sealed partial class ClientRuntime
         settings is null ? _defaultSource : new CallsSource(this, TimeoutOf(settings), settings.Timeout, WaitsForConnection(settings));
 
     /// <summary>Whether a call that found no connection waits for the next one: when it
-    /// <paramref name="waits"/>, and on a client that will have none again (closed, or closing with
-    /// no reconnect), whose wait fails at once with why (not with <see cref="NotConnected"/>'s "safe
-    /// to retry", which would have a caller retry until the client closed, or forever).</summary>
+    /// <paramref name="waits"/>, and on a client that will have none again (closed or being disposed,
+    /// or closing with no reconnect), whose wait fails at once with why (not with
+    /// <see cref="NotConnected"/>'s "safe to retry", which would have a caller retry until the client
+    /// closed, or forever).</summary>
     private bool WaitsForNext(bool waits) => waits || Keeper.IsEnded;
 
     /// <summary>The failure of a call that does not wait for a connection, made while there is none:

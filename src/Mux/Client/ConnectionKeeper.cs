@@ -57,16 +57,21 @@ internal sealed class ConnectionKeeper : ConnectionSource
     // Interlocked by every call that picks it; read by GetInstanceStatistics.
     private long _callsSent;
 
+    // Told, under _lock, when the keeper is Connected and about to hand its connection to calls (a
+    // balanced client's state follows before any call can pick it); null for a client's own keeper.
+    private readonly Action? _onConnecting;
+
     private readonly Task _loop;
 
     /// <summary>Starts the keeper: from <paramref name="first"/> when ConnectAsync already
     /// connected, else connecting to <paramref name="endPoint"/> in the background (calls wait for
     /// its first connection).</summary>
-    public ConnectionKeeper(ClientConnection? first, EndPoint? endPoint, ServiceMethods services, MuxClientOptions options, ILogger logger, string server, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
+    public ConnectionKeeper(ClientConnection? first, EndPoint? endPoint, ServiceMethods services, MuxClientOptions options, ILogger logger, string server, Action<MuxClientState, MuxClientState, Exception?> onStateChanged, Action? onConnecting = null)
         : base(options, logger, server, endPoint is not null && options.AutoReconnect, onStateChanged)
     {
         EndPoint = endPoint;
         _services = services;
+        _onConnecting = onConnecting;
         _loop = RunAsync(first);
     }
 
@@ -110,8 +115,8 @@ internal sealed class ConnectionKeeper : ConnectionSource
         }
     }
 
-    /// <summary>Whether no call gets a connection here again: the client is closed, or the keeper
-    /// does not reconnect and its connection is lost or has received GoAway.</summary>
+    /// <summary>Whether no call gets a connection here again: the client is closed or being
+    /// disposed, or the keeper does not reconnect and its connection is lost or has received GoAway.</summary>
     public override bool IsEnded => base.IsEnded || (!Reconnects && _current is { IsUsable: false });
 
     /// <summary>The current connection unless it is <paramref name="failed"/> or unusable: when the
@@ -341,6 +346,9 @@ internal sealed class ConnectionKeeper : ConnectionSource
                 throw new OperationCanceledException(Disposing.Token);
             }
 
+            // Connected before any call can use it; the handler is told once it is logged.
+            StoreState(MuxClientState.Connected);
+            _onConnecting?.Invoke();
             _current = connection;
             _latest = connection;
             _replaceNow = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);

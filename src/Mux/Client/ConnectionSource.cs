@@ -20,6 +20,10 @@ internal abstract class ConnectionSource : IAsyncDisposable
     // Written by one writer at a time (the keeper's loop; the balancer under its lock); read by anyone.
     private volatile int _state = (int)MuxClientState.Connecting;
 
+    // The state the client's handler was last told of: behind _state only from a StoreState to the
+    // SetState that reports it. Same writers as _state.
+    private MuxClientState _reported = MuxClientState.Connecting;
+
     protected ConnectionSource(MuxClientOptions options, ILogger logger, string name, bool reconnects, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
     {
         Options = options;
@@ -44,10 +48,10 @@ internal abstract class ConnectionSource : IAsyncDisposable
     /// <summary>The newest connection, open or not; null before the first one.</summary>
     public abstract ClientConnection? Latest { get; }
 
-    /// <summary>Whether no call gets a connection here again (the client is closed, or will be
-    /// without another connection): a call that finds none then waits, whether or not it would,
-    /// and the wait fails at once with why.</summary>
-    public virtual bool IsEnded => State == MuxClientState.Closed;
+    /// <summary>Whether no call gets a connection here again (the client is closed or being
+    /// disposed, or will be closed without another connection): a call that finds none then waits,
+    /// whether or not it would, and the wait fails at once with why.</summary>
+    public virtual bool IsEnded => State == MuxClientState.Closed || Disposing.IsCancellationRequested;
 
     /// <summary>Calls waiting for their response right now (on every instance's connection, over several).</summary>
     public virtual int PendingCalls => Latest?.PendingCallCount ?? 0;
@@ -71,16 +75,17 @@ internal abstract class ConnectionSource : IAsyncDisposable
     /// <summary>Moves the client to <paramref name="state"/> and tells the client's handler (a
     /// handler that throws is logged, never allowed to stop the loop that changed the state).
     /// Closed is final and completes <see cref="Completion"/>.</summary>
-    /// <returns>Whether the state changed.</returns>
+    /// <returns>Whether the state changed (since the handler was last told).</returns>
     protected bool SetState(MuxClientState state, Exception? error)
     {
-        var previous = (MuxClientState)_state;
+        MuxClientState previous = _reported;
         if (previous == state || previous == MuxClientState.Closed)
         {
             return false;
         }
 
         _state = (int)state;
+        _reported = state;
         try
         {
             _onStateChanged(previous, state, error);
@@ -96,6 +101,18 @@ internal abstract class ConnectionSource : IAsyncDisposable
         }
 
         return true;
+    }
+
+    /// <summary>Moves the client to <paramref name="state"/> (not Closed) before what it brings can
+    /// be seen, such as a connection handed to calls (a caller whose call succeeded on it must not
+    /// find the client still connecting); the handler is told by the <see cref="SetState"/> that
+    /// follows.</summary>
+    protected void StoreState(MuxClientState state)
+    {
+        if (_reported != MuxClientState.Closed)
+        {
+            _state = (int)state;
+        }
     }
 
     /// <summary>Waits for a usable connection other than <paramref name="failed"/> (the one a call
@@ -115,6 +132,13 @@ internal abstract class ConnectionSource : IAsyncDisposable
             if (TryTake(failed, forCall, out Task changed) is { } connection)
             {
                 return connection;
+            }
+
+            if (changed.IsFaulted)
+            {
+                // The client has closed: a call fails with why, however late it came ("no connection
+                // in time" would tell its caller to retry on a client that will send nothing again).
+                await changed.ConfigureAwait(false);
             }
 
             if (!ClockDeadline.TryGetRemaining(Options.TimeProvider, deadline, out TimeSpan wait))

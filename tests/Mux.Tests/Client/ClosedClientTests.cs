@@ -1,5 +1,8 @@
+using System.Net.Sockets;
+using Microsoft.Extensions.Time.Testing;
 using Mux.Tests.Infrastructure;
 using Mux.Tests.Pipeline;
+using Mux.Tests.Protocol;
 
 namespace Mux.Tests.Client;
 
@@ -40,6 +43,155 @@ public sealed class ClosedClientTests
                 Assert.Equal(MuxCloseReason.LocalShutdown, failed.Reason);
                 Assert.EndsWith(" is closed.", failed.Message, StringComparison.Ordinal);
             }
+        }
+    }
+
+    public enum Shape
+    {
+        Unary,
+        UnaryWithoutResult,
+        ServerStream,
+        ClientStream,
+    }
+
+    /// <summary>
+    /// A reconnecting client (over one endpoint, or over several instances) that has been disposed
+    /// fails every call as closed, not safe to retry, also a call whose deadline has passed by the
+    /// time it looks for a connection (an interceptor held it past CallTimeout): before, a unary call
+    /// on the single-endpoint client was told no connection came in time, safe to retry.
+    /// </summary>
+    [Theory]
+    [InlineData(false, Shape.Unary)]
+    [InlineData(false, Shape.UnaryWithoutResult)]
+    [InlineData(false, Shape.ServerStream)]
+    [InlineData(false, Shape.ClientStream)]
+    [InlineData(true, Shape.Unary)]
+    [InlineData(true, Shape.UnaryWithoutResult)]
+    [InlineData(true, Shape.ServerStream)]
+    [InlineData(true, Shape.ClientStream)]
+    public async Task ADisposedReconnectingClient_FailsEveryCallAsClosed_EvenOneWhoseDeadlinePassedBeforeItLooked(bool balanced, Shape shape)
+    {
+        PipelineHost host = await PipelineHost.StartAsync(TransportKind.Tcp);
+        await using (host)
+        {
+            // The clock moves only when the interceptor moves it: past the deadline of the call it holds.
+            var clock = new FakeTimeProvider();
+            var options = new MuxClientOptions
+            {
+                TimeProvider = clock,
+                CallTimeout = TimeSpan.FromSeconds(30),
+                KeepAliveInterval = Timeout.InfiniteTimeSpan,
+                Interceptors = { new LateInterceptor(clock, TimeSpan.FromSeconds(31)) },
+            };
+            if (balanced)
+            {
+                options.EndPoints.Add(host.Server.LocalEndPoint!);
+            }
+
+            MuxClient client = balanced
+                ? await MuxClient.ConnectAsync(options).WaitAsync(TestHost.Patience)
+                : await host.ConnectAnotherClientAsync(options);
+            await client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
+            IPipelineService proxy = client.CreateProxy<IPipelineService>();
+
+            MuxConnectionException failed = await Assert.ThrowsAsync<MuxConnectionException>(() => CallAsync(proxy, shape).WaitAsync(TestHost.Patience));
+            Assert.False(failed.IsSafeToRetry, failed.Message);
+            Assert.Equal(MuxCloseReason.LocalShutdown, failed.Reason);
+            Assert.EndsWith(" is closed.", failed.Message, StringComparison.Ordinal);
+        }
+    }
+
+    /// <summary>
+    /// While a dispose waits for its server to answer the close (it never does here: the clock is
+    /// fake and the drain's wait never ends), the client is closing for good: a call that does not
+    /// wait for a connection fails as closed, as one that waits does, not as "no connection right
+    /// now, safe to retry", which would have its caller retry until the dispose ended.
+    /// </summary>
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public async Task WhileADisposeWaitsForItsServer_ACallThatDoesNotWait_FailsAsClosed_NotSafeToRetry(bool balanced)
+    {
+        using TcpListener listener = RawMuxPeer.Listen();
+        var options = new MuxClientOptions { TimeProvider = new FakeTimeProvider(), KeepAliveInterval = Timeout.InfiniteTimeSpan };
+        if (balanced)
+        {
+            options.EndPoints.Add(listener.LocalEndpoint);
+        }
+        else
+        {
+            options.EndPoint = listener.LocalEndpoint;
+        }
+
+        Task<MuxClient> connecting = MuxClient.ConnectAsync(options);
+        RawMuxPeer server = await RawMuxPeer.AcceptAsync(listener).WaitAsync(TestHost.Patience);
+        MuxClient? client = null;
+        try
+        {
+            await server.AnswerHelloAsync();
+            client = await connecting.WaitAsync(TestHost.Patience);
+            ITestService failsFast = client.CreateProxy<ITestService>(new MuxCallOptions { WaitForConnection = false });
+            ITestService waits = client.CreateProxy<ITestService>();
+
+            // The client's close has reached its server (its end of the stream), which does not answer it.
+            ValueTask dispose = client.DisposeAsync();
+            while (await server.ReceiveFrameAsync().WaitAsync(TestHost.Patience) is not null)
+            {
+            }
+
+            Assert.NotEqual(MuxClientState.Closed, client.State);
+
+            MuxConnectionException doesNotWait = await Assert.ThrowsAsync<MuxConnectionException>(() => failsFast.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+            MuxConnectionException waited = await Assert.ThrowsAsync<MuxConnectionException>(() => waits.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+            foreach (MuxConnectionException failed in new[] { doesNotWait, waited })
+            {
+                Assert.False(failed.IsSafeToRetry, failed.Message);
+                Assert.Equal(MuxCloseReason.LocalShutdown, failed.Reason);
+                Assert.EndsWith(" is closed.", failed.Message, StringComparison.Ordinal);
+            }
+
+            server.Dispose();
+            await dispose.AsTask().WaitAsync(TestHost.Patience);
+        }
+        finally
+        {
+            server.Dispose();
+            if (client is not null)
+            {
+                await client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
+            }
+        }
+    }
+
+    private static async Task CallAsync(IPipelineService proxy, Shape shape)
+    {
+        switch (shape)
+        {
+            case Shape.Unary:
+                await proxy.Add(1, 2);
+                break;
+            case Shape.UnaryWithoutResult:
+                await proxy.Fail("never sent");
+                break;
+            case Shape.ServerStream:
+                await foreach (int item in proxy.Count(1))
+                {
+                }
+
+                break;
+            default:
+                await proxy.Sum(new[] { 1, 2 }.ToAsyncEnumerable());
+                break;
+        }
+    }
+
+    /// <summary>Moves the clock by <paramref name="late"/> before it lets each call go.</summary>
+    private sealed class LateInterceptor(FakeTimeProvider clock, TimeSpan late) : IMuxClientInterceptor
+    {
+        public ValueTask InvokeAsync(MuxClientCall call, Func<ValueTask> next)
+        {
+            clock.Advance(late);
+            return next();
         }
     }
 }

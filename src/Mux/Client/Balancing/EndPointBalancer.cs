@@ -329,8 +329,22 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             Options,
             Logger,
             address.ToString() ?? "server",
-            (previous, state, error) => OnEndPointStateChanged(keeper, state, error));
+            (previous, state, error) => OnEndPointStateChanged(keeper, previous, state, error),
+            () => OnEndPointConnecting(keeper));
         return keeper;
+    }
+
+    /// <summary>An instance is Connected and about to take calls: the client is Connected before
+    /// any call can pick it (its handler is told with the instance's, once that is logged).</summary>
+    private void OnEndPointConnecting(ConnectionKeeper? endPoint)
+    {
+        lock (_lock)
+        {
+            if (!_disposed && endPoint is not null && Array.IndexOf(_endPoints, endPoint) >= 0)
+            {
+                StoreState(MuxClientState.Connected);
+            }
+        }
     }
 
     /// <summary>A removed instance: no new calls reach it; its pending calls finish (within the call
@@ -364,7 +378,7 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         await endPoint.DisposeAsync().ConfigureAwait(false);
     }
 
-    private void OnEndPointStateChanged(ConnectionKeeper? endPoint, MuxClientState state, Exception? error)
+    private void OnEndPointStateChanged(ConnectionKeeper? endPoint, MuxClientState previous, MuxClientState state, Exception? error)
     {
         lock (_lock)
         {
@@ -380,9 +394,11 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             }
         }
 
-        if (state == MuxClientState.Reconnecting)
+        if (state == MuxClientState.Reconnecting || (state == MuxClientState.Closed && previous == MuxClientState.Connected))
         {
-            // An instance went away: the resolver may know that it moved or was replaced.
+            // An instance went away: the resolver may know that it moved or was replaced, and (without
+            // AutoReconnect, its connection lost for good) only its answer connects it again. A connect
+            // that failed does not ask: without AutoReconnect that would retry at the loop's pace.
             _resolveNow.TrySetResult();
         }
     }

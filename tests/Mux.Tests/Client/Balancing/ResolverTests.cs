@@ -158,4 +158,39 @@ public sealed class ResolverTests
 
         Assert.Equal(2, client.GetEndPointStatistics().Count);
     }
+
+    /// <summary>A resolver with a fixed answer that counts how often it is asked.</summary>
+    private sealed class CountingResolver(EndPoint[] endPoints) : IMuxEndPointResolver
+    {
+        private int _asks;
+
+        public int Asks => Volatile.Read(ref _asks);
+
+        public ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken)
+        {
+            Interlocked.Increment(ref _asks);
+            return new(endPoints);
+        }
+    }
+
+    [Fact]
+    public async Task WithAutoReconnectOff_AnInstanceWhoseConnectionIsLost_HasTheResolverAskedSoon_NotAtTheNextInterval()
+    {
+        await using BalanceCluster cluster = await BalanceCluster.StartAsync(2);
+        var resolver = new CountingResolver([cluster.EndPoints[0], cluster.EndPoints[1]]);
+        MuxClientOptions options = cluster.ClientOptions();
+        options.EndPoints.Clear();
+        options.EndPointResolver = resolver;
+        options.ResolveInterval = TimeSpan.FromHours(1);
+        options.AutoReconnect = false;
+        await using MuxClient client = await MuxClient.ConnectAsync(options).WaitAsync(TestHost.Patience);
+        await Hosts.WaitUntilAsync(() => client.GetEndPointStatistics().All(e => e.State == MuxClientState.Connected), "both instances are connected");
+        int asks = resolver.Asks;
+
+        // Instance 0's connection is lost, for good: only the resolver's next answer, which still names
+        // it, connects it again. Before, that answer came at the interval (an hour here): a lost
+        // connection asked for one early only when its instance reconnected by itself.
+        await cluster.KillAsync(0);
+        await Hosts.WaitUntilAsync(() => resolver.Asks > asks, "the resolver is asked again");
+    }
 }
