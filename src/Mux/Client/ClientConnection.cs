@@ -77,8 +77,21 @@ internal sealed class ClientConnection : MuxConnection
         try
         {
             var settings = new HandshakeSettings(ProtocolConstants.Version, options.MaxFrameSize, int.MaxValue, options.AuthToken) { StreamWindow = options.StreamWindow, MaxMessageSize = options.MaxMessageSize, MaxMetadataSize = connection.MaxMetadataSize };
-            connection.SendFrame(FrameType.Hello, 0, 0, ref settings);
-            await connection._handshake.Task.WaitAsync(wait, options.TimeProvider, cancellationToken).ConfigureAwait(false);
+            // The wait, and with it the timeout's timer, starts before Hello goes out: a server that
+            // answers, or a clock that moves, the moment Hello arrives must find the timer running.
+            Task answered = connection._handshake.Task.WaitAsync(wait, options.TimeProvider, cancellationToken);
+            try
+            {
+                connection.SendFrame(FrameType.Hello, 0, 0, ref settings);
+            }
+            catch
+            {
+                // The close that follows faults the wait: observed here, as nothing awaits it now.
+                _ = answered.ContinueWith(static task => task.Exception, CancellationToken.None, TaskContinuationOptions.OnlyOnFaulted | TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default);
+                throw;
+            }
+
+            await answered.ConfigureAwait(false);
             return connection;
         }
         catch (TimeoutException ex)
