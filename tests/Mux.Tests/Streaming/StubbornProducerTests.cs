@@ -14,6 +14,9 @@ public interface IStubbornStreams
 
     /// <summary>StubbornProducer.Listening: hears its token's cancel, then ignores it.</summary>
     IAsyncEnumerable<int> Listening();
+
+    /// <summary>StubbornProducer.Flooding, past a window of <paramref name="window"/> items.</summary>
+    IAsyncEnumerable<int> Flooding(int window);
 }
 
 /// <summary>The server side of <see cref="IStubbornStreams"/>.</summary>
@@ -24,6 +27,8 @@ public sealed class StubbornStreams : IStubbornStreams
     public IAsyncEnumerable<int> Stubborn() => Producer.Items(first: 0);
 
     public IAsyncEnumerable<int> Listening() => Producer.Listening();
+
+    public IAsyncEnumerable<int> Flooding(int window) => Producer.Flooding(window);
 }
 
 /// <summary>A producer that makes one item, then waits for <see cref="Gate"/> without looking at
@@ -55,6 +60,35 @@ public sealed class StubbornProducer
         }
         finally
         {
+            Disposed.TrySetResult();
+        }
+    }
+
+    /// <summary>Counts up without ever waiting (Waiting once it has made <paramref name="window"/>
+    /// items, all its consumer's window holds), listening on its token (Heard). A newer callback of
+    /// that token holds the cancel until the producer is disposed (or for up to two seconds): a
+    /// stream that disposes it while the cancel runs unregisters Heard's callback before the
+    /// cancel gets to it.</summary>
+    public async IAsyncEnumerable<int> Flooding(int window, [EnumeratorCancellation] CancellationToken cancellationToken = default)
+    {
+        CancellationTokenRegistration heard = cancellationToken.Register(() => Heard.TrySetResult());
+        try
+        {
+            // Never disposed here: disposing a registration waits for its running callback.
+            cancellationToken.Register(() => Disposed.Task.Wait(TimeSpan.FromSeconds(2)));
+            for (int i = 0; ; i++)
+            {
+                if (i == window)
+                {
+                    Waiting.TrySetResult();
+                }
+
+                yield return i;
+            }
+        }
+        finally
+        {
+            heard.Dispose();
             Disposed.TrySetResult();
         }
     }
@@ -232,6 +266,38 @@ public sealed class StubbornProducerTests
                 await Hosts.WaitUntilAsync(() => connection.Incoming.Count == 0, "the server's call to finish");
                 service.Producer.Gate.SetResult();
                 await service.Producer.Disposed.Task.WaitAsync(Patience);
+            }
+        }
+    }
+
+    /// <summary>A stream stopped by the cancel while it waits for credit disposes its producer only
+    /// once every callback on the token has run: the window's wait, newer than the producer's
+    /// callbacks, is cancelled first, and the stream went on (on the thread pool) while the cancel
+    /// still ran the producer's callbacks.</summary>
+    [Fact]
+    public async Task AServerStreamStoppedByTheCancelWhileItWaitsForCredit_LetsItsProducerHearTheCancel()
+    {
+        var service = new StubbornStreams();
+        var server = new MuxServer(new MuxServerOptions());
+        server.AddService<IStubbornStreams>(service);
+        await using (server)
+        {
+            MuxClient client = await server.ConnectInMemoryAsync().WaitAsync(Patience);
+            await using (client)
+            {
+                ServerConnection connection = server.Connections.Single();
+                using var cancel = new CancellationTokenSource();
+                IAsyncEnumerator<int> stream = client.CreateProxy<IStubbornStreams>().Flooding(new MuxClientOptions().StreamWindow).GetAsyncEnumerator(cancel.Token);
+                Assert.True(await stream.MoveNextAsync().AsTask().WaitAsync(Patience)); // Too few read to grant credit.
+                await service.Producer.Waiting.Task.WaitAsync(Patience);
+
+                cancel.Cancel();
+                await Assert.ThrowsAnyAsync<OperationCanceledException>(() => stream.MoveNextAsync().AsTask().WaitAsync(Patience));
+                await stream.DisposeAsync().AsTask().WaitAsync(Patience);
+
+                await service.Producer.Heard.Task.WaitAsync(Patience);
+                await service.Producer.Disposed.Task.WaitAsync(Patience);
+                await Hosts.WaitUntilAsync(() => connection.Incoming.Count == 0, "the server's call to finish");
             }
         }
     }
