@@ -50,6 +50,22 @@ internal static class StreamProducer
         // On the connection's clock, as every timer and clock read of the engine.
         TimeProvider clock = connection.TimeProvider;
         long slowItem = clock.TimestampFrequency * SlowItemMicroseconds / 1_000_000;
+
+        // Completed by a callback registered before the enumerator exists: a token runs its
+        // callbacks newest first, so this one runs after every callback the producer registered
+        // (and after the window's wait). Once it has run, the producer has heard of the cancel, and
+        // its enumerator may be disposed (which may unregister what it registered); until then the
+        // stream neither stops nor disposes it. Continuations run on the thread pool: the stream
+        // never goes on (finishing its call) inside the canceller's callback loop. One TCS and one
+        // registration per stream whose token can be cancelled; nothing per item.
+        TaskCompletionSource? stopped = null;
+        CancellationTokenRegistration heard = default;
+        if (cancellationToken.CanBeCanceled)
+        {
+            stopped = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            heard = cancellationToken.UnsafeRegister(static state => ((TaskCompletionSource)state!).TrySetResult(), stopped);
+        }
+
         IAsyncEnumerator<T> enumerator = items.GetAsyncEnumerator(cancellationToken);
         int batchBytes = 0;
         int lastSize = 0;
@@ -57,6 +73,10 @@ internal static class StreamProducer
         // Armed when a batch starts; created with the first batch (a stream of large or slowly
         // made items never needs one). Only this method touches it.
         ITimer? batchTimer = null;
+
+        // The producer's MoveNextAsync still running when the stream stopped: the enumerator is
+        // disposed once it completes (an enumerator must not be disposed while it moves).
+        Task<bool>? abandoned = null;
         try
         {
             while (true)
@@ -69,7 +89,27 @@ internal static class StreamProducer
                     batchBytes = 0;
                 }
 
-                if (!await next.ConfigureAwait(false))
+                bool more;
+                if (next.IsCompleted || stopped is null)
+                {
+                    more = await next.ConfigureAwait(false);
+                }
+                else
+                {
+                    // A producer that ignores its token would hold the call open (its slot, its
+                    // window, its caller) until it next yields: the stream stops at the cancellation
+                    // instead. A Task and a WhenAny per wait, only when the producer had no item ready.
+                    Task<bool> moving = next.AsTask();
+                    if (await Task.WhenAny(moving, stopped.Task).ConfigureAwait(false) != moving)
+                    {
+                        abandoned = moving;
+                        cancellationToken.ThrowIfCancellationRequested();
+                    }
+
+                    more = await moving.ConfigureAwait(false);
+                }
+
+                if (!more)
                 {
                     break;
                 }
@@ -133,7 +173,46 @@ internal static class StreamProducer
                 connection.SendQueuedFrames();
             }
 
+            if (stopped is not null && cancellationToken.IsCancellationRequested)
+            {
+                // Stopped by the cancel (the window's wait, the producer's own throw): its
+                // callbacks may still be running, the producer's among them.
+                await stopped.Task.ConfigureAwait(false);
+            }
+
+            heard.Dispose();
+            if (abandoned is null)
+            {
+                await enumerator.DisposeAsync().ConfigureAwait(false);
+            }
+            else
+            {
+                _ = DisposeWhenMovedAsync(abandoned, enumerator);
+            }
+        }
+    }
+
+    /// <summary>Disposes the enumerator of a stopped stream once its producer, which ignored the
+    /// cancellation, has made its next item (or failed, or ended). Its item, its failure and a
+    /// failure of its disposal have nobody left to go to: the call has ended.</summary>
+    private static async Task DisposeWhenMovedAsync<T>(Task<bool> moving, IAsyncEnumerator<T> enumerator)
+    {
+        try
+        {
+            await moving.ConfigureAwait(false);
+        }
+        catch (Exception)
+        {
+            // See the summary.
+        }
+
+        try
+        {
             await enumerator.DisposeAsync().ConfigureAwait(false);
+        }
+        catch (Exception)
+        {
+            // See the summary.
         }
     }
 }
