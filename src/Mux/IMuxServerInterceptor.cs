@@ -13,7 +13,8 @@ namespace Mux;
 /// throws what the handler threw. Call it at most once, and await it. The answer is sent only once every
 /// interceptor has returned, so an interceptor that throws after <c>next()</c> still decides how
 /// the call ends. An interceptor that returns without awaiting <c>next()</c> does not end the call
-/// early: the call still waits for its handler, and sends the handler's answer.
+/// early: the call still waits for its handler, and sends the handler's answer, or the failure it
+/// threw (caught only by an interceptor that took it from the task of <c>next()</c>).
 /// </para>
 /// <para>
 /// To refuse a call, throw before <c>next()</c>: the handler does not run, and the caller gets

@@ -99,13 +99,21 @@ public sealed class MuxCallContext
         {
             if (IsCallRunning)
             {
-                CancellationToken token = _call.CancellationToken;
-
-                // Checked again: had the call finished meanwhile, the (pooled) call object may
-                // already serve another request, and the token could be that one's.
-                if (IsCallRunning)
+                try
                 {
-                    return token;
+                    CancellationToken token = _call.CancellationToken;
+
+                    // Checked again: had the call finished meanwhile, the (pooled) call object may
+                    // already serve another request, and the token could be that one's.
+                    if (IsCallRunning)
+                    {
+                        return token;
+                    }
+                }
+                catch (ObjectDisposedException)
+                {
+                    // The call is finishing: its finish disposes the source just before it ends the
+                    // call (IncomingCall.Finish), and the token is then over like the call.
                 }
             }
 

@@ -42,11 +42,14 @@ internal abstract class InterceptorChain
 
         if (Interlocked.CompareExchange(ref _call, Invoked, NotYet) == Closed)
         {
-            throw new InvalidOperationException($"next() was called after the Mux interceptors ({Names()}) had returned without it, so their call had already failed as not made; await next() before returning.");
+            throw CalledAfterClose();
         }
 
         return InvokeCallAsync();
     }
+
+    private InvalidOperationException CalledAfterClose() =>
+        new($"next() was called after the Mux interceptors ({Names()}) had returned without it, so their call had already failed as not made; await next() before returning.");
 
     /// <summary>Calls interceptor <paramref name="index"/> with <paramref name="next"/>.</summary>
     protected abstract ValueTask InvokeInterceptorAsync(int index, Func<ValueTask> next);
@@ -79,7 +82,9 @@ internal abstract class InterceptorChain
                 throw new InvalidOperationException($"The Mux interceptor {chain.DescribeInterceptor(index - 1)} called next() twice; it runs the rest of the call, so call it once.");
             }
 
-            return chain.InvokeAsync(index);
+            // Refused here, not only by the last next(): the interceptors inside would otherwise
+            // run for a call that is over.
+            return Volatile.Read(ref chain._call) == Closed ? throw chain.CalledAfterClose() : chain.InvokeAsync(index);
         }
     }
 }

@@ -1,13 +1,15 @@
 using System.Collections.ObjectModel;
+using System.Diagnostics;
 using System.Runtime.CompilerServices;
-using System.Runtime.ExceptionServices;
+using System.Threading.Tasks.Sources;
 using Mux.Protocol;
 
 namespace Mux.Connection;
 
 // The call pipeline (issue 25): the call's metadata, and the server interceptors around its handler.
 // A call without metadata on a side without interceptors touches none of it but two tests.
-internal sealed partial class IncomingCall
+// The IValueTaskSource is the task of the chain's last next() (see _handlerOutcome).
+internal sealed partial class IncomingCall : IValueTaskSource
 {
     private static readonly IReadOnlyDictionary<string, string> s_noMetadata = ReadOnlyDictionary<string, string>.Empty;
 
@@ -28,10 +30,21 @@ internal sealed partial class IncomingCall
     private bool _deferResult;
     private DeferredResult? _deferredResult;
 
-    // The handler, when it did not complete at once under interceptors: the call must not end (and
-    // this object be reused for another call) while it runs, even if an interceptor returned
+    // The handler, when it did not complete at once under interceptors (RunHandlerAsync, which
+    // completes once it has handed the handler's outcome to the task of next()): the call must not
+    // end (and this object be reused for another call) before, even if an interceptor returned
     // without awaiting next(). Set by the chain's last next(); reset by Start.
     private Task? _runningHandler;
+
+    // The task of the chain's last next(), whose source this object is: completed with the
+    // handler's outcome, so that the call can tell a failure an interceptor took from the task of
+    // next() (and caught, if it returned) from one nobody took, which is still the caller's. Reset
+    // by TrackHandler; the calls of a side without interceptors never touch it.
+    private ManualResetValueTaskSourceCore<bool> _handlerOutcome;
+
+    // Whether an interceptor took the handler's outcome from the task of next() (its GetResult).
+    // Set on the interceptor's thread of the moment; reset by InvokeInterceptorsAsync.
+    private bool _handlerOutcomeTaken;
 
     /// <summary>The call's metadata (MuxCallContext.Metadata); empty when it carried none.</summary>
     public IReadOnlyDictionary<string, string> Metadata => _metadata ?? s_noMetadata;
@@ -79,8 +92,9 @@ internal sealed partial class IncomingCall
     {
         var chain = new ServerInterceptorChain(this, interceptors);
         DeferredResult? answer;
-        Task? orphaned = null;
+        bool taken;
         _deferResult = true;
+        _handlerOutcomeTaken = false;
         try
         {
             await chain.InvokeAsync().ConfigureAwait(false);
@@ -88,12 +102,16 @@ internal sealed partial class IncomingCall
         finally
         {
             chain.Close(); // Returned or refused: a next() an interceptor kept is refused from here on.
+
+            // As the interceptors returned: one that takes the outcome later, from a task of next()
+            // it kept, no longer decides how the call ends.
+            taken = Volatile.Read(ref _handlerOutcomeTaken);
             if (_runningHandler is { IsCompleted: false } handler)
             {
-                // An interceptor returned without awaiting next(): the handler still holds this
-                // call, so its answer (or failure) is still the call's, and waited for here.
-                orphaned = handler;
-                await handler.ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
+                // The handler still holds this call: it runs on (an interceptor returned without
+                // awaiting next()), or is still handing its outcome to the interceptor that awaited
+                // it. Its answer (or failure) is the call's either way, and waited for here.
+                await handler.ConfigureAwait(false); // Never faults: the failure is the task of next()'s.
             }
 
             answer = _deferredResult;
@@ -103,17 +121,72 @@ internal sealed partial class IncomingCall
 
         if (answer is null)
         {
-            if (orphaned?.Exception?.InnerException is Exception failure)
+            if (!chain.CallInvoked)
             {
-                ExceptionDispatchInfo.Throw(failure); // No interceptor saw it: the caller gets it.
+                throw chain.NotInvoked(MethodName, "A server interceptor refuses a call by throwing, for example MuxRemoteException(MuxStatusCode.PermissionDenied, \"...\").");
             }
 
-            throw chain.CallInvoked
-                ? new InvalidOperationException($"{MethodName} has no answer to send: its handler failed, and a server interceptor caught the exception without throwing one of its own.")
-                : chain.NotInvoked(MethodName, "A server interceptor refuses a call by throwing, for example MuxRemoteException(MuxStatusCode.PermissionDenied, \"...\").");
+            try
+            {
+                // Throws the handler's failure: one no interceptor took is the caller's, whether the
+                // handler failed before the interceptor that left next() returned or after.
+                _handlerOutcome.GetResult(_handlerOutcome.Version);
+            }
+            catch (Exception failure) when (taken)
+            {
+                throw new InvalidOperationException($"{MethodName} has no answer to send: its handler failed, and a server interceptor caught the exception without throwing one of its own.", failure);
+            }
+
+            throw new UnreachableException("A handler that completed has left its answer.");
         }
 
         answer.Send(this);
+    }
+
+    /// <summary>Makes the task of the chain's last next() for a handler that did not complete at
+    /// once, or failed: completed with its outcome, through this object (an interceptor's await
+    /// takes it, see <see cref="IValueTaskSource.GetResult"/>).</summary>
+    private ValueTask TrackHandler(ValueTask handler)
+    {
+        _handlerOutcome.Reset();
+
+        // A Task (allocated only for a handler that has to wait) the call can wait for, if the
+        // interceptor did not.
+        _runningHandler = RunHandlerAsync(handler);
+        return new ValueTask(this, _handlerOutcome.Version);
+    }
+
+    /// <summary>Hands the handler's outcome to the task of next(), whose awaiting interceptor may
+    /// go on at once, inside this. The call waits for this task to complete, so this object serves
+    /// no other call before it has returned.</summary>
+    private async Task RunHandlerAsync(ValueTask handler)
+    {
+        try
+        {
+            await handler.ConfigureAwait(false);
+        }
+        catch (Exception ex)
+        {
+            _handlerOutcome.SetException(ex);
+            return;
+        }
+
+        _handlerOutcome.SetResult(true);
+    }
+
+    ValueTaskSourceStatus IValueTaskSource.GetStatus(short token) => _handlerOutcome.GetStatus(token);
+
+    void IValueTaskSource.OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags) =>
+        _handlerOutcome.OnCompleted(continuation, state, token, flags);
+
+    void IValueTaskSource.GetResult(short token)
+    {
+        if (token == _handlerOutcome.Version)
+        {
+            Volatile.Write(ref _handlerOutcomeTaken, true);
+        }
+
+        _handlerOutcome.GetResult(token);
     }
 
     /// <summary>Keeps the handler's result until the interceptors have returned.</summary>
@@ -140,16 +213,17 @@ internal sealed partial class IncomingCall
 
         protected override ValueTask InvokeCallAsync()
         {
-            ValueTask handler = call._method.InvokeAsync(call.Public);
-            if (handler.IsCompleted)
+            ValueTask handler;
+            try
             {
-                return handler;
+                handler = call._method.InvokeAsync(call.Public);
+            }
+            catch (Exception ex)
+            {
+                handler = ValueTask.FromException(ex); // Still the handler's failure, not the chain's.
             }
 
-            // A Task (allocated only for a handler that has to wait) can be awaited twice: by the
-            // interceptor, and by the call if the interceptor did not.
-            call._runningHandler = handler.AsTask();
-            return new ValueTask(call._runningHandler);
+            return handler.IsCompletedSuccessfully ? handler : call.TrackHandler(handler);
         }
 
         protected override string DescribeInterceptor(int index) => interceptors[index].GetType().FullName ?? "?";
