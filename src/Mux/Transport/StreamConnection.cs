@@ -20,6 +20,10 @@ internal sealed class StreamConnection : ByteTransport
 
     private readonly Stream _stream;
 
+    // Cancelled by the close, after the stream is disposed: a pending read need not end when its
+    // stream is disposed (a PipeReader's stream's does not), and the close waits for the receive loop.
+    private readonly CancellationTokenSource _closed = new();
+
     // Where a multi-segment flush is gathered; rented on the first, kept until the send loop has
     // ended (renting per flush would take one from another thread's pool now and then, and
     // allocate). Only the send loop touches it until then.
@@ -55,7 +59,7 @@ internal sealed class StreamConnection : ByteTransport
 
     public X509Certificate2? RemoteCertificate { get; }
 
-    protected override ValueTask<int> ReceiveAsync(Memory<byte> memory) => _stream.ReadAsync(memory);
+    protected override ValueTask<int> ReceiveAsync(Memory<byte> memory) => _stream.ReadAsync(memory, _closed.Token);
 
     protected override ValueTask SendAsync(ReadOnlySequence<byte> buffer)
     {
@@ -93,7 +97,18 @@ internal sealed class StreamConnection : ByteTransport
         await base.FinishSendingAsync().ConfigureAwait(false);
     }
 
-    protected override void Close() => CloseQuietly(_stream);
+    protected override void Close()
+    {
+        CloseQuietly(_stream);
+        try
+        {
+            _closed.Cancel();
+        }
+        catch (AggregateException)
+        {
+            // What a user's stream registered on the token failed: the read is cancelled all the same.
+        }
+    }
 
     /// <summary>Disposes <paramref name="stream"/>, which may be a user's: whatever it throws, it is
     /// closed as far as we are concerned.</summary>
