@@ -157,7 +157,7 @@ internal sealed class ServerRuntime
     }
 
     private static ObjectDisposedException Stopped() =>
-        new(nameof(MuxServer), "The Mux server has been stopped or disposed, and cannot start again. Create a new MuxServer.");
+        new(nameof(MuxServer), "The Mux server is stopping or stopped (or disposed): it accepts no more connections and cannot start again. Create a new MuxServer.");
 
     /// <summary>Connects a client to this server over in-memory pipes (no socket), starting the
     /// server without a listener first if it has not started (tests and benchmarks).</summary>
@@ -305,6 +305,11 @@ internal sealed class ServerRuntime
         using var linked = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, _stopping.Token);
         if (!await AcceptTlsAsync(stream, name, acceptedAt, linked.Token).ConfigureAwait(false))
         {
+            if (Volatile.Read(ref _state) == 2)
+            {
+                throw Stopped(); // The stop ended the handshake, or came as it finished.
+            }
+
             throw new MuxConnectionException($"The TLS handshake with {name} failed, timed out or was cancelled; the stream was closed (the server's log says why).", MuxCloseReason.ProtocolError, null);
         }
     }
@@ -346,7 +351,7 @@ internal sealed class ServerRuntime
 
         if (Volatile.Read(ref _state) != 1)
         {
-            throw new InvalidOperationException("The Mux server is stopping or stopped; it accepts no more connections.");
+            throw Stopped();
         }
     }
 

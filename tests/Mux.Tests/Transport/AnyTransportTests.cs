@@ -186,7 +186,7 @@ public sealed class AnyTransportTests : IDisposable
         await server.StopAsync();
         var pipe = new Pipe();
 
-        var error = Assert.Throws<InvalidOperationException>(() => server.Accept(new PipePair(pipe.Reader, pipe.Writer)));
+        var error = Assert.Throws<ObjectDisposedException>(() => server.Accept(new PipePair(pipe.Reader, pipe.Writer)));
 
         Assert.Contains("stopp", error.Message, StringComparison.Ordinal);
     }
