@@ -20,8 +20,9 @@ internal sealed class StreamConnection : ByteTransport
 
     private readonly Stream _stream;
 
-    // Cancelled by the close, after the stream is disposed: a pending read need not end when its
-    // stream is disposed (a PipeReader's stream's does not), and the close waits for the receive loop.
+    // Cancelled by the close, after the stream is disposed: a pending read or write need not end when
+    // its stream is disposed (a PipeReader's or PipeWriter's stream's does not), and the close waits
+    // for both loops.
     private readonly CancellationTokenSource _closed = new();
 
     // Where a multi-segment flush is gathered; rented on the first, kept until the send loop has
@@ -66,7 +67,7 @@ internal sealed class StreamConnection : ByteTransport
         if (buffer.IsSingleSegment)
         {
             CountSend();
-            return _stream.WriteAsync(buffer.First);
+            return _stream.WriteAsync(buffer.First, _closed.Token);
         }
 
         return WriteGatheredAsync(buffer);
@@ -80,7 +81,7 @@ internal sealed class StreamConnection : ByteTransport
             int length = (int)Math.Min(buffer.Length, gather.Length);
             buffer.Slice(0, length).CopyTo(gather);
             CountSend();
-            await _stream.WriteAsync(gather.AsMemory(0, length)).ConfigureAwait(false);
+            await _stream.WriteAsync(gather.AsMemory(0, length), _closed.Token).ConfigureAwait(false);
             buffer = buffer.Slice(length);
         }
     }
@@ -88,7 +89,7 @@ internal sealed class StreamConnection : ByteTransport
     /// <summary>TLS close_notify, then FIN (or the close, without a socket).</summary>
     protected override async ValueTask FinishSendingAsync()
     {
-        await _stream.FlushAsync().ConfigureAwait(false);
+        await _stream.FlushAsync(_closed.Token).ConfigureAwait(false);
         if (_stream is SslStream ssl)
         {
             await ssl.ShutdownAsync().ConfigureAwait(false);
