@@ -125,7 +125,10 @@ public sealed class MuxServer : IAsyncDisposable
     /// <returns>A task that completes when the connection is being served (after the TLS handshake).</returns>
     /// <exception cref="MuxConnectionException">The TLS handshake failed, timed out
     /// (<see cref="MuxServerOptions.HandshakeTimeout"/>) or was cancelled; the stream is closed.</exception>
-    /// <exception cref="InvalidOperationException">The options are invalid, or the server is stopping or stopped.</exception>
+    /// <exception cref="InvalidOperationException">The options are invalid.</exception>
+    /// <exception cref="ObjectDisposedException">The server is stopping or stopped (or disposed):
+    /// nothing was done with the stream, unless the stop came during the TLS handshake, which
+    /// closes it.</exception>
     /// <exception cref="ArgumentException">The stream cannot both read and write.</exception>
     public Task AcceptAsync(Stream stream, CancellationToken cancellationToken = default) => _runtime.AcceptAsync(stream, cancellationToken);
 
@@ -138,14 +141,19 @@ public sealed class MuxServer : IAsyncDisposable
     /// </summary>
     /// <param name="pipe">The pipe: <see cref="IDuplexPipe.Input"/> carries the client's bytes,
     /// <see cref="IDuplexPipe.Output"/> carries ours.</param>
-    /// <exception cref="InvalidOperationException">The options are invalid, set
-    /// <see cref="MuxServerOptions.Tls"/>, or the server is stopping or stopped.</exception>
+    /// <exception cref="InvalidOperationException">The options are invalid, or set
+    /// <see cref="MuxServerOptions.Tls"/>.</exception>
+    /// <exception cref="ObjectDisposedException">The server is stopping or stopped (or disposed);
+    /// nothing was done with the pipe.</exception>
     public void Accept(IDuplexPipe pipe) => _runtime.Accept(pipe);
 
     /// <summary>
     /// Stops accepting, tells every client GoAway, waits for the calls in flight to finish, and
     /// closes every connection. Calls still running when <paramref name="cancellationToken"/> fires
-    /// are cancelled and their connections closed. Safe to call more than once.
+    /// are cancelled and their connections closed. Safe to call more than once, and at once. From
+    /// its start on, <see cref="StartAsync"/>, <see cref="Accept(IDuplexPipe)"/> and
+    /// <see cref="AcceptAsync(Stream, CancellationToken)"/> throw <see cref="ObjectDisposedException"/>;
+    /// a connection handed over as it starts is either refused so or drained with the rest.
     /// </summary>
     /// <param name="cancellationToken">Ends the wait for calls in flight.</param>
     /// <returns>A task that completes when every connection is closed.</returns>

@@ -45,6 +45,13 @@ internal sealed class ServerRuntime
     // AcceptAsync, removed by the handshake itself); StopAsync waits for them.
     private readonly ConcurrentDictionary<TaskCompletionSource, byte> _handshakes = new();
 
+    // Accepts between their check that the server runs and their connection's start; changed with
+    // Interlocked. StopAsync waits for them (_acceptsEnded, completed by whichever of the stop and the
+    // last of them sees the other) before it drains: an accept that passed its check as the stop
+    // began must not list its connection after the drain has looked.
+    private int _accepting;
+    private readonly TaskCompletionSource _acceptsEnded = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
     // Set once by StartAsync under _gate (after _state became 1); read by StopAsync and IsListening.
     private Task? _acceptLoop;
     private long _connectionsAccepted;
@@ -150,7 +157,7 @@ internal sealed class ServerRuntime
     }
 
     private static ObjectDisposedException Stopped() =>
-        new(nameof(MuxServer), "The Mux server has been stopped or disposed, and cannot start again. Create a new MuxServer.");
+        new(nameof(MuxServer), "The Mux server is stopping or stopped (or disposed): it accepts no more connections and cannot start again. Create a new MuxServer.");
 
     /// <summary>Connects a client to this server over in-memory pipes (no socket), starting the
     /// server without a listener first if it has not started (tests and benchmarks).</summary>
@@ -207,7 +214,10 @@ internal sealed class ServerRuntime
             string name = socket.RemoteEndPoint?.ToString() is { Length: > 0 } remote ? remote : "unix socket peer";
             if (_options.Tls is null)
             {
-                Accept(new SocketConnection(socket, _options.MaxFrameSize, _options.TimeProvider), name);
+                if (!TryServe(new SocketConnection(socket, _options.MaxFrameSize, _options.TimeProvider), name))
+                {
+                    socket.Dispose(); // Taken off the listener as the stop closed it.
+                }
             }
             else
             {
@@ -265,7 +275,12 @@ internal sealed class ServerRuntime
             }
 
             TransportLog.TlsEstablished(_logger, name, ssl.SslProtocol, ssl.NegotiatedCipherSuite);
-            Accept(new StreamConnection(ssl, (stream as NetworkStream)?.Socket, _options.MaxFrameSize, _options.TimeProvider), name);
+            if (!TryServe(new StreamConnection(ssl, (stream as NetworkStream)?.Socket, _options.MaxFrameSize, _options.TimeProvider), name))
+            {
+                StreamConnection.CloseQuietly(ssl); // A stop came as the handshake finished.
+                return false;
+            }
+
             return true;
         }
         finally
@@ -290,6 +305,11 @@ internal sealed class ServerRuntime
         using var linked = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, _stopping.Token);
         if (!await AcceptTlsAsync(stream, name, acceptedAt, linked.Token).ConfigureAwait(false))
         {
+            if (Volatile.Read(ref _state) == 2)
+            {
+                throw Stopped(); // The stop ended the handshake, or came as it finished.
+            }
+
             throw new MuxConnectionException($"The TLS handshake with {name} failed, timed out or was cancelled; the stream was closed (the server's log says why).", MuxCloseReason.ProtocolError, null);
         }
     }
@@ -331,22 +351,47 @@ internal sealed class ServerRuntime
 
         if (Volatile.Read(ref _state) != 1)
         {
-            throw new InvalidOperationException("The Mux server is stopping or stopped; it accepts no more connections.");
+            throw Stopped();
         }
     }
 
     /// <summary>Serves one connection over an already-connected transport.</summary>
+    /// <exception cref="ObjectDisposedException">The server is stopping or stopped; nothing was done
+    /// with the transport.</exception>
     public void Accept(IMuxTransport transport, string name)
     {
-        var connection = new ServerConnection(transport, _methods, _options, Volatile.Read(ref _interceptors), _logger, name);
-        _connections.TryAdd(connection, 0);
-        ServerLog.ConnectionAccepted(_logger, name);
-        _ = ForgetWhenClosedAsync(connection);
-        connection.Start();
-        if (Volatile.Read(ref _state) != 1)
+        if (!TryServe(transport, name))
         {
-            // Raced with StopAsync: it may have missed this connection.
-            _ = connection.DrainAndCloseAsync(CancellationToken.None);
+            throw Stopped();
+        }
+    }
+
+    /// <summary>Serves one connection over an already-connected transport, unless the server is
+    /// stopping or stopped: then false, and nothing was done with the transport. A connection served
+    /// is listed before StopAsync looks, so that its drain closes it.</summary>
+    private bool TryServe(IMuxTransport transport, string name)
+    {
+        Interlocked.Increment(ref _accepting);
+        try
+        {
+            if (Volatile.Read(ref _state) != 1)
+            {
+                return false;
+            }
+
+            var connection = new ServerConnection(transport, _methods, _options, Volatile.Read(ref _interceptors), _logger, name);
+            _connections.TryAdd(connection, 0);
+            ServerLog.ConnectionAccepted(_logger, name);
+            _ = ForgetWhenClosedAsync(connection);
+            connection.Start();
+            return true;
+        }
+        finally
+        {
+            if (Interlocked.Decrement(ref _accepting) == 0 && Volatile.Read(ref _state) == 2)
+            {
+                _acceptsEnded.TrySetResult(); // The stop may be waiting for this accept.
+            }
         }
     }
 
@@ -405,6 +450,15 @@ internal sealed class ServerRuntime
         {
             await handshake.Task.ConfigureAwait(false);
         }
+
+        // _state is 2: an accept that starts from now on refuses, and the last of those still in
+        // flight completes _acceptsEnded unless this sees none.
+        if (Volatile.Read(ref _accepting) == 0)
+        {
+            _acceptsEnded.TrySetResult();
+        }
+
+        await _acceptsEnded.Task.ConfigureAwait(false);
 
         int open = _connections.Count;
         var drains = new List<Task>(open);

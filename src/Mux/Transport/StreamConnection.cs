@@ -20,6 +20,11 @@ internal sealed class StreamConnection : ByteTransport
 
     private readonly Stream _stream;
 
+    // Cancelled by the close, after the stream is disposed: a pending read or write need not end when
+    // its stream is disposed (a PipeReader's or PipeWriter's stream's does not), and the close waits
+    // for both loops.
+    private readonly CancellationTokenSource _closed = new();
+
     // Where a multi-segment flush is gathered; rented on the first, kept until the send loop has
     // ended (renting per flush would take one from another thread's pool now and then, and
     // allocate). Only the send loop touches it until then.
@@ -55,14 +60,14 @@ internal sealed class StreamConnection : ByteTransport
 
     public X509Certificate2? RemoteCertificate { get; }
 
-    protected override ValueTask<int> ReceiveAsync(Memory<byte> memory) => _stream.ReadAsync(memory);
+    protected override ValueTask<int> ReceiveAsync(Memory<byte> memory) => _stream.ReadAsync(memory, _closed.Token);
 
     protected override ValueTask SendAsync(ReadOnlySequence<byte> buffer)
     {
         if (buffer.IsSingleSegment)
         {
             CountSend();
-            return _stream.WriteAsync(buffer.First);
+            return _stream.WriteAsync(buffer.First, _closed.Token);
         }
 
         return WriteGatheredAsync(buffer);
@@ -76,7 +81,7 @@ internal sealed class StreamConnection : ByteTransport
             int length = (int)Math.Min(buffer.Length, gather.Length);
             buffer.Slice(0, length).CopyTo(gather);
             CountSend();
-            await _stream.WriteAsync(gather.AsMemory(0, length)).ConfigureAwait(false);
+            await _stream.WriteAsync(gather.AsMemory(0, length), _closed.Token).ConfigureAwait(false);
             buffer = buffer.Slice(length);
         }
     }
@@ -84,7 +89,7 @@ internal sealed class StreamConnection : ByteTransport
     /// <summary>TLS close_notify, then FIN (or the close, without a socket).</summary>
     protected override async ValueTask FinishSendingAsync()
     {
-        await _stream.FlushAsync().ConfigureAwait(false);
+        await _stream.FlushAsync(_closed.Token).ConfigureAwait(false);
         if (_stream is SslStream ssl)
         {
             await ssl.ShutdownAsync().ConfigureAwait(false);
@@ -93,7 +98,18 @@ internal sealed class StreamConnection : ByteTransport
         await base.FinishSendingAsync().ConfigureAwait(false);
     }
 
-    protected override void Close() => CloseQuietly(_stream);
+    protected override void Close()
+    {
+        CloseQuietly(_stream);
+        try
+        {
+            _closed.Cancel();
+        }
+        catch (AggregateException)
+        {
+            // What a user's stream registered on the token failed: the read is cancelled all the same.
+        }
+    }
 
     /// <summary>Disposes <paramref name="stream"/>, which may be a user's: whatever it throws, it is
     /// closed as far as we are concerned.</summary>
