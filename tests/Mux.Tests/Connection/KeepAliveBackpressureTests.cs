@@ -46,8 +46,20 @@ public class KeepAliveBackpressureTests
         });
         await Hosts.WaitUntilAsync(() => stuck.IsWaitingForOutboundRoom, "the server to stop reading the client that does not read");
 
-        time.Advance(Interval);
-        time.Advance(PingTimeout);
+        // The reader may wait for room before the kernel's buffers are full: room the socket still
+        // makes then counts as a read, and a busy machine can make it after the clock has moved. So
+        // the clock moves on, an interval and a timeout at a time, until the keepalive has closed
+        // the client (each close comes a whole interval and timeout after the last room).
+        await Hosts.WaitUntilAsync(() =>
+        {
+            if (!stuck.IsClosed)
+            {
+                time.Advance(Interval);
+                time.Advance(PingTimeout);
+            }
+
+            return stuck.IsClosed;
+        }, "the keepalive to close the client that reads nothing");
         await stuck.Completion.WaitAsync(TestHost.Patience);
         Assert.Equal(MuxCloseReason.KeepAliveTimeout, stuck.CloseReason);
         string message = stuck.CloseError.Message;
