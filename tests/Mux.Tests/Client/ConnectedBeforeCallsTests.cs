@@ -84,29 +84,14 @@ public sealed class ConnectedBeforeCallsTests
 
     /// <summary>Holds whoever logs <paramref name="eventName"/> until <paramref name="release"/> is
     /// set (within the test's patience).</summary>
-    private sealed class HoldingLog(string eventName, ManualResetEventSlim release) : ILoggerFactory, ILogger
+    private sealed class HoldingLog(string eventName, ManualResetEventSlim release) : LogHook
     {
         private readonly TaskCompletionSource _holding = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
         /// <summary>Completes when the event has been logged, and is being held.</summary>
         public Task Holding => _holding.Task;
 
-        public ILogger CreateLogger(string categoryName) => this;
-
-        public void AddProvider(ILoggerProvider provider)
-        {
-        }
-
-        public void Dispose()
-        {
-        }
-
-        public IDisposable? BeginScope<TState>(TState state)
-            where TState : notnull => null;
-
-        public bool IsEnabled(LogLevel logLevel) => true;
-
-        public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
+        public override void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
         {
             if (eventId.Name == eventName)
             {

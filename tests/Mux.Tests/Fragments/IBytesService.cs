@@ -35,3 +35,30 @@ public sealed class BytesService : IBytesService
 
     public Task<string> EchoText(string text) => Task.FromResult(text);
 }
+
+/// <summary>Calls the <see cref="IBytesService"/> echo of one bytes type, named as in the tests' theories.</summary>
+public static class BytesEcho
+{
+    /// <summary>Echoes <paramref name="data"/> as <paramref name="type"/>; returns the result as
+    /// it came (boxed), so that the test's own copies are made outside the watched window.</summary>
+    public static async Task<object> EchoAsync(IBytesService proxy, string type, byte[] data) => type switch
+    {
+        "byte[]" => await proxy.EchoArray(data),
+        "ReadOnlyMemory<byte>" => await proxy.EchoReadOnlyMemory(data),
+        "Memory<byte>" => await proxy.EchoMemory(data),
+        "ArraySegment<byte>" => await proxy.EchoArraySegment(new ArraySegment<byte>(data)),
+        "ReadOnlySequence<byte>" => await proxy.EchoSequence(new ReadOnlySequence<byte>(data)),
+        _ => throw new ArgumentOutOfRangeException(nameof(type), type, null),
+    };
+
+    /// <summary>The bytes of a value <see cref="EchoAsync"/> returned.</summary>
+    public static byte[] Bytes(object echoed) => echoed switch
+    {
+        byte[] array => array,
+        ReadOnlyMemory<byte> memory => memory.ToArray(),
+        Memory<byte> memory => memory.ToArray(),
+        ArraySegment<byte> segment => [.. segment],
+        ReadOnlySequence<byte> sequence => sequence.ToArray(),
+        _ => throw new ArgumentOutOfRangeException(nameof(echoed), echoed, null),
+    };
+}

@@ -35,14 +35,14 @@ public sealed class LargeMessageHeapTests
         await using BytesHost host = await BytesHost.StartAsync();
         long outstanding = BufferSegmentPool.Shared.Outstanding;
         byte[] data = BlobService.Pattern(PayloadSize);
-        Assert.Equal(data, Bytes(await EchoAsync(host.Proxy, type, data))); // Warm: code paths, caches, the segment pool.
+        Assert.Equal(data, BytesEcho.Bytes(await BytesEcho.EchoAsync(host.Proxy, type, data))); // Warm: code paths, caches, the segment pool.
 
         using var watch = new LargeArrayWatch();
         await watch.StartAsync();
-        object echoed = await EchoAsync(host.Proxy, type, data);
+        object echoed = await BytesEcho.EchoAsync(host.Proxy, type, data);
         await watch.StopAsync();
 
-        Assert.True(data.AsSpan().SequenceEqual(Bytes(echoed)), $"The {type} echoed differs from the one sent.");
+        Assert.True(data.AsSpan().SequenceEqual(BytesEcho.Bytes(echoed)), $"The {type} echoed differs from the one sent.");
         // The user's own: the server's argument and the client's result, each the payload's size
         // and an array header. Anything else is Mux's (or a copy it made).
         bool UsersOwn(LargeArrayWatch.LargeArray array) => array.Type == "System.Byte[]" && array.Size is >= PayloadSize and < PayloadSize + 64;
@@ -142,28 +142,6 @@ public sealed class LargeMessageHeapTests
         await Hosts.WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the lost connection");
         await Hosts.WaitUntilAsync(() => BufferSegmentPool.Shared.Outstanding == outstanding, $"the segments of the message cut short to be returned ({BufferSegmentPool.Shared.Outstanding - outstanding} still out)");
     }
-
-    /// <summary>Echoes <paramref name="data"/> as <paramref name="type"/>; returns the result as
-    /// it came (boxed), so that the test's own copies are made outside the watched window.</summary>
-    private static async Task<object> EchoAsync(IBytesService proxy, string type, byte[] data) => type switch
-    {
-        "byte[]" => await proxy.EchoArray(data),
-        "ReadOnlyMemory<byte>" => await proxy.EchoReadOnlyMemory(data),
-        "Memory<byte>" => await proxy.EchoMemory(data),
-        "ArraySegment<byte>" => await proxy.EchoArraySegment(new ArraySegment<byte>(data)),
-        "ReadOnlySequence<byte>" => await proxy.EchoSequence(new ReadOnlySequence<byte>(data)),
-        _ => throw new ArgumentOutOfRangeException(nameof(type), type, null),
-    };
-
-    private static byte[] Bytes(object echoed) => echoed switch
-    {
-        byte[] array => array,
-        ReadOnlyMemory<byte> memory => memory.ToArray(),
-        Memory<byte> memory => memory.ToArray(),
-        ArraySegment<byte> segment => [.. segment],
-        ReadOnlySequence<byte> sequence => sequence.ToArray(),
-        _ => throw new ArgumentOutOfRangeException(nameof(echoed), echoed, null),
-    };
 
     /// <summary>A server with a <see cref="BytesService"/> on loopback TCP (port 0) and one client.</summary>
     private sealed class BytesHost : IAsyncDisposable

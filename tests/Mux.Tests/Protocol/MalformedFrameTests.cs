@@ -308,26 +308,11 @@ public class MalformedFrameTests
     private sealed record Duplex(PipeReader Input, PipeWriter Output) : IDuplexPipe;
 
     /// <summary>Keeps how the first connection that closed with an error closed (event 1, ConnectionClosed).</summary>
-    private sealed class CloseLog : ILoggerFactory, ILogger
+    private sealed class CloseLog : LogHook
     {
         public TaskCompletionSource<(MuxCloseReason Reason, Exception Error)> Closed { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
-        public ILogger CreateLogger(string categoryName) => this;
-
-        public void AddProvider(ILoggerProvider provider)
-        {
-        }
-
-        public void Dispose()
-        {
-        }
-
-        public IDisposable? BeginScope<TState>(TState state)
-            where TState : notnull => null;
-
-        public bool IsEnabled(LogLevel logLevel) => true;
-
-        public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
+        public override void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
         {
             if (eventId.Id == 1 && exception is not null && state is IReadOnlyList<KeyValuePair<string, object?>> values)
             {

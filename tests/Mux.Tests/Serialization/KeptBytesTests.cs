@@ -38,35 +38,15 @@ public sealed class KeptBytesTests
         IBytesService proxy = client.CreateProxy<IBytesService>();
         byte[] first = Enumerable.Repeat((byte)0x11, size).ToArray();
 
-        object result = await EchoAsync(proxy, type, first).WaitAsync(TestHost.Patience);
+        object result = await BytesEcho.EchoAsync(proxy, type, first).WaitAsync(TestHost.Patience);
         for (int i = 0; i < 4; i++)
         {
-            await EchoAsync(proxy, type, Enumerable.Repeat((byte)(0x22 + i), size).ToArray()).WaitAsync(TestHost.Patience);
+            await BytesEcho.EchoAsync(proxy, type, Enumerable.Repeat((byte)(0x22 + i), size).ToArray()).WaitAsync(TestHost.Patience);
         }
 
-        Assert.Equal(first, Bytes(result));
-        Assert.Equal(first, Bytes(service.Kept.First()));
+        Assert.Equal(first, BytesEcho.Bytes(result));
+        Assert.Equal(first, BytesEcho.Bytes(service.Kept.First()));
     }
-
-    private static async Task<object> EchoAsync(IBytesService proxy, string type, byte[] data) => type switch
-    {
-        "byte[]" => await proxy.EchoArray(data),
-        "ReadOnlyMemory<byte>" => await proxy.EchoReadOnlyMemory(data),
-        "Memory<byte>" => await proxy.EchoMemory(data),
-        "ArraySegment<byte>" => await proxy.EchoArraySegment(new ArraySegment<byte>(data)),
-        "ReadOnlySequence<byte>" => await proxy.EchoSequence(new ReadOnlySequence<byte>(data)),
-        _ => throw new ArgumentOutOfRangeException(nameof(type), type, null),
-    };
-
-    private static byte[] Bytes(object value) => value switch
-    {
-        byte[] array => array,
-        ReadOnlyMemory<byte> memory => memory.ToArray(),
-        Memory<byte> memory => memory.ToArray(),
-        ArraySegment<byte> segment => [.. segment],
-        ReadOnlySequence<byte> sequence => sequence.ToArray(),
-        _ => throw new ArgumentOutOfRangeException(nameof(value), value, null),
-    };
 
     /// <summary>Echoes every argument, and keeps each one as it received it.</summary>
     private sealed class KeepingBytesService : IBytesService

@@ -94,7 +94,7 @@ public sealed class AcceptStopRaceTests
 
     /// <summary>A logger factory that notes whether the server logged a connection as accepted, and
     /// whether that came after <see cref="Stop"/> had completed.</summary>
-    private sealed class AcceptedLog : ILoggerFactory, ILogger
+    private sealed class AcceptedLog : LogHook
     {
         private volatile bool _accepted;
         private volatile bool _acceptedAfterTheStop;
@@ -105,22 +105,7 @@ public sealed class AcceptStopRaceTests
 
         public bool AcceptedAfterTheStop => _acceptedAfterTheStop;
 
-        public ILogger CreateLogger(string categoryName) => this;
-
-        public void AddProvider(ILoggerProvider provider)
-        {
-        }
-
-        public void Dispose()
-        {
-        }
-
-        public IDisposable? BeginScope<TState>(TState state)
-            where TState : notnull => null;
-
-        public bool IsEnabled(LogLevel logLevel) => true;
-
-        public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
+        public override void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
         {
             if (eventId.Name == "ConnectionAccepted")
             {

@@ -115,24 +115,9 @@ public sealed class StartStopRaceTests
 
     /// <summary>A logger factory that runs <c>action</c> (on the logging thread) when the event named
     /// <c>eventName</c> is logged.</summary>
-    private sealed class OnEvent(string eventName, Action action) : ILoggerFactory, ILogger
+    private sealed class OnEvent(string eventName, Action action) : LogHook
     {
-        public ILogger CreateLogger(string categoryName) => this;
-
-        public void AddProvider(ILoggerProvider provider)
-        {
-        }
-
-        public void Dispose()
-        {
-        }
-
-        public IDisposable? BeginScope<TState>(TState state)
-            where TState : notnull => null;
-
-        public bool IsEnabled(LogLevel logLevel) => true;
-
-        public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
+        public override void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
         {
             if (eventId.Name == eventName)
             {
