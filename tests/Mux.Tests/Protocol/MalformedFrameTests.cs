@@ -117,14 +117,7 @@ public class MalformedFrameTests
         (Func<byte[]> bytes, string reason) = s_fromClient[malformation];
         var log = new CloseLog();
         await using TestHost host = await TestHost.StartInMemoryAsync(new MuxServerOptions { LoggerFactory = log });
-        var existing = new HashSet<ServerConnection>(host.Server.Connections);
-        var toServer = new Pipe();
-        var toClient = new Pipe();
-        host.Server.Accept(new Duplex(toServer.Reader, toClient.Writer));
-        var peer = new PipePeer(new Duplex(toClient.Reader, toServer.Writer));
-        await peer.SendAsync(WriteHelloFrame(FrameType.Hello, new HandshakeSettings(ProtocolConstants.Version, 4 * 1024 * 1024, 1000, null)));
-        Assert.Equal(FrameType.HelloAck, (await peer.ExpectFrameAsync()).Type);
-        ServerConnection connection = Assert.Single(host.Server.Connections, c => !existing.Contains(c));
+        (PipePeer peer, PipeWriter toServer, ServerConnection connection) = await ConnectRawPeerAsync(host);
         await peer.SendAsync(Frame(FrameType.Request, FrameFlags.None, 1, U32(s_waitForCancellation).Append((byte)0x90).ToArray()));
         await host.Service.WaitStarted.Task.WaitAsync(TestHost.Patience);
 
@@ -132,7 +125,7 @@ public class MalformedFrameTests
         await peer.SendAsync(malformed);
         if (malformation == "the stream ends inside a frame")
         {
-            await toServer.Writer.CompleteAsync();
+            await toServer.CompleteAsync();
         }
 
         (MuxCloseReason closeReason, Exception error) = await log.Closed.Task.WaitAsync(TestHost.Patience);
@@ -229,14 +222,7 @@ public class MalformedFrameTests
     {
         (byte[] request, MuxStatusCode code, string reason) = s_badRequests[malformation];
         await using TestHost host = await TestHost.StartInMemoryAsync();
-        var existing = new HashSet<ServerConnection>(host.Server.Connections);
-        var toServer = new Pipe();
-        var toClient = new Pipe();
-        host.Server.Accept(new Duplex(toServer.Reader, toClient.Writer));
-        var peer = new PipePeer(new Duplex(toClient.Reader, toServer.Writer));
-        await peer.SendAsync(WriteHelloFrame(FrameType.Hello, new HandshakeSettings(ProtocolConstants.Version, 4 * 1024 * 1024, 1000, null)));
-        Assert.Equal(FrameType.HelloAck, (await peer.ExpectFrameAsync()).Type);
-        ServerConnection connection = Assert.Single(host.Server.Connections, c => !existing.Contains(c));
+        (PipePeer peer, PipeWriter toServer, ServerConnection connection) = await ConnectRawPeerAsync(host);
 
         await peer.SendAsync(request);
 
@@ -251,7 +237,7 @@ public class MalformedFrameTests
         Assert.Equal([0x05], sum.Payload);
         Assert.Equal(0L, connection.ReassemblyBytesRented);
         Assert.Equal(2, host.Server.ActiveConnections);
-        await toServer.Writer.CompleteAsync(); // The peer leaves, so that the server stops at once.
+        await toServer.CompleteAsync(); // The peer leaves, so that the server stops at once.
     }
 
     /// <summary>Answers whose body is wrong for their call alone, and what that call fails with.</summary>
@@ -302,6 +288,21 @@ public class MalformedFrameTests
         Assert.Equal("ok", await next.WaitAsync(TestHost.Patience));
         Assert.True(client.IsConnected);
         await Hosts.WaitUntilAsync(() => client.Connection.ReassemblyBytesRented == 0, "the call to give back the segments of its answer");
+    }
+
+    /// <summary>A raw peer over in-memory pipes, its handshake done, the writer of what it sends (to
+    /// end its stream) and the server's connection to it.</summary>
+    private static async Task<(PipePeer Peer, PipeWriter ToServer, ServerConnection Connection)> ConnectRawPeerAsync(TestHost host)
+    {
+        var existing = new HashSet<ServerConnection>(host.Server.Connections);
+        var toServer = new Pipe();
+        var toClient = new Pipe();
+        host.Server.Accept(new Duplex(toServer.Reader, toClient.Writer));
+        var peer = new PipePeer(new Duplex(toClient.Reader, toServer.Writer));
+        await peer.SendAsync(WriteHelloFrame(FrameType.Hello, new HandshakeSettings(ProtocolConstants.Version, 4 * 1024 * 1024, 1000, null)));
+        Assert.Equal(FrameType.HelloAck, (await peer.ExpectFrameAsync()).Type);
+        ServerConnection connection = Assert.Single(host.Server.Connections, c => !existing.Contains(c));
+        return (peer, toServer.Writer, connection);
     }
 
     /// <summary>A pipe pair seen from one end.</summary>

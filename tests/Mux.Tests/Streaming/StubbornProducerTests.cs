@@ -184,40 +184,25 @@ public sealed class StubbornProducerTests
     [InlineData(true)]
     public async Task AServerStreamWhoseProducerIgnoresCancellation_StillFinishesItsCall_WhenTheClientCancelsOrTheConnectionIsLost(bool connectionLost)
     {
-        var service = new StubbornStreams();
-        var server = new MuxServer(new MuxServerOptions());
-        server.AddService<IStubbornStreams>(service);
-        await using (server)
+        await using ServerStreamScene scene = await ServerStreamScene.StartAsync(static proxy => proxy.Stubborn());
+        if (connectionLost)
         {
-            MuxClient client = await server.ConnectInMemoryAsync().WaitAsync(Patience);
-            await using (client)
-            {
-                ServerConnection connection = server.Connections.Single();
-                using var cancel = new CancellationTokenSource();
-                IAsyncEnumerator<int> stream = client.CreateProxy<IStubbornStreams>().Stubborn().GetAsyncEnumerator(cancel.Token);
-                Assert.True(await stream.MoveNextAsync().AsTask().WaitAsync(Patience));
-                await service.Producer.Waiting.Task.WaitAsync(Patience);
-
-                if (connectionLost)
-                {
-                    await client.DisposeAsync();
-                    await connection.Completion.WaitAsync(Patience);
-                }
-                else
-                {
-                    cancel.Cancel();
-                    await Assert.ThrowsAnyAsync<OperationCanceledException>(() => stream.MoveNextAsync().AsTask().WaitAsync(Patience));
-                }
-
-                await stream.DisposeAsync().AsTask().WaitAsync(Patience);
-
-                // The server's call has finished (its slot is free), though its producer still waits.
-                await Hosts.WaitUntilAsync(() => connection.Incoming.Count == 0, "the server's call to finish");
-                Assert.False(service.Producer.Disposed.Task.IsCompleted);
-                service.Producer.Gate.SetResult();
-                await service.Producer.Disposed.Task.WaitAsync(Patience);
-            }
+            await scene.Client.DisposeAsync();
+            await scene.Connection.Completion.WaitAsync(Patience);
         }
+        else
+        {
+            scene.Cancel.Cancel();
+            await Assert.ThrowsAnyAsync<OperationCanceledException>(() => scene.Stream.MoveNextAsync().AsTask().WaitAsync(Patience));
+        }
+
+        await scene.Stream.DisposeAsync().AsTask().WaitAsync(Patience);
+
+        // The server's call has finished (its slot is free), though its producer still waits.
+        await Hosts.WaitUntilAsync(() => scene.Connection.Incoming.Count == 0, "the server's call to finish");
+        Assert.False(scene.Producer.Disposed.Task.IsCompleted);
+        scene.Producer.Gate.SetResult();
+        await scene.Producer.Disposed.Task.WaitAsync(Patience);
     }
 
     /// <summary>Stopping at the cancel lets every callback on the token run before the producer is
@@ -244,30 +229,15 @@ public sealed class StubbornProducerTests
     [Fact]
     public async Task AServerStreamStoppedByItsClientsCancel_LetsItsProducerHearTheCancel()
     {
-        var service = new StubbornStreams();
-        var server = new MuxServer(new MuxServerOptions());
-        server.AddService<IStubbornStreams>(service);
-        await using (server)
-        {
-            MuxClient client = await server.ConnectInMemoryAsync().WaitAsync(Patience);
-            await using (client)
-            {
-                ServerConnection connection = server.Connections.Single();
-                using var cancel = new CancellationTokenSource();
-                IAsyncEnumerator<int> stream = client.CreateProxy<IStubbornStreams>().Listening().GetAsyncEnumerator(cancel.Token);
-                Assert.True(await stream.MoveNextAsync().AsTask().WaitAsync(Patience));
-                await service.Producer.Waiting.Task.WaitAsync(Patience);
+        await using ServerStreamScene scene = await ServerStreamScene.StartAsync(static proxy => proxy.Listening());
+        scene.Cancel.Cancel();
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => scene.Stream.MoveNextAsync().AsTask().WaitAsync(Patience));
+        await scene.Stream.DisposeAsync().AsTask().WaitAsync(Patience);
 
-                cancel.Cancel();
-                await Assert.ThrowsAnyAsync<OperationCanceledException>(() => stream.MoveNextAsync().AsTask().WaitAsync(Patience));
-                await stream.DisposeAsync().AsTask().WaitAsync(Patience);
-
-                await service.Producer.Heard.Task.WaitAsync(Patience);
-                await Hosts.WaitUntilAsync(() => connection.Incoming.Count == 0, "the server's call to finish");
-                service.Producer.Gate.SetResult();
-                await service.Producer.Disposed.Task.WaitAsync(Patience);
-            }
-        }
+        await scene.Producer.Heard.Task.WaitAsync(Patience);
+        await Hosts.WaitUntilAsync(() => scene.Connection.Incoming.Count == 0, "the server's call to finish");
+        scene.Producer.Gate.SetResult();
+        await scene.Producer.Disposed.Task.WaitAsync(Patience);
     }
 
     /// <summary>A stream stopped by the cancel while it waits for credit disposes its producer only
@@ -277,28 +247,58 @@ public sealed class StubbornProducerTests
     [Fact]
     public async Task AServerStreamStoppedByTheCancelWhileItWaitsForCredit_LetsItsProducerHearTheCancel()
     {
-        var service = new StubbornStreams();
-        var server = new MuxServer(new MuxServerOptions());
-        server.AddService<IStubbornStreams>(service);
-        await using (server)
+        // Too few items read (one) to grant the producer credit.
+        await using ServerStreamScene scene = await ServerStreamScene.StartAsync(static proxy => proxy.Flooding(new MuxClientOptions().StreamWindow));
+        scene.Cancel.Cancel();
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => scene.Stream.MoveNextAsync().AsTask().WaitAsync(Patience));
+        await scene.Stream.DisposeAsync().AsTask().WaitAsync(Patience);
+
+        await scene.Producer.Heard.Task.WaitAsync(Patience);
+        await scene.Producer.Disposed.Task.WaitAsync(Patience);
+        await Hosts.WaitUntilAsync(() => scene.Connection.Incoming.Count == 0, "the server's call to finish");
+    }
+
+    /// <summary>A server serving <see cref="StubbornStreams"/> in memory, its client, and one server
+    /// stream that has delivered its first item, whose producer now waits.</summary>
+    private sealed class ServerStreamScene : IAsyncDisposable
+    {
+        private readonly MuxServer _server;
+
+        private ServerStreamScene(MuxServer server, StubbornProducer producer, MuxClient client)
         {
+            _server = server;
+            Producer = producer;
+            Client = client;
+        }
+
+        public StubbornProducer Producer { get; }
+
+        public MuxClient Client { get; }
+
+        public ServerConnection Connection { get; private set; } = null!;
+
+        public CancellationTokenSource Cancel { get; } = new();
+
+        public IAsyncEnumerator<int> Stream { get; private set; } = null!;
+
+        public static async Task<ServerStreamScene> StartAsync(Func<IStubbornStreams, IAsyncEnumerable<int>> open)
+        {
+            var service = new StubbornStreams();
+            var server = new MuxServer(new MuxServerOptions());
+            server.AddService<IStubbornStreams>(service);
             MuxClient client = await server.ConnectInMemoryAsync().WaitAsync(Patience);
-            await using (client)
-            {
-                ServerConnection connection = server.Connections.Single();
-                using var cancel = new CancellationTokenSource();
-                IAsyncEnumerator<int> stream = client.CreateProxy<IStubbornStreams>().Flooding(new MuxClientOptions().StreamWindow).GetAsyncEnumerator(cancel.Token);
-                Assert.True(await stream.MoveNextAsync().AsTask().WaitAsync(Patience)); // Too few read to grant credit.
-                await service.Producer.Waiting.Task.WaitAsync(Patience);
+            var scene = new ServerStreamScene(server, service.Producer, client) { Connection = server.Connections.Single() };
+            scene.Stream = open(client.CreateProxy<IStubbornStreams>()).GetAsyncEnumerator(scene.Cancel.Token);
+            Assert.True(await scene.Stream.MoveNextAsync().AsTask().WaitAsync(Patience));
+            await service.Producer.Waiting.Task.WaitAsync(Patience);
+            return scene;
+        }
 
-                cancel.Cancel();
-                await Assert.ThrowsAnyAsync<OperationCanceledException>(() => stream.MoveNextAsync().AsTask().WaitAsync(Patience));
-                await stream.DisposeAsync().AsTask().WaitAsync(Patience);
-
-                await service.Producer.Heard.Task.WaitAsync(Patience);
-                await service.Producer.Disposed.Task.WaitAsync(Patience);
-                await Hosts.WaitUntilAsync(() => connection.Incoming.Count == 0, "the server's call to finish");
-            }
+        public async ValueTask DisposeAsync()
+        {
+            await Client.DisposeAsync();
+            await _server.DisposeAsync();
+            Cancel.Dispose();
         }
     }
 }
