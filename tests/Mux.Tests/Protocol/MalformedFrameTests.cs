@@ -171,13 +171,8 @@ public class MalformedFrameTests
     public async Task AMalformedFrameFromAServer_ClosesTheConnection_AndFailsTheWaitingCall_WithAProtocolErrorThatSaysWhatWasWrong(string malformation)
     {
         (Func<uint, byte[]> bytes, string reason) = s_fromServer[malformation];
-        var toServer = new Pipe();
-        var toClient = new Pipe();
-        var peer = new PipePeer(new Duplex(toServer.Reader, toClient.Writer));
-        Task<MuxClient> connecting = MuxClient.ConnectAsync(new Duplex(toClient.Reader, toServer.Writer), new MuxClientOptions { CallTimeout = Timeout.InfiniteTimeSpan });
-        Assert.Equal(FrameType.Hello, (await peer.ExpectFrameAsync()).Type);
-        await peer.SendAsync(FragmentWire.PlainHelloAck());
-        await using MuxClient client = await connecting.WaitAsync(TestHost.Patience);
+        (PipePeer peer, PipeWriter toClient, MuxClient connected) = await ConnectRawServerAsync();
+        await using MuxClient client = connected;
         ClientConnection connection = client.Connection;
         Task<string> call = client.CreateProxy<ITestService>().Echo("waiting");
         ReceivedFrame request = await peer.ExpectFrameAsync();
@@ -185,7 +180,7 @@ public class MalformedFrameTests
         await peer.SendAsync(bytes(request.CallId));
         if (malformation == "the stream ends inside a frame")
         {
-            await toClient.Writer.CompleteAsync();
+            await toClient.CompleteAsync();
         }
 
         var ex = await Assert.ThrowsAsync<MuxConnectionException>(() => call.WaitAsync(TestHost.Patience));
@@ -261,13 +256,8 @@ public class MalformedFrameTests
     public async Task AnAnswerWhoseBodyIsWrong_FailsThatCallAlone_AndTheConnectionServesOn(string malformation)
     {
         (Func<uint, byte[]> answer, Type exception, string reason) = s_badAnswers[malformation];
-        var toServer = new Pipe();
-        var toClient = new Pipe();
-        var peer = new PipePeer(new Duplex(toServer.Reader, toClient.Writer));
-        Task<MuxClient> connecting = MuxClient.ConnectAsync(new Duplex(toClient.Reader, toServer.Writer), new MuxClientOptions { CallTimeout = Timeout.InfiniteTimeSpan });
-        Assert.Equal(FrameType.Hello, (await peer.ExpectFrameAsync()).Type);
-        await peer.SendAsync(FragmentWire.PlainHelloAck());
-        await using MuxClient client = await connecting.WaitAsync(TestHost.Patience);
+        (PipePeer peer, PipeWriter toClient, MuxClient connected) = await ConnectRawServerAsync();
+        await using MuxClient client = connected;
         ITestService proxy = client.CreateProxy<ITestService>();
         Task<string> call = proxy.Echo("first");
         uint id = (await peer.ExpectFrameAsync()).CallId;
@@ -303,6 +293,19 @@ public class MalformedFrameTests
         Assert.Equal(FrameType.HelloAck, (await peer.ExpectFrameAsync()).Type);
         ServerConnection connection = Assert.Single(host.Server.Connections, c => !existing.Contains(c));
         return (peer, toServer.Writer, connection);
+    }
+
+    /// <summary>A client connected over in-memory pipes to a raw server peer that answered its Hello,
+    /// and the writer of what the peer sends (to end its stream).</summary>
+    private static async Task<(PipePeer Peer, PipeWriter ToClient, MuxClient Client)> ConnectRawServerAsync()
+    {
+        var toServer = new Pipe();
+        var toClient = new Pipe();
+        var peer = new PipePeer(new Duplex(toServer.Reader, toClient.Writer));
+        Task<MuxClient> connecting = MuxClient.ConnectAsync(new Duplex(toClient.Reader, toServer.Writer), new MuxClientOptions { CallTimeout = Timeout.InfiniteTimeSpan });
+        Assert.Equal(FrameType.Hello, (await peer.ExpectFrameAsync()).Type);
+        await peer.SendAsync(FragmentWire.PlainHelloAck());
+        return (peer, toClient.Writer, await connecting.WaitAsync(TestHost.Patience));
     }
 
     /// <summary>A pipe pair seen from one end.</summary>
