@@ -15,16 +15,24 @@ public sealed class ResolverTests
         public ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken) => new(_endPoints);
     }
 
+    /// <summary>The cluster's client options, with its instances named by <paramref name="resolver"/>
+    /// (asked every <paramref name="interval"/>) instead of a fixed list.</summary>
+    private static MuxClientOptions ResolvedBy(BalanceCluster cluster, IMuxEndPointResolver resolver, TimeSpan interval)
+    {
+        MuxClientOptions options = cluster.ClientOptions();
+        options.EndPoints.Clear();
+        options.EndPointResolver = resolver;
+        options.ResolveInterval = interval;
+        return options;
+    }
+
     [Fact]
     public async Task InstancesTheResolverAddsAndRemoves_TakeAndStopTakingCalls_WithoutFailingAny()
     {
         await using BalanceCluster cluster = await BalanceCluster.StartAsync(3);
         var resolver = new ListResolver();
         resolver.Set(cluster.EndPoints[0], cluster.EndPoints[1]);
-        MuxClientOptions options = cluster.ClientOptions();
-        options.EndPoints.Clear();
-        options.EndPointResolver = resolver;
-        options.ResolveInterval = TimeSpan.FromMilliseconds(50);
+        MuxClientOptions options = ResolvedBy(cluster, resolver, TimeSpan.FromMilliseconds(50));
         await using MuxClient client = await MuxClient.ConnectAsync(options).WaitAsync(TestHost.Patience);
 
         await using var load = new CallerLoad(client.CreateProxy<IBalanceProbe>(), callers: 100);
@@ -83,10 +91,7 @@ public sealed class ResolverTests
         await using BalanceCluster cluster = await BalanceCluster.StartAsync(2);
         var resolver = new SignallingResolver();
         resolver.Set(cluster.EndPoints[0]);
-        MuxClientOptions options = cluster.ClientOptions();
-        options.EndPoints.Clear();
-        options.EndPointResolver = resolver;
-        options.ResolveInterval = TimeSpan.FromHours(1);
+        MuxClientOptions options = ResolvedBy(cluster, resolver, TimeSpan.FromHours(1));
         await using MuxClient client = await MuxClient.ConnectAsync(options).WaitAsync(TestHost.Patience);
         Assert.Equal([cluster.EndPoints[0]], client.GetEndPointStatistics().Select(e => e.EndPoint));
 
@@ -101,10 +106,7 @@ public sealed class ResolverTests
     {
         await using BalanceCluster cluster = await BalanceCluster.StartAsync(1);
         var resolver = new ListResolver();
-        MuxClientOptions options = cluster.ClientOptions();
-        options.EndPoints.Clear();
-        options.EndPointResolver = resolver;
-        options.ResolveInterval = TimeSpan.FromMilliseconds(50);
+        MuxClientOptions options = ResolvedBy(cluster, resolver, TimeSpan.FromMilliseconds(50));
         await using MuxClient client = MuxClient.Create(options);
         IBalanceProbe proxy = client.CreateProxy<IBalanceProbe>();
 
@@ -122,10 +124,7 @@ public sealed class ResolverTests
         await using BalanceCluster cluster = await BalanceCluster.StartAsync(2);
         var resolver = new ListResolver();
         resolver.Set(cluster.EndPoints[0], cluster.EndPoints[1]);
-        MuxClientOptions options = cluster.ClientOptions();
-        options.EndPoints.Clear();
-        options.EndPointResolver = resolver;
-        options.ResolveInterval = TimeSpan.FromMilliseconds(50);
+        MuxClientOptions options = ResolvedBy(cluster, resolver, TimeSpan.FromMilliseconds(50));
         options.AutoReconnect = false;
         await using MuxClient client = await MuxClient.ConnectAsync(options).WaitAsync(TestHost.Patience);
         await Hosts.WaitUntilAsync(() => client.GetEndPointStatistics().All(e => e.State == MuxClientState.Connected), "both instances are connected");
@@ -178,10 +177,7 @@ public sealed class ResolverTests
     {
         await using BalanceCluster cluster = await BalanceCluster.StartAsync(2);
         var resolver = new CountingResolver([cluster.EndPoints[0], cluster.EndPoints[1]]);
-        MuxClientOptions options = cluster.ClientOptions();
-        options.EndPoints.Clear();
-        options.EndPointResolver = resolver;
-        options.ResolveInterval = TimeSpan.FromHours(1);
+        MuxClientOptions options = ResolvedBy(cluster, resolver, TimeSpan.FromHours(1));
         options.AutoReconnect = false;
         await using MuxClient client = await MuxClient.ConnectAsync(options).WaitAsync(TestHost.Patience);
         await Hosts.WaitUntilAsync(() => client.GetEndPointStatistics().All(e => e.State == MuxClientState.Connected), "both instances are connected");
