@@ -1,3 +1,4 @@
+using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
@@ -100,7 +101,15 @@ internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposa
             }
 
             ThrowIfStopped(); // Its options took long enough for the host to stop meanwhile.
-            created = MuxClient.Create(clientOptions);
+            try
+            {
+                created = MuxClient.Create(clientOptions); // Out-of-range options fail here.
+            }
+            catch (InvalidOperationException ex) when (MuxConfigurationValues.NameKey(ex, provider.GetService<IConfiguration>(), MuxClientConfiguration.SectionName, nameof(MuxClientOptions)) is { } named)
+            {
+                throw named;
+            }
+
             _pending = created;
         }
 

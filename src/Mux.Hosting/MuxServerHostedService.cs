@@ -1,4 +1,6 @@
 using System.Net.Sockets;
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
@@ -112,6 +114,12 @@ internal sealed class MuxServerHostedService(
             }
 
             await server.DisposeAsync().ConfigureAwait(false);
+            if (ex is InvalidOperationException invalid
+                && MuxConfigurationValues.NameKey(invalid, services.GetService<IConfiguration>(), MuxServerConfiguration.SectionName, nameof(MuxServerOptions)) is { } named)
+            {
+                throw named; // Out-of-range options, refused by StartAsync.
+            }
+
             throw;
         }
 

@@ -30,7 +30,8 @@ public static class MuxServiceCollectionExtensions
     /// </para>
     /// <para>
     /// Lifetime: the server is built and started when the host starts; invalid options fail the
-    /// start with <see cref="InvalidOperationException"/> naming the option. When the host stops,
+    /// start with <see cref="InvalidOperationException"/> naming the option, and the configuration
+    /// key and its value when the value refused came from one. When the host stops,
     /// the server sends GoAway and drains the calls in flight until the host's shutdown timeout
     /// (<c>HostOptions.ShutdownTimeout</c>, 30 seconds by default); calls still running then are
     /// cancelled. A start that fails halfway, or that the host stops (cancels) before it is done,
@@ -83,7 +84,9 @@ public static class MuxServiceCollectionExtensions
     /// <see cref="MuxClientOptions.LoggerFactory"/> defaults to the service provider's <c>ILoggerFactory</c>.
     /// The options are read once, when the client is made: a reloaded configuration changes nothing
     /// in the running client until the host starts again (the instances behind <c>Service</c>
-    /// excepted: service discovery follows reloads, below).
+    /// excepted: service discovery follows reloads, below). Invalid options fail the client's
+    /// creation with <see cref="InvalidOperationException"/> naming the option, and the
+    /// configuration key and its value when the value refused came from one.
     /// </para>
     /// <para>
     /// Several instances: set <see cref="MuxClientOptions.Service"/> (or the key <c>Service</c>) to
