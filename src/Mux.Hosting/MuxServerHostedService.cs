@@ -25,6 +25,19 @@ internal sealed class MuxServerHolder
 }
 
 /// <summary>
+/// Disposes the server of AddMuxServer when the service provider is disposed, before the singletons
+/// that serve its calls. DI disposes what it made in the reverse order it made it; the hosted
+/// service was made before those singletons (its start makes them), so a host disposed without
+/// StopAsync disposed them while calls they served were still running. The hosted service resolves
+/// this once they are made: it is disposed first, and the server's disposal drains the calls in
+/// flight (within MuxServerOptions.ShutdownTimeout).
+/// </summary>
+internal sealed class MuxServerCloser(MuxServerHolder holder) : IAsyncDisposable
+{
+    public ValueTask DisposeAsync() => holder.Server is { } server ? server.DisposeAsync() : default;
+}
+
+/// <summary>
 /// Runs the <see cref="MuxServer"/> of AddMuxServer with the host: builds it from the options and
 /// the AddService registrations and starts it when the host starts; when the host stops, sends
 /// GoAway and drains the calls in flight until the host's shutdown timeout.
@@ -90,6 +103,10 @@ internal sealed class MuxServerHostedService(
                 binding.AddTo(server, services, _logger);
                 count++;
             }
+
+            // Made after the singletons that serve the calls, so that DI disposes it before them
+            // (see MuxServerCloser).
+            services.GetRequiredService<MuxServerCloser>();
 
             // The host's start was abandoned (it is stopping), perhaps while the options or the
             // services above were being made: do not listen.

@@ -36,7 +36,9 @@ public static class MuxServiceCollectionExtensions
     /// (<c>HostOptions.ShutdownTimeout</c>, 30 seconds by default); calls still running then are
     /// cancelled. A start that fails halfway, or that the host stops (cancels) before it is done,
     /// leaves nothing listening: the start fails, with <see cref="OperationCanceledException"/> if
-    /// the host stopped.
+    /// the host stopped. A host disposed without stopping disposes the server first, which drains
+    /// the calls in flight as a stop does (within <see cref="MuxServerOptions.ShutdownTimeout"/>),
+    /// and only then the singletons that serve them.
     /// </para>
     /// <para>
     /// Once the host has started, the running <see cref="MuxServer"/> can be resolved from the
@@ -60,6 +62,7 @@ public static class MuxServiceCollectionExtensions
         }
 
         services.TryAddSingleton<MuxServerHolder>();
+        services.TryAddSingleton<MuxServerCloser>();
         services.TryAddSingleton(static provider => provider.GetRequiredService<MuxServerHolder>().GetStartedServer());
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, MuxServerHostedService>());
         return new MuxServerBuilder(services);
@@ -109,7 +112,11 @@ public static class MuxServiceCollectionExtensions
     /// <c>Mux.Client</c> category and reports it through <see cref="MuxClient.StateChanged"/>.
     /// The client is disposed when the host stops; a host stopped while it is still starting makes
     /// no client (its start fails with <see cref="ObjectDisposedException"/>), and closes one that
-    /// was being made.
+    /// was being made. A service provider disposed while the client is open (one built without a
+    /// host, or a host disposed without stopping) closes the client before it disposes the services
+    /// the client serves (<see cref="MuxClientBuilder.AddService{TService, TImplementation}"/>), so
+    /// that no call from the server reaches a disposed one; disposed synchronously, it waits for the
+    /// close.
     /// </para>
     /// <para>Calling AddMuxClient more than once configures the same, single connection. In a host
     /// that also runs the server the client connects to, call AddMuxServer first: hosted services
@@ -132,6 +139,7 @@ public static class MuxServiceCollectionExtensions
         AddServiceDiscoveryOnce(services);
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IPostConfigureOptions<MuxClientOptions>, MuxClientServiceSetup>());
         services.TryAddSingleton<MuxClientHolder>();
+        services.TryAddSingleton<MuxClientCloser>();
         services.TryAddSingleton(static provider => provider.GetRequiredService<MuxClientHolder>().GetClient());
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, MuxClientHostedService>());
         return new MuxClientBuilder(services);
