@@ -122,6 +122,37 @@ public sealed class ClientServiceTests
         Assert.Equal("the client said: pong to ping", await hub.AskClient("ping").WaitAsync(TestHost.Patience));
     }
 
+    [Fact]
+    public async Task ACallMadeOnAnotherThreadWhileTheClientsServicesAreMade_FindsThemMissing_AndLaterCallsFindThem()
+    {
+        await using var server = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0), EnableDetailedErrors = true });
+        server.AddService<IHostingHub>(new HostingHub());
+        await server.StartAsync().WaitAsync(TestHost.Patience);
+        var gate = new ConstructionGate();
+        var services = new ServiceCollection();
+        services.AddSingleton(gate);
+        services.AddSingleton<GatedDependency>();
+        services.AddMuxClient(o => o.EndPoint = server.LocalEndPoint)
+            .AddProxy<IHostingHub>()
+            .AddService<IHostingCallback, GatedCallback>();
+        await using ServiceProvider provider = services.BuildServiceProvider();
+
+        // One thread makes the client and stops while its callback is made.
+        Task<MuxClient> first = TestHost.RunOnOwnThread(() => provider.GetRequiredService<MuxClient>());
+        Assert.True(gate.Entered.Wait(TestHost.Patience), "the client's services are being made");
+
+        // Another gets the client at once (waiting for its services could deadlock, see
+        // MuxClientHolder), and its call reaches the server, which calls the callback back: the
+        // window AddService documents. It fails, at once and saying why; it does not hang.
+        IHostingHub hub = await TestHost.RunOnOwnThread(() => provider.GetRequiredService<IHostingHub>()).WaitAsync(TestHost.Patience);
+        var early = await Assert.ThrowsAsync<MuxRemoteException>(() => hub.AskClient("early").WaitAsync(TestHost.Patience));
+        Assert.Contains("does not serve", early.Message, StringComparison.Ordinal);
+
+        gate.Release.Set();
+        await first.WaitAsync(TestHost.Patience);
+        Assert.Equal("the client said: pong to later", await hub.AskClient("later").WaitAsync(TestHost.Patience));
+    }
+
     [Theory]
     [InlineData(true)]
     [InlineData(false)]
@@ -315,6 +346,12 @@ public sealed class ClientServiceTests
             _disposeStarted = true;
             Gate.Task.Wait(TestHost.Patience);
         }
+    }
+
+    /// <summary>A callback whose construction waits at the gate.</summary>
+    public sealed class GatedCallback(GatedDependency gated) : IHostingCallback
+    {
+        public Task<string> Answer(string question) => Task.FromResult($"pong to {question}{(gated is null ? "?" : string.Empty)}");
     }
 
     /// <summary>Takes the client (through its proxy) as it is being created, then fails.</summary>
