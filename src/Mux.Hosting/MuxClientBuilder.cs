@@ -50,6 +50,17 @@ public sealed class MuxClientBuilder
     /// twice, with the same implementation, registers it once.
     /// </summary>
     /// <remarks>
+    /// <para>
+    /// The client connects while its services are made, and serves each from when it is added: a
+    /// call the server makes to one before that fails (the client answers that it does not serve
+    /// the method, which the server's handler gets as <see cref="MuxRemoteException"/>). Only calls
+    /// that reach the server in that window can cause one: those a service makes through the
+    /// client's proxies while it is being made (from its constructor), and those of another thread
+    /// that resolved the client or a proxy meanwhile, which gets the client at once, as waiting for
+    /// its services could deadlock (they may need what that thread is resolving). Calls made once
+    /// the host has started (which makes the client) keep out of it.
+    /// </para>
+    /// <para>
     /// If <typeparamref name="TImplementation"/> cannot be made (its constructor, or one of its
     /// dependencies, throws), the resolve that creates the client (the host's start, or the first
     /// <see cref="MuxClient"/> or proxy resolved) fails with that exception, as it is, and the
@@ -59,6 +70,7 @@ public sealed class MuxClientBuilder
     /// a proxy meanwhile (it gets the client while its services are added, as waiting for them
     /// could deadlock), DI keeps them bound to the closed client, so later creations fail with
     /// <see cref="InvalidOperationException"/> whose inner exception is the first failure.
+    /// </para>
     /// </remarks>
     /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface.</typeparam>
     /// <typeparam name="TImplementation">The implementation, resolved from DI (registered as a

@@ -1,3 +1,4 @@
+using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
@@ -100,7 +101,15 @@ internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposa
             }
 
             ThrowIfStopped(); // Its options took long enough for the host to stop meanwhile.
-            created = MuxClient.Create(clientOptions);
+            try
+            {
+                created = MuxClient.Create(clientOptions); // Out-of-range options fail here.
+            }
+            catch (InvalidOperationException ex) when (MuxConfigurationValues.NameKey(ex, provider.GetService<IConfiguration>(), MuxClientConfiguration.SectionName, nameof(MuxClientOptions)) is { } named)
+            {
+                throw named;
+            }
+
             _pending = created;
         }
 
@@ -110,6 +119,9 @@ internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposa
             {
                 registration.Add(created, provider);
             }
+
+            // Made after the services, so that DI disposes it before them (see MuxClientCloser).
+            provider.GetRequiredService<MuxClientCloser>();
         }
         catch (Exception ex)
         {
@@ -179,11 +191,13 @@ internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposa
         ?? (options.EndPoints.Count > 0 ? string.Join(", ", options.EndPoints) : "?");
 
     /// <summary>Closes the client when the service provider is disposed: proxies resolved without a
-    /// host (and so without its hosted service) take the client from here, not from DI's singleton.</summary>
+    /// host (and so without its hosted service) take the client from here, not from DI's singleton.
+    /// <see cref="MuxClientCloser"/> does so first, once the client is made; this stops a client
+    /// being made as the provider is disposed.</summary>
     public ValueTask DisposeAsync() => Stop() is { } client ? client.DisposeAsync() : default;
 
     /// <summary>As <see cref="DisposeAsync"/>, for a provider disposed synchronously: the client
-    /// closes in the background.</summary>
+    /// closes in the background (MuxClientCloser has waited for the close of a client made).</summary>
     public void Dispose()
     {
         if (Stop() is { } client)
@@ -195,6 +209,23 @@ internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposa
     // Its connection may be opening: closing stops that at once; the rest completes in the
     // background, as DI's resolution cannot wait for it.
     private static void Close(MuxClient client) => _ = client.DisposeAsync().AsTask();
+}
+
+/// <summary>
+/// Closes the client of AddMuxClient when the service provider is disposed, before the services it
+/// serves to its server (AddService). DI disposes what it made in the reverse order it made it; the
+/// holder (and the hosted service) were made before those services, so a provider disposed without
+/// the host stopping the client first (a provider built in a test or a console application, a host
+/// disposed without StopAsync) disposed them while the server could still call them. The holder
+/// resolves this once they are made: it is disposed first.
+/// </summary>
+internal sealed class MuxClientCloser(MuxClientHolder holder) : IAsyncDisposable, IDisposable
+{
+    public ValueTask DisposeAsync() => holder.DisposeAsync();
+
+    /// <summary>As <see cref="DisposeAsync"/>, waiting for the close, as the services are disposed
+    /// next. It is bounded: the connection waits at most a second for the server to close its side.</summary>
+    public void Dispose() => holder.DisposeAsync().AsTask().GetAwaiter().GetResult();
 }
 
 /// <summary>

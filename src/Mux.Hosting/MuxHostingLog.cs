@@ -30,4 +30,7 @@ internal static partial class MuxHostingLog
 
     [LoggerMessage(EventId = 107, EventName = "ServerListenFailed", Level = LogLevel.Error, Message = "Mux server could not listen on {EndPoint} (Mux:Server:Listen or MuxServerOptions.EndPoint).")]
     public static partial void ServerListenFailed(ILogger logger, string endPoint, Exception error);
+
+    [LoggerMessage(EventId = 108, EventName = "InstancesWithoutPortSkipped", Level = LogLevel.Warning, Message = "Service discovery found the instance(s) {Instances} of {Service} without a port; the client skips them. {Hint}")]
+    public static partial void InstancesWithoutPortSkipped(ILogger logger, string instances, string service, string hint);
 }

@@ -1,3 +1,4 @@
+using System.Globalization;
 using System.Net.Security;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.Hosting;
@@ -122,6 +123,80 @@ internal sealed class MuxClientOptionsSetup(IConfiguration? configuration = null
 /// <summary>Checks of values that both configuration sections have.</summary>
 internal static class MuxConfigurationValues
 {
+    /// <summary>The core checks the options when the server or client is made, and names the
+    /// option it refuses (<c>MuxClientOptions.ResolveInterval is -5.00:00:00; ...</c>), not knowing
+    /// where the value came from; a user who wrote it in appsettings.json looks for the key. When the
+    /// value refused is the one a key of <paramref name="section"/> holds, this names the key and
+    /// what it holds; a value that code set over the key's is not blamed on the key.</summary>
+    /// <param name="error">The core's refusal.</param>
+    /// <param name="configuration">The host's configuration; null when it has none.</param>
+    /// <param name="section">The section's path, for example "Mux:Client".</param>
+    /// <param name="owner">The options' class, as the core names it: "MuxClientOptions".</param>
+    /// <returns>An exception that says the key and wraps <paramref name="error"/>; null when no key
+    /// holds the value refused.</returns>
+    public static InvalidOperationException? NameKey(InvalidOperationException error, IConfiguration? configuration, string section, string owner)
+    {
+        if (configuration is null)
+        {
+            return null;
+        }
+
+        foreach (IConfigurationSection key in configuration.GetSection(section).GetChildren())
+        {
+            if (key.Value is { } value && Refuses(error.Message, owner + "." + key.Key, value))
+            {
+                return new InvalidOperationException($"The configuration value {key.Path} is '{value}': {error.Message}", error);
+            }
+        }
+
+        return null;
+    }
+
+    // Whether the core's message says "OPTION is VALUE;" (or "OPTION (VALUE) is ...", as it does of
+    // ReconnectMaxDelay) with VALUE what the binder reads from the key: the same number, or the same
+    // duration (the binder parses both with the invariant culture; the message formats a number with
+    // the current one, a TimeSpan with neither).
+    private static bool Refuses(string message, string option, string value)
+    {
+        int at = message.IndexOf(option, StringComparison.OrdinalIgnoreCase);
+        if (at < 0)
+        {
+            return false;
+        }
+
+        ReadOnlySpan<char> rest = message.AsSpan(at + option.Length);
+        int end;
+        if (rest.StartsWith(" is ", StringComparison.Ordinal))
+        {
+            rest = rest[" is ".Length..];
+            end = rest.IndexOf(';');
+        }
+        else if (rest.StartsWith(" (", StringComparison.Ordinal))
+        {
+            rest = rest[" (".Length..];
+            end = rest.IndexOf(')');
+        }
+        else
+        {
+            return false;
+        }
+
+        if (end < 0)
+        {
+            return false;
+        }
+
+        ReadOnlySpan<char> refused = rest[..end];
+        if (long.TryParse(refused, NumberStyles.Integer, CultureInfo.CurrentCulture, out long number))
+        {
+            return long.TryParse(value, NumberStyles.Integer, CultureInfo.InvariantCulture, out long configured) && configured == number;
+        }
+
+        return TimeSpan.TryParse(refused, CultureInfo.InvariantCulture, out TimeSpan duration)
+            && TimeSpan.TryParse(value, CultureInfo.InvariantCulture, out TimeSpan configuredDuration)
+            && configuredDuration == duration;
+    }
+
     /// <summary>The AuthToken key's value; an empty one (a variable or template left blank) fails:
     /// taken as a token, it made a server refuse every client that sends none, at its handshake.</summary>
     /// <param name="value">The bound value; null when the key is missing.</param>

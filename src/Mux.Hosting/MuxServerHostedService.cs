@@ -1,4 +1,6 @@
 using System.Net.Sockets;
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
@@ -20,6 +22,19 @@ internal sealed class MuxServerHolder
 
     public MuxServer GetStartedServer() => _server ?? throw new InvalidOperationException(
         "The Mux server has not started yet. MuxServer is available from the service provider once the host has started (IHost.StartAsync or RunAsync); resolve it after that, not in a constructor that runs while the host starts.");
+}
+
+/// <summary>
+/// Disposes the server of AddMuxServer when the service provider is disposed, before the singletons
+/// that serve its calls. DI disposes what it made in the reverse order it made it; the hosted
+/// service was made before those singletons (its start makes them), so a host disposed without
+/// StopAsync disposed them while calls they served were still running. The hosted service resolves
+/// this once they are made: it is disposed first, and the server's disposal drains the calls in
+/// flight (within MuxServerOptions.ShutdownTimeout).
+/// </summary>
+internal sealed class MuxServerCloser(MuxServerHolder holder) : IAsyncDisposable
+{
+    public ValueTask DisposeAsync() => holder.Server is { } server ? server.DisposeAsync() : default;
 }
 
 /// <summary>
@@ -89,6 +104,10 @@ internal sealed class MuxServerHostedService(
                 count++;
             }
 
+            // Made after the singletons that serve the calls, so that DI disposes it before them
+            // (see MuxServerCloser).
+            services.GetRequiredService<MuxServerCloser>();
+
             // The host's start was abandoned (it is stopping), perhaps while the options or the
             // services above were being made: do not listen.
             cancellationToken.ThrowIfCancellationRequested();
@@ -112,6 +131,12 @@ internal sealed class MuxServerHostedService(
             }
 
             await server.DisposeAsync().ConfigureAwait(false);
+            if (ex is InvalidOperationException invalid
+                && MuxConfigurationValues.NameKey(invalid, services.GetService<IConfiguration>(), MuxServerConfiguration.SectionName, nameof(MuxServerOptions)) is { } named)
+            {
+                throw named; // Out-of-range options, refused by StartAsync.
+            }
+
             throw;
         }
 

@@ -30,12 +30,15 @@ public static class MuxServiceCollectionExtensions
     /// </para>
     /// <para>
     /// Lifetime: the server is built and started when the host starts; invalid options fail the
-    /// start with <see cref="InvalidOperationException"/> naming the option. When the host stops,
+    /// start with <see cref="InvalidOperationException"/> naming the option, and the configuration
+    /// key and its value when the value refused came from one. When the host stops,
     /// the server sends GoAway and drains the calls in flight until the host's shutdown timeout
     /// (<c>HostOptions.ShutdownTimeout</c>, 30 seconds by default); calls still running then are
     /// cancelled. A start that fails halfway, or that the host stops (cancels) before it is done,
     /// leaves nothing listening: the start fails, with <see cref="OperationCanceledException"/> if
-    /// the host stopped.
+    /// the host stopped. A host disposed without stopping disposes the server first, which drains
+    /// the calls in flight as a stop does (within <see cref="MuxServerOptions.ShutdownTimeout"/>),
+    /// and only then the singletons that serve them.
     /// </para>
     /// <para>
     /// Once the host has started, the running <see cref="MuxServer"/> can be resolved from the
@@ -59,6 +62,7 @@ public static class MuxServiceCollectionExtensions
         }
 
         services.TryAddSingleton<MuxServerHolder>();
+        services.TryAddSingleton<MuxServerCloser>();
         services.TryAddSingleton(static provider => provider.GetRequiredService<MuxServerHolder>().GetStartedServer());
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, MuxServerHostedService>());
         return new MuxServerBuilder(services);
@@ -83,7 +87,9 @@ public static class MuxServiceCollectionExtensions
     /// <see cref="MuxClientOptions.LoggerFactory"/> defaults to the service provider's <c>ILoggerFactory</c>.
     /// The options are read once, when the client is made: a reloaded configuration changes nothing
     /// in the running client until the host starts again (the instances behind <c>Service</c>
-    /// excepted: service discovery follows reloads, below).
+    /// excepted: service discovery follows reloads, below). Invalid options fail the client's
+    /// creation with <see cref="InvalidOperationException"/> naming the option, and the
+    /// configuration key and its value when the value refused came from one.
     /// </para>
     /// <para>
     /// Several instances: set <see cref="MuxClientOptions.Service"/> (or the key <c>Service</c>) to
@@ -106,7 +112,11 @@ public static class MuxServiceCollectionExtensions
     /// <c>Mux.Client</c> category and reports it through <see cref="MuxClient.StateChanged"/>.
     /// The client is disposed when the host stops; a host stopped while it is still starting makes
     /// no client (its start fails with <see cref="ObjectDisposedException"/>), and closes one that
-    /// was being made.
+    /// was being made. A service provider disposed while the client is open (one built without a
+    /// host, or a host disposed without stopping) closes the client before it disposes the services
+    /// the client serves (<see cref="MuxClientBuilder.AddService{TService, TImplementation}"/>), so
+    /// that no call from the server reaches a disposed one; disposed synchronously, it waits for the
+    /// close.
     /// </para>
     /// <para>Calling AddMuxClient more than once configures the same, single connection. In a host
     /// that also runs the server the client connects to, call AddMuxServer first: hosted services
@@ -129,6 +139,7 @@ public static class MuxServiceCollectionExtensions
         AddServiceDiscoveryOnce(services);
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IPostConfigureOptions<MuxClientOptions>, MuxClientServiceSetup>());
         services.TryAddSingleton<MuxClientHolder>();
+        services.TryAddSingleton<MuxClientCloser>();
         services.TryAddSingleton(static provider => provider.GetRequiredService<MuxClientHolder>().GetClient());
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, MuxClientHostedService>());
         return new MuxClientBuilder(services);

@@ -1,4 +1,6 @@
 using System.Net;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Extensions.Primitives;
 using Microsoft.Extensions.ServiceDiscovery;
 using Mux.Hosting.ServiceDiscovery;
@@ -36,22 +38,37 @@ public sealed class MuxServiceEndPointResolver : IMuxEndPointResolver
     // resolve loop, the field is volatile for anyone else who calls them.
     private volatile IChangeToken? _changeToken;
 
+    private readonly ILogger _logger;
+
+    // The instances the last answer skipped, as logged; null when it skipped none. Used by
+    // ResolveAsync only (the client's one resolve loop).
+    private string? _skipped;
+
     /// <summary>Creates a resolver of <paramref name="service"/>.</summary>
     /// <param name="resolver">Service discovery's resolver (registered by <c>AddServiceDiscovery()</c>).</param>
     /// <param name="service">The service's name: <c>mux://users</c> (plaintext) or <c>muxs://users</c>
     /// (TLS), optionally with the port of instances found without one (<c>mux://users:5000</c>).</param>
     /// <exception cref="InvalidOperationException"><paramref name="service"/> is not such a name.</exception>
     public MuxServiceEndPointResolver(ServiceEndpointResolver resolver, string service)
+        : this(resolver, service, NullLogger.Instance)
+    {
+    }
+
+    /// <summary>As the public constructor, logging the instances it skips to <paramref name="logger"/>.</summary>
+    internal MuxServiceEndPointResolver(ServiceEndpointResolver resolver, string service, ILogger logger)
     {
         ArgumentNullException.ThrowIfNull(resolver);
         ArgumentNullException.ThrowIfNull(service);
         _resolver = resolver;
         _service = MuxServiceName.Parse(service, "The Mux service name");
+        _logger = logger;
     }
 
     /// <inheritdoc/>
-    /// <exception cref="InvalidOperationException">An instance was found without a port and the
-    /// service's name gives none.</exception>
+    /// <remarks>An instance found without a port, when the service's name gives none, is skipped,
+    /// and logged (a warning, once for as long as the same ones are found).</remarks>
+    /// <exception cref="InvalidOperationException">Instances were found, but none with a port, and
+    /// the service's name gives none.</exception>
     public async ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken)
     {
         // The last answer's token has done its work once asked again. Kept across an ask that
@@ -61,11 +78,30 @@ public sealed class MuxServiceEndPointResolver : IMuxEndPointResolver
         ServiceEndpointSource source = await _resolver.GetEndpointsAsync(_service.Text, cancellationToken).ConfigureAwait(false);
         _changeToken = source.ChangeToken;
         var endPoints = new List<EndPoint>(source.Endpoints.Count);
+        List<string>? withoutPort = null;
         foreach (ServiceEndpoint endpoint in source.Endpoints)
         {
-            if (ToMuxEndPoint(endpoint.EndPoint) is { } endPoint && !endPoints.Contains(endPoint))
+            if (ToMuxEndPoint(endpoint.EndPoint, ref withoutPort) is { } endPoint && !endPoints.Contains(endPoint))
             {
                 endPoints.Add(endPoint);
+            }
+        }
+
+        // One instance listed without its port must not take the others down with it; only when
+        // it leaves none is it the answer's failure.
+        string? skipped = withoutPort is null ? null : "'" + string.Join("', '", withoutPort) + "'";
+        if (skipped is not null && endPoints.Count == 0)
+        {
+            throw new InvalidOperationException($"Service discovery found no instance of {_service.Text} with a port: {skipped} {(withoutPort!.Count == 1 ? "has" : "have")} none. {PortHint}");
+        }
+
+        // Said once while the same instances are skipped: the client asks at every interval.
+        if (skipped != _skipped)
+        {
+            _skipped = skipped;
+            if (skipped is not null)
+            {
+                MuxHostingLog.InstancesWithoutPortSkipped(_logger, skipped, _service.Text, PortHint);
             }
         }
 
@@ -99,15 +135,21 @@ public sealed class MuxServiceEndPointResolver : IMuxEndPointResolver
     public override string ToString() => _service.Text;
 
     // Service discovery returns what its providers found: IP and DNS endpoints from host:port values,
-    // UriEndPoint from values with a scheme (mux://10.0.0.5:5000). A Mux connection needs a port.
-    private EndPoint? ToMuxEndPoint(EndPoint found)
+    // UriEndPoint from values with a scheme (mux://10.0.0.5:5000). A Mux connection needs a port: an
+    // instance without one takes the name's, else it is added to withoutPort (as it was written,
+    // near enough) and skipped.
+    private EndPoint? ToMuxEndPoint(EndPoint found, ref List<string>? withoutPort)
     {
         switch (found)
         {
             case IPEndPoint ip:
-                return ip.Port != 0 ? ip : new IPEndPoint(ip.Address, RequirePort(found));
+                return ip.Port != 0 ? ip
+                    : _service.Port != 0 ? new IPEndPoint(ip.Address, _service.Port)
+                    : WithoutPort(ip.Address.ToString(), ref withoutPort);
             case DnsEndPoint dns:
-                return dns.Port != 0 ? dns : new DnsEndPoint(dns.Host, RequirePort(found), dns.AddressFamily);
+                return dns.Port != 0 ? dns
+                    : _service.Port != 0 ? new DnsEndPoint(dns.Host, _service.Port, dns.AddressFamily)
+                    : WithoutPort(dns.Host, ref withoutPort);
             case UriEndPoint { Uri: var uri }:
                 if (!string.Equals(uri.Scheme, _service.Scheme, StringComparison.OrdinalIgnoreCase))
                 {
@@ -115,7 +157,12 @@ public sealed class MuxServiceEndPointResolver : IMuxEndPointResolver
                     return null;
                 }
 
-                int port = uri.IsDefaultPort ? RequirePort(found) : uri.Port;
+                int port = uri.IsDefaultPort ? _service.Port : uri.Port;
+                if (port == 0)
+                {
+                    return WithoutPort(uri.OriginalString, ref withoutPort);
+                }
+
                 return uri.HostNameType is UriHostNameType.IPv4 or UriHostNameType.IPv6
                     ? new IPEndPoint(IPAddress.Parse(uri.DnsSafeHost), port)
                     : new DnsEndPoint(uri.DnsSafeHost, port);
@@ -125,8 +172,12 @@ public sealed class MuxServiceEndPointResolver : IMuxEndPointResolver
         }
     }
 
-    private int RequirePort(EndPoint found) =>
-        _service.Port != 0
-            ? _service.Port
-            : throw new InvalidOperationException($"Service discovery found the instance '{found}' of {_service.Text} without a port. Give each instance's port in configuration (Services:{_service.Host}:{_service.Scheme}:0 = \"10.0.0.5:5000\") or a default one in the name ({_service.Scheme}://{_service.Host}:5000).");
+    private static EndPoint? WithoutPort(string instance, ref List<string>? withoutPort)
+    {
+        (withoutPort ??= []).Add(instance);
+        return null;
+    }
+
+    private string PortHint =>
+        $"Give each instance's port in configuration (Services:{_service.Host}:{_service.Scheme}:0 = \"10.0.0.5:5000\") or a default one in the name ({_service.Scheme}://{_service.Host}:5000).";
 }

@@ -122,6 +122,37 @@ public sealed class ClientServiceTests
         Assert.Equal("the client said: pong to ping", await hub.AskClient("ping").WaitAsync(TestHost.Patience));
     }
 
+    [Fact]
+    public async Task ACallMadeOnAnotherThreadWhileTheClientsServicesAreMade_FindsThemMissing_AndLaterCallsFindThem()
+    {
+        await using var server = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0), EnableDetailedErrors = true });
+        server.AddService<IHostingHub>(new HostingHub());
+        await server.StartAsync().WaitAsync(TestHost.Patience);
+        var gate = new ConstructionGate();
+        var services = new ServiceCollection();
+        services.AddSingleton(gate);
+        services.AddSingleton<GatedDependency>();
+        services.AddMuxClient(o => o.EndPoint = server.LocalEndPoint)
+            .AddProxy<IHostingHub>()
+            .AddService<IHostingCallback, GatedCallback>();
+        await using ServiceProvider provider = services.BuildServiceProvider();
+
+        // One thread makes the client and stops while its callback is made.
+        Task<MuxClient> first = TestHost.RunOnOwnThread(() => provider.GetRequiredService<MuxClient>());
+        Assert.True(gate.Entered.Wait(TestHost.Patience), "the client's services are being made");
+
+        // Another gets the client at once (waiting for its services could deadlock, see
+        // MuxClientHolder), and its call reaches the server, which calls the callback back: the
+        // window AddService documents. It fails, at once and saying why; it does not hang.
+        IHostingHub hub = await TestHost.RunOnOwnThread(() => provider.GetRequiredService<IHostingHub>()).WaitAsync(TestHost.Patience);
+        var early = await Assert.ThrowsAsync<MuxRemoteException>(() => hub.AskClient("early").WaitAsync(TestHost.Patience));
+        Assert.Contains("does not serve", early.Message, StringComparison.Ordinal);
+
+        gate.Release.Set();
+        await first.WaitAsync(TestHost.Patience);
+        Assert.Equal("the client said: pong to later", await hub.AskClient("later").WaitAsync(TestHost.Patience));
+    }
+
     [Theory]
     [InlineData(true)]
     [InlineData(false)]
@@ -151,6 +182,47 @@ public sealed class ClientServiceTests
         }
 
         await TestHost.WaitUntilAsync(() => server.ActiveConnections == 0, "the client's connection closes");
+    }
+
+    [Theory]
+    [InlineData(true)]
+    [InlineData(false)]
+    public async Task AProviderDisposedWithTheClientOpen_ClosesItBeforeDisposingTheServiceItServes(bool disposeAsynchronously)
+    {
+        await using var server = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0) });
+        server.AddService<IHostingHub>(new HostingHub());
+        await server.StartAsync().WaitAsync(TestHost.Patience);
+        var services = new ServiceCollection();
+        services.AddMuxClient(o => o.EndPoint = server.LocalEndPoint)
+            .AddProxy<IHostingHub>()
+            .AddService<IHostingCallback, CallbackDisposedAtAGate>();
+        ServiceProvider provider = services.BuildServiceProvider();
+        // Not MuxClient: DI disposes what it made, and a MuxClient resolved from it would be
+        // disposed first, as made last, which hides the order of the rest.
+        IHostingHub hub = provider.GetRequiredService<IHostingHub>();
+        var callback = provider.GetRequiredService<CallbackDisposedAtAGate>();
+        Assert.Equal("the client said: pong to ping", await hub.AskClient("ping").WaitAsync(TestHost.Patience));
+
+        // Disposed without a host, so without a stop first; the callback's disposal waits at its
+        // gate, so whichever of the two DI disposes first stays so while the server calls.
+        Task disposing = disposeAsynchronously
+            ? provider.DisposeAsync().AsTask()
+            : TestHost.RunOnOwnThread(() =>
+            {
+                provider.Dispose();
+                return true;
+            });
+        await TestHost.WaitUntilAsync(() => callback.DisposeStarted || server.ActiveConnections == 0, "the provider disposes the callback or closes the client");
+        Exception? late = await Record.ExceptionAsync(() => hub.AskClient("late").WaitAsync(TestHost.Patience));
+        callback.Gate.SetResult();
+        await disposing.WaitAsync(TestHost.Patience);
+
+        // The old code disposed the callback first (DI disposes in the reverse order it made
+        // things, and the client's holder was made before the callback), with the client still
+        // connected: the server's call reached the disposed callback, and was answered.
+        Assert.Equal(0, callback.CallsAfterDispose);
+        Assert.IsType<MuxConnectionException>(late);
+        Assert.True(callback.DisposeStarted);
     }
 
     [Fact]
@@ -237,6 +309,48 @@ public sealed class ClientServiceTests
     {
         public IHostingHub Hub { get; } = hub;
 
+        public Task<string> Answer(string question) => Task.FromResult($"pong to {question}{(gated is null ? "?" : string.Empty)}");
+    }
+
+    /// <summary>Counts the calls that reach it once its disposal has started, which waits at
+    /// <see cref="Gate"/>.</summary>
+    public sealed class CallbackDisposedAtAGate : IHostingCallback, IAsyncDisposable, IDisposable
+    {
+        private volatile bool _disposeStarted;
+        private int _callsAfterDispose;
+
+        public TaskCompletionSource Gate { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public bool DisposeStarted => _disposeStarted;
+
+        public int CallsAfterDispose => Volatile.Read(ref _callsAfterDispose);
+
+        public Task<string> Answer(string question)
+        {
+            if (_disposeStarted)
+            {
+                Interlocked.Increment(ref _callsAfterDispose);
+            }
+
+            return Task.FromResult($"pong to {question}");
+        }
+
+        public async ValueTask DisposeAsync()
+        {
+            _disposeStarted = true;
+            await Gate.Task.WaitAsync(TestHost.Patience);
+        }
+
+        public void Dispose()
+        {
+            _disposeStarted = true;
+            Gate.Task.Wait(TestHost.Patience);
+        }
+    }
+
+    /// <summary>A callback whose construction waits at the gate.</summary>
+    public sealed class GatedCallback(GatedDependency gated) : IHostingCallback
+    {
         public Task<string> Answer(string question) => Task.FromResult($"pong to {question}{(gated is null ? "?" : string.Empty)}");
     }
 

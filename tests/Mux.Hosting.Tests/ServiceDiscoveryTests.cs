@@ -133,6 +133,53 @@ public sealed class ServiceDiscoveryTests
     }
 
     [Fact]
+    public async Task AnInstanceWithoutAPort_IsSkippedWithAWarningNamingIt_AndTheOthersTakeTheCalls()
+    {
+        await using TestHost server = await TestHost.StartServerAsync();
+        (HostApplicationBuilder builder, LogSink logs) = TestHost.CreateBuilder(new Dictionary<string, string?>
+        {
+            ["Mux:Client:Service"] = "mux://users",
+            ["Mux:Client:CallTimeout"] = "00:00:05",
+            ["Services:users:mux:0"] = "127.0.0.1",
+            ["Services:users:mux:1"] = server.ServerEndPoint.ToString(),
+        });
+        builder.Services.AddMuxClient().AddProxy<IHostingTestService>();
+        await using TestHost client = await TestHost.StartAsync(builder, logs);
+
+        // The old code failed the whole resolve: the client found no instance, and the call
+        // waited out its CallTimeout.
+        Assert.Equal(3, await client.Services.GetRequiredService<IHostingTestService>().Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
+
+        var warning = Assert.Single(logs.Entries, e => e.Category == "Mux.Hosting" && e.EventId.Id == 108);
+        Assert.Equal(Microsoft.Extensions.Logging.LogLevel.Warning, warning.Level);
+        Assert.Contains("'127.0.0.1'", warning.Message, StringComparison.Ordinal);
+        Assert.Contains("mux://users", warning.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task WhenNoInstanceHasAPort_TheResolveFails_NamingEveryOneOfThem()
+    {
+        var configuration = new ConfigurationBuilder().AddInMemoryCollection(new Dictionary<string, string?>
+        {
+            ["Services:users:mux:0"] = "10.0.0.5",
+            ["Services:users:mux:1"] = "users.internal",
+            ["Services:users:mux:2"] = "http://10.0.0.7:80",
+        }).Build();
+        await using ServiceProvider provider = new ServiceCollection()
+            .AddSingleton<IConfiguration>(configuration)
+            .AddServiceDiscovery()
+            .BuildServiceProvider();
+        var resolver = new MuxServiceEndPointResolver(provider.GetRequiredService<ServiceEndpointResolver>(), "mux://users");
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => resolver.ResolveAsync(default).AsTask().WaitAsync(TestHost.Patience));
+
+        Assert.Contains("'10.0.0.5'", error.Message, StringComparison.Ordinal);
+        Assert.Contains("'users.internal'", error.Message, StringComparison.Ordinal);
+        Assert.DoesNotContain("10.0.0.7", error.Message, StringComparison.Ordinal);
+        Assert.Contains("mux://users:5000", error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
     public async Task AResolveThatFailsAfterAChange_IsNotTakenForAnotherChange()
     {
         var provider = new FlakyProvider();

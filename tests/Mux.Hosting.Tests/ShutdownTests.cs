@@ -62,6 +62,36 @@ public sealed class ShutdownTests
     }
 
     [Fact]
+    public async Task AServerHostDisposedWithoutAStop_DrainsTheCallsInFlight_BeforeDisposingTheSingletonServingThem()
+    {
+        // Not through MuxServer, which the test must not resolve: DI disposes what it made, and
+        // a MuxServer resolved from it would be disposed first, as made last, which hides the
+        // order of the rest. So a socket file, known beforehand, rather than port 0.
+        string path = Path.Combine(Path.GetTempPath(), $"mux-{Guid.NewGuid():N}.sock");
+        var endPoint = new System.Net.Sockets.UnixDomainSocketEndPoint(path);
+        TestHost server = await TestHost.StartServerAsync(ServiceLifetime.Singleton, configure: b => b.Services.AddMuxServer(o => o.EndPoint = endPoint));
+        // Without reconnecting, a call fails at once once the server's GoAway has arrived.
+        await using MuxClient client = MuxClient.Create(new MuxClientOptions { EndPoint = endPoint, AutoReconnect = false });
+        IHostingTestService proxy = client.CreateProxy<IHostingTestService>();
+        Task<int> call = proxy.WaitForGate(7);
+        await TestHost.WaitUntilAsync(() => server.Tracker.Waiting == 1, "the call is in its handler");
+
+        // Disposed without StopAsync (a host in a using block that never ran): the server's
+        // disposal drains, waiting for the call at the gate, so whichever of the two DI disposes
+        // first stays so until the gate opens.
+        Task disposing = TestHost.DisposeHostAsync(server.Host).AsTask();
+        bool disposedWhileServing = await FirstOfAsync(() => !server.Tracker.Disposed.IsEmpty, () => proxy.Add(1, 1).AsTask());
+        server.Tracker.Gate.SetResult();
+        Assert.Equal(7, await call.WaitAsync(TestHost.Patience));
+        await disposing.WaitAsync(TestHost.Patience);
+
+        // The old code disposed the singleton first (DI disposes in the reverse order it made
+        // things, and the hosted service was made before it), while its call still ran.
+        Assert.False(disposedWhileServing, "The singleton was disposed while a call it served was in flight.");
+        Assert.Single(server.Tracker.Disposed);
+    }
+
+    [Fact]
     public async Task StoppingTheClientHostFailsPendingAndLaterCalls()
     {
         await using TestHost server = await TestHost.StartServerAsync();
@@ -94,6 +124,30 @@ public sealed class ShutdownTests
         var failed = await Assert.ThrowsAsync<MuxConnectionException>(() => client.Services.GetRequiredService<IHostingTestService>().Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
         Assert.True(failed.IsSafeToRetry);
         Assert.Contains("MuxClientOptions.CallTimeout", failed.Message, StringComparison.Ordinal);
+    }
+
+    /// <summary>Calls until <paramref name="condition"/> holds or the call fails with
+    /// <see cref="MuxConnectionException"/>; returns whether the condition holds then.</summary>
+    private static async Task<bool> FirstOfAsync(Func<bool> condition, Func<Task> call)
+    {
+        DateTime deadline = DateTime.UtcNow + TestHost.Patience;
+        while (!condition())
+        {
+            try
+            {
+                await call().WaitAsync(TestHost.Patience);
+            }
+            catch (MuxConnectionException)
+            {
+                // Looked at again: it may have come to hold before the call failed.
+                return condition();
+            }
+
+            Assert.True(DateTime.UtcNow < deadline, "Neither happened in time.");
+            await Task.Delay(5);
+        }
+
+        return true;
     }
 
     /// <summary>Calls until the call fails with <see cref="MuxConnectionException"/> (a call sent

@@ -50,6 +50,39 @@ public sealed class ValidationTests
         Assert.Contains("MuxClientOptions.CallTimeout", error.Message, StringComparison.Ordinal);
     }
 
+    [Theory]
+    [InlineData("Mux:Server:MaxFrameSize", "10", "MuxServerOptions.MaxFrameSize is 10;")]
+    [InlineData("Mux:Server:HandshakeTimeout", "0", "MuxServerOptions.HandshakeTimeout is 00:00:00;")]
+    [InlineData("Mux:Server:MaxConcurrentCallsPerConnection", "-3", "MuxServerOptions.MaxConcurrentCallsPerConnection is -3;")]
+    [InlineData("Mux:Client:ResolveInterval", "-5", "MuxClientOptions.ResolveInterval is -5.00:00:00;")]
+    [InlineData("Mux:Client:ConnectTimeout", "0", "MuxClientOptions.ConnectTimeout is 00:00:00;")]
+    [InlineData("Mux:Client:MaxFrameSize", "10", "MuxClientOptions.MaxFrameSize is 10;")]
+    [InlineData("mux:client:reconnectmaxdelay", "00:00:00.050", "MuxClientOptions.ReconnectMaxDelay (00:00:00.0500000) is shorter")]
+    public async Task AnOutOfRangeConfigurationValue_FailsTheStartNamingTheKeyAndItsValue_AndTheOption(string key, string value, string option)
+    {
+        // The old message named only the option: a user who wrote the key in appsettings.json
+        // had to know which option it binds to.
+        Task start = key.StartsWith("Mux:Server:", StringComparison.OrdinalIgnoreCase)
+            ? TestHost.StartServerAsync(configuration: new() { [key] = value })
+            : StartServiceClientAsync(new() { [key] = value });
+
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => start);
+
+        Assert.Contains($"{key} is '{value}'", error.Message, StringComparison.OrdinalIgnoreCase);
+        Assert.Contains(option, error.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task AnOutOfRangeValueSetInCode_IsNotBlamedOnTheKeyItReplaced()
+    {
+        var error = await Assert.ThrowsAsync<InvalidOperationException>(() => StartServiceClientAsync(
+            new() { ["Mux:Client:ResolveInterval"] = "00:00:05" },
+            o => o.ResolveInterval = TimeSpan.FromSeconds(-1)));
+
+        Assert.StartsWith("MuxClientOptions.ResolveInterval is -00:00:01;", error.Message, StringComparison.Ordinal);
+        Assert.DoesNotContain("Mux:Client", error.Message, StringComparison.Ordinal);
+    }
+
     [Fact]
     public async Task AClientWithoutAnEndPointFailsToStart()
     {
@@ -112,6 +145,17 @@ public sealed class ValidationTests
         await Assert.ThrowsAsync<SocketException>(() => TestHost.StartAsync(builder, logs));
 
         Assert.Contains(logs.Entries, e => e.Category == "Mux.Hosting" && e.EventId.Id == 107 && e.Level == LogLevel.Error && e.Message.Contains(endPoint, StringComparison.Ordinal) && e.Message.Contains("Mux:Server:Listen", StringComparison.Ordinal));
+    }
+
+    /// <summary>Starts a client host over the instances of mux://users (so that the options of
+    /// several instances are checked too), with <paramref name="configuration"/> added.</summary>
+    private static async Task StartServiceClientAsync(Dictionary<string, string?> configuration, Action<MuxClientOptions>? configure = null)
+    {
+        configuration["Mux:Client:Service"] = "mux://users";
+        configuration["Services:users:mux:0"] = "127.0.0.1:1";
+        (HostApplicationBuilder builder, LogSink logs) = TestHost.CreateBuilder(configuration);
+        builder.Services.AddMuxClient(configure).AddProxy<IHostingTestService>();
+        await (await TestHost.StartAsync(builder, logs)).DisposeAsync();
     }
 
     /// <summary>Not a [MuxService] interface: nothing registers a dispatcher for it.</summary>

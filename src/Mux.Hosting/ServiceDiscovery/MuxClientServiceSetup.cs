@@ -1,5 +1,6 @@
 using System.Net.Security;
 using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Extensions.Options;
 using Microsoft.Extensions.ServiceDiscovery;
 
@@ -39,6 +40,9 @@ internal sealed class MuxClientServiceSetup(IServiceProvider services) : IPostCo
         }
 
         // Resolved here, not injected: hosts that never set Service do not build service discovery.
-        options.EndPointResolver ??= new MuxServiceEndPointResolver(services.GetRequiredService<ServiceEndpointResolver>(), service);
+        options.EndPointResolver ??= new MuxServiceEndPointResolver(
+            services.GetRequiredService<ServiceEndpointResolver>(),
+            service,
+            (options.LoggerFactory ?? NullLoggerFactory.Instance).CreateLogger(MuxHostingLog.Category));
     }
 }
