@@ -2,7 +2,9 @@
 # Runs the README's commands the way a newcomer types them, from the repository root, each bounded
 # to a few seconds: the Hello sample, the Pipeline sample, the hosted Server sample (started, loaded by the Load sample
 # over one connection, stopped with SIGTERM as a service manager would, and checked to drain and
-# exit 0), the Telemetry sample (one trace across client and server), and `dotnet pack -c Release`. The test command, the Load sample alone, the packages and
+# exit 0), the Telemetry sample (one trace across client and server), and the Install section's steps
+# (`dotnet pack -c Release -o FOLDER`, then a fresh application that adds the packages from it and
+# builds the Example section's Program.cs). The test command, the Load sample alone, the packages and
 # the load runner are run by .ci/run itself. The last check fails when the README gains a
 # `--project` that no CI script runs, so a new README command cannot go unexercised.
 set -uo pipefail
@@ -120,21 +122,47 @@ else
   fail "the Telemetry sample did not export one trace across client and server"
 fi
 
-# dotnet pack -c Release: both packages, each with the README at its root.
+# The Install section: `dotnet pack -c Release -o FOLDER` (both packages, each with the README at
+# its root), then its steps in a fresh application outside the repository (a nuget.config naming
+# that folder, `dotnet add package` of each package), which builds the Example section's Program.cs.
+# The application restores into a package folder of its own, so no build of an earlier run that
+# had the same version can stand in for this one.
+feed="$work/feed"
 pack_log="$work/pack.log"
-if timeout 300 dotnet pack -c Release >"$pack_log" 2>&1; then
+if timeout 300 dotnet pack -c Release -o "$feed" >"$pack_log" 2>&1; then
   for package in Mux Mux.Hosting; do
-    nupkg=$(ls -t "src/$package/bin/Release/$package".[0-9]*.nupkg 2>/dev/null | head -n 1)
+    nupkg=$(ls "$feed/$package".[0-9]*.nupkg 2>/dev/null | head -n 1)
     if [ -z "$nupkg" ]; then
-      fail "dotnet pack -c Release made no $package package"
+      fail "dotnet pack -c Release -o $feed made no $package package"
     elif ! python3 -c 'import sys, zipfile; sys.exit("README.md" not in zipfile.ZipFile(sys.argv[1]).namelist())' "$nupkg"; then
       fail "$nupkg has no README.md"
     fi
   done
-  echo "readme: dotnet pack -c Release made both packages"
+  echo "readme: dotnet pack -c Release -o FOLDER made both packages"
+
+  install_log="$work/install.log"
+  readme="$PWD/README.md"
+  mkdir -p "$work/app"
+  if (
+    cd "$work/app" && export NUGET_PACKAGES="$work/packages" \
+      && dotnet new console \
+      && dotnet new nugetconfig \
+      && dotnet nuget add source "$feed" --name mux --configfile nuget.config \
+      && dotnet add package Mux \
+      && dotnet add package Mux.Hosting \
+      && dotnet add package Microsoft.Extensions.Hosting \
+      && awk '/^## Example/ { example = 1 } example && /^```csharp/ { code = 1; next } code && /^```$/ { exit } code' "$readme" >Program.cs \
+      && grep -q 'MuxClient.ConnectAsync' Program.cs \
+      && timeout 300 dotnet build -warnaserror
+  ) >"$install_log" 2>&1; then
+    echo "readme: the Install steps made an application that builds the Example against the packages"
+  else
+    cat "$install_log"
+    fail "the Install steps or the Example's Program.cs failed in a fresh application"
+  fi
 else
   cat "$pack_log"
-  fail "dotnet pack -c Release failed"
+  fail "dotnet pack -c Release -o $feed failed"
 fi
 
 # Every project the README tells people to run must be run by CI.
