@@ -1,4 +1,3 @@
-using Mux.Connection;
 using Mux.Protocol;
 
 namespace Mux.Streaming;
@@ -9,7 +8,7 @@ namespace Mux.Streaming;
 /// by call id for each StreamItem and StreamCredit frame; registered before the Request is sent,
 /// removed by the call's owner when the call has ended.
 /// </summary>
-internal sealed class CallStreams(StreamReceiver? receiver, StreamSendWindow? sender) : IMessageWrittenListener
+internal sealed class CallStreams(StreamReceiver? receiver, StreamSendWindow? sender)
 {
     /// <summary>The server's stream of results; null when the method returns none.</summary>
     public StreamReceiver? Receiver { get; } = receiver;
@@ -48,6 +47,9 @@ internal sealed class CallStreams(StreamReceiver? receiver, StreamSendWindow? se
     /// <summary>The Request is out whole (a Request in fragments, a few writer turns after it was
     /// queued): the Sender may now send up to the peer's window. Until then none of its StreamItem
     /// or StreamEnd frames can go out between two fragments of the Request (a receiver would see
-    /// items for a call that has not started).</summary>
+    /// items for a call that has not started). Called once by the connection: on the sender's thread
+    /// right after a whole Request was queued, or on the writer's thread right after the last
+    /// fragment of one was written; never for a Request the connection dropped on closing. So it
+    /// must not block, run user code or throw.</summary>
     public void OnMessageWritten() => Sender?.Open();
 }

@@ -2,6 +2,7 @@ using System.Buffers;
 using System.IO.Pipelines;
 using System.Net;
 using System.Net.Sockets;
+using System.Security.Cryptography.X509Certificates;
 
 namespace Mux.Transport;
 
@@ -54,6 +55,10 @@ internal abstract class ByteTransport : IMuxTransport
     public PipeWriter Output => _output.Writer;
 
     public EndPoint? RemoteEndPoint { get; }
+
+    // Declared here, not by StreamConnection alone: the class that implements IMuxTransport is
+    // this one, so a subclass's own property would be hidden behind the interface's default (null).
+    public X509Certificate2? RemoteCertificate { get; protected init; }
 
     public long SocketReceives => Volatile.Read(ref _receives);
 

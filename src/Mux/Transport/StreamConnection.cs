@@ -58,8 +58,6 @@ internal sealed class StreamConnection : ByteTransport
         RemoteCertificate = (stream as SslStream)?.RemoteCertificate as X509Certificate2;
     }
 
-    public X509Certificate2? RemoteCertificate { get; }
-
     protected override ValueTask<int> ReceiveAsync(Memory<byte> memory) => _stream.ReadAsync(memory, _closed.Token);
 
     protected override ValueTask SendAsync(ReadOnlySequence<byte> buffer)

@@ -2,6 +2,7 @@ using System.Net;
 using System.Net.Security;
 using System.Net.Sockets;
 using System.Security.Authentication;
+using System.Security.Claims;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Testing;
 using Mux.Tests.Infrastructure;
@@ -192,6 +193,30 @@ public sealed class TlsTests
         // Without one, the server refuses: in the handshake, or (TLS 1.3 checks the client after the
         // client has finished) by closing the connection before the Mux handshake completes.
         await Assert.ThrowsAsync<MuxConnectionException>(() => MuxClient.ConnectAsync(server.LocalEndPoint!, new MuxClientOptions { Tls = TestCertificates.ClientTlsTrusting() }).WaitAsync(TestHost.Patience));
+    }
+
+    [Fact]
+    public async Task TheClientsCertificate_ReachesAuthenticate_AsMuxConnectionInfoClientCertificate()
+    {
+        MuxServerOptions options = TlsServerOptions();
+        options.Tls!.ClientCertificateRequired = true;
+        options.Tls.RemoteCertificateValidationCallback = (_, certificate, _, _) => certificate is not null;
+        var seen = new TaskCompletionSource<MuxConnectionInfo>(TaskCreationOptions.RunContinuationsAsynchronously);
+        options.Authenticate = (connection, _) =>
+        {
+            seen.TrySetResult(connection);
+            return ValueTask.FromResult<ClaimsPrincipal?>(new ClaimsPrincipal(new ClaimsIdentity("tls")));
+        };
+        await using MuxServer server = await StartServerAsync(options);
+
+        SslClientAuthenticationOptions withCertificate = TestCertificates.ClientTlsTrusting();
+        withCertificate.ClientCertificates = [TestCertificates.Client];
+        await using MuxClient client = await MuxClient.ConnectAsync(server.LocalEndPoint!, new MuxClientOptions { Tls = withCertificate });
+
+        MuxConnectionInfo connection = await seen.Task.WaitAsync(TestHost.Patience);
+        Assert.NotNull(connection.ClientCertificate);
+        Assert.Equal(TestCertificates.Client.GetCertHashString(), connection.ClientCertificate.GetCertHashString());
+        Assert.IsType<IPEndPoint>(connection.RemoteEndPoint);
     }
 
     [Fact]

@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using Mux.Protocol;
 using Mux.Serialization;
+using Mux.Streaming;
 
 namespace Mux.Connection;
 
@@ -25,7 +26,7 @@ internal sealed partial class OutgoingCalls
     /// already); and, on a client's call, its deadline (what is left of it at <paramref name="now"/>)
     /// and the caller's trace context (when the peer reads it). A server's calls to its client carry
     /// neither (docs/protocol.md, "Calls from server to client").</summary>
-    private void SendRequest<TArguments>(PendingCall call, uint methodId, in TArguments arguments, long now, IMessageWrittenListener? whenWritten, byte[]? metadata)
+    private void SendRequest<TArguments>(PendingCall call, uint methodId, in TArguments arguments, long now, CallStreams? whenWritten, byte[]? metadata)
         where TArguments : struct
     {
         uint? remaining = null;

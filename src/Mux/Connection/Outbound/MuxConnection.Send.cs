@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.Diagnostics.CodeAnalysis;
 using Mux.Protocol;
+using Mux.Streaming;
 
 namespace Mux.Connection;
 
@@ -48,7 +49,7 @@ internal abstract partial class MuxConnection
 
     /// <summary>Encodes a frame with a MessagePack body and sends it. <paramref name="whenWritten"/>,
     /// when given, is told once the frame is queued whole, or once the writer has written the last
-    /// fragment of a message sent in fragments (see <see cref="IMessageWrittenListener"/>). With
+    /// fragment of a message sent in fragments (see <see cref="CallStreams.OnMessageWritten"/>). With
     /// <c>defer</c>, the frame is queued without waking the writer: it goes out with the next frame
     /// sent without <c>defer</c>, or at <see cref="SendQueuedFrames"/>, so a producer of many small
     /// frames (a stream) pays one flush for all of them.</summary>
@@ -56,7 +57,7 @@ internal abstract partial class MuxConnection
     /// <exception cref="InvalidOperationException">The frame is larger than the peer accepts.</exception>
     /// <exception cref="MessagePack.MessagePackSerializationException">The body could not be serialized.</exception>
     /// <returns>The frame's size on the wire (the message's, when it goes in fragments).</returns>
-    internal int SendFrame<TBody>(FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None, IMessageWrittenListener? whenWritten = null, bool defer = false)
+    internal int SendFrame<TBody>(FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None, CallStreams? whenWritten = null, bool defer = false)
         where TBody : struct, IFrameBody
     {
         ThrowIfClosed();
@@ -110,7 +111,7 @@ internal abstract partial class MuxConnection
     /// sends one fragment per turn (<see cref="OutboundMessage"/>). Otherwise leaves the frame,
     /// whole, in the staging buffer <paramref name="message"/> started on, and returns false.
     /// </summary>
-    private bool TrySendMessage(MessageBufferWriter message, FrameType type, long frameLength, IMessageWrittenListener? whenWritten)
+    private bool TrySendMessage(MessageBufferWriter message, FrameType type, long frameLength, CallStreams? whenWritten)
     {
         long messageLength = frameLength - ProtocolConstants.FrameHeaderSize; // After the common header.
         int fragmentSize = Math.Min(FragmentSize, PeerMaxFrameSize - ProtocolConstants.CommonHeaderSize - ProtocolConstants.FragmentTotalSize);

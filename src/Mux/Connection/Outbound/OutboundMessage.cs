@@ -2,6 +2,7 @@ using System.Buffers;
 using System.Buffers.Binary;
 using System.Diagnostics;
 using Mux.Protocol;
+using Mux.Streaming;
 
 namespace Mux.Connection;
 
@@ -53,7 +54,7 @@ internal sealed class OutboundMessage : IDisposable
     public int FragmentSize { get; }
 
     /// <summary>Told by the writer once the last fragment has been written; null for most messages.</summary>
-    public IMessageWrittenListener? WhenWritten { get; init; }
+    public CallStreams? WhenWritten { get; init; }
 
     /// <summary>Its call was cancelled while the message was being sent (a Request, with
     /// cancelEndsFragments in force): the writer sends no more of it. Written and read under the
