@@ -25,7 +25,8 @@ internal static class OptionsValidation
     /// <summary>The largest StreamWindow we allow: a stream buffers up to that many items.</summary>
     public const int MaximumStreamWindow = 65536;
 
-    /// <summary>The largest MaxMessageSize we allow: a message is reassembled into one array.</summary>
+    /// <summary>The largest MaxMessageSize we allow: a message is held whole (in pooled segments)
+    /// until it is read, so this bounds what one call can make its receiver hold.</summary>
     public const int MaximumMaxMessageSize = 1024 * 1024 * 1024;
 
     /// <summary>The largest FragmentSize we allow: a fragment is a frame, written whole.</summary>
