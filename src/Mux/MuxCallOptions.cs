@@ -24,7 +24,8 @@ public sealed class MuxCallOptions
     /// <see cref="MuxClientOptions.CallTimeout"/>: waiting for a connection or a call slot and a
     /// resend all spend from it, and it is the deadline sent to the server (a shorter deadline
     /// inherited from the handler the call is made in still wins, see
-    /// <see cref="MuxServerOptions.EnableCallContextPropagation"/>).
+    /// <see cref="MuxServerOptions.EnableCallContextPropagation"/>). As CallTimeout, for a streaming
+    /// call it bounds only the wait for a connection.
     /// <see cref="System.Threading.Timeout.InfiniteTimeSpan"/> means none. Defaults to
     /// <see langword="null"/>: the client's CallTimeout (or, on a <see cref="MuxRemoteClient"/>,
     /// <see cref="MuxServerOptions.ClientCallTimeout"/>).

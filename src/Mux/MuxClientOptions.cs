@@ -21,7 +21,9 @@ public sealed class MuxClientOptions
     /// How long a call may wait for its response before it fails with <see cref="TimeoutException"/>,
     /// counted from when the call is made: waiting for a connection or a call slot, and a resend
     /// after a failure the server never ran, all spend from it. <see cref="Timeout.InfiniteTimeSpan"/>
-    /// disables the deadline (a lost connection still fails the call). Defaults to 30 seconds.
+    /// disables the deadline (a lost connection still fails the call). For a streaming call (an
+    /// <see cref="System.Collections.Generic.IAsyncEnumerable{T}"/> argument or result) it bounds
+    /// only the wait for a connection; the call's token ends the stream. Defaults to 30 seconds.
     /// </summary>
     public TimeSpan CallTimeout { get; set; } = TimeSpan.FromSeconds(30);
 

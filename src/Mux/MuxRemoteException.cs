@@ -52,6 +52,7 @@ public sealed class MuxRemoteException : Exception
 
     /// <summary>The full type name of the exception the remote handler threw (for example
     /// <c>System.InvalidOperationException</c>), or <see langword="null"/> when the failure was not an
-    /// exception in the handler.</summary>
+    /// exception in the handler, or when it was but the server does not send details
+    /// (<see cref="MuxServerOptions.EnableDetailedErrors"/> off, the default).</summary>
     public string? RemoteExceptionType { get; }
 }
