@@ -1,0 +1,85 @@
+using System.IO.Pipelines;
+using System.Net;
+using Microsoft.Extensions.Diagnostics.Metrics.Testing;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Time.Testing;
+using Mux.Tests.Infrastructure;
+
+namespace Mux.Tests.Diagnostics;
+
+/// <summary>
+/// The open-connections gauge counts a connection from its start to its close, also one whose close
+/// comes as it starts. One at a time with the other telemetry tests: the gauge is process-wide.
+/// </summary>
+[Collection(nameof(TelemetryCollection))]
+public sealed class ConnectionGaugeTests
+{
+    private static readonly TimeSpan HandshakeTimeout = TimeSpan.FromSeconds(10);
+
+    /// <summary>
+    /// The clock passes the handshake timeout between the accept (which the timeout counts from) and
+    /// the connection's start, as a slow TLS handshake would: the start counts the connection open,
+    /// then its timer's first look closes it at once and the loops never start. The close uncounts
+    /// it: the gauge must not keep it open for ever.
+    /// </summary>
+    [Fact]
+    public async Task AConnectionClosedByItsHandshakeDeadlineAsItStarts_IsNotLeftCountedOpen()
+    {
+        var clock = new FakeTimeProvider();
+        var log = new DeadlinePassesOnAccept(clock);
+        var server = new MuxServer(new MuxServerOptions
+        {
+            EndPoint = new IPEndPoint(IPAddress.Loopback, 0),
+            TimeProvider = clock,
+            HandshakeTimeout = HandshakeTimeout,
+            KeepAliveInterval = Timeout.InfiniteTimeSpan,
+            LoggerFactory = log,
+        });
+        await using (server)
+        {
+            await server.StartAsync().WaitAsync(TestHost.Patience);
+            using var gauge = new MetricCollector<int>(null, "Mux", "mux.server.active_connections");
+            int before = Read(gauge);
+
+            var toServer = new Pipe();
+            var toClient = new Pipe();
+            server.Accept(new Duplex(toServer.Reader, toClient.Writer));
+
+            // The close came inside the start, on this thread.
+            Assert.Equal(MuxCloseReason.HandshakeTimeout, Assert.Single(log.Closes));
+            Assert.Equal(before, Read(gauge));
+        }
+    }
+
+    private static int Read(MetricCollector<int> gauge)
+    {
+        gauge.RecordObservableInstruments();
+        return gauge.LastMeasurement?.Value ?? 0;
+    }
+
+    /// <summary>Moves the clock past the handshake timeout when the server logs the accept (event 3,
+    /// ConnectionAccepted, logged between the accept's timestamp and the start), and keeps the
+    /// reason of each close it logs (event 1, ConnectionClosed).</summary>
+    private sealed class DeadlinePassesOnAccept(FakeTimeProvider clock) : LogHook
+    {
+        public List<MuxCloseReason> Closes { get; } = [];
+
+        public override void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
+        {
+            if (eventId.Name == "ConnectionAccepted")
+            {
+                clock.Advance(HandshakeTimeout);
+            }
+            else if (eventId.Name == "ConnectionClosed" && state is IReadOnlyList<KeyValuePair<string, object?>> values)
+            {
+                lock (Closes)
+                {
+                    Closes.Add((MuxCloseReason)values.First(value => value.Key == "Reason").Value!);
+                }
+            }
+        }
+    }
+
+    /// <summary>A pipe pair seen from one end.</summary>
+    private sealed record Duplex(PipeReader Input, PipeWriter Output) : IDuplexPipe;
+}
