@@ -1,5 +1,7 @@
+using System.Net;
 using System.Net.Sockets;
 using Microsoft.Extensions.Time.Testing;
+using Mux.Client;
 using Mux.Protocol;
 using Mux.Tests.Infrastructure;
 
@@ -83,5 +85,80 @@ public sealed class DisposingClientRaceTests
                 await client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
             }
         }
+    }
+    /// <summary>
+    /// A balanced client disposed while an instance its resolver dropped is still closing (its
+    /// server has not answered the close) is Closed only once that connection has closed too, as a
+    /// client's own connections are: the dispose waited for the instances in the set and those still
+    /// draining, but not for one whose drain had ended and whose close had begun, so the client could
+    /// report itself closed while that connection still waited for its server (up to the close's
+    /// drain, then the socket's own close).
+    /// </summary>
+    [Fact]
+    public async Task ABalancedClientDisposedWhileADroppedInstanceCloses_IsClosedOnlyOnceThatConnectionHasClosed()
+    {
+        using TcpListener dropped = RawMuxPeer.Listen();
+        using TcpListener kept = RawMuxPeer.Listen();
+        var resolver = new SwitchingResolver(dropped.LocalEndpoint);
+        Task<MuxClient> connecting = MuxClient.ConnectAsync(new MuxClientOptions { EndPointResolver = resolver, KeepAliveInterval = Timeout.InfiniteTimeSpan });
+        RawMuxPeer first = await RawMuxPeer.AcceptAsync(dropped).WaitAsync(TestHost.Patience);
+        RawMuxPeer? second = null;
+        MuxClient? client = null;
+        try
+        {
+            await first.AnswerHelloAsync();
+            client = await connecting.WaitAsync(TestHost.Patience);
+            ClientConnection droppedConnection = client.Connection;
+            bool? droppedClosedWhenClientClosed = null;
+            client.StateChanged += (_, change) =>
+            {
+                if (change.State == MuxClientState.Closed)
+                {
+                    droppedClosedWhenClientClosed = droppedConnection.Completion.IsCompleted;
+                }
+            };
+
+            // The resolver now names only the other instance: the first, with no call pending, is
+            // closed at once, and waits for its server (which never answers) to end its side.
+            resolver.SwitchTo(kept.LocalEndpoint);
+            second = await RawMuxPeer.AcceptAsync(kept).WaitAsync(TestHost.Patience);
+            await second.AnswerHelloAsync();
+            Assert.Null(await first.ReceiveFrameAsync().WaitAsync(TestHost.Patience));
+
+            // The kept instance answers the client's close at once.
+            ValueTask dispose = client.DisposeAsync();
+            Assert.Null(await second.ReceiveFrameAsync().WaitAsync(TestHost.Patience));
+            second.Dispose();
+
+            await dispose.AsTask().WaitAsync(TestHost.Patience);
+            Assert.True(droppedConnection.Completion.IsCompleted);
+            Assert.True(droppedClosedWhenClientClosed);
+        }
+        finally
+        {
+            first.Dispose();
+            second?.Dispose();
+            if (client is not null)
+            {
+                await client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
+            }
+        }
+    }
+
+    /// <summary>Names one endpoint, until told to name another (a change it signals at once).</summary>
+    private sealed class SwitchingResolver(EndPoint endPoint) : IMuxEndPointResolver
+    {
+        private readonly TaskCompletionSource _changed = new(TaskCreationOptions.RunContinuationsAsynchronously);
+        private volatile EndPoint _endPoint = endPoint;
+
+        public void SwitchTo(EndPoint next)
+        {
+            _endPoint = next;
+            _changed.TrySetResult();
+        }
+
+        public ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken) => new([_endPoint]);
+
+        public ValueTask WaitForChangeAsync(CancellationToken cancellationToken) => new(_changed.Task.WaitAsync(cancellationToken));
     }
 }
