@@ -1,9 +1,12 @@
 using System.IO.Pipelines;
 using System.Net;
+using System.Net.Sockets;
 using Microsoft.Extensions.Diagnostics.Metrics.Testing;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Time.Testing;
+using Mux.Protocol;
 using Mux.Tests.Infrastructure;
+using Mux.Tests.Protocol;
 
 namespace Mux.Tests.Diagnostics;
 
@@ -49,6 +52,32 @@ public sealed class ConnectionGaugeTests
             Assert.Equal(MuxCloseReason.HandshakeTimeout, Assert.Single(log.Closes));
             Assert.Equal(before, Read(gauge));
         }
+    }
+
+    /// <summary>
+    /// A client's connection is counted under its server's address and port from its start: while
+    /// its handshake was under way (Hello sent, no answer yet: up to ConnectTimeout for a server that
+    /// never answers, and on every reconnect) it was counted without them, as if it had no server.
+    /// </summary>
+    [Fact]
+    public async Task AClientConnectionInItsHandshake_IsCountedUnderItsServersAddressAndPort()
+    {
+        using TcpListener listener = RawMuxPeer.Listen();
+        int port = ((IPEndPoint)listener.LocalEndpoint).Port;
+        using var gauge = new MetricCollector<int>(null, "Mux", "mux.client.active_connections");
+        Task<MuxClient> connecting = MuxClient.ConnectAsync(listener.LocalEndpoint, new MuxClientOptions { KeepAliveInterval = Timeout.InfiniteTimeSpan });
+        using RawMuxPeer server = await RawMuxPeer.AcceptAsync(listener).WaitAsync(TestHost.Patience);
+        Assert.Equal(FrameType.Hello, (await server.ExpectFrameAsync()).Type);
+
+        gauge.RecordObservableInstruments();
+        CollectedMeasurement<int> ours = Assert.Single(gauge.GetMeasurementSnapshot(), m => Equals(m.Tags.GetValueOrDefault("server.port"), port));
+        Assert.Equal(1, ours.Value);
+        Assert.Equal("127.0.0.1", ours.Tags["server.address"]);
+
+        await server.SendAsync(ProtocolTestHelpers.WriteHelloFrame(FrameType.HelloAck, new HandshakeSettings(ProtocolConstants.Version, 4 * 1024 * 1024, int.MaxValue, null)));
+        MuxClient client = await connecting.WaitAsync(TestHost.Patience);
+        server.Dispose(); // The client's close then need not wait out its drain.
+        await client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
     }
 
     private static int Read(MetricCollector<int> gauge)
