@@ -81,8 +81,10 @@ internal abstract partial class MuxConnection
         _lastReadAt = now;
         _keepAliveOn = KeepAliveInterval != Timeout.InfiniteTimeSpan;
         TimeSpan due = Earlier(_keepAliveOn ? KeepAliveInterval : Timeout.InfiniteTimeSpan, CheckDeadlines(now));
-        if (due == Timeout.InfiniteTimeSpan)
+        if (due == Timeout.InfiniteTimeSpan || IsClosed)
         {
+            // Nothing is due, or a deadline already past has closed the connection: that close found
+            // no timer to dispose, and one armed now would keep the closed connection until it fired.
             return;
         }
 

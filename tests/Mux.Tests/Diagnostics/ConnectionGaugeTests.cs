@@ -1,9 +1,11 @@
+using System.Collections.Concurrent;
 using System.IO.Pipelines;
 using System.Net;
 using System.Net.Sockets;
 using Microsoft.Extensions.Diagnostics.Metrics.Testing;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Time.Testing;
+using Mux.Connection;
 using Mux.Protocol;
 using Mux.Tests.Infrastructure;
 using Mux.Tests.Protocol;
@@ -23,19 +25,19 @@ public sealed class ConnectionGaugeTests
     /// The clock passes the handshake timeout between the accept (which the timeout counts from) and
     /// the connection's start, as a slow TLS handshake would: the start counts the connection open,
     /// then its timer's first look closes it at once and the loops never start. The close uncounts
-    /// it: the gauge must not keep it open for ever.
+    /// it: the gauge must not keep it open for ever, and no timer may keep the closed connection.
     /// </summary>
     [Fact]
-    public async Task AConnectionClosedByItsHandshakeDeadlineAsItStarts_IsNotLeftCountedOpen()
+    public async Task AConnectionClosedByItsHandshakeDeadlineAsItStarts_IsNotLeftCountedOpen_NorHeldByItsTimer()
     {
-        var clock = new FakeTimeProvider();
+        var clock = new TimerWatchingClock();
         var log = new DeadlinePassesOnAccept(clock);
         var server = new MuxServer(new MuxServerOptions
         {
             EndPoint = new IPEndPoint(IPAddress.Loopback, 0),
             TimeProvider = clock,
             HandshakeTimeout = HandshakeTimeout,
-            KeepAliveInterval = Timeout.InfiniteTimeSpan,
+            KeepAliveInterval = TimeSpan.FromSeconds(30),
             LoggerFactory = log,
         });
         await using (server)
@@ -51,6 +53,10 @@ public sealed class ConnectionGaugeTests
             // The close came inside the start, on this thread.
             Assert.Equal(MuxCloseReason.HandshakeTimeout, Assert.Single(log.Closes));
             Assert.Equal(before, Read(gauge));
+
+            // Nor does its keepalive timer outlive it: armed after that close (which found none to
+            // dispose), it held the closed connection until it fired, an interval later.
+            Assert.All(clock.ConnectionTimers, timer => Assert.True(timer.IsDisposed));
         }
     }
 
@@ -106,6 +112,46 @@ public sealed class ConnectionGaugeTests
                     Closes.Add((MuxCloseReason)values.First(value => value.Key == "Reason").Value!);
                 }
             }
+        }
+    }
+
+    /// <summary>A fake clock that keeps the timers connections create, to see whether they were disposed.</summary>
+    private sealed class TimerWatchingClock : FakeTimeProvider
+    {
+        private readonly ConcurrentQueue<WatchedTimer> _timers = new();
+
+        public IEnumerable<WatchedTimer> ConnectionTimers => _timers;
+
+        public override ITimer CreateTimer(TimerCallback callback, object? state, TimeSpan dueTime, TimeSpan period)
+        {
+            ITimer timer = base.CreateTimer(callback, state, dueTime, period);
+            if (state is not MuxConnection)
+            {
+                return timer;
+            }
+
+            var watched = new WatchedTimer(timer);
+            _timers.Enqueue(watched);
+            return watched;
+        }
+    }
+
+    private sealed class WatchedTimer(ITimer timer) : ITimer
+    {
+        public bool IsDisposed { get; private set; }
+
+        public bool Change(TimeSpan dueTime, TimeSpan period) => timer.Change(dueTime, period);
+
+        public void Dispose()
+        {
+            IsDisposed = true;
+            timer.Dispose();
+        }
+
+        public ValueTask DisposeAsync()
+        {
+            IsDisposed = true;
+            return timer.DisposeAsync();
         }
     }
 
