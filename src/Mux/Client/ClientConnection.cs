@@ -59,20 +59,21 @@ internal sealed class ClientConnection : MuxConnection
         // and TLS left of it, or a server slow at both would be given twice the timeout.
         long deadline = ClockDeadline.After(options.TimeProvider, options.ConnectTimeout);
         IMuxTransport transport = await ClientTransport.ConnectAsync(endPoint, options, logger, cancellationToken).ConfigureAwait(false);
-        ClientConnection connection = await ConnectAsync(transport, options, services, logger, endPoint.ToString() ?? "server", cancellationToken, deadline).ConfigureAwait(false);
-        connection.Outgoing.Peer = ServerPeer.From(endPoint);
-        return connection;
+        return await ConnectAsync(transport, options, services, logger, endPoint.ToString() ?? "server", cancellationToken, deadline, ServerPeer.From(endPoint)).ConfigureAwait(false);
     }
 
     /// <summary>Starts the loops, sends Hello, and waits for the server's HelloAck until
     /// <paramref name="deadline"/> (a <see cref="ClockDeadline"/> timestamp; by default ConnectTimeout
     /// from now).</summary>
-    // services: what the connection serves to calls the server starts (its MuxClient's).
-    public static async Task<ClientConnection> ConnectAsync(IMuxTransport transport, MuxClientOptions options, ServiceMethods services, ILogger logger, string name, CancellationToken cancellationToken, long? deadline = null)
+    // services: what the connection serves to calls the server starts (its MuxClient's). peer: the
+    // server's address and port, which the connection is counted and its calls measured under
+    // (null in memory and over a given transport); set before the start, which counts it open.
+    public static async Task<ClientConnection> ConnectAsync(IMuxTransport transport, MuxClientOptions options, ServiceMethods services, ILogger logger, string name, CancellationToken cancellationToken, long? deadline = null, ServerPeer? peer = null)
     {
         // Zero once the deadline has passed: the wait then times out at once.
         _ = ClockDeadline.TryGetRemaining(options.TimeProvider, deadline ?? ClockDeadline.After(options.TimeProvider, options.ConnectTimeout), out TimeSpan wait);
         var connection = new ClientConnection(transport, options, services, logger, name);
+        connection.Outgoing.Peer = peer;
         connection.StartLoops();
         try
         {

@@ -155,11 +155,13 @@ internal sealed partial class ClientRuntime
     /// none was up (<paramref name="failed"/> null), or one the server never ran on
     /// <paramref name="failed"/>, which may be sent again once more on each connection after. The
     /// next connection is the next one up when the call waits, else one already up other than
-    /// <paramref name="failed"/>, else none, and the call fails with <paramref name="notRun"/>.</summary>
+    /// <paramref name="failed"/>, else none, and the call fails with <paramref name="notRun"/>; on a
+    /// client that will have none again (see <see cref="WaitsForNext"/>: the close of a disposing
+    /// client left it unsent) it goes the way of a call that waits, whose wait fails with why.</summary>
     private async ValueTask<TResult> SendOnNextConnectionAsync<TArguments, TResult>(ClientConnection? failed, ExceptionDispatchInfo? notRun, uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        ClientConnection? connection = waits
+        ClientConnection? connection = WaitsForNext(waits)
             ? await Keeper.WaitForConnectionAsync(failed, deadline.At, deadline.OwnTimeout, forCall: true, cancellationToken).ConfigureAwait(false)
             : Keeper.Current;
         if (connection is null || connection == failed)

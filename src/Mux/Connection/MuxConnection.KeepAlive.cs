@@ -81,8 +81,10 @@ internal abstract partial class MuxConnection
         _lastReadAt = now;
         _keepAliveOn = KeepAliveInterval != Timeout.InfiniteTimeSpan;
         TimeSpan due = Earlier(_keepAliveOn ? KeepAliveInterval : Timeout.InfiniteTimeSpan, CheckDeadlines(now));
-        if (due == Timeout.InfiniteTimeSpan)
+        if (due == Timeout.InfiniteTimeSpan || IsClosed)
         {
+            // Nothing is due, or a deadline already past has closed the connection: that close found
+            // no timer to dispose, and one armed now would keep the closed connection until it fired.
             return;
         }
 
@@ -124,13 +126,21 @@ internal abstract partial class MuxConnection
         }
     }
 
-    /// <summary>Sends a Ping after KeepAliveInterval of silence and closes the connection when
-    /// nothing answers it within KeepAliveTimeout. Returns the time until the next check.</summary>
+    /// <summary>Sends a Ping after KeepAliveInterval of silence (once the handshake is done) and closes
+    /// the connection when nothing answers it within KeepAliveTimeout. Returns the time until the
+    /// next check.</summary>
     private TimeSpan CheckKeepAlive(long now)
     {
         if (!_keepAliveOn)
         {
             return Timeout.InfiniteTimeSpan;
+        }
+
+        // Ping belongs after the handshake (until then the peer takes nothing but its frames, and
+        // refuses the connection for anything else), which has its own timeout: look again later.
+        if (!IsHandshakeDone)
+        {
+            return KeepAliveInterval;
         }
 
         long lastRead = LastSignOfLife;

@@ -369,13 +369,20 @@ internal sealed partial class EndPointBalancer : ConnectionSource
 
         lock (_lock)
         {
-            if (_disposed || !_removed.Remove(endPoint))
+            if (_disposed || !_removed.Contains(endPoint))
             {
                 return;
             }
         }
 
+        // Listed among the removed until its close has completed, not only begun: a DisposeAsync
+        // meanwhile waits for it too, or the client could report itself closed while this
+        // connection still waited for its server.
         await endPoint.DisposeAsync().ConfigureAwait(false);
+        lock (_lock)
+        {
+            _removed.Remove(endPoint);
+        }
     }
 
     private void OnEndPointStateChanged(ConnectionKeeper? endPoint, MuxClientState previous, MuxClientState state, Exception? error)

@@ -1,0 +1,164 @@
+using System.Net;
+using System.Net.Sockets;
+using Microsoft.Extensions.Time.Testing;
+using Mux.Client;
+using Mux.Protocol;
+using Mux.Tests.Infrastructure;
+
+namespace Mux.Tests.Client;
+
+/// <summary>
+/// What a reconnecting client's calls meet when its dispose runs alongside them: once the client is
+/// closing for good, a call fails as closed (never as "not sent, safe to retry", which would have a
+/// caller that retries on <see cref="MuxConnectionException.IsSafeToRetry"/> retry on a client that
+/// will send nothing again), and it fails once.
+/// </summary>
+public sealed class DisposingClientRaceTests
+{
+    /// <summary>
+    /// The server allows one call at a time: a second call that does not wait for a connection
+    /// waits for the first one's slot, unsent. The dispose closes the connection, which fails that
+    /// call as never sent, safe to send again elsewhere; the client's resend then looked only at
+    /// the connection it had (closed, or none) and rethrew that "safe to retry", where every other
+    /// path of a closing client says it is closed.
+    /// </summary>
+    [Theory]
+    [InlineData(false, false)]
+    [InlineData(false, true)]
+    [InlineData(true, false)]
+    [InlineData(true, true)]
+    public async Task ACallThatDoesNotWait_LeftUnsentByTheDisposesClose_FailsAsClosed_NotSafeToRetry(bool balanced, bool withResult)
+    {
+        using TcpListener listener = RawMuxPeer.Listen();
+
+        // The clock never moves: the dispose's drain waits for this server until the test closes it.
+        var options = new MuxClientOptions { TimeProvider = new FakeTimeProvider(), KeepAliveInterval = Timeout.InfiniteTimeSpan };
+        if (balanced)
+        {
+            options.EndPoints.Add(listener.LocalEndpoint);
+        }
+        else
+        {
+            options.EndPoint = listener.LocalEndpoint;
+        }
+
+        Task<MuxClient> connecting = MuxClient.ConnectAsync(options);
+        RawMuxPeer server = await RawMuxPeer.AcceptAsync(listener).WaitAsync(TestHost.Patience);
+        MuxClient? client = null;
+        try
+        {
+            await server.AnswerHelloAsync(maxConcurrentCalls: 1);
+            client = await connecting.WaitAsync(TestHost.Patience);
+            ITestService failsFast = client.CreateProxy<ITestService>(new MuxCallOptions { WaitForConnection = false });
+
+            // The first call takes the one slot (the server never answers it); the second waits for it.
+            Task<int> first = failsFast.Add(1, 2).AsTask();
+            Assert.Equal(FrameType.Request, (await server.ExpectFrameAsync()).Type);
+            Task second = withResult ? failsFast.Add(3, 4).AsTask() : failsFast.Throw("never sent");
+            Assert.False(second.IsCompleted);
+
+            ValueTask dispose = client.DisposeAsync();
+
+            MuxConnectionException failed = await Assert.ThrowsAsync<MuxConnectionException>(() => second.WaitAsync(TestHost.Patience));
+            Assert.False(failed.IsSafeToRetry, failed.Message);
+            Assert.Equal(MuxCloseReason.LocalShutdown, failed.Reason);
+            Assert.EndsWith(" is closed.", failed.Message, StringComparison.Ordinal);
+
+            // The first call was sent: the close fails it as it fails any call in flight.
+            MuxConnectionException inFlight = await Assert.ThrowsAsync<MuxConnectionException>(() => first.WaitAsync(TestHost.Patience));
+            Assert.False(inFlight.IsSafeToRetry, inFlight.Message);
+
+            // Nothing of the second call ever reached the server.
+            while (await server.ReceiveFrameAsync().WaitAsync(TestHost.Patience) is { } frame)
+            {
+                Assert.NotEqual(FrameType.Request, frame.Type);
+            }
+
+            server.Dispose();
+            await dispose.AsTask().WaitAsync(TestHost.Patience);
+        }
+        finally
+        {
+            server.Dispose();
+            if (client is not null)
+            {
+                await client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
+            }
+        }
+    }
+    /// <summary>
+    /// A balanced client disposed while an instance its resolver dropped is still closing (its
+    /// server has not answered the close) is Closed only once that connection has closed too, as a
+    /// client's own connections are: the dispose waited for the instances in the set and those still
+    /// draining, but not for one whose drain had ended and whose close had begun, so the client could
+    /// report itself closed while that connection still waited for its server (up to the close's
+    /// drain, then the socket's own close).
+    /// </summary>
+    [Fact]
+    public async Task ABalancedClientDisposedWhileADroppedInstanceCloses_IsClosedOnlyOnceThatConnectionHasClosed()
+    {
+        using TcpListener dropped = RawMuxPeer.Listen();
+        using TcpListener kept = RawMuxPeer.Listen();
+        var resolver = new SwitchingResolver(dropped.LocalEndpoint);
+        Task<MuxClient> connecting = MuxClient.ConnectAsync(new MuxClientOptions { EndPointResolver = resolver, KeepAliveInterval = Timeout.InfiniteTimeSpan });
+        RawMuxPeer first = await RawMuxPeer.AcceptAsync(dropped).WaitAsync(TestHost.Patience);
+        RawMuxPeer? second = null;
+        MuxClient? client = null;
+        try
+        {
+            await first.AnswerHelloAsync();
+            client = await connecting.WaitAsync(TestHost.Patience);
+            ClientConnection droppedConnection = client.Connection;
+            bool? droppedClosedWhenClientClosed = null;
+            client.StateChanged += (_, change) =>
+            {
+                if (change.State == MuxClientState.Closed)
+                {
+                    droppedClosedWhenClientClosed = droppedConnection.Completion.IsCompleted;
+                }
+            };
+
+            // The resolver now names only the other instance: the first, with no call pending, is
+            // closed at once, and waits for its server (which never answers) to end its side.
+            resolver.SwitchTo(kept.LocalEndpoint);
+            second = await RawMuxPeer.AcceptAsync(kept).WaitAsync(TestHost.Patience);
+            await second.AnswerHelloAsync();
+            Assert.Null(await first.ReceiveFrameAsync().WaitAsync(TestHost.Patience));
+
+            // The kept instance answers the client's close at once.
+            ValueTask dispose = client.DisposeAsync();
+            Assert.Null(await second.ReceiveFrameAsync().WaitAsync(TestHost.Patience));
+            second.Dispose();
+
+            await dispose.AsTask().WaitAsync(TestHost.Patience);
+            Assert.True(droppedConnection.Completion.IsCompleted);
+            Assert.True(droppedClosedWhenClientClosed);
+        }
+        finally
+        {
+            first.Dispose();
+            second?.Dispose();
+            if (client is not null)
+            {
+                await client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
+            }
+        }
+    }
+
+    /// <summary>Names one endpoint, until told to name another (a change it signals at once).</summary>
+    private sealed class SwitchingResolver(EndPoint endPoint) : IMuxEndPointResolver
+    {
+        private readonly TaskCompletionSource _changed = new(TaskCreationOptions.RunContinuationsAsynchronously);
+        private volatile EndPoint _endPoint = endPoint;
+
+        public void SwitchTo(EndPoint next)
+        {
+            _endPoint = next;
+            _changed.TrySetResult();
+        }
+
+        public ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken) => new([_endPoint]);
+
+        public ValueTask WaitForChangeAsync(CancellationToken cancellationToken) => new(_changed.Task.WaitAsync(cancellationToken));
+    }
+}
