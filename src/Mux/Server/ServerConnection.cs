@@ -185,8 +185,10 @@ internal sealed class ServerConnection : MuxConnection
     private void Refuse(MuxStatusCode status, string reason, Exception error)
     {
         ServerLog.HandshakeRefused(Logger, Name, $"{status}: {reason}");
-        var body = new ErrorBody(status, reason, null);
-        TrySendFrame(FrameType.Error, 0, ref body);
+
+        // Cut if it is too long for the 4096 bytes the client takes before the handshake (a long
+        // message of Authenticate's): it must still learn the status, and the connection close.
+        TrySendError(FrameType.Error, 0, status, reason, null, FrameFlags.None);
         Close(MuxCloseReason.ProtocolError, error);
     }
 
