@@ -1,5 +1,7 @@
 using System.Buffers.Binary;
+using System.Runtime.InteropServices;
 using System.Security.Claims;
+using System.Security.Cryptography;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
 using Mux.Protocol;
@@ -93,7 +95,7 @@ internal sealed class ServerConnection : MuxConnection
             return;
         }
 
-        if (_options.AuthToken is not null && !string.Equals(_options.AuthToken, client.AuthToken, StringComparison.Ordinal))
+        if (_options.AuthToken is { } token && !IsToken(token, client.AuthToken))
         {
             RefuseHandshake("The handshake did not carry the auth token this server requires (MuxClientOptions.AuthToken).");
             return;
@@ -113,6 +115,12 @@ internal sealed class ServerConnection : MuxConnection
         _authenticating = true;
         _ = AuthenticateAsync(info, client);
     }
+
+    /// <summary>Whether the client sent the server's token, in a time that does not depend on where
+    /// a wrong one differs: an ordinal compare answers sooner the earlier a guess goes wrong, which a
+    /// client can time to find the token a character at a time.</summary>
+    private static bool IsToken(string token, string? sent) =>
+        sent is not null && CryptographicOperations.FixedTimeEquals(MemoryMarshal.AsBytes(token.AsSpan()), MemoryMarshal.AsBytes(sent.AsSpan()));
 
     /// <summary>Answers the client's Hello with this server's settings: from here on the
     /// connection serves calls. On the reader loop, or after Authenticate, off it.</summary>
