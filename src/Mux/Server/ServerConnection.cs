@@ -126,6 +126,7 @@ internal sealed class ServerConnection : MuxConnection
     /// connection serves calls. On the reader loop, or after Authenticate, off it.</summary>
     private void AcceptHandshake(in HandshakeSettings client)
     {
+        Incoming.RestartIdle(); // Before the handshake is done, which the idle check reads first.
         CompleteHandshake(client, readsTraceContext: false, client.ServerCallStreams); // A server's calls carry no headers.
         var settings = new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow, MaxMessageSize = _options.MaxMessageSize, MaxMetadataSize = MaxMetadataSize };
         TrySendFrame(FrameType.HelloAck, 0, ref settings); // Closed meanwhile: the client's connect fails with the close.
@@ -216,7 +217,8 @@ internal sealed class ServerConnection : MuxConnection
     }
 
     /// <summary>The idle close (<see cref="MuxServerOptions.IdleTimeout"/>): a connection that has
-    /// held no call for that long is told GoAway and drained.</summary>
+    /// held no call for that long since its handshake is told GoAway and drained. The handshake is
+    /// the handshake timeout's: a slow Authenticate must not be closed as idle.</summary>
     private TimeSpan CheckIdle(long now)
     {
         if (!Incoming.TracksIdle || Incoming.IsGoingAway)
@@ -224,9 +226,10 @@ internal sealed class ServerConnection : MuxConnection
             return Timeout.InfiniteTimeSpan;
         }
 
-        if (Incoming.Count > 0)
+        if (Incoming.Count > 0 || !IsHandshakeDone)
         {
-            return _options.IdleTimeout; // Busy: the last call to finish stamps the moment it becomes idle.
+            // Busy, or not serving yet: the last call to finish, or the handshake, stamps the moment it becomes idle.
+            return _options.IdleTimeout;
         }
 
         TimeSpan idle = TimeProvider.GetElapsedTime(Incoming.IdleSince, now);
