@@ -169,7 +169,9 @@ public sealed class MuxServerOptions
     /// How long a connection may hold no calls before the server closes it gracefully: it sends
     /// GoAway (the client opens a new connection for its next call) and closes once the client has
     /// finished, as <see cref="MuxCloseReason.IdleTimeout"/>; a client that does not finish within
-    /// <see cref="ShutdownTimeout"/> is closed then. A connection with a call running is never idle.
+    /// <see cref="ShutdownTimeout"/> is closed then. A connection with a call running is never idle,
+    /// nor one still in its handshake (<see cref="HandshakeTimeout"/> bounds that): the idle period
+    /// starts when the handshake completes.
     /// Off by default: a Mux client reconnects at once when its connection closes, so closing idle
     /// ones would only churn connections; keepalive already removes dead ones. Turn it on to shed
     /// clients that connect and then hold connections they do not use. Defaults to

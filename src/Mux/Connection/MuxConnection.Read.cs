@@ -129,6 +129,21 @@ internal abstract partial class MuxConnection
     private Frame RequireOwnCall(in Frame frame) => !IsPeersCall(frame) ? frame : throw new MuxProtocolException(
         $"The {PeerName} sent a {frame.Type} frame {(IsServer ? "without" : "with")} ServerInitiated (0x08): it answers a call this {SideName} started, and those carry it {(IsServer ? "always" : "never")}.");
 
+    /// <summary>The largest frame the reader takes before the handshake has completed: the protocol's
+    /// minimum, which a Hello always fits (docs/protocol.md, *Handshake*), so that a peer nobody has
+    /// authenticated yet cannot make this side buffer a frame of MaxFrameSize until the handshake
+    /// times out. Throws, saying so, for a frame that announces more.</summary>
+    private int HandshakeFrameLimit(in ReadOnlySequence<byte> buffer)
+    {
+        uint length = buffer.Length >= ProtocolConstants.LengthPrefixSize ? FrameReader.ReadUInt32(buffer) : 0;
+        if (length > ProtocolConstants.MinimumMaxFrameSize)
+        {
+            throw new MuxProtocolException($"The {PeerName} announced a frame of {length} bytes before the handshake; until the handshake completes, a frame is at most {ProtocolConstants.MinimumMaxFrameSize} bytes (a Hello always fits).");
+        }
+
+        return ProtocolConstants.MinimumMaxFrameSize;
+    }
+
     private async Task ReadLoopAsync()
     {
         MuxCloseReason reason = MuxCloseReason.RemoteClosed;
@@ -168,7 +183,7 @@ internal abstract partial class MuxConnection
                 long framesBefore = _framesReceived;
                 try
                 {
-                    while (!IsClosed && FrameReader.TryRead(ref buffer, MaxFrameSize, out Frame frame))
+                    while (!IsClosed && FrameReader.TryRead(ref buffer, IsHandshakeDone ? MaxFrameSize : HandshakeFrameLimit(buffer), out Frame frame))
                     {
                         _framesReceived++;
                         ValueTask handled = NeedsReassembly(frame) ? OnFragmentAsync(frame) : OnFrameAsync(frame);

@@ -1,5 +1,7 @@
 using System.Buffers.Binary;
+using System.Runtime.InteropServices;
 using System.Security.Claims;
+using System.Security.Cryptography;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
 using Mux.Protocol;
@@ -93,7 +95,7 @@ internal sealed class ServerConnection : MuxConnection
             return;
         }
 
-        if (_options.AuthToken is not null && !string.Equals(_options.AuthToken, client.AuthToken, StringComparison.Ordinal))
+        if (_options.AuthToken is { } token && !IsToken(token, client.AuthToken))
         {
             RefuseHandshake("The handshake did not carry the auth token this server requires (MuxClientOptions.AuthToken).");
             return;
@@ -114,10 +116,17 @@ internal sealed class ServerConnection : MuxConnection
         _ = AuthenticateAsync(info, client);
     }
 
+    /// <summary>Whether the client sent the server's token, in a time that does not depend on where
+    /// a wrong one differs: an ordinal compare answers sooner the earlier a guess goes wrong, which a
+    /// client can time to find the token a character at a time.</summary>
+    private static bool IsToken(string token, string? sent) =>
+        sent is not null && CryptographicOperations.FixedTimeEquals(MemoryMarshal.AsBytes(token.AsSpan()), MemoryMarshal.AsBytes(sent.AsSpan()));
+
     /// <summary>Answers the client's Hello with this server's settings: from here on the
     /// connection serves calls. On the reader loop, or after Authenticate, off it.</summary>
     private void AcceptHandshake(in HandshakeSettings client)
     {
+        Incoming.RestartIdle(); // Before the handshake is done, which the idle check reads first.
         CompleteHandshake(client, readsTraceContext: false, client.ServerCallStreams); // A server's calls carry no headers.
         var settings = new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow, MaxMessageSize = _options.MaxMessageSize, MaxMetadataSize = MaxMetadataSize };
         TrySendFrame(FrameType.HelloAck, 0, ref settings); // Closed meanwhile: the client's connect fails with the close.
@@ -185,8 +194,10 @@ internal sealed class ServerConnection : MuxConnection
     private void Refuse(MuxStatusCode status, string reason, Exception error)
     {
         ServerLog.HandshakeRefused(Logger, Name, $"{status}: {reason}");
-        var body = new ErrorBody(status, reason, null);
-        TrySendFrame(FrameType.Error, 0, ref body);
+
+        // Cut if it is too long for the 4096 bytes the client takes before the handshake (a long
+        // message of Authenticate's): it must still learn the status, and the connection close.
+        TrySendError(FrameType.Error, 0, status, reason, null, FrameFlags.None);
         Close(MuxCloseReason.ProtocolError, error);
     }
 
@@ -206,7 +217,8 @@ internal sealed class ServerConnection : MuxConnection
     }
 
     /// <summary>The idle close (<see cref="MuxServerOptions.IdleTimeout"/>): a connection that has
-    /// held no call for that long is told GoAway and drained.</summary>
+    /// held no call for that long since its handshake is told GoAway and drained. The handshake is
+    /// the handshake timeout's: a slow Authenticate must not be closed as idle.</summary>
     private TimeSpan CheckIdle(long now)
     {
         if (!Incoming.TracksIdle || Incoming.IsGoingAway)
@@ -214,9 +226,10 @@ internal sealed class ServerConnection : MuxConnection
             return Timeout.InfiniteTimeSpan;
         }
 
-        if (Incoming.Count > 0)
+        if (Incoming.Count > 0 || !IsHandshakeDone)
         {
-            return _options.IdleTimeout; // Busy: the last call to finish stamps the moment it becomes idle.
+            // Busy, or not serving yet: the last call to finish, or the handshake, stamps the moment it becomes idle.
+            return _options.IdleTimeout;
         }
 
         TimeSpan idle = TimeProvider.GetElapsedTime(Incoming.IdleSince, now);

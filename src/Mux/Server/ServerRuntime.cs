@@ -26,8 +26,9 @@ internal sealed class ServerRuntime
     // Open connections. Added by the accept loop, removed when each one closes.
     private readonly ConcurrentDictionary<ServerConnection, byte> _connections = new();
 
-    // Set by StartAsync under _gate (with _acceptLoop) unless a stop came first; taken by StopAsync
-    // under _gate, so that one of the two closes the listener whichever comes first.
+    // Set by StartAsync under _gate (with _acceptLoop) unless a stop came first; taken (set to null)
+    // under _gate by StopAsync, or by the accept loop when it gives up, so that exactly one of them
+    // closes the listener whichever comes first.
     private Socket? _listener;
     private readonly Lock _gate = new();
 
@@ -190,6 +191,14 @@ internal sealed class ServerRuntime
                 if (!IsTransient(ex))
                 {
                     ServerLog.AcceptFailed(_logger, LocalEndPoint?.ToString() ?? "?", ex);
+
+                    // Nothing takes connections off it any more: closed, it refuses a client's
+                    // connect at once, where its backlog would leave the client waiting for a HelloAck.
+                    if (TakeListener() is { } broken)
+                    {
+                        CloseListener(broken);
+                    }
+
                     return;
                 }
 
@@ -425,11 +434,10 @@ internal sealed class ServerRuntime
     private async Task StopOnceAsync()
     {
         // _state is already 2: a start that has not published its listener yet closes it itself.
-        Socket? listener;
+        Socket? listener = TakeListener();
         Task? acceptLoop;
         lock (_gate)
         {
-            listener = _listener;
             acceptLoop = _acceptLoop;
         }
 
@@ -478,6 +486,18 @@ internal sealed class ServerRuntime
         }
 
         ServerLog.ServerStopped(_logger, open);
+    }
+
+    /// <summary>The listening socket, taken from the server (null when another took it, or there is
+    /// none): whoever takes it closes it.</summary>
+    private Socket? TakeListener()
+    {
+        lock (_gate)
+        {
+            Socket? listener = _listener;
+            _listener = null;
+            return listener;
+        }
     }
 
     /// <summary>Closes the listening socket, and removes the file of a Unix domain socket the bind

@@ -69,4 +69,19 @@ public sealed class AcceptErrorTests
         Assert.Contains(log.Entries, entry => entry.EventId.Name == "AcceptFailed" && entry.Level == LogLevel.Error);
         Assert.DoesNotContain(log.Entries, entry => entry.EventId.Name == "AcceptRetrying");
     }
+
+    /// <summary>A server that no longer accepts closes its listener: a client's connect is refused
+    /// at once, rather than taken into the backlog to wait for a HelloAck until its ConnectTimeout.</summary>
+    [Fact]
+    public async Task AnAcceptErrorThatDoesNotPass_ClosesTheListener_SoThatConnectsAreRefused()
+    {
+        await using var server = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0) });
+        server.AcceptSocket = _ => ValueTask.FromException<Socket>(new SocketException((int)SocketError.InvalidArgument));
+        await server.StartAsync();
+        await Hosts.WaitUntilAsync(() => !server.IsListening, "the accept loop ends");
+
+        using var socket = new Socket(AddressFamily.InterNetwork, SocketType.Stream, ProtocolType.Tcp);
+        SocketException refused = await Assert.ThrowsAsync<SocketException>(() => socket.ConnectAsync(server.LocalEndPoint!).WaitAsync(TestHost.Patience));
+        Assert.Equal(SocketError.ConnectionRefused, refused.SocketErrorCode);
+    }
 }

@@ -36,6 +36,7 @@ internal sealed partial class IncomingCall
             return ValueTask.CompletedTask;
         }
 
+        SkipUnopenedStream();
         return AwaitResultAsync(result);
     }
 
@@ -49,6 +50,7 @@ internal sealed partial class IncomingCall
             return ValueTask.CompletedTask;
         }
 
+        SkipUnopenedStream();
         return AwaitVoidAsync(result);
     }
 

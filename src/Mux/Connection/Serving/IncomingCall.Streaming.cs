@@ -19,14 +19,21 @@ internal sealed partial class IncomingCall
     // (StreamCredit) or the handler (ReturnStreamAsync), whichever comes first (CompareExchange).
     private StreamSendWindow? _outbound;
 
-    // 1 once the call has finished: frames for its streams that still arrive are dropped. Set by
-    // Finish; reset by Start (reader loop, before the object is reused).
+    // 1 once the call has finished, or its handler has shown that it takes no stream from the client
+    // (SkipUnopenedStream): items for it that still arrive are dropped. Reset by Start (reader
+    // loop, before the object is reused).
     private int _streamsClosed;
+
+    // Whether the handler opened the client's stream (ReadStream). Handler only; reset by Start.
+    private bool _readsStream;
 
     /// <summary>The caller's stream for a handler's IAsyncEnumerable parameter (see
     /// <see cref="MuxServerCall.ReadStream{T}"/>).</summary>
-    public IAsyncEnumerable<T> ReadStream<T>() =>
-        ReadStreamAsync<T>(GetOrCreateInbound() ?? throw new InvalidOperationException($"{MethodName} has finished: its stream can no longer be read."), default);
+    public IAsyncEnumerable<T> ReadStream<T>()
+    {
+        _readsStream = true;
+        return ReadStreamAsync<T>(GetOrCreateInbound() ?? throw new InvalidOperationException($"{MethodName} has finished, or its handler returned before it opened the caller's stream: the stream can no longer be read."), default);
+    }
 
     /// <summary>Streams a handler's result to the caller, then ends the call (see
     /// <see cref="MuxServerCall.ReturnStreamAsync{T}"/>).</summary>
@@ -36,6 +43,8 @@ internal sealed partial class IncomingCall
         {
             throw new InvalidOperationException($"{MethodName} returned a null IAsyncEnumerable; a streaming service method must return a stream.");
         }
+
+        SkipUnopenedStream();
 
         // On a lost connection the producer cancels this call before it disposes the enumerator.
         await StreamProducer.SendAsync(Connection, items, GetOrCreateOutbound()!, CancellationToken, servedCall: this).ConfigureAwait(false);
@@ -135,6 +144,31 @@ internal sealed partial class IncomingCall
         _inbound = null;
         _outbound = null;
         _streamsClosed = 0;
+        _readsStream = false;
+    }
+
+    /// <summary>
+    /// The handler has handed back its result still pending (ReturnAsync), or its stream
+    /// (ReturnStreamAsync): a generated handler opens the caller's stream before it calls the
+    /// method, so one that has not by now takes no stream, and items the client sends for it are
+    /// dropped as they arrive, as for a call that has finished, rather than buffered (a window of
+    /// them, each up to MaxFrameSize) until the call ends. Handler thread, once per call.
+    /// </summary>
+    private void SkipUnopenedStream()
+    {
+        if (_readsStream)
+        {
+            return;
+        }
+
+        // No fence on every asynchronous call: an item the reader loop takes in the same instant may
+        // miss the store, as the load below may miss its stream; that stream is then dropped when the
+        // call finishes, as before.
+        Volatile.Write(ref _streamsClosed, 1);
+        if (Volatile.Read(ref _inbound) is not null)
+        {
+            CloseStreams(); // Items came before the handler: nobody will read them.
+        }
     }
 
     /// <summary>The call finished: the client's stream, if any, holds nothing anyone will read.</summary>

@@ -108,6 +108,16 @@ internal sealed partial class IncomingCalls
     /// <summary>When the last running call finished, as a TimeProvider timestamp (see TracksIdle).</summary>
     public long IdleSince => Volatile.Read(ref _idleSince);
 
+    /// <summary>Starts the idle period now: the handshake has completed, and the connection serves
+    /// calls from here on (see TracksIdle).</summary>
+    public void RestartIdle()
+    {
+        if (TracksIdle)
+        {
+            Volatile.Write(ref _idleSince, _connection.TimeProvider.GetTimestamp());
+        }
+    }
+
     /// <summary>Completes once GoAway was sent, no call runs and the peer has ended its stream (or
     /// the connection closed).</summary>
     public Task Drained => _drained.Task;
