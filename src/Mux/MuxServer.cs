@@ -101,7 +101,7 @@ public sealed class MuxServer : IAsyncDisposable
     /// server does not start again), also by a stop that came while this start was binding: nothing
     /// listens then.</exception>
     /// <exception cref="SocketException">The endpoint cannot be bound (for example, the port is in use).</exception>
-    public Task StartAsync(CancellationToken cancellationToken = default) => _runtime.StartAsync(cancellationToken);
+    public Task StartAsync(CancellationToken cancellationToken = default) => _runtime.StartAsync();
 
     /// <summary>Connects a client over in-memory pipes (tests and benchmarks); starts the server
     /// without a listener if it has not started.</summary>

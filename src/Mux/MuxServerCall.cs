@@ -84,9 +84,14 @@ public sealed class MuxServerCall
     /// <summary>The caller's stream for a handler's <see cref="IAsyncEnumerable{T}"/> parameter:
     /// its items in order, read with this side's serializer options. It ends when the caller's
     /// stream ends, throws <see cref="MuxRemoteException"/> when the caller's producer failed, and
-    /// <see cref="OperationCanceledException"/> when the call is cancelled or its connection lost.</summary>
+    /// <see cref="OperationCanceledException"/> when the call is cancelled or its connection lost.
+    /// Call it before the service method (as generated dispatchers do): a handler that hands
+    /// <c>ReturnAsync</c> a pending result, or <c>ReturnStreamAsync</c> its stream, without having
+    /// opened the caller's stream takes none, and the items the caller sends are dropped.</summary>
     /// <typeparam name="T">The item type.</typeparam>
     /// <returns>The caller's stream.</returns>
+    /// <exception cref="InvalidOperationException">The call has finished, or its handler returned
+    /// before it opened the caller's stream.</exception>
     [EditorBrowsable(EditorBrowsableState.Never)] // Generated dispatchers call it.
     public IAsyncEnumerable<T> ReadStream<T>() => _call.ReadStream<T>();
 

@@ -98,7 +98,7 @@ internal sealed class ServerRuntime
         _methods.Add(bind, static (existing, added) => $"{existing.Name} and {added.Name} have the same method id 0x{added.Id:x8}; a server cannot serve both. Rename one of them.");
     }
 
-    public Task StartAsync(CancellationToken cancellationToken = default)
+    public Task StartAsync()
     {
         Begin(requireEndPoint: true);
         EndPoint endPoint = _options.EndPoint!;
