@@ -70,7 +70,9 @@ public sealed class MuxServerOptions
 
     /// <summary>How long <see cref="MuxServer.DisposeAsync"/> lets calls in flight finish before it
     /// cancels them and closes their connections (<see cref="MuxServer.StopAsync"/> takes a token
-    /// instead). Defaults to 30 seconds.</summary>
+    /// instead, and under Mux.Hosting the host's stop passes its own, bounded by the host's
+    /// <c>HostOptions.ShutdownTimeout</c>); also how long an idle connection's graceful close
+    /// waits for its client (<see cref="IdleTimeout"/>). Defaults to 30 seconds.</summary>
     public TimeSpan ShutdownTimeout { get; set; } = TimeSpan.FromSeconds(30);
 
     /// <summary>The listen backlog of the accepting socket. Defaults to 512.</summary>
