@@ -38,7 +38,7 @@ internal sealed partial class ClientRuntime
 
     /// <summary>What the interceptors of one call see, starting from the bound proxy's settings.</summary>
     private MuxClientCall NewCall(uint methodId, CallSettings? settings, CancellationToken cancellationToken) =>
-        new(MuxServiceRegistry.GetMethodDisplayName(methodId), new CallMetadata(settings?.Metadata ?? []), settings?.Timeout ?? _callTimeoutSpan, cancellationToken);
+        new(MuxServiceRegistry.GetMethodDisplayName(methodId), settings?.Metadata ?? [], settings?.Timeout ?? _callTimeoutSpan, cancellationToken);
 
     /// <summary>
     /// A streaming call through the interceptors, run once around the whole call: the last
@@ -308,7 +308,7 @@ internal sealed partial class ClientRuntime
         public InvalidOperationException NotInvoked() => NotInvoked(Call.MethodName, "A client interceptor stops a call by throwing.");
 
         /// <summary>The metadata section to send: encoded again only when an interceptor changed it.</summary>
-        protected byte[]? Metadata => Call.CallMetadata.IsModified ? Call.CallMetadata.Encode() : Settings?.EncodedMetadata;
+        protected byte[]? Metadata => Call.IsMetadataModified ? Call.CallMetadata.Encode() : Settings?.EncodedMetadata;
 
         /// <summary>The call's timeout as the interceptors left it, in the clock's units.</summary>
         protected long Timeout => ClockDeadline.ToTimestampSpan(Runtime._clock, Call.Timeout);
