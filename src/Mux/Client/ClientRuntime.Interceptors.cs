@@ -118,9 +118,11 @@ internal sealed partial class ClientRuntime
         // The task of the last next(), completed with the call; reset never, as a chain is one call's.
         private ManualResetValueTaskSourceCore<bool> _sent;
 
-        // The call's completion, while it runs; null when it completed at once. An interceptor that
-        // returns without awaiting next() leaves it running: the caller waits for it here.
-        private Task? _running;
+        // The call's completion, while it runs; default when it completed at once. An interceptor
+        // that returns without awaiting next() leaves it running: the caller waits for it here.
+        // Awaited exactly once (by RunAsync, whatever the interceptors did with next()), so its
+        // state machine, from a pool, goes back to it.
+        private ValueTask _running;
 
         // Whether an interceptor took the call's outcome from the task of next(): a failure it did
         // not rethrow was caught, where one nobody took is still the caller's.
@@ -138,12 +140,10 @@ internal sealed partial class ClientRuntime
                 Close(); // See InterceptorChain.Close: a next() kept past here is refused.
             }
 
-            if (_running is { } running && _sent.GetStatus(_sent.Version) == ValueTaskSourceStatus.Pending)
-            {
-                // An interceptor returned without awaiting next(): the call is still the caller's, so
-                // its outcome is theirs too, whenever it comes, and nothing of it outlives their await.
-                await running.ConfigureAwait(false);
-            }
+            // An interceptor that returned without awaiting next() left the call running: it is
+            // still the caller's, so its outcome is theirs too, whenever it comes, and nothing of it
+            // outlives their await. Awaited when complete too: see _running.
+            await _running.ConfigureAwait(false);
 
             if (!_hasResult)
             {
@@ -191,7 +191,8 @@ internal sealed partial class ClientRuntime
             return new ValueTask(this, _sent.Version);
         }
 
-        private async Task AwaitAsync(ValueTask<TResult> sent)
+        [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+        private async ValueTask AwaitAsync(ValueTask<TResult> sent)
         {
             try
             {
