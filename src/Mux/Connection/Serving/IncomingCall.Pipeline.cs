@@ -30,6 +30,11 @@ internal sealed partial class IncomingCall : IValueTaskSource
     private bool _deferResult;
     private DeferredResult? _deferredResult;
 
+    // The holder DeferResult used last, kept with this pooled call for its next call of the same
+    // result type: it holds a value only between the handler's answer and Send, both within one
+    // call, and nothing outside this object ever sees it.
+    private DeferredResult? _deferredHolder;
+
     // The handler, when it did not complete at once under interceptors (RunHandlerAsync, which
     // completes once it has handed the handler's outcome to the task of next()): the call must not
     // end (and this object be reused for another call) before, even if an interceptor returned
@@ -93,11 +98,13 @@ internal sealed partial class IncomingCall : IValueTaskSource
         var chain = new ServerInterceptorChain(this, interceptors);
         DeferredResult? answer;
         bool taken;
+        bool returned = false;
         _deferResult = true;
         _handlerOutcomeTaken = false;
         try
         {
             await chain.InvokeAsync().ConfigureAwait(false);
+            returned = true;
         }
         finally
         {
@@ -117,6 +124,10 @@ internal sealed partial class IncomingCall : IValueTaskSource
             answer = _deferredResult;
             _deferredResult = null;
             _deferResult = false;
+            if (!returned)
+            {
+                answer?.Drop(); // An interceptor threw after the handler answered: the call fails with that.
+            }
         }
 
         if (answer is null)
@@ -190,17 +201,36 @@ internal sealed partial class IncomingCall : IValueTaskSource
     }
 
     /// <summary>Keeps the handler's result until the interceptors have returned.</summary>
-    private void DeferResult<T>(T value) => _deferredResult = new DeferredResult<T>(value);
+    private void DeferResult<T>(T value)
+    {
+        var holder = _deferredHolder as DeferredResult<T> ?? new DeferredResult<T>();
+        holder.Value = value;
+        _deferredHolder = holder;
+        _deferredResult = holder;
+    }
 
     /// <summary>A handler's result held while interceptors run.</summary>
     private abstract class DeferredResult
     {
         public abstract void Send(IncomingCall call);
+
+        /// <summary>Lets go of the result, sent or not: the holder outlives the call, with its
+        /// pooled call (see _deferredHolder).</summary>
+        public abstract void Drop();
     }
 
-    private sealed class DeferredResult<T>(T value) : DeferredResult
+    private sealed class DeferredResult<T> : DeferredResult
     {
-        public override void Send(IncomingCall call) => call.SendResultNow(value);
+        public T Value { get; set; } = default!;
+
+        public override void Send(IncomingCall call)
+        {
+            T value = Value;
+            Drop();
+            call.SendResultNow(value);
+        }
+
+        public override void Drop() => Value = default!;
     }
 
     /// <summary>The server interceptors of one call; the last next() runs the handler.</summary>
