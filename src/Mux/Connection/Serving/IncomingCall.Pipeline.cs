@@ -38,8 +38,9 @@ internal sealed partial class IncomingCall : IValueTaskSource
     // The handler, when it did not complete at once under interceptors (RunHandlerAsync, which
     // completes once it has handed the handler's outcome to the task of next()): the call must not
     // end (and this object be reused for another call) before, even if an interceptor returned
-    // without awaiting next(). Set by the chain's last next(); reset by Start.
-    private Task? _runningHandler;
+    // without awaiting next(). Awaited exactly once, by InvokeInterceptorsAsync, so that its state
+    // machine, from a pool, goes back to it. Set by the chain's last next(); reset by Start.
+    private ValueTask _runningHandler;
 
     // The task of the chain's last next(), whose source this object is: completed with the
     // handler's outcome, so that the call can tell a failure an interceptor took from the task of
@@ -62,7 +63,7 @@ internal sealed partial class IncomingCall : IValueTaskSource
         _argumentsStart = 0;
         _deferResult = false;
         _deferredResult = null;
-        _runningHandler = null;
+        _runningHandler = default;
     }
 
     /// <summary>Reads the metadata section at the start of the request's bytes, once, on the
@@ -113,13 +114,10 @@ internal sealed partial class IncomingCall : IValueTaskSource
             // As the interceptors returned: one that takes the outcome later, from a task of next()
             // it kept, no longer decides how the call ends.
             taken = Volatile.Read(ref _handlerOutcomeTaken);
-            if (_runningHandler is { IsCompleted: false } handler)
-            {
-                // The handler still holds this call: it runs on (an interceptor returned without
-                // awaiting next()), or is still handing its outcome to the interceptor that awaited
-                // it. Its answer (or failure) is the call's either way, and waited for here.
-                await handler.ConfigureAwait(false); // Never faults: the failure is the task of next()'s.
-            }
+            // The handler may still hold this call: it runs on (an interceptor returned without
+            // awaiting next()), or is still handing its outcome to the interceptor that awaited it.
+            // Its answer (or failure) is the call's either way, and waited for here.
+            await _runningHandler.ConfigureAwait(false); // Never faults: the failure is the task of next()'s.
 
             answer = _deferredResult;
             _deferredResult = null;
@@ -161,8 +159,7 @@ internal sealed partial class IncomingCall : IValueTaskSource
     {
         _handlerOutcome.Reset();
 
-        // A Task (allocated only for a handler that has to wait) the call can wait for, if the
-        // interceptor did not.
+        // What the call waits for, if the interceptor did not.
         _runningHandler = RunHandlerAsync(handler);
         return new ValueTask(this, _handlerOutcome.Version);
     }
@@ -170,7 +167,8 @@ internal sealed partial class IncomingCall : IValueTaskSource
     /// <summary>Hands the handler's outcome to the task of next(), whose awaiting interceptor may
     /// go on at once, inside this. The call waits for this task to complete, so this object serves
     /// no other call before it has returned.</summary>
-    private async Task RunHandlerAsync(ValueTask handler)
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private async ValueTask RunHandlerAsync(ValueTask handler)
     {
         try
         {
