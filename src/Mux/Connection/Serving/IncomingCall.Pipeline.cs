@@ -52,6 +52,12 @@ internal sealed partial class IncomingCall : IValueTaskSource
     // Set on the interceptor's thread of the moment; reset by InvokeInterceptorsAsync.
     private bool _handlerOutcomeTaken;
 
+    // Whether the task of next() is over: the interceptors returned and the call holds the
+    // handler's outcome, for its caller. A task of next() kept and awaited from then on is refused
+    // (CheckNotLate), whether or not this object serves another call by then. Set by
+    // InvokeInterceptorsAsync; reset by TrackHandler.
+    private volatile bool _handlerOutcomeOver;
+
     /// <summary>The call's metadata (MuxCallContext.Metadata); empty when it carried none.</summary>
     public IReadOnlyDictionary<string, string> Metadata => _metadata ?? s_noMetadata;
 
@@ -118,6 +124,7 @@ internal sealed partial class IncomingCall : IValueTaskSource
             // awaiting next()), or is still handing its outcome to the interceptor that awaited it.
             // Its answer (or failure) is the call's either way, and waited for here.
             await _runningHandler.ConfigureAwait(false); // Never faults: the failure is the task of next()'s.
+            _handlerOutcomeOver = true;
 
             answer = _deferredResult;
             _deferredResult = null;
@@ -158,6 +165,7 @@ internal sealed partial class IncomingCall : IValueTaskSource
     private ValueTask TrackHandler(ValueTask handler)
     {
         _handlerOutcome.Reset();
+        _handlerOutcomeOver = false;
 
         // What the call waits for, if the interceptor did not.
         _runningHandler = RunHandlerAsync(handler);
@@ -183,20 +191,24 @@ internal sealed partial class IncomingCall : IValueTaskSource
         _handlerOutcome.SetResult(true);
     }
 
-    ValueTaskSourceStatus IValueTaskSource.GetStatus(short token) => _handlerOutcome.GetStatus(token);
+    ValueTaskSourceStatus IValueTaskSource.GetStatus(short token) => _handlerOutcome.GetStatus(CheckNotLate(token));
 
     void IValueTaskSource.OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags) =>
-        _handlerOutcome.OnCompleted(continuation, state, token, flags);
+        _handlerOutcome.OnCompleted(continuation, state, CheckNotLate(token), flags);
 
     void IValueTaskSource.GetResult(short token)
     {
-        if (token == _handlerOutcome.Version)
-        {
-            Volatile.Write(ref _handlerOutcomeTaken, true);
-        }
-
+        CheckNotLate(token);
+        Volatile.Write(ref _handlerOutcomeTaken, true); // Before GetResult, which throws a failure.
         _handlerOutcome.GetResult(token);
     }
+
+    /// <summary>Refuses a task of next() awaited after its call has ended: its outcome was this
+    /// call's to send, and this object may serve another call by now.</summary>
+    private short CheckNotLate(short token) =>
+        _handlerOutcomeOver || token != _handlerOutcome.Version
+            ? throw new InvalidOperationException("The task of a server interceptor's next() was awaited after its call had ended (its interceptors had returned, and the handler's answer or failure was the call's to send). Like any ValueTask it can be awaited once, while its call runs: await next() before the interceptor returns.")
+            : token;
 
     /// <summary>Keeps the handler's result until the interceptors have returned.</summary>
     private void DeferResult<T>(T value)
