@@ -21,12 +21,26 @@ internal sealed class InMemoryConnection : IAsyncDisposable
 
     public IUserService Proxy { get; }
 
-    public static async Task<InMemoryConnection> StartAsync()
+    /// <summary>Starts the server and connects the client; <paramref name="serverInterceptors"/>
+    /// and <paramref name="clientInterceptors"/> run around every call of their side.</summary>
+    public static async Task<InMemoryConnection> StartAsync(IMuxServerInterceptor[]? serverInterceptors = null, IMuxClientInterceptor[]? clientInterceptors = null)
     {
         UserServiceContracts.EnsureRegistered();
-        var server = new MuxServer(new MuxServerOptions());
+        var serverOptions = new MuxServerOptions();
+        foreach (IMuxServerInterceptor interceptor in serverInterceptors ?? [])
+        {
+            serverOptions.Interceptors.Add(interceptor);
+        }
+
+        var server = new MuxServer(serverOptions);
         server.AddService<IUserService>(new UserService());
-        MuxClient client = await server.ConnectInMemoryAsync();
+        var clientOptions = new MuxClientOptions();
+        foreach (IMuxClientInterceptor interceptor in clientInterceptors ?? [])
+        {
+            clientOptions.Interceptors.Add(interceptor);
+        }
+
+        MuxClient client = await server.ConnectInMemoryAsync(clientOptions);
         return new InMemoryConnection(server, client);
     }
 

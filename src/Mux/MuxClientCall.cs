@@ -13,10 +13,15 @@ public sealed class MuxClientCall
     // The call's timeout (see Timeout). Written by interceptors before next(); read when it is sent.
     private TimeSpan _timeout;
 
-    internal MuxClientCall(string methodName, CallMetadata metadata, TimeSpan timeout, CancellationToken cancellationToken)
+    // The metadata: the bound proxy's entries (a KeyValuePair<string, string>[], checked already)
+    // until an interceptor first touches Metadata, then the CallMetadata made from them, so that a
+    // call whose interceptors never look at it allocates none.
+    private object _metadata;
+
+    internal MuxClientCall(string methodName, KeyValuePair<string, string>[] metadata, TimeSpan timeout, CancellationToken cancellationToken)
     {
         MethodName = methodName;
-        CallMetadata = metadata;
+        _metadata = metadata;
         _timeout = timeout;
         CancellationToken = cancellationToken;
     }
@@ -52,6 +57,24 @@ public sealed class MuxClientCall
     /// <summary>The caller's token for the call.</summary>
     public CancellationToken CancellationToken { get; }
 
-    /// <summary>The metadata, with its validation and encoding.</summary>
-    internal CallMetadata CallMetadata { get; }
+    /// <summary>The metadata, with its validation and encoding; made on first use.</summary>
+    internal CallMetadata CallMetadata
+    {
+        get
+        {
+            object current = _metadata;
+            if (current is CallMetadata made)
+            {
+                return made;
+            }
+
+            // Published once: an interceptor that hands the call to other threads still has them
+            // all write to the same dictionary.
+            var first = new CallMetadata((KeyValuePair<string, string>[])current);
+            return Interlocked.CompareExchange(ref _metadata, first, current) as CallMetadata ?? first;
+        }
+    }
+
+    /// <summary>Whether an interceptor changed the metadata the call started from.</summary>
+    internal bool IsMetadataModified => _metadata is CallMetadata { IsModified: true };
 }

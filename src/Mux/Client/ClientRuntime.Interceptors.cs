@@ -38,7 +38,7 @@ internal sealed partial class ClientRuntime
 
     /// <summary>What the interceptors of one call see, starting from the bound proxy's settings.</summary>
     private MuxClientCall NewCall(uint methodId, CallSettings? settings, CancellationToken cancellationToken) =>
-        new(MuxServiceRegistry.GetMethodDisplayName(methodId), new CallMetadata(settings?.Metadata ?? []), settings?.Timeout ?? _callTimeoutSpan, cancellationToken);
+        new(MuxServiceRegistry.GetMethodDisplayName(methodId), settings?.Metadata ?? [], settings?.Timeout ?? _callTimeoutSpan, cancellationToken);
 
     /// <summary>
     /// A streaming call through the interceptors, run once around the whole call: the last
@@ -118,9 +118,11 @@ internal sealed partial class ClientRuntime
         // The task of the last next(), completed with the call; reset never, as a chain is one call's.
         private ManualResetValueTaskSourceCore<bool> _sent;
 
-        // The call's completion, while it runs; null when it completed at once. An interceptor that
-        // returns without awaiting next() leaves it running: the caller waits for it here.
-        private Task? _running;
+        // The call's completion, while it runs; default when it completed at once. An interceptor
+        // that returns without awaiting next() leaves it running: the caller waits for it here.
+        // Awaited exactly once (by RunAsync, whatever the interceptors did with next()), so its
+        // state machine, from a pool, goes back to it.
+        private ValueTask _running;
 
         // Whether an interceptor took the call's outcome from the task of next(): a failure it did
         // not rethrow was caught, where one nobody took is still the caller's.
@@ -138,12 +140,10 @@ internal sealed partial class ClientRuntime
                 Close(); // See InterceptorChain.Close: a next() kept past here is refused.
             }
 
-            if (_running is { } running && _sent.GetStatus(_sent.Version) == ValueTaskSourceStatus.Pending)
-            {
-                // An interceptor returned without awaiting next(): the call is still the caller's, so
-                // its outcome is theirs too, whenever it comes, and nothing of it outlives their await.
-                await running.ConfigureAwait(false);
-            }
+            // An interceptor that returned without awaiting next() left the call running: it is
+            // still the caller's, so its outcome is theirs too, whenever it comes, and nothing of it
+            // outlives their await. Awaited when complete too: see _running.
+            await _running.ConfigureAwait(false);
 
             if (!_hasResult)
             {
@@ -191,7 +191,8 @@ internal sealed partial class ClientRuntime
             return new ValueTask(this, _sent.Version);
         }
 
-        private async Task AwaitAsync(ValueTask<TResult> sent)
+        [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+        private async ValueTask AwaitAsync(ValueTask<TResult> sent)
         {
             try
             {
@@ -308,7 +309,7 @@ internal sealed partial class ClientRuntime
         public InvalidOperationException NotInvoked() => NotInvoked(Call.MethodName, "A client interceptor stops a call by throwing.");
 
         /// <summary>The metadata section to send: encoded again only when an interceptor changed it.</summary>
-        protected byte[]? Metadata => Call.CallMetadata.IsModified ? Call.CallMetadata.Encode() : Settings?.EncodedMetadata;
+        protected byte[]? Metadata => Call.IsMetadataModified ? Call.CallMetadata.Encode() : Settings?.EncodedMetadata;
 
         /// <summary>The call's timeout as the interceptors left it, in the clock's units.</summary>
         protected long Timeout => ClockDeadline.ToTimestampSpan(Runtime._clock, Call.Timeout);

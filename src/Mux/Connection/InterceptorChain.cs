@@ -35,18 +35,28 @@ internal abstract class InterceptorChain
     /// <summary>Runs interceptor <paramref name="index"/> (and, through its next(), the rest).</summary>
     public ValueTask InvokeAsync(int index = 0)
     {
-        if (index < _count)
-        {
-            return InvokeInterceptorAsync(index, new Next(this, index + 1).Invoke);
-        }
+        // The last interceptor's next() is the chain's own: the call's state already says whether
+        // it ran, so it needs no Next of its own (one object less per call, the only one with a
+        // single interceptor).
+        return InvokeInterceptorAsync(index, index + 1 == _count ? InvokeCall : new Next(this, index + 1).Invoke);
+    }
 
-        if (Interlocked.CompareExchange(ref _call, Invoked, NotYet) == Closed)
+    /// <summary>The last interceptor's next(): makes the call, once, unless the chain has closed.</summary>
+    private ValueTask InvokeCall()
+    {
+        switch (Interlocked.CompareExchange(ref _call, Invoked, NotYet))
         {
-            throw CalledAfterClose();
+            case Invoked:
+                throw CalledTwice(_count - 1);
+            case Closed:
+                throw CalledAfterClose();
         }
 
         return InvokeCallAsync();
     }
+
+    private InvalidOperationException CalledTwice(int index) =>
+        new($"The Mux interceptor {DescribeInterceptor(index)} called next() twice; it runs the rest of the call, so call it once.");
 
     private InvalidOperationException CalledAfterClose() =>
         new($"next() was called after the Mux interceptors ({Names()}) had returned without it, so their call had already failed as not made; await next() before returning.");
@@ -69,7 +79,8 @@ internal abstract class InterceptorChain
     /// <summary>The interceptors' type names, for messages.</summary>
     private string Names() => string.Join(", ", Enumerable.Range(0, _count).Select(DescribeInterceptor));
 
-    /// <summary>The next() an interceptor is given: runs the rest of the chain, once.</summary>
+    /// <summary>The next() an interceptor other than the last is given: runs the rest of the
+    /// chain, once.</summary>
     private sealed class Next(InterceptorChain chain, int index)
     {
         // 1 once called. Set by the interceptor's thread of the moment.
@@ -79,7 +90,7 @@ internal abstract class InterceptorChain
         {
             if (Interlocked.Exchange(ref _called, 1) != 0)
             {
-                throw new InvalidOperationException($"The Mux interceptor {chain.DescribeInterceptor(index - 1)} called next() twice; it runs the rest of the call, so call it once.");
+                throw chain.CalledTwice(index - 1);
             }
 
             // Refused here, not only by the last next(): the interceptors inside would otherwise

@@ -65,6 +65,13 @@ public sealed class AbandonedHandlerFailureTests
 
         // The call's pooled object is free once it ended: the next call gets its own answer.
         Assert.Equal(5, await host.Proxy.Echo(5).WaitAsync(TestHost.Patience));
+
+        // The task of next(), awaited only now that its call has ended, is refused, and says why;
+        // the caller had the handler's failure all the same. Before, it threw that failure again
+        // while the pooled call was not serving another handler, and a bare "Operation is not valid
+        // due to the current state of the object" once it was.
+        InvalidOperationException late = await Assert.ThrowsAsync<InvalidOperationException>(async () => await abandons.Kept);
+        Assert.StartsWith("The task of a server interceptor's next() was awaited after its call had ended", late.Message);
     }
 
     [Theory]
@@ -105,6 +112,9 @@ public sealed class AbandonedHandlerFailureTests
         public bool HandlerCompleted => _kept && _handler.IsCompleted;
 
         public void Return() => _return.TrySetResult();
+
+        /// <summary>The task of next(), kept.</summary>
+        public ValueTask Kept => _handler;
 
         public async ValueTask InvokeAsync(MuxCallContext call, Func<ValueTask> next)
         {

@@ -30,11 +30,17 @@ internal sealed partial class IncomingCall : IValueTaskSource
     private bool _deferResult;
     private DeferredResult? _deferredResult;
 
+    // The holder DeferResult used last, kept with this pooled call for its next call of the same
+    // result type: it holds a value only between the handler's answer and Send, both within one
+    // call, and nothing outside this object ever sees it.
+    private DeferredResult? _deferredHolder;
+
     // The handler, when it did not complete at once under interceptors (RunHandlerAsync, which
     // completes once it has handed the handler's outcome to the task of next()): the call must not
     // end (and this object be reused for another call) before, even if an interceptor returned
-    // without awaiting next(). Set by the chain's last next(); reset by Start.
-    private Task? _runningHandler;
+    // without awaiting next(). Awaited exactly once, by InvokeInterceptorsAsync, so that its state
+    // machine, from a pool, goes back to it. Set by the chain's last next(); reset by Start.
+    private ValueTask _runningHandler;
 
     // The task of the chain's last next(), whose source this object is: completed with the
     // handler's outcome, so that the call can tell a failure an interceptor took from the task of
@@ -45,6 +51,12 @@ internal sealed partial class IncomingCall : IValueTaskSource
     // Whether an interceptor took the handler's outcome from the task of next() (its GetResult).
     // Set on the interceptor's thread of the moment; reset by InvokeInterceptorsAsync.
     private bool _handlerOutcomeTaken;
+
+    // Whether the task of next() is over: the interceptors returned and the call holds the
+    // handler's outcome, for its caller. A task of next() kept and awaited from then on is refused
+    // (CheckNotLate), whether or not this object serves another call by then. Set by
+    // InvokeInterceptorsAsync; reset by TrackHandler.
+    private volatile bool _handlerOutcomeOver;
 
     /// <summary>The call's metadata (MuxCallContext.Metadata); empty when it carried none.</summary>
     public IReadOnlyDictionary<string, string> Metadata => _metadata ?? s_noMetadata;
@@ -57,7 +69,7 @@ internal sealed partial class IncomingCall : IValueTaskSource
         _argumentsStart = 0;
         _deferResult = false;
         _deferredResult = null;
-        _runningHandler = null;
+        _runningHandler = default;
     }
 
     /// <summary>Reads the metadata section at the start of the request's bytes, once, on the
@@ -93,11 +105,13 @@ internal sealed partial class IncomingCall : IValueTaskSource
         var chain = new ServerInterceptorChain(this, interceptors);
         DeferredResult? answer;
         bool taken;
+        bool returned = false;
         _deferResult = true;
         _handlerOutcomeTaken = false;
         try
         {
             await chain.InvokeAsync().ConfigureAwait(false);
+            returned = true;
         }
         finally
         {
@@ -106,17 +120,19 @@ internal sealed partial class IncomingCall : IValueTaskSource
             // As the interceptors returned: one that takes the outcome later, from a task of next()
             // it kept, no longer decides how the call ends.
             taken = Volatile.Read(ref _handlerOutcomeTaken);
-            if (_runningHandler is { IsCompleted: false } handler)
-            {
-                // The handler still holds this call: it runs on (an interceptor returned without
-                // awaiting next()), or is still handing its outcome to the interceptor that awaited
-                // it. Its answer (or failure) is the call's either way, and waited for here.
-                await handler.ConfigureAwait(false); // Never faults: the failure is the task of next()'s.
-            }
+            // The handler may still hold this call: it runs on (an interceptor returned without
+            // awaiting next()), or is still handing its outcome to the interceptor that awaited it.
+            // Its answer (or failure) is the call's either way, and waited for here.
+            await _runningHandler.ConfigureAwait(false); // Never faults: the failure is the task of next()'s.
+            _handlerOutcomeOver = true;
 
             answer = _deferredResult;
             _deferredResult = null;
             _deferResult = false;
+            if (!returned)
+            {
+                answer?.Drop(); // An interceptor threw after the handler answered: the call fails with that.
+            }
         }
 
         if (answer is null)
@@ -149,9 +165,9 @@ internal sealed partial class IncomingCall : IValueTaskSource
     private ValueTask TrackHandler(ValueTask handler)
     {
         _handlerOutcome.Reset();
+        _handlerOutcomeOver = false;
 
-        // A Task (allocated only for a handler that has to wait) the call can wait for, if the
-        // interceptor did not.
+        // What the call waits for, if the interceptor did not.
         _runningHandler = RunHandlerAsync(handler);
         return new ValueTask(this, _handlerOutcome.Version);
     }
@@ -159,7 +175,8 @@ internal sealed partial class IncomingCall : IValueTaskSource
     /// <summary>Hands the handler's outcome to the task of next(), whose awaiting interceptor may
     /// go on at once, inside this. The call waits for this task to complete, so this object serves
     /// no other call before it has returned.</summary>
-    private async Task RunHandlerAsync(ValueTask handler)
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private async ValueTask RunHandlerAsync(ValueTask handler)
     {
         try
         {
@@ -174,33 +191,56 @@ internal sealed partial class IncomingCall : IValueTaskSource
         _handlerOutcome.SetResult(true);
     }
 
-    ValueTaskSourceStatus IValueTaskSource.GetStatus(short token) => _handlerOutcome.GetStatus(token);
+    ValueTaskSourceStatus IValueTaskSource.GetStatus(short token) => _handlerOutcome.GetStatus(CheckNotLate(token));
 
     void IValueTaskSource.OnCompleted(Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags) =>
-        _handlerOutcome.OnCompleted(continuation, state, token, flags);
+        _handlerOutcome.OnCompleted(continuation, state, CheckNotLate(token), flags);
 
     void IValueTaskSource.GetResult(short token)
     {
-        if (token == _handlerOutcome.Version)
-        {
-            Volatile.Write(ref _handlerOutcomeTaken, true);
-        }
-
+        CheckNotLate(token);
+        Volatile.Write(ref _handlerOutcomeTaken, true); // Before GetResult, which throws a failure.
         _handlerOutcome.GetResult(token);
     }
 
+    /// <summary>Refuses a task of next() awaited after its call has ended: its outcome was this
+    /// call's to send, and this object may serve another call by now.</summary>
+    private short CheckNotLate(short token) =>
+        _handlerOutcomeOver || token != _handlerOutcome.Version
+            ? throw new InvalidOperationException("The task of a server interceptor's next() was awaited after its call had ended (its interceptors had returned, and the handler's answer or failure was the call's to send). Like any ValueTask it can be awaited once, while its call runs: await next() before the interceptor returns.")
+            : token;
+
     /// <summary>Keeps the handler's result until the interceptors have returned.</summary>
-    private void DeferResult<T>(T value) => _deferredResult = new DeferredResult<T>(value);
+    private void DeferResult<T>(T value)
+    {
+        var holder = _deferredHolder as DeferredResult<T> ?? new DeferredResult<T>();
+        holder.Value = value;
+        _deferredHolder = holder;
+        _deferredResult = holder;
+    }
 
     /// <summary>A handler's result held while interceptors run.</summary>
     private abstract class DeferredResult
     {
         public abstract void Send(IncomingCall call);
+
+        /// <summary>Lets go of the result, sent or not: the holder outlives the call, with its
+        /// pooled call (see _deferredHolder).</summary>
+        public abstract void Drop();
     }
 
-    private sealed class DeferredResult<T>(T value) : DeferredResult
+    private sealed class DeferredResult<T> : DeferredResult
     {
-        public override void Send(IncomingCall call) => call.SendResultNow(value);
+        public T Value { get; set; } = default!;
+
+        public override void Send(IncomingCall call)
+        {
+            T value = Value;
+            Drop();
+            call.SendResultNow(value);
+        }
+
+        public override void Drop() => Value = default!;
     }
 
     /// <summary>The server interceptors of one call; the last next() runs the handler.</summary>
