@@ -173,6 +173,25 @@ internal sealed partial class ClientRuntime
         return await (Keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits, cancellationToken) : call).ConfigureAwait(false);
     }
 
+    /// <summary>Why a streaming call that its connection failed unsent (<paramref name="notRun"/>)
+    /// will not be sent, on a client that will have no connection again (see
+    /// <see cref="WaitsForNext"/>): the error of a wait for one, as for a call without a stream.
+    /// No connection comes (the client is closed, or its dispose closes it): should one, the
+    /// call still fails as it did.</summary>
+    private async ValueTask<Exception> WhyEndedAsync(MuxConnectionException notRun)
+    {
+        try
+        {
+            await Keeper.WaitForConnectionAsync(null, ClockDeadline.Never, null, forCall: false, CancellationToken.None).ConfigureAwait(false);
+        }
+        catch (MuxConnectionException ended)
+        {
+            return ended;
+        }
+
+        return notRun;
+    }
+
     /// <summary>Where a streaming call finds its connection: the client's current one, or the next
     /// one (within <paramref name="timeout"/>, in the clock's units) when <paramref name="waits"/>
     /// (the client's, a bound proxy's, or an interceptor's choice). A streaming call is never
@@ -188,6 +207,9 @@ internal sealed partial class ClientRuntime
 
             return runtime.WaitsForNext(waits) ? WaitAsync(cancellationToken) : ValueTask.FromException<OutgoingCalls>(runtime.NotConnected(methodId));
         }
+
+        public ValueTask<Exception> WhyNotRunAsync(MuxConnectionException notRun) =>
+            runtime.Keeper.IsEnded ? runtime.WhyEndedAsync(notRun) : new(notRun);
 
         private async ValueTask<OutgoingCalls> WaitAsync(CancellationToken cancellationToken)
         {

@@ -12,4 +12,11 @@ internal interface IOutgoingCallsSource
     /// there is none and the call does not wait for one.</exception>
     /// <exception cref="NotSupportedException">The peer does not take streams on such calls.</exception>
     ValueTask<OutgoingCalls> GetOutgoingCallsAsync(uint methodId, CancellationToken cancellationToken);
+
+    /// <summary>What a streaming call fails with when its connection failed it unsent
+    /// (<paramref name="notRun"/>, safe to retry): that, unless no call gets a connection here
+    /// again (a <see cref="MuxClient"/> being disposed, say), when it is why (a caller that retries
+    /// on "safe to retry" would retry on a client that sends nothing again). Only a call that
+    /// failed asks.</summary>
+    ValueTask<Exception> WhyNotRunAsync(MuxConnectionException notRun) => new(notRun);
 }

@@ -34,7 +34,7 @@ internal static class OutgoingStreamCall
         try
         {
             ValueTask<VoidResult> call = calls.InvokeAsync<TArguments, VoidResult>(methodId, arguments, CallDeadline.None, 0, linked.Token, streams, metadata);
-            _ = EndWhenCallEndsAsync(call, receiver);
+            _ = EndWhenCallEndsAsync(call, receiver, source);
             if (items is not null)
             {
                 pump = PumpAsync(connection, streams, items, linked);
@@ -86,6 +86,11 @@ internal static class OutgoingStreamCall
             ExceptionDispatchInfo.Throw(failure);
             throw;
         }
+        catch (MuxConnectionException notRun) when (notRun.IsSafeToRetry)
+        {
+            ExceptionDispatchInfo.Throw(await source.WhyNotRunAsync(notRun).ConfigureAwait(false));
+            throw;
+        }
         finally
         {
             // The callee answered (perhaps before reading everything): stop the caller's producer.
@@ -98,8 +103,9 @@ internal static class OutgoingStreamCall
     /// <summary>Ends the callee's stream when the call ends: its Response (or Error) comes after
     /// its last item on the connection, so every item is buffered by then. A callee that cancelled
     /// its producer ends the consumer's loop with OperationCanceledException, as a cancellation
-    /// here does.</summary>
-    private static async Task EndWhenCallEndsAsync(ValueTask<VoidResult> call, StreamReceiver receiver)
+    /// here does. A call its connection failed unsent ends it with what <paramref name="source"/>
+    /// says of that.</summary>
+    private static async Task EndWhenCallEndsAsync(ValueTask<VoidResult> call, StreamReceiver receiver, IOutgoingCallsSource source)
     {
         try
         {
@@ -109,6 +115,10 @@ internal static class OutgoingStreamCall
         catch (MuxRemoteException remote) when (remote.StatusCode == MuxStatusCode.Canceled)
         {
             receiver.Complete(new OperationCanceledException(remote.Message, remote));
+        }
+        catch (MuxConnectionException notRun) when (notRun.IsSafeToRetry)
+        {
+            receiver.Complete(await source.WhyNotRunAsync(notRun).ConfigureAwait(false));
         }
         catch (Exception ex)
         {

@@ -50,6 +50,11 @@ internal sealed partial class EndPointBalancer : ConnectionSource
 
     private bool _disposed;
 
+    // Why the last instance of a fixed list closed (AutoReconnect off), once every one has: what
+    // calls on the closed client fail with, as over one endpoint. Written under _lock before the
+    // Closed state is stored, so a caller that reads that state sees it.
+    private Exception? _closedBy;
+
     private readonly Task _resolveLoop = Task.CompletedTask;
 
     // What every instance's connections serve to calls their server starts (the MuxClient's). Immutable.
@@ -225,7 +230,8 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         changed = _changed.Task;
         if (_disposed || State == MuxClientState.Closed)
         {
-            throw Closed(null);
+            // As a keeper over one endpoint: its close error, or the client's closed error with why.
+            throw _closedBy as MuxConnectionException ?? Closed(_closedBy);
         }
 
         return Pick(forCall) is { } connection && connection != failed ? connection : null;
@@ -434,6 +440,11 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             : anyConnected ? MuxClientState.Connected
             : _everConnected ? MuxClientState.Reconnecting
             : MuxClientState.Connecting;
+        if (state == MuxClientState.Closed)
+        {
+            _closedBy = error;
+        }
+
         SetStateLocked(state, error);
     }
 
