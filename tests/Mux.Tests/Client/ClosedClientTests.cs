@@ -1,4 +1,3 @@
-using System.Net.Sockets;
 using Microsoft.Extensions.Time.Testing;
 using Mux.Tests.Infrastructure;
 using Mux.Tests.Pipeline;
@@ -112,55 +111,22 @@ public sealed class ClosedClientTests
     [InlineData(true)]
     public async Task WhileADisposeWaitsForItsServer_ACallThatDoesNotWait_FailsAsClosed_NotSafeToRetry(bool balanced)
     {
-        using TcpListener listener = RawMuxPeer.Listen();
-        var options = new MuxClientOptions { TimeProvider = new FakeTimeProvider(), KeepAliveInterval = Timeout.InfiniteTimeSpan };
-        if (balanced)
+        await using DisposingClientScene scene = await DisposingClientScene.StartAsync(balanced);
+        ITestService failsFast = scene.Client.CreateProxy<ITestService>(new MuxCallOptions { WaitForConnection = false });
+        ITestService waits = scene.Client.CreateProxy<ITestService>();
+
+        // The client's close has reached its server (its end of the stream), which does not answer it.
+        ValueTask dispose = scene.Client.DisposeAsync();
+        while (await scene.Server.ReceiveFrameAsync().WaitAsync(TestHost.Patience) is not null)
         {
-            options.EndPoints.Add(listener.LocalEndpoint);
-        }
-        else
-        {
-            options.EndPoint = listener.LocalEndpoint;
         }
 
-        Task<MuxClient> connecting = MuxClient.ConnectAsync(options);
-        RawMuxPeer server = await RawMuxPeer.AcceptAsync(listener).WaitAsync(TestHost.Patience);
-        MuxClient? client = null;
-        try
-        {
-            await server.AnswerHelloAsync();
-            client = await connecting.WaitAsync(TestHost.Patience);
-            ITestService failsFast = client.CreateProxy<ITestService>(new MuxCallOptions { WaitForConnection = false });
-            ITestService waits = client.CreateProxy<ITestService>();
+        Assert.NotEqual(MuxClientState.Closed, scene.Client.State);
+        await DisposingClientScene.AssertFailsAsClosedAsync(failsFast.Add(1, 2).AsTask());
+        await DisposingClientScene.AssertFailsAsClosedAsync(waits.Add(1, 2).AsTask());
 
-            // The client's close has reached its server (its end of the stream), which does not answer it.
-            ValueTask dispose = client.DisposeAsync();
-            while (await server.ReceiveFrameAsync().WaitAsync(TestHost.Patience) is not null)
-            {
-            }
-
-            Assert.NotEqual(MuxClientState.Closed, client.State);
-
-            MuxConnectionException doesNotWait = await Assert.ThrowsAsync<MuxConnectionException>(() => failsFast.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
-            MuxConnectionException waited = await Assert.ThrowsAsync<MuxConnectionException>(() => waits.Add(1, 2).AsTask().WaitAsync(TestHost.Patience));
-            foreach (MuxConnectionException failed in new[] { doesNotWait, waited })
-            {
-                Assert.False(failed.IsSafeToRetry, failed.Message);
-                Assert.Equal(MuxCloseReason.LocalShutdown, failed.Reason);
-                Assert.EndsWith(" is closed.", failed.Message, StringComparison.Ordinal);
-            }
-
-            server.Dispose();
-            await dispose.AsTask().WaitAsync(TestHost.Patience);
-        }
-        finally
-        {
-            server.Dispose();
-            if (client is not null)
-            {
-                await client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
-            }
-        }
+        scene.Server.Dispose();
+        await dispose.AsTask().WaitAsync(TestHost.Patience);
     }
 
     private static async Task CallAsync(IPipelineService proxy, Shape shape)

@@ -1,6 +1,5 @@
 using System.Net;
 using System.Net.Sockets;
-using Microsoft.Extensions.Time.Testing;
 using Mux.Client;
 using Mux.Protocol;
 using Mux.Tests.Infrastructure;
@@ -29,63 +28,32 @@ public sealed class DisposingClientRaceTests
     [InlineData(true, true)]
     public async Task ACallThatDoesNotWait_LeftUnsentByTheDisposesClose_FailsAsClosed_NotSafeToRetry(bool balanced, bool withResult)
     {
-        using TcpListener listener = RawMuxPeer.Listen();
+        await using DisposingClientScene scene = await DisposingClientScene.StartAsync(balanced, maxConcurrentCalls: 1);
+        ITestService failsFast = scene.Client.CreateProxy<ITestService>(new MuxCallOptions { WaitForConnection = false });
 
-        // The clock never moves: the dispose's drain waits for this server until the test closes it.
-        var options = new MuxClientOptions { TimeProvider = new FakeTimeProvider(), KeepAliveInterval = Timeout.InfiniteTimeSpan };
-        if (balanced)
+        // The first call takes the one slot (the server never answers it); the second waits for it.
+        Task<int> first = failsFast.Add(1, 2).AsTask();
+        Assert.Equal(FrameType.Request, (await scene.Server.ExpectFrameAsync()).Type);
+        Task second = withResult ? failsFast.Add(3, 4).AsTask() : failsFast.Throw("never sent");
+        Assert.False(second.IsCompleted);
+
+        ValueTask dispose = scene.Client.DisposeAsync();
+        await DisposingClientScene.AssertFailsAsClosedAsync(second);
+
+        // The first call was sent: the close fails it as it fails any call in flight.
+        MuxConnectionException inFlight = await Assert.ThrowsAsync<MuxConnectionException>(() => first.WaitAsync(TestHost.Patience));
+        Assert.False(inFlight.IsSafeToRetry, inFlight.Message);
+
+        // Nothing of the second call ever reached the server.
+        while (await scene.Server.ReceiveFrameAsync().WaitAsync(TestHost.Patience) is { } frame)
         {
-            options.EndPoints.Add(listener.LocalEndpoint);
-        }
-        else
-        {
-            options.EndPoint = listener.LocalEndpoint;
+            Assert.NotEqual(FrameType.Request, frame.Type);
         }
 
-        Task<MuxClient> connecting = MuxClient.ConnectAsync(options);
-        RawMuxPeer server = await RawMuxPeer.AcceptAsync(listener).WaitAsync(TestHost.Patience);
-        MuxClient? client = null;
-        try
-        {
-            await server.AnswerHelloAsync(maxConcurrentCalls: 1);
-            client = await connecting.WaitAsync(TestHost.Patience);
-            ITestService failsFast = client.CreateProxy<ITestService>(new MuxCallOptions { WaitForConnection = false });
-
-            // The first call takes the one slot (the server never answers it); the second waits for it.
-            Task<int> first = failsFast.Add(1, 2).AsTask();
-            Assert.Equal(FrameType.Request, (await server.ExpectFrameAsync()).Type);
-            Task second = withResult ? failsFast.Add(3, 4).AsTask() : failsFast.Throw("never sent");
-            Assert.False(second.IsCompleted);
-
-            ValueTask dispose = client.DisposeAsync();
-
-            MuxConnectionException failed = await Assert.ThrowsAsync<MuxConnectionException>(() => second.WaitAsync(TestHost.Patience));
-            Assert.False(failed.IsSafeToRetry, failed.Message);
-            Assert.Equal(MuxCloseReason.LocalShutdown, failed.Reason);
-            Assert.EndsWith(" is closed.", failed.Message, StringComparison.Ordinal);
-
-            // The first call was sent: the close fails it as it fails any call in flight.
-            MuxConnectionException inFlight = await Assert.ThrowsAsync<MuxConnectionException>(() => first.WaitAsync(TestHost.Patience));
-            Assert.False(inFlight.IsSafeToRetry, inFlight.Message);
-
-            // Nothing of the second call ever reached the server.
-            while (await server.ReceiveFrameAsync().WaitAsync(TestHost.Patience) is { } frame)
-            {
-                Assert.NotEqual(FrameType.Request, frame.Type);
-            }
-
-            server.Dispose();
-            await dispose.AsTask().WaitAsync(TestHost.Patience);
-        }
-        finally
-        {
-            server.Dispose();
-            if (client is not null)
-            {
-                await client.DisposeAsync().AsTask().WaitAsync(TestHost.Patience);
-            }
-        }
+        scene.Server.Dispose();
+        await dispose.AsTask().WaitAsync(TestHost.Patience);
     }
+
     /// <summary>
     /// A balanced client disposed while an instance its resolver dropped is still closing (its
     /// server has not answered the close) is Closed only once that connection has closed too, as a
