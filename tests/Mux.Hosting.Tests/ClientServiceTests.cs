@@ -9,9 +9,7 @@ public sealed class ClientServiceTests
     [Fact]
     public async Task AServiceAddedToTheHostedClient_IsResolvedFromDI_AndAnswersTheServersCallsBack()
     {
-        await using var server = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0) });
-        server.AddService<IHostingHub>(new HostingHub());
-        await server.StartAsync().WaitAsync(TestHost.Patience);
+        await using MuxServer server = await StartHubServerAsync();
 
         await using TestHost client = await TestHost.StartClientAsync((IPEndPoint)server.LocalEndPoint!, configure: b => b.Services.AddMuxClient()
             .AddProxy<IHostingHub>()
@@ -26,9 +24,7 @@ public sealed class ClientServiceTests
     [Fact]
     public async Task AServiceThatFailsWhileTheClientIsCreated_FailsTheResolveWithItsException_AndALaterResolveMakesAWholeClient()
     {
-        await using var server = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0) });
-        server.AddService<IHostingHub>(new HostingHub());
-        await server.StartAsync().WaitAsync(TestHost.Patience);
+        await using MuxServer server = await StartHubServerAsync();
         var services = new ServiceCollection();
         services.AddSingleton(new FailOnce());
         services.AddMuxClient(o => o.EndPoint = server.LocalEndPoint)
@@ -50,9 +46,7 @@ public sealed class ClientServiceTests
     [Fact]
     public async Task AServiceThatFailsAfterTheClientWasHandedToAnother_ClosesIt_AndLaterResolvesFailTheSameClearWay()
     {
-        await using var server = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0) });
-        server.AddService<IHostingHub>(new HostingHub());
-        await server.StartAsync().WaitAsync(TestHost.Patience);
+        await using MuxServer server = await StartHubServerAsync();
         var services = new ServiceCollection();
         services.AddMuxClient(o => o.EndPoint = server.LocalEndPoint)
             .AddProxy<IHostingHub>()
@@ -78,9 +72,7 @@ public sealed class ClientServiceTests
     [InlineData(false)]
     public async Task AProxyResolvedOnAnotherThreadWhileTheClientsServicesAreMade_DoesNotDeadlockWithAServiceThatInjectsIt(bool hostStartMakesTheClient)
     {
-        await using var server = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0) });
-        server.AddService<IHostingHub>(new HostingHub());
-        await server.StartAsync().WaitAsync(TestHost.Patience);
+        await using MuxServer server = await StartHubServerAsync();
         var gate = new ConstructionGate();
         var services = new ServiceCollection();
         services.AddSingleton(gate);
@@ -125,9 +117,7 @@ public sealed class ClientServiceTests
     [Fact]
     public async Task ACallMadeOnAnotherThreadWhileTheClientsServicesAreMade_FindsThemMissing_AndLaterCallsFindThem()
     {
-        await using var server = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0), EnableDetailedErrors = true });
-        server.AddService<IHostingHub>(new HostingHub());
-        await server.StartAsync().WaitAsync(TestHost.Patience);
+        await using MuxServer server = await StartHubServerAsync(enableDetailedErrors: true);
         var gate = new ConstructionGate();
         var services = new ServiceCollection();
         services.AddSingleton(gate);
@@ -158,9 +148,7 @@ public sealed class ClientServiceTests
     [InlineData(false)]
     public async Task AProxyResolvedWithoutAHost_ClosesItsClientsConnection_WhenTheProviderIsDisposed(bool disposeAsynchronously)
     {
-        await using var server = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0) });
-        server.AddService<IHostingHub>(new HostingHub());
-        await server.StartAsync().WaitAsync(TestHost.Patience);
+        await using MuxServer server = await StartHubServerAsync();
         var services = new ServiceCollection();
         services.AddSingleton<InstanceTracker>();
         services.AddMuxClient(o => o.EndPoint = server.LocalEndPoint)
@@ -189,9 +177,7 @@ public sealed class ClientServiceTests
     [InlineData(false)]
     public async Task AProviderDisposedWithTheClientOpen_ClosesItBeforeDisposingTheServiceItServes(bool disposeAsynchronously)
     {
-        await using var server = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0) });
-        server.AddService<IHostingHub>(new HostingHub());
-        await server.StartAsync().WaitAsync(TestHost.Patience);
+        await using MuxServer server = await StartHubServerAsync();
         var services = new ServiceCollection();
         services.AddMuxClient(o => o.EndPoint = server.LocalEndPoint)
             .AddProxy<IHostingHub>()
@@ -247,6 +233,15 @@ public sealed class ClientServiceTests
     public interface IHostingCallback
     {
         Task<string> Answer(string question);
+    }
+
+    /// <summary>A server on a loopback port that serves <see cref="HostingHub"/>, started.</summary>
+    private static async Task<MuxServer> StartHubServerAsync(bool enableDetailedErrors = false)
+    {
+        var server = new MuxServer(new MuxServerOptions { EndPoint = new IPEndPoint(IPAddress.Loopback, 0), EnableDetailedErrors = enableDetailedErrors });
+        server.AddService<IHostingHub>(new HostingHub());
+        await server.StartAsync().WaitAsync(TestHost.Patience);
+        return server;
     }
 
     public sealed class HostingHub : IHostingHub
