@@ -46,6 +46,10 @@ internal sealed class ConnectionKeeper : ConnectionSource
 
     private bool _disposed;
 
+    // Set by the dispose of the whole client (not of an instance a balancer dropped) before it stops
+    // the loop: the error of the calls that the close of its connections leaves unsent.
+    private volatile Func<MuxConnectionException>? _clientClosed;
+
     // Why the newest connect attempt failed; null after a success. Written by the loop, read by
     // callers that give up waiting (for their message).
     private volatile Exception? _lastConnectError;
@@ -382,6 +386,17 @@ internal sealed class ConnectionKeeper : ConnectionSource
             _retired.Clear();
         }
 
+        // The client is closing for good: a call these closes leave unsent fails as closed, as every
+        // other call of a closing client does (a reconnecting client's resend would find that too,
+        // but a client that does not reconnect has none).
+        if (_clientClosed is { } clientClosed)
+        {
+            foreach (ClientConnection connection in open)
+            {
+                connection.Outgoing.LeftUnsentByClose = clientClosed;
+            }
+        }
+
         // All at once: each close may wait out its drain (a server that does not answer it: the one
         // that sent GoAway as much as the current one), and one after another those waits would add up.
         await Task.WhenAll(Array.ConvertAll(open, connection => connection.DisposeAsync().AsTask())).ConfigureAwait(false);
@@ -389,9 +404,16 @@ internal sealed class ConnectionKeeper : ConnectionSource
         SetState(MuxClientState.Closed, error);
     }
 
-    /// <summary>Stops the loop, which closes what is open on its way out.</summary>
-    public override async ValueTask DisposeAsync()
+    /// <summary>Stops the loop, which closes what is open on its way out: the dispose of a client
+    /// over this one endpoint.</summary>
+    public override ValueTask DisposeAsync() => DisposeAsync(() => Closed(null));
+
+    /// <summary>Stops the loop, which closes what is open on its way out; the calls those closes
+    /// leave unsent fail with <paramref name="clientClosed"/> when the whole client is closing, or
+    /// (null: a balancer dropped this instance) as safe to send again elsewhere.</summary>
+    public async ValueTask DisposeAsync(Func<MuxConnectionException>? clientClosed)
     {
+        _clientClosed ??= clientClosed;
         Disposing.Cancel();
         await _loop.ConfigureAwait(false);
     }

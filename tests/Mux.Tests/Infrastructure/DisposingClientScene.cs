@@ -28,13 +28,14 @@ internal sealed class DisposingClientScene : IAsyncDisposable
 
     /// <param name="balanced">Whether the client names its server in EndPoints (a balanced client) rather than EndPoint.</param>
     /// <param name="maxConcurrentCalls">What the server's HelloAck allows.</param>
-    public static async Task<DisposingClientScene> StartAsync(bool balanced, int maxConcurrentCalls = int.MaxValue)
+    /// <param name="autoReconnect">The client's <see cref="MuxClientOptions.AutoReconnect"/>.</param>
+    public static async Task<DisposingClientScene> StartAsync(bool balanced, int maxConcurrentCalls = int.MaxValue, bool autoReconnect = true)
     {
         TcpListener listener = RawMuxPeer.Listen();
         RawMuxPeer? server = null;
         try
         {
-            var options = new MuxClientOptions { TimeProvider = new FakeTimeProvider(), KeepAliveInterval = Timeout.InfiniteTimeSpan };
+            var options = new MuxClientOptions { TimeProvider = new FakeTimeProvider(), KeepAliveInterval = Timeout.InfiniteTimeSpan, AutoReconnect = autoReconnect };
             if (balanced)
             {
                 options.EndPoints.Add(listener.LocalEndpoint);

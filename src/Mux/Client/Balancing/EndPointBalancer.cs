@@ -384,7 +384,7 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         // Listed among the removed until its close has completed, not only begun: a DisposeAsync
         // meanwhile waits for it too, or the client could report itself closed while this
         // connection still waited for its server.
-        await endPoint.DisposeAsync().ConfigureAwait(false);
+        await endPoint.DisposeAsync(clientClosed: null).ConfigureAwait(false);
         lock (_lock)
         {
             _removed.Remove(endPoint);
@@ -487,7 +487,9 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         // No instance can join the set now (Update sees _disposed): they are closed first, whatever
         // the resolver's ask still under way does. All at once: each close may wait out its drain
         // (a server that does not answer it), and one after another those waits would add up.
-        await Task.WhenAll(Array.ConvertAll(open, endPoint => endPoint.DisposeAsync().AsTask())).ConfigureAwait(false);
+        // Calls their closes leave unsent fail as this client closed, with its name.
+        Func<MuxConnectionException> clientClosed = () => Closed(null);
+        await Task.WhenAll(Array.ConvertAll(open, endPoint => endPoint.DisposeAsync(clientClosed).AsTask())).ConfigureAwait(false);
 
         await StopResolvingAsync().ConfigureAwait(false);
         lock (_lock)

@@ -31,9 +31,11 @@ internal sealed partial class OutgoingCalls
         NotifyIfDrainedAfterGoAway();
     }
 
-    /// <summary>The failure of a call that was not sent because the connection closed with <paramref name="error"/>.</summary>
-    private static MuxConnectionException NotSent(MuxConnectionException error) =>
-        MuxConnectionException.NotRun($"The call was not sent: {error.Message}", error.Reason, error.InnerException);
+    /// <summary>The failure of a call that was not sent because the connection closed with
+    /// <paramref name="error"/>: safe to send again elsewhere, unless its client is closing for good
+    /// (<see cref="LeftUnsentByClose"/>).</summary>
+    private MuxConnectionException NotSent(MuxConnectionException error) =>
+        LeftUnsentByClose?.Invoke() ?? MuxConnectionException.NotRun($"The call was not sent: {error.Message}", error.Reason, error.InnerException);
 
     private MuxConnectionException GoingAwayNotSent() =>
         MuxConnectionException.NotRun($"The Mux {_connection.PeerName} at {_connection.Name} is shutting down (it sent GoAway); the call was not sent.", MuxCloseReason.GoAway, null);

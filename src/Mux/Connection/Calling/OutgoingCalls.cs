@@ -71,6 +71,11 @@ internal sealed partial class OutgoingCalls
     /// <summary>Whether the peer sent GoAway: no new call is sent.</summary>
     public bool IsGoingAway => _goingAway;
 
+    /// <summary>Set by a client that closes for good (its dispose) before it closes this connection:
+    /// what a call the close leaves unsent fails with instead of "not sent", safe to retry, which
+    /// would have a caller retry on a client that sends nothing again. Read only by those failures.</summary>
+    public Func<MuxConnectionException>? LeftUnsentByClose { get; set; }
+
     /// <summary>Call slots free now, and calls given up on whose answer has not come (for tests:
     /// at a quiet moment the first is the peer's cap and the second 0, or a slot leaked).</summary>
     internal (int FreeSlots, int Abandoned) SlotAccount
