@@ -7,7 +7,7 @@ using Mux.Tests.Infrastructure;
 namespace Mux.Tests.Client;
 
 /// <summary>
-/// What a reconnecting client's calls meet when its dispose runs alongside them: once the client is
+/// What a client's calls meet when its dispose runs alongside them: once the client is
 /// closing for good, a call fails as closed (never as "not sent, safe to retry", which would have a
 /// caller that retries on <see cref="MuxConnectionException.IsSafeToRetry"/> retry on a client that
 /// will send nothing again), and it fails once.
@@ -15,26 +15,33 @@ namespace Mux.Tests.Client;
 public sealed class DisposingClientRaceTests
 {
     /// <summary>
-    /// The server allows one call at a time: a second call that does not wait for a connection
-    /// waits for the first one's slot, unsent. The dispose closes the connection, which fails that
-    /// call as never sent, safe to send again elsewhere; the client's resend then looked only at
-    /// the connection it had (closed, or none) and rethrew that "safe to retry", where every other
-    /// path of a closing client says it is closed.
+    /// The server allows one call at a time: a second call waits for the first one's slot, unsent,
+    /// when the client is disposed. The dispose closes the connection, which failed that call as
+    /// never sent, safe to send again elsewhere: on a reconnecting client the resend of a call that
+    /// does not wait for a connection looked only at the connection it had (closed, or none) and
+    /// rethrew that; a client that does not reconnect (AutoReconnect off) has no resend path at
+    /// all, so any call failed so. Every other path of a closing client says it is closed.
     /// </summary>
     [Theory]
-    [InlineData(false, false)]
-    [InlineData(false, true)]
-    [InlineData(true, false)]
-    [InlineData(true, true)]
-    public async Task ACallThatDoesNotWait_LeftUnsentByTheDisposesClose_FailsAsClosed_NotSafeToRetry(bool balanced, bool withResult)
+    [InlineData(false, false, true, false)]
+    [InlineData(false, true, true, false)]
+    [InlineData(true, false, true, false)]
+    [InlineData(true, true, true, false)]
+    [InlineData(false, false, false, false)]
+    [InlineData(false, true, false, false)]
+    [InlineData(true, false, false, false)]
+    [InlineData(true, true, false, false)]
+    [InlineData(false, false, false, true)]
+    [InlineData(true, true, false, true)]
+    public async Task ACallLeftUnsentByTheDisposesClose_FailsAsClosed_NotSafeToRetry(bool balanced, bool withResult, bool autoReconnect, bool waitsForConnection)
     {
-        await using DisposingClientScene scene = await DisposingClientScene.StartAsync(balanced, maxConcurrentCalls: 1);
-        ITestService failsFast = scene.Client.CreateProxy<ITestService>(new MuxCallOptions { WaitForConnection = false });
+        await using DisposingClientScene scene = await DisposingClientScene.StartAsync(balanced, maxConcurrentCalls: 1, autoReconnect: autoReconnect);
+        ITestService proxy = scene.Client.CreateProxy<ITestService>(new MuxCallOptions { WaitForConnection = waitsForConnection });
 
         // The first call takes the one slot (the server never answers it); the second waits for it.
-        Task<int> first = failsFast.Add(1, 2).AsTask();
+        Task<int> first = proxy.Add(1, 2).AsTask();
         Assert.Equal(FrameType.Request, (await scene.Server.ExpectFrameAsync()).Type);
-        Task second = withResult ? failsFast.Add(3, 4).AsTask() : failsFast.Throw("never sent");
+        Task second = withResult ? proxy.Add(3, 4).AsTask() : proxy.Throw("never sent");
         Assert.False(second.IsCompleted);
 
         ValueTask dispose = scene.Client.DisposeAsync();
