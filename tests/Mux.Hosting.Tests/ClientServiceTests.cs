@@ -74,13 +74,7 @@ public sealed class ClientServiceTests
     {
         await using MuxServer server = await StartHubServerAsync();
         var gate = new ConstructionGate();
-        var services = new ServiceCollection();
-        services.AddSingleton(gate);
-        services.AddSingleton<GatedDependency>();
-        services.AddMuxClient(o => o.EndPoint = server.LocalEndPoint)
-            .AddProxy<IHostingHub>()
-            .AddService<IHostingCallback, CallbackThatInjectsTheHub>();
-        await using ServiceProvider provider = services.BuildServiceProvider();
+        await using ServiceProvider provider = BuildGatedClient<CallbackThatInjectsTheHub>(server, gate);
 
         // The first thread makes the client (the host's start, or a resolve of MuxClient) and
         // stops in the callback's dependency, before DI resolves the callback's proxy.
@@ -119,13 +113,7 @@ public sealed class ClientServiceTests
     {
         await using MuxServer server = await StartHubServerAsync(enableDetailedErrors: true);
         var gate = new ConstructionGate();
-        var services = new ServiceCollection();
-        services.AddSingleton(gate);
-        services.AddSingleton<GatedDependency>();
-        services.AddMuxClient(o => o.EndPoint = server.LocalEndPoint)
-            .AddProxy<IHostingHub>()
-            .AddService<IHostingCallback, GatedCallback>();
-        await using ServiceProvider provider = services.BuildServiceProvider();
+        await using ServiceProvider provider = BuildGatedClient<GatedCallback>(server, gate);
 
         // One thread makes the client and stops while its callback is made.
         Task<MuxClient> first = TestHost.RunOnOwnThread(() => provider.GetRequiredService<MuxClient>());
@@ -233,6 +221,20 @@ public sealed class ClientServiceTests
     public interface IHostingCallback
     {
         Task<string> Answer(string question);
+    }
+
+    /// <summary>A provider whose client (of <paramref name="server"/>, with the hub's proxy) serves
+    /// <typeparamref name="TCallback"/>, made after a dependency that waits at <paramref name="gate"/>.</summary>
+    private static ServiceProvider BuildGatedClient<TCallback>(MuxServer server, ConstructionGate gate)
+        where TCallback : class, IHostingCallback
+    {
+        var services = new ServiceCollection();
+        services.AddSingleton(gate);
+        services.AddSingleton<GatedDependency>();
+        services.AddMuxClient(o => o.EndPoint = server.LocalEndPoint)
+            .AddProxy<IHostingHub>()
+            .AddService<IHostingCallback, TCallback>();
+        return services.BuildServiceProvider();
     }
 
     /// <summary>A server on a loopback port that serves <see cref="HostingHub"/>, started.</summary>
