@@ -18,6 +18,9 @@ internal sealed class LoadOptions
     /// <summary>Only run a server on this endpoint, until Ctrl+C.</summary>
     public EndPoint? Serve { get; private set; }
 
+    /// <summary>--help: print the usage on standard output and exit 0.</summary>
+    public bool Help { get; private set; }
+
     public const string Usage = """
         Usage: Mux.Samples.Load [--callers N] [--seconds S] [--method add|list1|list100]
                                 [--connect host:port | --serve host:port]
@@ -29,8 +32,10 @@ internal sealed class LoadOptions
           --method M         add = Add(int,int), list1 = List(1), list100 = List(100) (default list1)
           --connect h:p      load a server started elsewhere (e.g. with --serve)
           --serve h:p        run only the server, until Ctrl+C
+          --help             print this and exit 0
         Ctrl+C (or SIGTERM) stops the callers early; the summary is printed all the same and
-        the exit code is 0. Otherwise the exit code is 1 when any call failed.
+        the exit code is 0. Otherwise the exit code is 0 when every call succeeded, 1 when any
+        call failed (a server restart fails the calls in flight), and 2 for a bad option.
         A server restart does not end the load: calls in flight fail (counted as connection
         errors), the next calls wait until the client has reconnected, then go on.
         The last line printed is a JSON summary.
@@ -46,7 +51,8 @@ internal sealed class LoadOptions
             switch (name)
             {
                 case "--help" or "-h" or "-?":
-                    throw new ArgumentException("Mux load sample.");
+                    options.Help = true;
+                    break;
                 case "--callers":
                     options.Callers = ParsePositive(name, Value());
                     break;

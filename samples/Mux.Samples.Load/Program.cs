@@ -1,5 +1,4 @@
 using System.Net;
-using System.Text.Json;
 using Mux;
 using Mux.Samples.Contracts;
 using Mux.Samples.Load;
@@ -14,6 +13,12 @@ catch (ArgumentException ex)
     Console.Error.WriteLine(ex.Message);
     Console.Error.WriteLine(LoadOptions.Usage);
     return 2;
+}
+
+if (options.Help)
+{
+    Console.WriteLine(LoadOptions.Usage);
+    return 0;
 }
 
 using var signals = new StopSignals();
@@ -55,38 +60,17 @@ try
     }
 
     MuxConnectionStatistics stats = client.GetStatistics();
-    long connections = server?.ConnectionsAccepted ?? await AskServerForConnectionsAsync(client);
+    long? connections = server is not null ? server.ConnectionsAccepted : await LoadSummary.AskServerForConnectionsAsync(client);
     bool interrupted = signals.Token.IsCancellationRequested;
 
-    Console.WriteLine($"calls: {result.Calls:N0}  errors: {result.Errors}  calls/s: {result.CallsPerSecond:N0}  p50: {result.P50Us} us  p99: {result.P99Us} us  connections: {connections}  reconnects: {result.Reconnects}{(interrupted ? "  (stopped by signal)" : string.Empty)}");
+    Console.WriteLine(LoadSummary.Line(result, connections, interrupted));
     Console.WriteLine($"client frames/flush: {stats.FramesPerFlush:F1}  frames/socket send: {stats.FramesPerSocketSend:F1}  frames/socket receive: {stats.FramesPerSocketReceive:F1}");
     if (result.Errors.First is not null)
     {
         Console.WriteLine($"first error: {result.Errors.First}");
     }
 
-    // "errors" stays the total, first of the error fields: CI greps for "errors":0,
-    var summary = new Dictionary<string, object>
-    {
-        ["system"] = "mux",
-        ["method"] = options.Method,
-        ["callers"] = options.Callers,
-        ["seconds"] = Math.Round(result.Seconds, 1),
-        ["calls"] = result.Calls,
-        ["errors"] = result.Errors.Total,
-        ["connectionErrors"] = result.Errors.Connection,
-        ["timeoutErrors"] = result.Errors.Timeout,
-        ["otherErrors"] = result.Errors.Other,
-        ["callsPerSecond"] = Math.Round(result.CallsPerSecond),
-        ["p50Us"] = result.P50Us,
-        ["p99Us"] = result.P99Us,
-        ["connections"] = connections,
-        ["reconnects"] = result.Reconnects,
-        ["interrupted"] = interrupted,
-        ["framesPerFlush"] = Math.Round(stats.FramesPerFlush, 2),
-        ["framesPerSocketSend"] = Math.Round(stats.FramesPerSocketSend, 2),
-    };
-    Console.WriteLine(JsonSerializer.Serialize(summary, LoadJsonContext.Default.DictionaryStringObject));
+    Console.WriteLine(LoadSummary.Json(options.Method, options.Callers, result, connections, interrupted, stats));
     return interrupted || result.Errors.Total == 0 ? 0 : 1;
 }
 catch (MuxConnectionException ex)
@@ -99,25 +83,6 @@ finally
     if (server is not null)
     {
         await server.DisposeAsync();
-    }
-}
-
-// A server started with --serve answers ILoadStats; any other server does not, and then the
-// count is unknown (-1) rather than a guess. So is it when the server is down at the end: the
-// summary does not wait for it.
-static async Task<long> AskServerForConnectionsAsync(MuxClient client)
-{
-    try
-    {
-        return await client.CreateProxy<ILoadStats>().GetConnectionsAccepted().AsTask().WaitAsync(TimeSpan.FromSeconds(2));
-    }
-    catch (MuxRemoteException ex) when (ex.StatusCode == MuxStatusCode.UnknownMethod)
-    {
-        return -1;
-    }
-    catch (Exception ex) when (ex is MuxConnectionException or TimeoutException)
-    {
-        return -1;
     }
 }
 
