@@ -36,19 +36,19 @@ wait_for_line() {
   return 1
 }
 
-# dotnet run --project samples/Mux.Samples.Hello
+# dotnet run -c Release --project samples/Mux.Samples.Hello
 hello_log="$work/hello.log"
-if timeout 300 dotnet run --project samples/Mux.Samples.Hello >"$hello_log" 2>&1 && grep -qx 'Hello, world!' "$hello_log"; then
+if timeout 300 dotnet run -c Release --project samples/Mux.Samples.Hello >"$hello_log" 2>&1 && grep -qx 'Hello, world!' "$hello_log"; then
   echo "readme: Hello sample printed 'Hello, world!'"
 else
   cat "$hello_log"
   fail "the Hello sample did not print 'Hello, world!'"
 fi
 
-# dotnet run --project samples/Mux.Samples.Pipeline: Authenticate, a server interceptor refusing a
+# dotnet run -c Release --project samples/Mux.Samples.Pipeline: Authenticate, a server interceptor refusing a
 # call without a tenant, a client interceptor's correlation id, and a refused unknown token.
 pipeline_log="$work/pipeline.log"
-if timeout 300 dotnet run --project samples/Mux.Samples.Pipeline >"$pipeline_log" 2>&1 \
+if timeout 300 dotnet run -c Release --project samples/Mux.Samples.Pipeline >"$pipeline_log" 2>&1 \
   && grep -q '^without a tenant: PermissionDenied: ' "$pipeline_log" \
   && grep -qE '^order for tea placed by alice for tenant acme \(correlation id [0-9a-f]{12}\)$' "$pipeline_log" \
   && grep -q '^unknown token: .*refused the connection (Unauthenticated)' "$pipeline_log"; then
@@ -150,7 +150,7 @@ if timeout 300 dotnet pack -c Release -o "$feed" >"$pack_log" 2>&1; then
       && dotnet nuget add source "$feed" --name mux --configfile nuget.config \
       && dotnet add package Mux \
       && dotnet add package Mux.Hosting \
-      && dotnet add package Microsoft.Extensions.Hosting \
+      && dotnet add package Microsoft.Extensions.Hosting --version 10.0.14 \
       && awk '/^## Example/ { example = 1 } example && /^```csharp/ { code = 1; next } code && /^```$/ { exit } code' "$readme" >Program.cs \
       && grep -q 'MuxClient.ConnectAsync' Program.cs \
       && timeout 300 dotnet build -warnaserror
