@@ -22,4 +22,8 @@ internal static partial class ConnectionLog
 
     [LoggerMessage(EventId = 2, EventName = "TeardownFailed", Level = LogLevel.Debug, Message = "Connection {Connection} failed while tearing down.")]
     public static partial void TeardownFailed(ILogger logger, string connection, Exception error);
+
+    // error: the AggregateException of the callbacks that threw.
+    [LoggerMessage(EventId = 11, EventName = "StreamCancellationCallbackFailed", Level = LogLevel.Warning, Message = "A callback registered on the CancellationToken of the stream a call on connection {Connection} sends threw when that token was cancelled; the call went on ending.")]
+    public static partial void StreamCancellationCallbackFailed(ILogger logger, string connection, Exception error);
 }

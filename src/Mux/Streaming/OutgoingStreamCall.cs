@@ -55,7 +55,7 @@ internal static class OutgoingStreamCall
         finally
         {
             // A consumer that stops early (or fails) cancels the call: the callee's producer stops.
-            linked.Cancel();
+            CancelQuietly(linked, connection);
             calls.UnregisterStreams(streams);
             receiver.Abort(null);
             await pump.ConfigureAwait(false);
@@ -94,7 +94,7 @@ internal static class OutgoingStreamCall
         finally
         {
             // The callee answered (perhaps before reading everything): stop the caller's producer.
-            linked.Cancel();
+            CancelQuietly(linked, connection);
             calls.UnregisterStreams(streams);
             await pump.ConfigureAwait(false);
         }
@@ -158,7 +158,23 @@ internal static class OutgoingStreamCall
             streams.Receiver?.Complete(ex);
             MuxStatusCode code = ex is OperationCanceledException ? MuxStatusCode.Canceled : MuxStatusCode.HandlerFailed;
             connection.TrySendError(FrameType.StreamEnd, sender.CallId, code, $"The {connection.SideName}'s stream failed: {ex.GetType().FullName}: {ex.Message}", null, sender.IdSpace);
+            CancelQuietly(linked, connection);
+        }
+    }
+
+    /// <summary>Cancels the call's token, which the caller's producer was given: a callback it
+    /// registered there that throws is the producer's own failure, logged (as a handler's is). Thrown
+    /// on, it would skip the call's cleanup (its streams' entry, its producer's end) and replace how
+    /// the call ended.</summary>
+    private static void CancelQuietly(CancellationTokenSource linked, MuxConnection connection)
+    {
+        try
+        {
             linked.Cancel();
+        }
+        catch (AggregateException ex)
+        {
+            ConnectionLog.StreamCancellationCallbackFailed(connection.Logger, connection.Name, ex);
         }
     }
 }

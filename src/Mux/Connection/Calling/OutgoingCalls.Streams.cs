@@ -13,6 +13,9 @@ internal sealed partial class OutgoingCalls
     // loop. Only streaming calls are here: a plain call never touches it.
     private readonly ConcurrentDictionary<uint, CallStreams> _streams = new();
 
+    /// <summary>Calls whose streams are registered now: none once every streaming call has ended.</summary>
+    public int StreamCount => _streams.Count;
+
     private void RegisterStreams(uint callId, CallStreams streams)
     {
         streams.SetCallId(callId, _idSpace, _connection.PeerStreamWindow);

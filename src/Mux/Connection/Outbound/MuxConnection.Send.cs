@@ -39,6 +39,10 @@ internal abstract partial class MuxConnection
     /// <summary>Bytes of frames queued for the writer role right now, for the queued-bytes gauge.</summary>
     internal int QueuedOutboundBytes => _queue.QueuedBytes;
 
+    /// <summary>Frames queued for the writer role right now, and messages in fragments not yet
+    /// written whole (hints, for tests that hold the writer).</summary>
+    internal (int Frames, int Messages) QueuedOutbound => (_queue.QueuedFrames, _queue.QueuedMessages);
+
     /// <summary>
     /// Whether this connection is quiet enough for a sender to write and flush inline. Under load
     /// the answer is no even when the queue happens to be empty for a moment: the frame goes to

@@ -39,8 +39,8 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
         FlushAndReleaseLocked(DrainQueueIntoOutputLocked(), handOffRemainingWork: false);
 
     /// <summary>Copies every queued frame into the pipe, then one fragment of the message whose
-    /// turn it is (or drops them all, once closed). Returns the frames written. Caller holds the
-    /// writer role.</summary>
+    /// turn it is, after any frame queued meanwhile if that fragment is its first (or drops them
+    /// all, once closed). Returns the frames written. Caller holds the writer role.</summary>
     private int DrainQueueIntoOutputLocked()
     {
         long now = TimeProvider.GetTimestamp();
@@ -54,8 +54,8 @@ internal abstract partial class MuxConnection : IThreadPoolWorkItem
             SignalOutboundRoom(); // The writer took the queue: its bytes no longer count.
         }
 
-        frames += _queue.WriteNextFragment(_output, drop, out bool finished);
-        if (finished)
+        frames += _queue.WriteNextFragment(_output, drop, out bool madeRoom);
+        if (madeRoom)
         {
             SignalOutboundRoom();
         }

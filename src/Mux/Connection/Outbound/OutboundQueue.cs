@@ -9,6 +9,9 @@ namespace Mux.Connection;
 /// frames, and messages over the fragment size, which go out one fragment per writer turn, round
 /// robin, so that the frames of other calls queued meanwhile go out between any two of their
 /// fragments. Any thread queues under one short lock; only the writer role takes from it.
+/// A message never starts ahead of a frame queued before it: its first fragment is written only
+/// once every frame queued until it was dequeued has been written (see WriteNextFragment), so a
+/// call's frames reach the wire in the order the call queued them, whatever their size.
 /// </summary>
 /// <remarks>
 /// A small frame is copied into a byte buffer the queue owns, double-buffered with the one the
@@ -161,22 +164,35 @@ internal sealed class OutboundQueue
     /// </summary>
     public int WriteFrames(IBufferWriter<byte> output, bool drop)
     {
-        PooledBufferWriter batch;
-        List<OutboundEntry> entries;
         int frames;
         lock (_lock)
         {
-            batch = _buffer;
-            _buffer = _writingBuffer;
-            entries = _entries;
-            _entries = _writingEntries;
-            frames = _frames;
-            _frames = 0;
-            _bytes = _messageCharge;
+            frames = TakeFramesLocked();
         }
 
-        ReadOnlySpan<byte> copied = batch.WrittenSpan;
-        foreach (OutboundEntry entry in CollectionsMarshal.AsSpan(entries))
+        WriteTakenFrames(output, drop);
+        return drop ? 0 : frames;
+    }
+
+    /// <summary>Takes every queued frame for the writer: swaps the queue's buffer and entries with
+    /// the writer's (empty) ones, and returns how many frames it took. Caller holds _lock and the
+    /// writer role.</summary>
+    private int TakeFramesLocked()
+    {
+        (_buffer, _writingBuffer) = (_writingBuffer, _buffer);
+        (_entries, _writingEntries) = (_writingEntries, _entries);
+        int frames = _frames;
+        _frames = 0;
+        _bytes = _messageCharge;
+        return frames;
+    }
+
+    /// <summary>Writes (or drops) what TakeFramesLocked took, leaving the writer's buffer and
+    /// entries empty again. Writer role only, outside the lock.</summary>
+    private void WriteTakenFrames(IBufferWriter<byte> output, bool drop)
+    {
+        ReadOnlySpan<byte> copied = _writingBuffer.WrittenSpan;
+        foreach (OutboundEntry entry in CollectionsMarshal.AsSpan(_writingEntries))
         {
             if (entry.Owned is null)
             {
@@ -196,35 +212,33 @@ internal sealed class OutboundQueue
             }
         }
 
-        entries.Clear();
-        _writingEntries = entries;
-        batch.Reset();
-        if (batch.Buffer.Length > MaxRetainedBufferSize)
+        _writingEntries.Clear();
+        _writingBuffer.Reset();
+        if (_writingBuffer.Buffer.Length > MaxRetainedBufferSize)
         {
-            batch.Dispose();
-            batch = new PooledBufferWriter(4096);
+            _writingBuffer.Dispose();
+            _writingBuffer = new PooledBufferWriter(4096);
         }
-
-        _writingBuffer = batch;
-        return drop ? 0 : frames;
     }
 
     /// <summary>
     /// Writes one fragment of the message at the head of the queue into <paramref name="output"/>
     /// and puts it back at the tail unless that was its last, or drops every message
-    /// (<paramref name="drop"/>). Returns the frames written; <paramref name="finished"/> says a
-    /// message left the queue (room for more). Writer role only.
+    /// (<paramref name="drop"/>). Before a message's first fragment, writes the frames queued since
+    /// the writer last took them. Returns the frames written; <paramref name="madeRoom"/> says
+    /// frames were taken or a message left the queue (room for more). Writer role only.
     /// </summary>
-    public int WriteNextFragment(IBufferWriter<byte> output, bool drop, out bool finished)
+    public int WriteNextFragment(IBufferWriter<byte> output, bool drop, out bool madeRoom)
     {
-        finished = false;
+        madeRoom = false;
         if (_messageCount == 0)
         {
             return 0;
         }
 
         OutboundMessage message;
-        bool aborted, cancel;
+        bool aborted, cancel, finished;
+        int frames = 0;
         lock (_lock)
         {
             if (drop)
@@ -234,9 +248,25 @@ internal sealed class OutboundQueue
             }
 
             message = _messages.Dequeue();
+
+            // Its call may have queued frames just before it, after this turn took the frames (the
+            // last items of a stream that then fails with a long Error). Taken under the lock that
+            // dequeues it, every frame queued before it goes out before its first fragment. A
+            // message already begun needs nothing: that was done before its first fragment.
+            if (_frames != 0 && !message.Started)
+            {
+                frames = TakeFramesLocked();
+            }
+
             _writingMessage = message;
             aborted = message.Aborted;
             cancel = message.CancelAfterFirstFragment;
+        }
+
+        if (frames != 0)
+        {
+            WriteTakenFrames(output, drop: false);
+            madeRoom = true;
         }
 
         // A Request whose Cancel is queued already sends nothing more: its Cancel ends it.
@@ -254,6 +284,7 @@ internal sealed class OutboundQueue
 
             // Aborted also while this fragment was being written.
             finished = last || message.Aborted || (cancel && message.CancelEndsIt);
+            madeRoom |= finished;
             if (finished)
             {
                 _messageCount--;
@@ -277,7 +308,7 @@ internal sealed class OutboundQueue
             message.WhenWritten?.OnMessageWritten();
         }
 
-        return (aborted ? 0 : 1) + (cancel ? 1 : 0);
+        return frames + (aborted ? 0 : 1) + (cancel ? 1 : 0);
     }
 
     /// <summary>Returns the segments of every queued message. Caller holds _lock, and the writer
