@@ -1,16 +1,49 @@
 namespace Mux.Hosting;
 
+/// <summary>The keys both sections have, one for each limit of <see cref="MuxConnectionOptions"/>
+/// that configuration can set. Every key is optional; a missing key leaves the option as it is.</summary>
+internal abstract class MuxConnectionConfiguration
+{
+    public int? MaxFrameSize { get; set; }
+
+    public int? MaxMessageSize { get; set; }
+
+    public int? FragmentSize { get; set; }
+
+    /// <summary>The credit window of each stream (IAsyncEnumerable argument or result).</summary>
+    public int? StreamWindow { get; set; }
+
+    public int? MaxOutboundBytesPerConnection { get; set; }
+
+    public TimeSpan? KeepAliveInterval { get; set; }
+
+    public TimeSpan? KeepAliveTimeout { get; set; }
+
+    public int? MaxMetadataSize { get; set; }
+
+    /// <summary>Sets the options whose keys are present.</summary>
+    public void ApplyTo(MuxConnectionOptions options)
+    {
+        options.MaxFrameSize = MaxFrameSize ?? options.MaxFrameSize;
+        options.MaxMessageSize = MaxMessageSize ?? options.MaxMessageSize;
+        options.FragmentSize = FragmentSize ?? options.FragmentSize;
+        options.StreamWindow = StreamWindow ?? options.StreamWindow;
+        options.MaxOutboundBytesPerConnection = MaxOutboundBytesPerConnection ?? options.MaxOutboundBytesPerConnection;
+        options.KeepAliveInterval = KeepAliveInterval ?? options.KeepAliveInterval;
+        options.KeepAliveTimeout = KeepAliveTimeout ?? options.KeepAliveTimeout;
+        options.MaxMetadataSize = MaxMetadataSize ?? options.MaxMetadataSize;
+    }
+}
+
 /// <summary>The keys of the "Mux:Server" configuration section. Every key is optional; a missing
 /// key leaves the option at its default.</summary>
-internal sealed class MuxServerConfiguration
+internal sealed class MuxServerConfiguration : MuxConnectionConfiguration
 {
     /// <summary>The section's path.</summary>
     public const string SectionName = "Mux:Server";
 
     /// <summary>"host:port" to listen on, parsed into <see cref="MuxServerOptions.EndPoint"/>.</summary>
     public string? Listen { get; set; }
-
-    public int? MaxFrameSize { get; set; }
 
     public int? MaxConcurrentCallsPerConnection { get; set; }
 
@@ -25,37 +58,18 @@ internal sealed class MuxServerConfiguration
 
     public bool? EnableDetailedErrors { get; set; }
 
-    // Issue 10: the credit window of each stream (IAsyncEnumerable argument or result).
-    public int? StreamWindow { get; set; }
-
-    // Issue 10: deadlines passed on by handlers, and calls from the server to its clients.
     public bool? EnableCallContextPropagation { get; set; }
 
     public TimeSpan? ClientCallTimeout { get; set; }
 
-    // Issue 8: limits on what one connection may cost, and dead-peer detection.
-    public int? MaxOutboundBytesPerConnection { get; set; }
-
-    // Issue 10: messages larger than one frame.
-    public int? MaxMessageSize { get; set; }
-
-    public int? FragmentSize { get; set; }
-
     public TimeSpan? ShutdownTimeout { get; set; }
 
-    public TimeSpan? KeepAliveInterval { get; set; }
-
-    public TimeSpan? KeepAliveTimeout { get; set; }
-
     public TimeSpan? IdleTimeout { get; set; }
-
-    // Issue 25: the call pipeline.
-    public int? MaxMetadataSize { get; set; }
 }
 
 /// <summary>The keys of the "Mux:Client" configuration section. Every key is optional; a missing
 /// key leaves the option at its default.</summary>
-internal sealed class MuxClientConfiguration
+internal sealed class MuxClientConfiguration : MuxConnectionConfiguration
 {
     /// <summary>The section's path.</summary>
     public const string SectionName = "Mux:Client";
@@ -66,8 +80,6 @@ internal sealed class MuxClientConfiguration
     public TimeSpan? CallTimeout { get; set; }
 
     public TimeSpan? ConnectTimeout { get; set; }
-
-    public int? MaxFrameSize { get; set; }
 
     public string? AuthToken { get; set; }
 
@@ -80,30 +92,10 @@ internal sealed class MuxClientConfiguration
 
     public TimeSpan? ReconnectMaxDelay { get; set; }
 
-    // Issue 10: the credit window of each stream (IAsyncEnumerable argument or result).
-    public int? StreamWindow { get; set; }
-
-    // Issue 8: a bound on requests queued for a server that does not read, and dead-peer detection.
-    public int? MaxOutboundBytesPerConnection { get; set; }
-
-    // Issue 10: messages larger than one frame.
-    public int? MaxMessageSize { get; set; }
-
-    public int? FragmentSize { get; set; }
-
-    public TimeSpan? KeepAliveInterval { get; set; }
-
-    public TimeSpan? KeepAliveTimeout { get; set; }
-
-    // Issue 12: several instances found by name through service discovery.
-
     /// <summary>"mux://NAME" or "muxs://NAME", into <see cref="MuxClientOptions.Service"/>.</summary>
     public string? Service { get; set; }
 
     public TimeSpan? ResolveInterval { get; set; }
-
-    // Issue 25: the call pipeline.
-    public int? MaxMetadataSize { get; set; }
 
     public bool? WaitForConnection { get; set; }
 }

@@ -12,7 +12,8 @@ namespace Mux.Hosting;
 /// dependency injection and applies the "Mux:Server" configuration section. Registered once, before
 /// the delegate given to AddMuxServer, so that values set in code win over configuration.
 /// </summary>
-internal sealed class MuxServerOptionsSetup(IConfiguration? configuration = null, ILoggerFactory? loggerFactory = null, IHostEnvironment? environment = null)
+internal sealed class MuxServerOptionsSetup(
+    IConfiguration? configuration = null, ILoggerFactory? loggerFactory = null, IHostEnvironment? environment = null)
     : IConfigureOptions<MuxServerOptions>
 {
     public void Configure(MuxServerOptions options)
@@ -30,23 +31,16 @@ internal sealed class MuxServerOptionsSetup(IConfiguration? configuration = null
             options.EndPoint = EndPointParser.ParseListen(bound.Listen, MuxServerConfiguration.SectionName + ":Listen");
         }
 
-        options.MaxFrameSize = bound.MaxFrameSize ?? options.MaxFrameSize;
+        bound.ApplyTo(options);
         options.MaxConcurrentCallsPerConnection = bound.MaxConcurrentCallsPerConnection ?? options.MaxConcurrentCallsPerConnection;
         options.HandshakeTimeout = bound.HandshakeTimeout ?? options.HandshakeTimeout;
         options.ListenBacklog = bound.ListenBacklog ?? options.ListenBacklog;
         options.AuthToken = MuxConfigurationValues.AuthToken(bound.AuthToken, MuxServerConfiguration.SectionName) ?? options.AuthToken;
         options.EnableDetailedErrors = bound.EnableDetailedErrors ?? options.EnableDetailedErrors;
-        options.MaxOutboundBytesPerConnection = bound.MaxOutboundBytesPerConnection ?? options.MaxOutboundBytesPerConnection;
-        options.MaxMessageSize = bound.MaxMessageSize ?? options.MaxMessageSize;
-        options.FragmentSize = bound.FragmentSize ?? options.FragmentSize;
         options.ShutdownTimeout = bound.ShutdownTimeout ?? options.ShutdownTimeout;
-        options.KeepAliveInterval = bound.KeepAliveInterval ?? options.KeepAliveInterval;
-        options.KeepAliveTimeout = bound.KeepAliveTimeout ?? options.KeepAliveTimeout;
         options.IdleTimeout = bound.IdleTimeout ?? options.IdleTimeout;
-        options.StreamWindow = bound.StreamWindow ?? options.StreamWindow;
         options.EnableCallContextPropagation = bound.EnableCallContextPropagation ?? options.EnableCallContextPropagation;
         options.ClientCallTimeout = bound.ClientCallTimeout ?? options.ClientCallTimeout;
-        options.MaxMetadataSize = bound.MaxMetadataSize ?? options.MaxMetadataSize;
         if (bound.Tls is { } tls)
         {
             ConfigureTls(options, tls);
@@ -58,7 +52,9 @@ internal sealed class MuxServerOptionsSetup(IConfiguration? configuration = null
         const string Key = MuxServerConfiguration.SectionName + ":Tls";
         if (tls.Certificate is null)
         {
-            throw new InvalidOperationException($"{Key} is present but {Key}:Certificate is not. Set {Key}:Certificate:Path (and Password) or {Key}:Certificate:Subject, or remove {Key}.");
+            throw new InvalidOperationException(
+                $"{Key} is present but {Key}:Certificate is not. Set {Key}:Certificate:Path (and Password) or {Key}:Certificate:Subject, or " +
+                $"remove {Key}.");
         }
 
         options.Tls ??= new SslServerAuthenticationOptions();
@@ -72,7 +68,8 @@ internal sealed class MuxServerOptionsSetup(IConfiguration? configuration = null
 /// dependency injection and applies the "Mux:Client" configuration section. Registered once, before
 /// the delegate given to AddMuxClient, so that values set in code win over configuration.
 /// </summary>
-internal sealed class MuxClientOptionsSetup(IConfiguration? configuration = null, ILoggerFactory? loggerFactory = null, IHostEnvironment? environment = null)
+internal sealed class MuxClientOptionsSetup(
+    IConfiguration? configuration = null, ILoggerFactory? loggerFactory = null, IHostEnvironment? environment = null)
     : IConfigureOptions<MuxClientOptions>
 {
     public void Configure(MuxClientOptions options)
@@ -90,9 +87,9 @@ internal sealed class MuxClientOptionsSetup(IConfiguration? configuration = null
             options.EndPoint = EndPointParser.ParseConnect(bound.Connect, MuxClientConfiguration.SectionName + ":Connect");
         }
 
+        bound.ApplyTo(options);
         options.CallTimeout = bound.CallTimeout ?? options.CallTimeout;
         options.ConnectTimeout = bound.ConnectTimeout ?? options.ConnectTimeout;
-        options.MaxFrameSize = bound.MaxFrameSize ?? options.MaxFrameSize;
         options.AuthToken = MuxConfigurationValues.AuthToken(bound.AuthToken, MuxClientConfiguration.SectionName) ?? options.AuthToken;
         if (bound.Tls is { } tls && tls.Enabled != false)
         {
@@ -107,15 +104,8 @@ internal sealed class MuxClientOptionsSetup(IConfiguration? configuration = null
         options.AutoReconnect = bound.AutoReconnect ?? options.AutoReconnect;
         options.ReconnectInitialDelay = bound.ReconnectInitialDelay ?? options.ReconnectInitialDelay;
         options.ReconnectMaxDelay = bound.ReconnectMaxDelay ?? options.ReconnectMaxDelay;
-        options.MaxOutboundBytesPerConnection = bound.MaxOutboundBytesPerConnection ?? options.MaxOutboundBytesPerConnection;
-        options.MaxMessageSize = bound.MaxMessageSize ?? options.MaxMessageSize;
-        options.FragmentSize = bound.FragmentSize ?? options.FragmentSize;
-        options.KeepAliveInterval = bound.KeepAliveInterval ?? options.KeepAliveInterval;
-        options.KeepAliveTimeout = bound.KeepAliveTimeout ?? options.KeepAliveTimeout;
-        options.StreamWindow = bound.StreamWindow ?? options.StreamWindow;
         options.Service = bound.Service ?? options.Service;
         options.ResolveInterval = bound.ResolveInterval ?? options.ResolveInterval;
-        options.MaxMetadataSize = bound.MaxMetadataSize ?? options.MaxMetadataSize;
         options.WaitForConnection = bound.WaitForConnection ?? options.WaitForConnection;
     }
 }
@@ -202,6 +192,7 @@ internal static class MuxConfigurationValues
     /// <param name="value">The bound value; null when the key is missing.</param>
     /// <param name="section">The section's path, for the error message.</param>
     public static string? AuthToken(string? value, string section) => value is { Length: 0 }
-        ? throw new InvalidOperationException($"The configuration value {section}:AuthToken is ''; an empty token is not a token. Set the token, or remove the key for none.")
+        ? throw new InvalidOperationException(
+            $"The configuration value {section}:AuthToken is ''; an empty token is not a token. Set the token, or remove the key for none.")
         : value;
 }

@@ -23,7 +23,7 @@ public static class MuxServiceCollectionExtensions
     /// or <c>localhost:5000</c>; <c>MaxFrameSize</c>, <c>MaxConcurrentCallsPerConnection</c>,
     /// <c>HandshakeTimeout</c>, <c>ListenBacklog</c>, <c>AuthToken</c>); then
     /// <paramref name="configure"/> runs, so values set in code win. Keys that are missing keep the
-    /// defaults documented on <see cref="MuxServerOptions"/>. <see cref="MuxServerOptions.LoggerFactory"/>
+    /// defaults documented on <see cref="MuxServerOptions"/>. <see cref="MuxConnectionOptions.LoggerFactory"/>
     /// defaults to the service provider's <c>ILoggerFactory</c>. The options are read once, when the
     /// host starts: a reloaded configuration changes nothing in the running server until the host
     /// starts again.
@@ -84,7 +84,7 @@ public static class MuxServiceCollectionExtensions
     /// that are missing keep the defaults documented on <see cref="MuxClientOptions"/>;
     /// <see cref="MuxClientOptions.EndPoint"/> has no default and must be set one way or the other,
     /// unless the client spreads its calls over several instances.
-    /// <see cref="MuxClientOptions.LoggerFactory"/> defaults to the service provider's <c>ILoggerFactory</c>.
+    /// <see cref="MuxConnectionOptions.LoggerFactory"/> defaults to the service provider's <c>ILoggerFactory</c>.
     /// The options are read once, when the client is made: a reloaded configuration changes nothing
     /// in the running client until the host starts again (the instances behind <c>Service</c>
     /// excepted: service discovery follows reloads, below). Invalid options fail the client's

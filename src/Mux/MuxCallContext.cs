@@ -123,7 +123,7 @@ public sealed class MuxCallContext
 
     /// <summary>
     /// When the caller gives up on the call, by the server's clock
-    /// (<see cref="MuxServerOptions.TimeProvider"/>), or <see langword="null"/> when the caller sent
+    /// (<see cref="MuxConnectionOptions.TimeProvider"/>), or <see langword="null"/> when the caller sent
     /// no deadline. The caller sends its remaining time rather than a point in time, so the two
     /// machines' clocks never need to agree. <see cref="CancellationToken"/> fires then.
     /// </summary>
@@ -161,7 +161,7 @@ public sealed class MuxCallContext
 
     /// <summary>
     /// The deadline as a <see cref="TimeProvider"/> timestamp of the server's
-    /// <see cref="MuxServerOptions.TimeProvider"/>; <see cref="long.MaxValue"/> when the caller sent none.
+    /// <see cref="MuxConnectionOptions.TimeProvider"/>; <see cref="long.MaxValue"/> when the caller sent none.
     /// </summary>
     internal long DeadlineTimestamp { get; }
 

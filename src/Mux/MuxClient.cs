@@ -253,7 +253,7 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     /// frame but within it goes in fragments).
     /// </summary>
     /// <typeparam name="TArguments">The argument list: a struct whose formatter (generated for proxies, or in the
-    /// resolver of <see cref="MuxClientOptions.SerializerOptions"/>) writes it as a MessagePack array.</typeparam>
+    /// resolver of <see cref="MuxConnectionOptions.SerializerOptions"/>) writes it as a MessagePack array.</typeparam>
     /// <typeparam name="TResult">The method's result type.</typeparam>
     /// <param name="methodId">The method's wire id.</param>
     /// <param name="arguments">The arguments.</param>
@@ -267,7 +267,7 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     /// <summary>Calls a method that returns no value; completes like
     /// <see cref="InvokeAsync{TArguments, TResult}(uint, in TArguments, CancellationToken)"/>.</summary>
     /// <typeparam name="TArguments">The argument list: a struct whose formatter (generated for proxies, or in the
-    /// resolver of <see cref="MuxClientOptions.SerializerOptions"/>) writes it as a MessagePack array.</typeparam>
+    /// resolver of <see cref="MuxConnectionOptions.SerializerOptions"/>) writes it as a MessagePack array.</typeparam>
     /// <param name="methodId">The method's wire id.</param>
     /// <param name="arguments">The arguments.</param>
     /// <param name="cancellationToken">Cancels the call.</param>

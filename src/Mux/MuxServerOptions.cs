@@ -1,45 +1,19 @@
 using System.Net;
 using System.Net.Security;
 using System.Security.Claims;
-using Microsoft.Extensions.Logging;
 using Mux.Connection;
 using Mux.Transport;
-using MessagePack;
 
 namespace Mux;
 
 /// <summary>Settings of a <see cref="MuxServer"/>. Validated when the server starts.</summary>
-public sealed class MuxServerOptions
+public sealed class MuxServerOptions : MuxConnectionOptions
 {
     /// <summary>
     /// The address and port to listen on; port 0 picks a free port (read it back from
     /// <see cref="MuxServer.LocalEndPoint"/>). Required: defaults to <see langword="null"/>.
     /// </summary>
     public EndPoint? EndPoint { get; set; }
-
-    /// <summary>
-    /// The largest frame the server accepts, in bytes; a client that sends a larger one is
-    /// disconnected. Between 4 KiB and 256 MiB. Defaults to 4 MiB.
-    /// </summary>
-    public int MaxFrameSize { get; set; } = 4 * 1024 * 1024;
-
-    /// <summary>
-    /// The largest request this server accepts, in bytes (a message's bytes after its frame header,
-    /// across all its fragments). A larger request fails only its own call, with
-    /// <see cref="MuxStatusCode.MessageTooLarge"/>: the server announces the limit in the handshake
-    /// so a Mux client fails such a call before sending it, and skips the rest of one from a client
-    /// that sends it anyway; the connection stays up. Separate from <see cref="MaxFrameSize"/>:
-    /// large messages travel in fragments of <see cref="FragmentSize"/>. Between 4 KiB and 1 GiB.
-    /// Defaults to 64 MiB.
-    /// </summary>
-    public int MaxMessageSize { get; set; } = 64 * 1024 * 1024;
-
-    /// <summary>
-    /// Responses larger than this many bytes are sent in fragments (frames of at most this size,
-    /// or the client's MaxFrameSize if smaller) interleaved with the other calls' frames, so a large
-    /// answer never holds the connection. Between 1 KiB and 16 MiB. Defaults to 64 KiB.
-    /// </summary>
-    public int FragmentSize { get; set; } = 64 * 1024;
 
     /// <summary>
     /// How many calls one connection may have running at once. The server advertises it in the
@@ -49,18 +23,6 @@ public sealed class MuxServerOptions
     /// Defaults to 1000.
     /// </summary>
     public int MaxConcurrentCallsPerConnection { get; set; } = 1000;
-
-    /// <inheritdoc cref="MuxClientOptions.StreamWindow"/>
-    public int StreamWindow { get; set; } = 64;
-
-    /// <summary>
-    /// How many bytes of answers may wait for one connection's socket. When a client stops reading,
-    /// its answers pile up here; past this the server runs no new request from that connection
-    /// until the socket takes them (calls already running still answer), so a peer that never
-    /// reads costs a bounded amount of memory. Defaults to 1 MiB: a thousand 1 KiB answers, or a
-    /// few large ones, which keeps a busy connection's batches whole while bounding a stuck one.
-    /// </summary>
-    public int MaxOutboundBytesPerConnection { get; set; } = 1024 * 1024;
 
     /// <summary>How long a new connection has to complete its handshake, counted from the accept on
     /// <see cref="TimeProvider"/>; a connection that has not completed it by then is closed
@@ -81,11 +43,6 @@ public sealed class MuxServerOptions
     /// <summary>When set, a client must send this token in its handshake or be disconnected.
     /// Defaults to <see langword="null"/> (no check).</summary>
     public string? AuthToken { get; set; }
-
-    /// <summary>Where the server logs connection events and handler failures. Defaults to
-    /// <see langword="null"/> (no logging). A logger that throws loses that entry and nothing
-    /// else: the server goes on.</summary>
-    public ILoggerFactory? LoggerFactory { get; set; }
 
     /// <summary>
     /// Serves every connection over TLS, using the BCL's own options: set
@@ -121,10 +78,8 @@ public sealed class MuxServerOptions
     /// <see cref="MuxClient"/> call made on its flow (across awaits, until the handler's task
     /// completes) ends at the earlier of its own <see cref="MuxClientOptions.CallTimeout"/> and the
     /// served call's deadline, and sends that deadline on. Costs each such call an
-    /// <see cref="ExecutionContext"/> and a <see cref="MuxCallContext"/> (an earlier version that
-    /// did the same for every call measured 112 bytes and about 0.35 µs of server CPU per call),
-    /// and makes every MuxClient in the process look for a served call when it starts a call,
-    /// which is why it is off. Off, handlers still see their caller's deadline through a
+    /// <see cref="ExecutionContext"/> and a <see cref="MuxCallContext"/>, and makes every MuxClient in
+    /// the process look for a served call when it starts a call, which is why it is off. Off, handlers still see their caller's deadline through a
     /// <see cref="MuxCallContext"/> parameter and their token still fires at it.
     /// Defaults to <see langword="false"/>.
     /// </summary>
@@ -140,32 +95,6 @@ public sealed class MuxServerOptions
         EndPoint = new IPEndPoint(address, port);
         return this;
     }
-
-    /// <summary>
-    /// How arguments are read and results written (MessagePack-CSharp). Formatters the Mux generator
-    /// emitted for the contracts are always consulted first, then this options' resolver. A server
-    /// reads whatever any client sends, so when <see cref="MessagePackSerializerOptions.Security"/> is
-    /// <see cref="MessagePackSecurity.TrustedData"/> (the default of every built-in options object) the
-    /// server reads with <see cref="MessagePackSecurity.UntrustedData"/> instead: hash-collision-resistant
-    /// dictionaries and a limit on nesting depth, so a hostile body fails its own call with
-    /// <see cref="MuxStatusCode.InvalidArguments"/> instead of exhausting the stack or the CPU. Any other
-    /// security you set is used as it is. Defaults to <see cref="MessagePackSerializerOptions.Standard"/>.
-    /// </summary>
-    public MessagePackSerializerOptions SerializerOptions { get; set; } = MessagePackSerializerOptions.Standard;
-
-    /// <inheritdoc cref="MuxClientOptions.KeepAliveInterval"/>
-    public TimeSpan KeepAliveInterval { get; set; } = TimeSpan.FromSeconds(30);
-
-    /// <inheritdoc cref="MuxClientOptions.KeepAliveTimeout"/>
-    public TimeSpan KeepAliveTimeout { get; set; } = TimeSpan.FromSeconds(20);
-
-    /// <summary>
-    /// The clock of the handshake, keepalive and idle timeouts, of the deadlines of the calls it
-    /// serves and of <see cref="ClientCallTimeout"/>. Tests set a fake one (for example
-    /// <c>FakeTimeProvider</c> from Microsoft.Extensions.TimeProvider.Testing) to move time by hand.
-    /// Defaults to <see cref="TimeProvider.System"/>.
-    /// </summary>
-    public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
 
     /// <summary>
     /// How long a connection may hold no calls before the server closes it gracefully: it sends
@@ -215,16 +144,6 @@ public sealed class MuxServerOptions
     /// </summary>
     public IList<IMuxServerInterceptor> Interceptors { get; } = new List<IMuxServerInterceptor>();
 
-    /// <summary>
-    /// The largest metadata a call to this server may carry, in bytes of its encoded map (keys and
-    /// values in UTF-8 plus a few bytes each; see docs/protocol.md, *Metadata*). The server announces
-    /// it in the handshake, so a Mux client fails a call with more before sending it
-    /// (<see cref="InvalidOperationException"/>); a call that arrives with more anyway fails alone
-    /// with <see cref="MuxStatusCode.MessageTooLarge"/>, and the connection stays up. At least 1; a
-    /// value above <see cref="MaxMessageSize"/> acts as MaxMessageSize. Defaults to 8 KiB.
-    /// </summary>
-    public int MaxMetadataSize { get; set; } = Protocol.MetadataSection.DefaultMaxSize;
-
     /// <summary>What is left of <see cref="HandshakeTimeout"/> at <paramref name="now"/> for a
     /// connection accepted at <paramref name="acceptedAt"/> (timestamps of <see cref="TimeProvider"/>,
     /// so that a fake clock moves it): zero once it has passed, infinite when it is.</summary>
@@ -245,13 +164,16 @@ public sealed class MuxServerOptions
     {
         if (requireEndPoint && EndPoint is null)
         {
-            throw new InvalidOperationException("MuxServerOptions.EndPoint is not set. Set it, for example options.Listen(IPAddress.Loopback, 5000), or use port 0 for any free port.");
+            throw new InvalidOperationException(
+                "MuxServerOptions.EndPoint is not set. Set it, for example options.Listen(IPAddress.Loopback, 5000), or use port 0 for any free " +
+                "port.");
         }
 
-        OptionsValidation.RequireConnectionSettings(nameof(MuxServerOptions), SerializerOptions, TimeProvider, MaxFrameSize, FragmentSize, MaxMessageSize, MaxMetadataSize, StreamWindow, MaxOutboundBytesPerConnection, KeepAliveInterval, KeepAliveTimeout);
+        ValidateConnection(nameof(MuxServerOptions));
         if (MaxConcurrentCallsPerConnection < 1)
         {
-            throw new InvalidOperationException($"MuxServerOptions.MaxConcurrentCallsPerConnection is {MaxConcurrentCallsPerConnection}; it must be at least 1.");
+            throw new InvalidOperationException(
+                $"MuxServerOptions.MaxConcurrentCallsPerConnection is {MaxConcurrentCallsPerConnection}; it must be at least 1.");
         }
 
         if (ListenBacklog < 1)

@@ -62,7 +62,7 @@ public enum MuxStatusCode
     DeadlineExceeded = 14,
 
     /// <summary>A request or response was larger than the receiving side's MaxMessageSize
-    /// (<see cref="MuxServerOptions.MaxMessageSize"/>, <see cref="MuxClientOptions.MaxMessageSize"/>):
+    /// (<see cref="MuxConnectionOptions.MaxMessageSize"/>):
     /// only this call failed; the connection stays up.</summary>
     MessageTooLarge = 15,
 }

@@ -117,7 +117,7 @@ internal abstract class ConnectionSource : IAsyncDisposable
 
     /// <summary>Waits for a usable connection other than <paramref name="failed"/> (the one a call
     /// just failed on, without running), until <paramref name="deadline"/> (a
-    /// <see cref="ClockDeadline"/> timestamp of <see cref="MuxClientOptions.TimeProvider"/>, or
+    /// <see cref="ClockDeadline"/> timestamp of <see cref="MuxConnectionOptions.TimeProvider"/>, or
     /// <see cref="ClockDeadline.Never"/>): looks, and until then waits for a change worth looking
     /// again at. <paramref name="ownTimeout"/> is the call's own timeout when it replaced
     /// CallTimeout (for the message of a call that found no connection in time), else null;

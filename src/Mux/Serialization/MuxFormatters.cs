@@ -11,8 +11,8 @@ namespace Mux.Serialization;
 /// never need MessagePack's run-time code generation (which Native AOT cannot do).
 /// </summary>
 /// <remarks>Plumbing for generated code: applications do not call it. To supply formatters of your
-/// own, put them in the resolver of <see cref="MuxClientOptions.SerializerOptions"/> and
-/// <see cref="MuxServerOptions.SerializerOptions"/>.</remarks>
+/// own, put them in the resolver of the client's and the server's
+/// <see cref="MuxConnectionOptions.SerializerOptions"/>.</remarks>
 [EditorBrowsable(EditorBrowsableState.Never)]
 public static class MuxFormatters
 {

@@ -7,7 +7,7 @@ namespace Mux.Connection;
 /// for a connection, for a call slot or for room to send, and a resend after a failure the server
 /// provably never ran, all spend from it, and the Request carries what is left of it when it is
 /// written. A <see cref="ClockDeadline"/> timestamp of the client's
-/// <see cref="MuxClientOptions.TimeProvider"/>, plus where it came from for the timeout's message.
+/// <see cref="MuxConnectionOptions.TimeProvider"/>, plus where it came from for the timeout's message.
 /// </summary>
 internal readonly struct CallDeadline
 {
