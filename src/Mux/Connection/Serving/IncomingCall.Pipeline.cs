@@ -39,7 +39,9 @@ internal sealed partial class IncomingCall : IValueTaskSource
     // completes once it has handed the handler's outcome to the task of next()): the call must not
     // end (and this object be reused for another call) before, even if an interceptor returned
     // without awaiting next(). Awaited exactly once, by InvokeInterceptorsAsync, so that its state
-    // machine, from a pool, goes back to it. Set by the chain's last next(); reset by Start.
+    // machine, from a pool, goes back to it, and read only once the chain's last next() has
+    // returned (InterceptorChain.WhenCallReturned). Set by that next(), on whatever thread it runs;
+    // reset by Start.
     private ValueTask _runningHandler;
 
     // The task of the chain's last next(), whose source this object is: completed with the
@@ -121,8 +123,10 @@ internal sealed partial class IncomingCall : IValueTaskSource
             // it kept, no longer decides how the call ends.
             taken = Volatile.Read(ref _handlerOutcomeTaken);
             // The handler may still hold this call: it runs on (an interceptor returned without
-            // awaiting next()), or is still handing its outcome to the interceptor that awaited it.
-            // Its answer (or failure) is the call's either way, and waited for here.
+            // awaiting next(), even before next() had returned), or is still handing its outcome
+            // to the interceptor that awaited it. Its answer (or failure) is the call's either way,
+            // and waited for here: first the last next()'s return, which records the handler.
+            await chain.WhenCallReturned().ConfigureAwait(false);
             await _runningHandler.ConfigureAwait(false); // Never faults: the failure is the task of next()'s.
             _handlerOutcomeOver = true;
 
@@ -244,10 +248,12 @@ internal sealed partial class IncomingCall : IValueTaskSource
     }
 
     /// <summary>The server interceptors of one call; the last next() runs the handler.</summary>
-    private sealed class ServerInterceptorChain(IncomingCall call, IMuxServerInterceptor[] interceptors) : InterceptorChain(interceptors.Length)
+    private sealed class ServerInterceptorChain(IncomingCall call, IMuxServerInterceptor[] interceptors) : InterceptorChain
     {
         // The context every interceptor of the call sees (and the handler too, if it asks).
         private readonly MuxCallContext _context = call.Context;
+
+        protected override int Count => interceptors.Length;
 
         protected override ValueTask InvokeInterceptorAsync(int index, Func<ValueTask> next) => interceptors[index].InvokeAsync(_context, next);
 
