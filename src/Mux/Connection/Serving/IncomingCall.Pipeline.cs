@@ -1,5 +1,4 @@
 using System.Collections.ObjectModel;
-using System.Diagnostics;
 using System.Runtime.CompilerServices;
 using System.Threading.Tasks.Sources;
 using Mux.Protocol;
@@ -47,7 +46,8 @@ internal sealed partial class IncomingCall : IValueTaskSource
     // The task of the chain's last next(), whose source this object is: completed with the
     // handler's outcome, so that the call can tell a failure an interceptor took from the task of
     // next() (and caught, if it returned) from one nobody took, which is still the caller's. Reset
-    // by TrackHandler; the calls of a side without interceptors never touch it.
+    // by InvokeInterceptorsAsync before any interceptor runs, so that it never holds an earlier
+    // call's outcome; the calls of a side without interceptors never touch it.
     private ManualResetValueTaskSourceCore<bool> _handlerOutcome;
 
     // Whether an interceptor took the handler's outcome from the task of next() (its GetResult).
@@ -56,8 +56,8 @@ internal sealed partial class IncomingCall : IValueTaskSource
 
     // Whether the task of next() is over: the interceptors returned and the call holds the
     // handler's outcome, for its caller. A task of next() kept and awaited from then on is refused
-    // (CheckNotLate), whether or not this object serves another call by then. Set by
-    // InvokeInterceptorsAsync; reset by TrackHandler.
+    // (CheckNotLate), whether or not this object serves another call by then. Set and reset by
+    // InvokeInterceptorsAsync.
     private volatile bool _handlerOutcomeOver;
 
     /// <summary>The call's metadata (MuxCallContext.Metadata); empty when it carried none.</summary>
@@ -110,6 +110,8 @@ internal sealed partial class IncomingCall : IValueTaskSource
         bool returned = false;
         _deferResult = true;
         _handlerOutcomeTaken = false;
+        _handlerOutcome.Reset(); // Before any next(): a task of next() of an earlier call is refused from here on.
+        _handlerOutcomeOver = false;
         try
         {
             await chain.InvokeAsync().ConfigureAwait(false);
@@ -146,18 +148,24 @@ internal sealed partial class IncomingCall : IValueTaskSource
                 throw chain.NotInvoked(MethodName, "A server interceptor refuses a call by throwing, for example MuxRemoteException(MuxStatusCode.PermissionDenied, \"...\").");
             }
 
-            try
+            // Pending only when the handler completed at once without answering: no failure, none to take.
+            if (_handlerOutcome.GetStatus(_handlerOutcome.Version) != ValueTaskSourceStatus.Pending)
             {
-                // Throws the handler's failure: one no interceptor took is the caller's, whether the
-                // handler failed before the interceptor that left next() returned or after.
-                _handlerOutcome.GetResult(_handlerOutcome.Version);
-            }
-            catch (Exception failure) when (taken)
-            {
-                throw new InvalidOperationException($"{MethodName} has no answer to send: its handler failed, and a server interceptor caught the exception without throwing one of its own.", failure);
+                try
+                {
+                    // Throws the handler's failure: one no interceptor took is the caller's, whether
+                    // the handler failed before the interceptor that left next() returned or after.
+                    _handlerOutcome.GetResult(_handlerOutcome.Version);
+                }
+                catch (Exception failure) when (taken)
+                {
+                    throw new InvalidOperationException($"{MethodName} has no answer to send: its handler failed, and a server interceptor caught the exception without throwing one of its own.", failure);
+                }
             }
 
-            throw new UnreachableException("A handler that completed has left its answer.");
+            // A generated handler always answers: this one was written by hand, or an activator
+            // did not run it (or swallowed its failure).
+            throw new InvalidOperationException($"{MethodName} has no answer to send: its handler completed without handing back a result (MuxServerCall.ReturnAsync), or a MuxServiceActivator returned without running it.");
         }
 
         answer.Send(this);
@@ -168,9 +176,6 @@ internal sealed partial class IncomingCall : IValueTaskSource
     /// takes it, see <see cref="IValueTaskSource.GetResult"/>).</summary>
     private ValueTask TrackHandler(ValueTask handler)
     {
-        _handlerOutcome.Reset();
-        _handlerOutcomeOver = false;
-
         // What the call waits for, if the interceptor did not.
         _runningHandler = RunHandlerAsync(handler);
         return new ValueTask(this, _handlerOutcome.Version);
