@@ -121,7 +121,8 @@ internal sealed partial class ClientRuntime
         // The call's completion, while it runs; default when it completed at once. An interceptor
         // that returns without awaiting next() leaves it running: the caller waits for it here.
         // Awaited exactly once (by RunAsync, whatever the interceptors did with next()), so its
-        // state machine, from a pool, goes back to it.
+        // state machine, from a pool, goes back to it. Set by the last next(), on whatever thread
+        // it runs, and read only once that next() has returned (WhenCallReturned).
         private ValueTask _running;
 
         // Whether an interceptor took the call's outcome from the task of next(): a failure it did
@@ -140,9 +141,11 @@ internal sealed partial class ClientRuntime
                 Close(); // See InterceptorChain.Close: a next() kept past here is refused.
             }
 
-            // An interceptor that returned without awaiting next() left the call running: it is
-            // still the caller's, so its outcome is theirs too, whenever it comes, and nothing of it
-            // outlives their await. Awaited when complete too: see _running.
+            // An interceptor that returned without awaiting next() left the call running (next()
+            // run on another thread may even be in its synchronous part still): it is still the
+            // caller's, so its outcome is theirs too, whenever it comes, and nothing of it outlives
+            // their await. Awaited when complete too: see _running.
+            await WhenCallReturned().ConfigureAwait(false);
             await _running.ConfigureAwait(false);
 
             if (!_hasResult)
@@ -266,9 +269,11 @@ internal sealed partial class ClientRuntime
             }
             finally
             {
-                // A stream next() started is already set; a next() called after this is refused
-                // rather than left waiting for an enumeration that never comes.
+                // A next() called after this is refused rather than left waiting for an enumeration
+                // that never comes. One that made the call sets its stream before it returns, which
+                // may come after the interceptors' own return (next() run on another thread).
                 Close();
+                await WhenCallReturned().ConfigureAwait(false);
                 _started.TrySetResult(null);
             }
         }
@@ -295,7 +300,7 @@ internal sealed partial class ClientRuntime
 
     /// <summary>What every client chain shares: the interceptors, and what they leave of the call.</summary>
     private abstract class CallChain(ClientRuntime runtime, MuxClientCall call, uint methodId, CallSettings? settings)
-        : InterceptorChain(runtime._interceptors.Length)
+        : InterceptorChain
     {
         protected ClientRuntime Runtime { get; } = runtime;
 
@@ -318,6 +323,8 @@ internal sealed partial class ClientRuntime
 
         /// <summary>The call's timeout when it is its own (the bound proxy's, or an interceptor's), for messages.</summary>
         protected TimeSpan? OwnTimeout => Call.Timeout != Runtime._callTimeoutSpan || Settings?.Timeout is not null ? Call.Timeout : null;
+
+        protected override int Count => Runtime._interceptors.Length;
 
         protected override ValueTask InvokeInterceptorAsync(int index, Func<ValueTask> next) => Runtime._interceptors[index].InvokeAsync(Call, next);
 

@@ -9,28 +9,54 @@ namespace Mux.Connection;
 /// </summary>
 internal abstract class InterceptorChain
 {
-    private readonly int _count;
+    // The last next() has marked the call made and is inside it: InvokeCallAsync has not returned.
+    private static readonly object s_entered = new();
 
-    // What became of the call itself: NotYet while the interceptors run, Invoked once the last next()
-    // made it, Closed once the chain returned without making it. Set by the last next() and Close.
-    private int _call;
+    // InvokeCallAsync has returned: the role has recorded the call's own task (see WhenCallReturned).
+    private static readonly object s_returned = new();
 
-    private const int NotYet = 0;
-    private const int Invoked = 1;
-    private const int Closed = 2;
+    // The chain returned (or threw) without making the call.
+    private static readonly object s_closed = new();
 
-    protected InterceptorChain(int count) => _count = count;
+    // What became of the call itself: null while the interceptors run, then s_entered, s_returned or
+    // s_closed; or the waiter of the chain's end, put in place of s_entered when the chain closed
+    // while the last next() was still inside the call. Changed only by compare-and-swap or
+    // exchange: by the last next() (on whatever thread an interceptor calls it), Close and
+    // WhenCallReturned.
+    private object? _call;
 
-    /// <summary>Whether the last interceptor's next() ran the call itself; read after
+    /// <summary>How many interceptors the chain runs (one per next(), the last one's making the call).</summary>
+    protected abstract int Count { get; }
+
+    /// <summary>Whether the last interceptor's next() made the call itself; read after
     /// <see cref="Close"/>.</summary>
-    public bool CallInvoked => Volatile.Read(ref _call) == Invoked;
+    public bool CallInvoked => Volatile.Read(ref _call) is { } state && state != s_closed;
 
     /// <summary>
     /// Closes the chain once it has returned, whether it returned or threw (a refusal). A next() an
     /// interceptor kept and calls after this throws: its call already failed as not made, and its
     /// pooled state (the server's) may be another call's by then.
     /// </summary>
-    public void Close() => Interlocked.CompareExchange(ref _call, Closed, NotYet);
+    public void Close() => Interlocked.CompareExchange(ref _call, s_closed, null);
+
+    /// <summary>
+    /// After <see cref="Close"/>: completes once the last next(), if it made the call, has returned
+    /// from it, so that the call's own task, which the role records before that return, can be
+    /// read. The call is marked made before it starts, so an interceptor that returned without
+    /// awaiting next() (which may still run on another thread, inside the handler's or the send's
+    /// synchronous part) cannot end the call before it. Completes at once unless the chain ended
+    /// inside that window; only then does it allocate.
+    /// </summary>
+    public ValueTask WhenCallReturned()
+    {
+        if (Volatile.Read(ref _call) != s_entered)
+        {
+            return default;
+        }
+
+        var waiter = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        return Interlocked.CompareExchange(ref _call, waiter, s_entered) == s_entered ? new ValueTask(waiter.Task) : default;
+    }
 
     /// <summary>Runs interceptor <paramref name="index"/> (and, through its next(), the rest).</summary>
     public ValueTask InvokeAsync(int index = 0)
@@ -38,21 +64,28 @@ internal abstract class InterceptorChain
         // The last interceptor's next() is the chain's own: the call's state already says whether
         // it ran, so it needs no Next of its own (one object less per call, the only one with a
         // single interceptor).
-        return InvokeInterceptorAsync(index, index + 1 == _count ? InvokeCall : new Next(this, index + 1).Invoke);
+        return InvokeInterceptorAsync(index, index + 1 == Count ? InvokeCall : new Next(this, index + 1).Invoke);
     }
 
     /// <summary>The last interceptor's next(): makes the call, once, unless the chain has closed.</summary>
     private ValueTask InvokeCall()
     {
-        switch (Interlocked.CompareExchange(ref _call, Invoked, NotYet))
+        // Marked before the call starts: a chain that ends from here on waits for the return below.
+        object? before = Interlocked.CompareExchange(ref _call, s_entered, null);
+        if (before is not null)
         {
-            case Invoked:
-                throw CalledTwice(_count - 1);
-            case Closed:
-                throw CalledAfterClose();
+            throw before == s_closed ? CalledAfterClose() : CalledTwice(Count - 1);
         }
 
-        return InvokeCallAsync();
+        try
+        {
+            return InvokeCallAsync();
+        }
+        finally
+        {
+            // The call's task is recorded by now: a chain's end waiting for this may read it.
+            (Interlocked.Exchange(ref _call, s_returned) as TaskCompletionSource)?.SetResult();
+        }
     }
 
     private InvalidOperationException CalledTwice(int index) =>
@@ -77,7 +110,7 @@ internal abstract class InterceptorChain
     }
 
     /// <summary>The interceptors' type names, for messages.</summary>
-    private string Names() => string.Join(", ", Enumerable.Range(0, _count).Select(DescribeInterceptor));
+    private string Names() => string.Join(", ", Enumerable.Range(0, Count).Select(DescribeInterceptor));
 
     /// <summary>The next() an interceptor other than the last is given: runs the rest of the
     /// chain, once.</summary>
@@ -95,7 +128,7 @@ internal abstract class InterceptorChain
 
             // Refused here, not only by the last next(): the interceptors inside would otherwise
             // run for a call that is over.
-            return Volatile.Read(ref chain._call) == Closed ? throw chain.CalledAfterClose() : chain.InvokeAsync(index);
+            return Volatile.Read(ref chain._call) == s_closed ? throw chain.CalledAfterClose() : chain.InvokeAsync(index);
         }
     }
 }

@@ -1,5 +1,4 @@
 using System.Collections.ObjectModel;
-using System.Diagnostics;
 using System.Runtime.CompilerServices;
 using System.Threading.Tasks.Sources;
 using Mux.Protocol;
@@ -39,13 +38,16 @@ internal sealed partial class IncomingCall : IValueTaskSource
     // completes once it has handed the handler's outcome to the task of next()): the call must not
     // end (and this object be reused for another call) before, even if an interceptor returned
     // without awaiting next(). Awaited exactly once, by InvokeInterceptorsAsync, so that its state
-    // machine, from a pool, goes back to it. Set by the chain's last next(); reset by Start.
+    // machine, from a pool, goes back to it, and read only once the chain's last next() has
+    // returned (InterceptorChain.WhenCallReturned). Set by that next(), on whatever thread it runs;
+    // reset by Start.
     private ValueTask _runningHandler;
 
     // The task of the chain's last next(), whose source this object is: completed with the
     // handler's outcome, so that the call can tell a failure an interceptor took from the task of
     // next() (and caught, if it returned) from one nobody took, which is still the caller's. Reset
-    // by TrackHandler; the calls of a side without interceptors never touch it.
+    // by InvokeInterceptorsAsync before any interceptor runs, so that it never holds an earlier
+    // call's outcome; the calls of a side without interceptors never touch it.
     private ManualResetValueTaskSourceCore<bool> _handlerOutcome;
 
     // Whether an interceptor took the handler's outcome from the task of next() (its GetResult).
@@ -54,8 +56,8 @@ internal sealed partial class IncomingCall : IValueTaskSource
 
     // Whether the task of next() is over: the interceptors returned and the call holds the
     // handler's outcome, for its caller. A task of next() kept and awaited from then on is refused
-    // (CheckNotLate), whether or not this object serves another call by then. Set by
-    // InvokeInterceptorsAsync; reset by TrackHandler.
+    // (CheckNotLate), whether or not this object serves another call by then. Set and reset by
+    // InvokeInterceptorsAsync.
     private volatile bool _handlerOutcomeOver;
 
     /// <summary>The call's metadata (MuxCallContext.Metadata); empty when it carried none.</summary>
@@ -108,6 +110,8 @@ internal sealed partial class IncomingCall : IValueTaskSource
         bool returned = false;
         _deferResult = true;
         _handlerOutcomeTaken = false;
+        _handlerOutcome.Reset(); // Before any next(): a task of next() of an earlier call is refused from here on.
+        _handlerOutcomeOver = false;
         try
         {
             await chain.InvokeAsync().ConfigureAwait(false);
@@ -121,8 +125,10 @@ internal sealed partial class IncomingCall : IValueTaskSource
             // it kept, no longer decides how the call ends.
             taken = Volatile.Read(ref _handlerOutcomeTaken);
             // The handler may still hold this call: it runs on (an interceptor returned without
-            // awaiting next()), or is still handing its outcome to the interceptor that awaited it.
-            // Its answer (or failure) is the call's either way, and waited for here.
+            // awaiting next(), even before next() had returned), or is still handing its outcome
+            // to the interceptor that awaited it. Its answer (or failure) is the call's either way,
+            // and waited for here: first the last next()'s return, which records the handler.
+            await chain.WhenCallReturned().ConfigureAwait(false);
             await _runningHandler.ConfigureAwait(false); // Never faults: the failure is the task of next()'s.
             _handlerOutcomeOver = true;
 
@@ -142,18 +148,24 @@ internal sealed partial class IncomingCall : IValueTaskSource
                 throw chain.NotInvoked(MethodName, "A server interceptor refuses a call by throwing, for example MuxRemoteException(MuxStatusCode.PermissionDenied, \"...\").");
             }
 
-            try
+            // Pending only when the handler completed at once without answering: no failure, none to take.
+            if (_handlerOutcome.GetStatus(_handlerOutcome.Version) != ValueTaskSourceStatus.Pending)
             {
-                // Throws the handler's failure: one no interceptor took is the caller's, whether the
-                // handler failed before the interceptor that left next() returned or after.
-                _handlerOutcome.GetResult(_handlerOutcome.Version);
-            }
-            catch (Exception failure) when (taken)
-            {
-                throw new InvalidOperationException($"{MethodName} has no answer to send: its handler failed, and a server interceptor caught the exception without throwing one of its own.", failure);
+                try
+                {
+                    // Throws the handler's failure: one no interceptor took is the caller's, whether
+                    // the handler failed before the interceptor that left next() returned or after.
+                    _handlerOutcome.GetResult(_handlerOutcome.Version);
+                }
+                catch (Exception failure) when (taken)
+                {
+                    throw new InvalidOperationException($"{MethodName} has no answer to send: its handler failed, and a server interceptor caught the exception without throwing one of its own.", failure);
+                }
             }
 
-            throw new UnreachableException("A handler that completed has left its answer.");
+            // A generated handler always answers: this one was written by hand, or an activator
+            // did not run it (or swallowed its failure).
+            throw new InvalidOperationException($"{MethodName} has no answer to send: its handler completed without handing back a result (MuxServerCall.ReturnAsync), or a MuxServiceActivator returned without running it.");
         }
 
         answer.Send(this);
@@ -164,9 +176,6 @@ internal sealed partial class IncomingCall : IValueTaskSource
     /// takes it, see <see cref="IValueTaskSource.GetResult"/>).</summary>
     private ValueTask TrackHandler(ValueTask handler)
     {
-        _handlerOutcome.Reset();
-        _handlerOutcomeOver = false;
-
         // What the call waits for, if the interceptor did not.
         _runningHandler = RunHandlerAsync(handler);
         return new ValueTask(this, _handlerOutcome.Version);
@@ -244,10 +253,12 @@ internal sealed partial class IncomingCall : IValueTaskSource
     }
 
     /// <summary>The server interceptors of one call; the last next() runs the handler.</summary>
-    private sealed class ServerInterceptorChain(IncomingCall call, IMuxServerInterceptor[] interceptors) : InterceptorChain(interceptors.Length)
+    private sealed class ServerInterceptorChain(IncomingCall call, IMuxServerInterceptor[] interceptors) : InterceptorChain
     {
         // The context every interceptor of the call sees (and the handler too, if it asks).
         private readonly MuxCallContext _context = call.Context;
+
+        protected override int Count => interceptors.Length;
 
         protected override ValueTask InvokeInterceptorAsync(int index, Func<ValueTask> next) => interceptors[index].InvokeAsync(_context, next);
 
