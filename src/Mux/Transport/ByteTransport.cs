@@ -54,7 +54,8 @@ internal abstract class ByteTransport : IMuxTransport
 
     public PipeWriter Output => _output.Writer;
 
-    public EndPoint? RemoteEndPoint { get; }
+    // Set by the constructor from the socket; a transport without one may set it from what its host knows.
+    public EndPoint? RemoteEndPoint { get; protected init; }
 
     // Declared here, not by StreamConnection alone: the class that implements IMuxTransport is
     // this one, so a subclass's own property would be hidden behind the interface's default (null).
