@@ -21,6 +21,9 @@ public interface IWebTestService
     /// <summary>Waits until the test opens <see cref="WebTestService.Gate"/> (or 30 s pass), then returns <paramref name="value"/>.</summary>
     Task<int> WaitForGate(int value);
 
+    /// <summary>Returns nothing; called only by the telemetry test, so its measurements are its own.</summary>
+    Task Ping();
+
     /// <summary>Returns the length of <paramref name="payload"/>.</summary>
     Task<int> Length(byte[] payload);
 }

@@ -53,5 +53,7 @@ public sealed class WebTestService : IWebTestService
         return value;
     }
 
+    public Task Ping() => Task.CompletedTask;
+
     public Task<int> Length(byte[] payload) => Task.FromResult(payload.Length);
 }

@@ -65,6 +65,10 @@ internal abstract class ByteTransport : IMuxTransport
 
     public long SocketSends => Volatile.Read(ref _sends);
 
+    /// <summary>The receive loop once started (it ends when the peer ends its stream or the
+    /// transport fails); null before <see cref="Start"/>.</summary>
+    protected Task? ReceiveLoop => _receiveLoop;
+
     /// <summary>Whether the transport has been closed (after which its errors say nothing).</summary>
     private bool IsShutDown => Volatile.Read(ref _shutdown) != 0;
 

@@ -20,7 +20,13 @@ internal sealed class WebSocketConnection : ByteTransport
     /// <summary>The WebSocket subprotocol of Mux, which a client offers and a server chooses.</summary>
     public const string SubProtocol = "mux";
 
+    /// <summary>How long a close waits for the peer to end its stream before it aborts the WebSocket.</summary>
+    private static readonly TimeSpan s_peerGracePeriod = TimeSpan.FromSeconds(1);
+
     private readonly WebSocket _webSocket;
+
+    // The side's clock, for the close's grace period. Immutable.
+    private readonly TimeProvider _clock;
 
     // What the WebSocket was opened through and must outlive it (the client's HTTP handler for TLS
     // options); disposed by the close. Immutable.
@@ -36,6 +42,7 @@ internal sealed class WebSocketConnection : ByteTransport
         : base(socket: null, maxFrameSize, clock)
     {
         _webSocket = webSocket;
+        _clock = clock;
         _owned = owned;
         RemoteEndPoint = remoteEndPoint;
         RemoteCertificate = remoteCertificate;
@@ -118,9 +125,46 @@ internal sealed class WebSocketConnection : ByteTransport
         }
     }
 
+    /// <summary>
+    /// Lets go of the WebSocket once the peer has ended its stream, or 1 s after the close at most:
+    /// a socket's abort still sends what it was given (the kernel has it), but a web server may
+    /// still hold what was handed to its WebSocket (the last responses, a refusal's Error, the
+    /// Close), and aborting an accepted WebSocket aborts its HTTP connection and drops that output.
+    /// </summary>
     protected override void Close()
     {
-        _webSocket.Abort();
+        if (ReceiveLoop is { IsCompleted: false } receiving)
+        {
+            _ = ReleaseWhenPeerDoneAsync(receiving);
+            return;
+        }
+
+        Release();
+    }
+
+    private async Task ReleaseWhenPeerDoneAsync(Task receiving)
+    {
+        try
+        {
+            await receiving.WaitAsync(s_peerGracePeriod, _clock).ConfigureAwait(false);
+        }
+        catch (TimeoutException)
+        {
+            // The peer goes on sending or stays silent: what is left for it goes with the abort.
+        }
+
+        Release();
+    }
+
+    /// <summary>Disposes the WebSocket: after the Close handshake without an abort, so that the web
+    /// server ends its request gracefully (flushing what it holds); else aborts it first.</summary>
+    private void Release()
+    {
+        if (_webSocket.State != WebSocketState.Closed)
+        {
+            _webSocket.Abort();
+        }
+
         _webSocket.Dispose();
         _owned?.Dispose();
     }
