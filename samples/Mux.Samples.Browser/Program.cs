@@ -25,12 +25,15 @@ app.UseDefaultFiles();
 app.UseStaticFiles();
 app.MapMux("/mux");
 
-// Reached only while the bundle is missing (the static files answer its path once it is built).
-app.MapGet("/mux-rpc.js", static () => Results.Text(
-    "// The TypeScript client's browser bundle has not been built. From the repository's root run\n" +
-    "//   npm --prefix clients/typescript ci && npm --prefix clients/typescript run build\n" +
-    "// then start this sample again.\n" +
-    "throw new Error(\"mux-rpc.js has not been built: run `npm --prefix clients/typescript run build`, then restart the sample.\");\n",
-    "text/javascript"));
+// Until the TypeScript client is built, its path answers with how to build it.
+if (!app.Environment.WebRootFileProvider.GetFileInfo("mux-rpc.js").Exists)
+{
+    app.MapGet("/mux-rpc.js", static () => Results.Text(
+        "// The TypeScript client's browser bundle has not been built. From the repository's root run\n" +
+        "//   npm --prefix clients/typescript ci && npm --prefix clients/typescript run build\n" +
+        "// then start this sample again.\n" +
+        "throw new Error(\"mux-rpc.js has not been built: run `npm --prefix clients/typescript run build`, then restart the sample.\");\n",
+        "text/javascript"));
+}
 
 app.Run();
