@@ -54,6 +54,36 @@ public class WebSocketClientTests
         await host.App.DisposeAsync();
     }
 
+    /// <summary>The balancer takes WebSocket instances as it takes TCP ones (through the internal
+    /// endpoint type the URI overload uses: no public type names a WebSocket instance yet).</summary>
+    [Fact]
+    public async Task ABalancedClient_SpreadsItsCallsOverWebSocketInstances()
+    {
+        await using WebTestHost first = await WebTestHost.StartAsync();
+        await using WebTestHost second = await WebTestHost.StartAsync();
+        var options = new MuxClientOptions();
+        options.EndPoints.Add(new Mux.Transport.WebSocketEndPoint(first.Uri));
+        options.EndPoints.Add(new Mux.Transport.WebSocketEndPoint(second.Uri));
+        await using MuxClient client = await MuxClient.ConnectAsync(options);
+        IWebTestService service = client.CreateProxy<IWebTestService>();
+
+        using var patience = new CancellationTokenSource(WebTestHost.Patience);
+        while (client.GetEndPointStatistics().Count(instance => instance.State == MuxClientState.Connected) < 2)
+        {
+            await Task.Delay(10, patience.Token);
+        }
+
+        for (int i = 0; i < 200; i++)
+        {
+            Assert.Equal(i + 1, await service.Add(i, 1));
+        }
+
+        IReadOnlyList<MuxEndPointStatistics> instances = client.GetEndPointStatistics();
+        Assert.Equal([first.Uri.ToString(), second.Uri.ToString()], instances.Select(instance => instance.EndPoint.ToString()).Order());
+        Assert.All(instances, instance => Assert.True(instance.CallsSent > 0, $"{instance.EndPoint} was sent no call"));
+        Assert.Equal(200, instances.Sum(instance => instance.CallsSent));
+    }
+
     [Fact]
     public async Task Wss_HonoursTheClientCertificate_AndTheServersValidation()
     {
