@@ -79,7 +79,7 @@ public class WebSocketClientTests
         }
 
         IReadOnlyList<MuxEndPointStatistics> instances = client.GetEndPointStatistics();
-        Assert.Equal([first.Uri.ToString(), second.Uri.ToString()], instances.Select(instance => instance.EndPoint.ToString()).Order());
+        Assert.Equal(new[] { first.Uri.ToString(), second.Uri.ToString() }.Order(), instances.Select(instance => instance.EndPoint.ToString()).Order());
         Assert.All(instances, instance => Assert.True(instance.CallsSent > 0, $"{instance.EndPoint} was sent no call"));
         Assert.Equal(200, instances.Sum(instance => instance.CallsSent));
     }
