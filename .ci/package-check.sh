@@ -1,28 +1,29 @@
 #!/usr/bin/env bash
-# Proves that a NuGet reference to Mux works the way a user consumes it: pack Mux and Mux.Hosting
-# into a local folder feed, create a fresh project OUTSIDE the solution that references them by
-# version, declare its own [MuxService] contract (so the generator must run from the package),
-# host a server and a client with Mux.Hosting, make calls with its own [MessagePackObject] types
-# (Guid, DateTimeOffset, a nested list), and check the results. Warnings are errors.
+# Proves that a NuGet reference to Mux works the way a user consumes it: pack Mux, Mux.Hosting and
+# Mux.AspNetCore into a local folder feed, create a fresh project OUTSIDE the solution that
+# references them by version, declare its own [MuxService] contract (so the generator must run from
+# the package), host a server and a client with Mux.Hosting, make calls with its own
+# [MessagePackObject] types (Guid, DateTimeOffset, a nested list), serve the same contract through
+# MapMux on Kestrel and call it over WebSocket, and check the results. Warnings are errors.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 # A version no earlier run used, so the global package cache can never serve a stale build.
 version="0.1.0-check.$(date +%s).$$"
 cleanup() {
-  rm -rf "$work" "${NUGET_PACKAGES:-$HOME/.nuget/packages}/mux/$version" "${NUGET_PACKAGES:-$HOME/.nuget/packages}/mux.hosting/$version"
+  rm -rf "$work" "${NUGET_PACKAGES:-$HOME/.nuget/packages}/mux/$version" "${NUGET_PACKAGES:-$HOME/.nuget/packages}/mux.hosting/$version" "${NUGET_PACKAGES:-$HOME/.nuget/packages}/mux.aspnetcore/$version"
 }
 trap cleanup EXIT
 
 echo "package check: packing Mux $version"
-for project in Mux Mux.Hosting; do
+for project in Mux Mux.Hosting Mux.AspNetCore; do
   dotnet pack "$root/src/$project/$project.csproj" -c Release -o "$work/feed" -p:Version="$version" --nologo -v quiet
 done
 ls "$work/feed"
 
 # What a package page shows: the project and repository URLs, and a README whose links all work
 # there (absolute: a relative link has no repository to resolve against on a package page).
-for project in Mux Mux.Hosting; do
+for project in Mux Mux.Hosting Mux.AspNetCore; do
   python3 - "$work/feed/$project.$version.nupkg" "$project" <<'PY' || exit 1
 import re, sys, zipfile
 path, project = sys.argv[1], sys.argv[2]
@@ -73,17 +74,25 @@ cat > Consumer.csproj <<XML
     <ImplicitUsings>enable</ImplicitUsings>
     <TreatWarningsAsErrors>true</TreatWarningsAsErrors>
   </PropertyGroup>
+  <!-- For MapMux; it also brings Microsoft.Extensions.Hosting, which NuGet refuses as a package beside it (NU1510). -->
+  <ItemGroup>
+    <FrameworkReference Include="Microsoft.AspNetCore.App" />
+  </ItemGroup>
   <ItemGroup>
     <PackageReference Include="Mux" Version="$version" />
     <PackageReference Include="Mux.Hosting" Version="$version" />
+    <PackageReference Include="Mux.AspNetCore" Version="$version" />
     <PackageReference Include="MessagePack" Version="2.5.307" />
-    <PackageReference Include="Microsoft.Extensions.Hosting" Version="10.0.14" />
   </ItemGroup>
 </Project>
 XML
 cat > Program.cs <<'CS'
 using System.Net;
 using MessagePack;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Hosting.Server;
+using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Mux;
@@ -114,6 +123,22 @@ Console.WriteLine($"ORDER {echoed.Id} {echoed.Placed:yyyy-MM-ddTHH:mm:sszzz} {st
 
 await client.StopAsync();
 await server.StopAsync();
+
+// The same contract through MapMux on Kestrel (port 0), called over WebSocket.
+WebApplicationBuilder webBuilder = WebApplication.CreateSlimBuilder();
+webBuilder.WebHost.UseUrls("http://127.0.0.1:0");
+webBuilder.Services.AddMuxServer().AddService<IInventory, Inventory>();
+await using WebApplication web = webBuilder.Build();
+web.MapMux("/mux");
+await web.StartAsync();
+string address = web.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.First();
+await using (MuxClient overWebSocket = await MuxClient.ConnectAsync(new Uri(address.Replace("http://", "ws://") + "/mux")))
+{
+    Item found = await overWebSocket.CreateProxy<IInventory>().Find("gadget");
+    Console.WriteLine($"WEBSOCKET {found.Name} {found.Quantity}");
+}
+
+await web.StopAsync();
 
 [MessagePackObject]
 public sealed record Item([property: Key(0)] string Name, [property: Key(1)] int Quantity);
@@ -149,9 +174,9 @@ CS
 echo "package check: building and running a consumer of the packages"
 dotnet run -c Release --nologo -v quiet > run.log 2>&1 || { cat run.log; echo "package check: the consumer failed" >&2; exit 1; }
 cat run.log
-if grep -qx "RESULT widget 7 42" run.log && grep -qx "ORDER 6f9619ff-8b86-d011-b42d-00c04fc964ff 2024-05-06T07:08:09+02:00 a1,b2" run.log; then
+if grep -qx "RESULT widget 7 42" run.log && grep -qx "ORDER 6f9619ff-8b86-d011-b42d-00c04fc964ff 2024-05-06T07:08:09+02:00 a1,b2" run.log && grep -qx "WEBSOCKET gadget 7" run.log; then
   echo "package check: passed"
 else
-  echo "package check: expected the lines 'RESULT widget 7 42' and 'ORDER 6f9619ff-8b86-d011-b42d-00c04fc964ff 2024-05-06T07:08:09+02:00 a1,b2'" >&2
+  echo "package check: expected the lines 'RESULT widget 7 42', 'ORDER 6f9619ff-8b86-d011-b42d-00c04fc964ff 2024-05-06T07:08:09+02:00 a1,b2' and 'WEBSOCKET gadget 7'" >&2
   exit 1
 fi

@@ -2,7 +2,8 @@
 # Runs the README's commands the way a newcomer types them, from the repository root, each bounded
 # to a few seconds: the Hello sample, the Pipeline sample, the hosted Server sample (started, loaded by the Load sample
 # over one connection, stopped with SIGTERM as a service manager would, and checked to drain and
-# exit 0), the Telemetry sample (one trace across client and server), and the Install section's steps
+# exit 0), the Telemetry sample (one trace across client and server), the Browser sample (its page,
+# script and bundle served, 400 to a plain request to its Mux endpoint), and the Install section's steps
 # (`dotnet pack -c Release -o FOLDER`, then a fresh application that adds the packages from it and
 # builds the Example section's Program.cs). The test command, the Load sample alone, the packages and
 # the load runner are run by .ci/run itself. The last check fails when the README gains a
@@ -122,6 +123,49 @@ else
   fail "the Telemetry sample did not export one trace across client and server"
 fi
 
+# dotnet run -c Release --project samples/Mux.Samples.Browser (after the TypeScript client's
+# `npm run build`): the sample serves its page and script, answers a plain request to its Mux
+# endpoint with 400, serves the client's browser bundle when it has been built (the browser test
+# of clients/typescript drives a real page), and stops on SIGTERM. Port 0 instead of its 5080.
+browser_log="$work/browser.log"
+bundle=clients/typescript/dist/mux-rpc.browser.js
+if dotnet build -c Release samples/Mux.Samples.Browser >"$browser_log" 2>&1; then
+  setsid dotnet run -c Release --no-build --project samples/Mux.Samples.Browser -- --urls http://127.0.0.1:0 >"$browser_log" 2>&1 &
+  server_pid=$!
+  if wait_for_line "$browser_log" 60 'Now listening on: http://127\.0\.0\.1:[0-9]+'; then
+    base=$(grep -oE 'Now listening on: http://127\.0\.0\.1:[0-9]+' "$browser_log" | head -n 1 | grep -oE 'http://.*$')
+    page=$(curl -s "$base/" || true)
+    script=$(curl -s "$base/app.js" || true)
+    mux_status=$(curl -s -o /dev/null -w '%{http_code}' "$base/mux" || true)
+    if ! grep -q 'IUserService over WebSocket' <<<"$page" || ! grep -q 'Mux.Samples.Contracts.IUserService' <<<"$script"; then
+      fail "the Browser sample did not serve its page and script at $base"
+    elif [ "$mux_status" != "400" ]; then
+      fail "the Browser sample answered a plain request to /mux with $mux_status, not 400"
+    elif [ -f "$bundle" ] && ! cmp -s "$bundle" <(curl -s "$base/mux-rpc.js"); then
+      fail "the Browser sample did not serve $bundle as /mux-rpc.js"
+    else
+      echo "readme: Browser sample served its page, its script$([ -f "$bundle" ] && echo ", the client's bundle") and 400 to a plain request to /mux"
+    fi
+  else
+    fail "the Browser sample did not log 'Now listening on' within 60 s"
+  fi
+
+  kill -TERM -- "-$server_pid" 2>/dev/null
+  for ((i = 0; i < 300; i++)); do
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$server_pid" 2>/dev/null; then
+    fail "the Browser sample did not stop within 30 s of SIGTERM"
+  fi
+  wait "$server_pid" 2>/dev/null
+  server_pid=""
+  [ "$status" -eq 0 ] || cat "$browser_log"
+else
+  cat "$browser_log"
+  fail "the Browser sample did not build"
+fi
+
 # The Install section: `dotnet pack -c Release -o FOLDER` (both packages, each with the README at
 # its root), then its steps in a fresh application outside the repository (a nuget.config naming
 # that folder, `dotnet add package` of each package), which builds the Example section's Program.cs.
@@ -130,7 +174,7 @@ fi
 feed="$work/feed"
 pack_log="$work/pack.log"
 if timeout 300 dotnet pack -c Release -o "$feed" >"$pack_log" 2>&1; then
-  for package in Mux Mux.Hosting; do
+  for package in Mux Mux.Hosting Mux.AspNetCore; do
     nupkg=$(ls "$feed/$package".[0-9]*.nupkg 2>/dev/null | head -n 1)
     if [ -z "$nupkg" ]; then
       fail "dotnet pack -c Release -o $feed made no $package package"
@@ -138,7 +182,7 @@ if timeout 300 dotnet pack -c Release -o "$feed" >"$pack_log" 2>&1; then
       fail "$nupkg has no README.md"
     fi
   done
-  echo "readme: dotnet pack -c Release -o FOLDER made both packages"
+  echo "readme: dotnet pack -c Release -o FOLDER made the three packages"
 
   install_log="$work/install.log"
   readme="$PWD/README.md"

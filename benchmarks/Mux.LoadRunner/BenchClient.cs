@@ -50,10 +50,14 @@ internal sealed class MuxBenchClient : IBenchClient
 
     private readonly bool _tls;
 
-    private MuxBenchClient(MuxClient client, EndPoint endPoint, string method, bool tls)
+    // mux-ws: the server's MapMux endpoint, which the control connection also goes through; null over TCP.
+    private readonly Uri? _webSocket;
+
+    private MuxBenchClient(MuxClient client, EndPoint endPoint, string method, bool tls, Uri? webSocket = null)
     {
         _client = client;
         _tls = tls;
+        _webSocket = webSocket;
         _service = client.CreateProxy<IBenchService>();
         _endPoint = endPoint;
         _method = method;
@@ -63,6 +67,14 @@ internal sealed class MuxBenchClient : IBenchClient
     {
         MuxClient client = await MuxClient.ConnectAsync(endPoint, Options(tls), cancellationToken);
         return new MuxBenchClient(client, endPoint, method, tls);
+    }
+
+    /// <summary>mux-ws: one client over one WebSocket to the server's MapMux endpoint at <paramref name="endPoint"/>.</summary>
+    public static async Task<IBenchClient> ConnectWebSocketAsync(EndPoint endPoint, string method, CancellationToken cancellationToken)
+    {
+        var uri = new Uri($"ws://{endPoint}{MuxWebSocketServer.Path}");
+        MuxClient client = await MuxClient.ConnectAsync(uri, Options(tls: false), cancellationToken);
+        return new MuxBenchClient(client, endPoint, method, tls: false, uri);
     }
 
     /// <summary>One client over several server instances (MuxClientOptions.EndPoints), returned once
@@ -146,7 +158,9 @@ internal sealed class MuxBenchClient : IBenchClient
 
     public async Task<ServerStats> GetServerStatsAsync(CancellationToken cancellationToken)
     {
-        await using MuxClient control = await MuxClient.ConnectAsync(_endPoint, Options(_tls), cancellationToken);
+        await using MuxClient control = _webSocket is null
+            ? await MuxClient.ConnectAsync(_endPoint, Options(_tls), cancellationToken)
+            : await MuxClient.ConnectAsync(_webSocket, Options(tls: false), cancellationToken);
         return await control.CreateProxy<IBenchControl>().GetStats().WaitAsync(cancellationToken);
     }
 

@@ -23,8 +23,11 @@ internal static class BenchSystems
     /// <summary>SignalR, MessagePack hub protocol, one WebSocket.</summary>
     public const string SignalR = "signalr";
 
+    /// <summary>Mux over one WebSocket to a Kestrel server (Mux.AspNetCore's MapMux), next to SignalR's.</summary>
+    public const string MuxWebSocket = "mux-ws";
+
     /// <summary>Implemented, in the order the default sweep runs them.</summary>
-    public static readonly string[] Runnable = [Mux, RawSingle, RawBatched, Grpc, GrpcDefault, StreamJsonRpc, SignalR, MuxTls];
+    public static readonly string[] Runnable = [Mux, RawSingle, RawBatched, Grpc, GrpcDefault, StreamJsonRpc, SignalR, MuxWebSocket, MuxTls];
 
     /// <summary>
     /// Accepted by --systems but not built: their NuGet packages are missing from the package source

@@ -180,6 +180,7 @@ internal static class Orchestrator
                 {
                     BenchSystems.Mux => MuxBenchClient.ConnectAsync(endPoint, method.Name, connect.Token),
                     BenchSystems.MuxTls => MuxBenchClient.ConnectAsync(endPoint, method.Name, connect.Token, tls: true),
+                    BenchSystems.MuxWebSocket => MuxBenchClient.ConnectWebSocketAsync(endPoint, method.Name, connect.Token),
                     BenchSystems.RawSingle or BenchSystems.RawBatched => RawBenchClient.ConnectAsync(endPoint, system == BenchSystems.RawBatched, callers, method, connect.Token),
                     _ => PeerSystems.ConnectAsync(system, endPoint, method.Name, connect.Token),
                 };
@@ -386,7 +387,7 @@ internal static class Orchestrator
     private static (long?, double?, double?, double?, double?) Summarize(LatencyHistogram latencies) =>
         (latencies.Count, latencies.PercentileMicroseconds(50), latencies.PercentileMicroseconds(99), latencies.PercentileMicroseconds(99.9), latencies.MaxTicks / 10.0);
 
-    private static bool IsMux(string system) => system is BenchSystems.Mux or BenchSystems.MuxTls;
+    private static bool IsMux(string system) => system is BenchSystems.Mux or BenchSystems.MuxTls or BenchSystems.MuxWebSocket;
 
     private static double Ratio(long frames, long operations) => operations == 0 ? 0 : Math.Round((double)frames / operations, 2);
 }

@@ -15,12 +15,13 @@ internal sealed class RunnerOptions
           reports calls/s, latency percentiles, CPU and allocations per call, GCs, connections and
           frames per socket operation. Writes a table to the console, JSON + CSV files, the
           side-by-side Markdown tables (with Mux/peer ratios) and an SVG chart.
-          --systems LIST   mux,raw-single,raw-batched,grpc,grpc-default,streamjsonrpc,signalr,xrpc,
-                           mux-tls (Mux over TLS 1.3, only when asked for)
+          --systems LIST   mux,raw-single,raw-batched,grpc,grpc-default,streamjsonrpc,signalr,mux-ws,
+                           xrpc, mux-tls (Mux over TLS 1.3, only when asked for)
                            (default: all; grpc = grpc-dotnet on one HTTP/2 connection, grpc-default
                            = grpc-dotnet's defaults (more connections past 100 streams),
                            streamjsonrpc = MessagePack over one socket, signalr = MessagePack
-                           over one WebSocket; systems that cannot be built here are reported
+                           over one WebSocket, mux-ws = Mux over one WebSocket to MapMux on
+                           Kestrel; systems that cannot be built here are reported
                            as "unavailable: <reason>")
           --methods LIST   add,list1,list100,bytes1k (default: all four; bytes1k = Bytes(1024))
           --callers LIST   concurrent callers on the one connection (default 1,10,100,500,1000)

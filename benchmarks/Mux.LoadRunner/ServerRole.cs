@@ -13,6 +13,7 @@ internal static class ServerRole
     public static async Task<int> RunAsync(string system, int port)
     {
         MuxServer? mux = null;
+        MuxWebSocketServer? web = null;
         RawServer? raw = null;
         IPeerServer? peer = null;
         WindowMarks marks;
@@ -34,6 +35,14 @@ internal static class ServerRole
             mux.AddService<IBenchControl>(new BenchControl(marks, () => server.ConnectionsAccepted));
             await mux.StartAsync();
             boundPort = ((IPEndPoint)mux.LocalEndPoint!).Port;
+        }
+        else if (system == BenchSystems.MuxWebSocket)
+        {
+            MuxWebSocketServer? counted = null;
+            marks = new WindowMarks(() => ConnectionCounters(counted?.Server));
+            web = await MuxWebSocketServer.StartAsync(port, marks);
+            counted = web;
+            boundPort = web.Port;
         }
         else if (PeerSystems.IsPeer(system))
         {
@@ -94,6 +103,11 @@ internal static class ServerRole
             if (mux is not null)
             {
                 await mux.DisposeAsync();
+            }
+
+            if (web is not null)
+            {
+                await web.DisposeAsync();
             }
 
             if (raw is not null)

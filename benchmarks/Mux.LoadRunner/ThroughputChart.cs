@@ -17,7 +17,7 @@ internal static class ThroughputChart
     private const int Bottom = 40;
 
     // One colour per system, in BenchSystems.Runnable's order; Mux is drawn thicker.
-    private static readonly string[] s_colours = ["#d62728", "#7f7f7f", "#bcbd22", "#1f77b4", "#17becf", "#2ca02c", "#9467bd", "#8c564b"];
+    private static readonly string[] s_colours = ["#d62728", "#7f7f7f", "#bcbd22", "#1f77b4", "#17becf", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"];
 
     public static string Render(RunReport report)
     {

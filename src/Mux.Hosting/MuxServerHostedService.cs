@@ -173,5 +173,6 @@ internal sealed class MuxServerHostedService(
         }
     }
 
-    private static string Describe(MuxServer server) => server.LocalEndPoint?.ToString() ?? "?";
+    // Without an endpoint of its own the server serves only its ASP.NET Core host's MapMux endpoints.
+    private static string Describe(MuxServer server) => server.LocalEndPoint?.ToString() ?? "its host's endpoints";
 }
