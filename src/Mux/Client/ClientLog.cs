@@ -46,4 +46,7 @@ internal static partial class ClientLog
 
     [LoggerMessage(EventId = 33, EventName = "ResolverIgnoredCancellation", Level = LogLevel.Warning, Message = "The resolver of the Mux server {Service} did not return within {Timeout} (MuxClientOptions.ConnectTimeout) of the client's disposal cancelling its ask; the disposal no longer waits for it.")]
     public static partial void ResolverIgnoredCancellation(ILogger logger, string service, string timeout);
+
+    [LoggerMessage(EventId = 34, EventName = "RemovedInstanceDrained", Level = LogLevel.Debug, Message = "The Mux server at {Server}, no longer among the instances, has no call left on a connection: closing it.")]
+    public static partial void RemovedInstanceDrained(ILogger logger, string server);
 }

@@ -44,11 +44,22 @@ internal sealed class ConnectionKeeper : ConnectionSource
     // drained, which waits for the server's answer): closed with the client, which waits for them.
     private readonly List<ClientConnection> _retired = [];
 
+    // Every connection the loop's way out closes (or drains, then closes), once it has begun; null
+    // before. Guarded by _lock.
+    private ClientConnection[]? _closing;
+
     private bool _disposed;
 
-    // Set by the dispose of the whole client (not of an instance a balancer dropped) before it stops
-    // the loop: the error of the calls that the close of its connections leaves unsent.
+    // Set by the dispose of the whole client before it stops the loop (and completes _closeNow): the
+    // error of the calls that the close of its connections leaves unsent.
     private volatile Func<MuxConnectionException>? _clientClosed;
+
+    // Set by DrainAsync (a balancer dropped this instance) before it stops the loop: the loop's way
+    // out drains each connection before closing it, rather than closing them all at once.
+    private volatile bool _draining;
+
+    // Completed by the dispose of the whole client: a drain under way ends, and its connections close now.
+    private readonly TaskCompletionSource _closeNow = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     // Why the newest connect attempt failed; null after a success. Written by the loop, read by
     // callers that give up waiting (for their message).
@@ -90,7 +101,27 @@ internal sealed class ConnectionKeeper : ConnectionSource
 
     /// <summary>What a balanced client reports about this instance.</summary>
     public MuxEndPointStatistics GetInstanceStatistics() =>
-        new(EndPoint!, State, _latest?.PendingCallCount ?? 0, Interlocked.Read(ref _callsSent));
+        new(EndPoint!, State, PendingCallCount, Interlocked.Read(ref _callsSent));
+
+    /// <summary>Calls waiting for their answer on every connection the keeper holds: the newest, and
+    /// those retired while their server still owed answers (after its GoAway), also while they drain.</summary>
+    public int PendingCallCount
+    {
+        get
+        {
+            int pending = 0;
+            lock (_lock)
+            {
+                ClientConnection? latest = _closing is null ? _latest : null;
+                foreach (ClientConnection connection in _closing ?? [.. _retired])
+                {
+                    pending += connection == latest ? 0 : connection.PendingCallCount;
+                }
+
+                return pending + (latest?.PendingCallCount ?? 0);
+            }
+        }
+    }
 
     /// <summary>
     /// The connection for a new call, or null when there is none to use. When the keeper
@@ -384,38 +415,67 @@ internal sealed class ConnectionKeeper : ConnectionSource
             _ = _ready.Task.Exception;
             open = [.. _retired, .. _current is { } current ? [current] : Array.Empty<ClientConnection>()];
             _retired.Clear();
-        }
-
-        // The client is closing for good: a call these closes leave unsent fails as closed, as every
-        // other call of a closing client does (a reconnecting client's resend would find that too,
-        // but a client that does not reconnect has none).
-        if (_clientClosed is { } clientClosed)
-        {
-            foreach (ClientConnection connection in open)
-            {
-                connection.Outgoing.LeftUnsentByClose = clientClosed;
-            }
+            _closing = open;
         }
 
         // All at once: each close may wait out its drain (a server that does not answer it: the one
         // that sent GoAway as much as the current one), and one after another those waits would add up.
-        await Task.WhenAll(Array.ConvertAll(open, connection => connection.DisposeAsync().AsTask())).ConfigureAwait(false);
+        await Task.WhenAll(Array.ConvertAll(open, CloseConnectionAsync)).ConfigureAwait(false);
 
         SetState(MuxClientState.Closed, error);
+    }
+
+    /// <summary>Closes one of the keeper's connections; first drains it when a balancer dropped this
+    /// instance: no new call is sent on it, and the calls already sent there (the ones a GoAway
+    /// promised included) keep it open until they have completed, each by its own deadline at the
+    /// latest, or until the whole client is disposed.</summary>
+    private async Task CloseConnectionAsync(ClientConnection connection)
+    {
+        if (_draining)
+        {
+            Task drained = connection.Outgoing.StopSending();
+            await Task.WhenAny(drained, connection.Completion, _closeNow.Task).ConfigureAwait(false);
+            if (drained.IsCompleted && !connection.IsClosed)
+            {
+                ClientLog.RemovedInstanceDrained(Logger, Name);
+            }
+        }
+
+        // The client is closing for good: a call this close leaves unsent fails as closed, as every
+        // other call of a closing client does (a reconnecting client's resend would find that too,
+        // but a client that does not reconnect has none).
+        if (_clientClosed is { } clientClosed)
+        {
+            connection.Outgoing.LeftUnsentByClose = clientClosed;
+        }
+
+        await connection.DisposeAsync().ConfigureAwait(false);
     }
 
     /// <summary>Stops the loop, which closes what is open on its way out: the dispose of a client
     /// over this one endpoint.</summary>
     public override ValueTask DisposeAsync() => DisposeAsync(() => Closed(null));
 
-    /// <summary>Stops the loop, which closes what is open on its way out; the calls those closes
-    /// leave unsent fail with <paramref name="clientClosed"/> when the whole client is closing, or
-    /// (null: a balancer dropped this instance) as safe to send again elsewhere.</summary>
-    public async ValueTask DisposeAsync(Func<MuxConnectionException>? clientClosed)
+    /// <summary>Stops the loop, which closes what is open on its way out (a drain under way ends
+    /// now); the calls those closes leave unsent fail with <paramref name="clientClosed"/>: the
+    /// whole client is closing.</summary>
+    public async ValueTask DisposeAsync(Func<MuxConnectionException> clientClosed)
     {
         _clientClosed ??= clientClosed;
+        _closeNow.TrySetResult();
         Disposing.Cancel();
         await _loop.ConfigureAwait(false);
+    }
+
+    /// <summary>A balancer dropped this instance: the loop stops (no new connection), and on its way
+    /// out each connection the keeper holds is drained (no new call; the calls sent there complete,
+    /// by their own deadlines at the latest), then closed. Completes when they all are; a
+    /// <see cref="DisposeAsync(Func{MuxConnectionException})"/> meanwhile closes them at once.</summary>
+    public Task DrainAsync()
+    {
+        _draining = true;
+        Disposing.Cancel();
+        return _loop;
     }
 
     private static TaskCompletionSource<ClientConnection> NewReady() =>

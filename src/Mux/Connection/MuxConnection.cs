@@ -150,12 +150,13 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     /// every other reason drops the connection at once.
     /// </summary>
     public void Close(MuxCloseReason reason, Exception? error) =>
-        CloseCore(reason, error, reason == MuxCloseReason.LocalShutdown ? DefaultDrainTimeout : null);
+        CloseCore(reason, error, reason == MuxCloseReason.LocalShutdown ? DefaultDrainTimeout : TimeSpan.Zero);
 
     /// <summary>
     /// Drops the connection at once, whatever <paramref name="reason"/> is: nothing queued is written
     /// and the peer is not waited for. For a connection that carries nothing worth a drain (its
-    /// handshake never completed).
+    /// handshake never completed), or whose time has run out: a graceful close already under way is
+    /// cut short too (it no longer waits for the peer to end its stream, nor to take what was sent).
     /// </summary>
     public void Abort(MuxCloseReason reason, Exception? error) => CloseCore(reason, error, drainTimeout: null);
 
@@ -163,10 +164,14 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     /// Closes without losing anything in flight: what is queued is written (by a server) or dropped
     /// (by a client, whose calls the close fails), the send side is flushed and shut down, and the
     /// reader keeps reading and discarding until the peer ends the stream or
-    /// <paramref name="drainTimeout"/> passes; only then is the socket closed.
+    /// <paramref name="drainTimeout"/> passes; only then is the socket closed, once the peer has taken
+    /// what was sent (or the transport's grace period for that has passed). A zero
+    /// <paramref name="drainTimeout"/> leaves no time for any of it: the connection is dropped at once.
     /// </summary>
     public void CloseGracefully(MuxCloseReason reason, TimeSpan drainTimeout) => CloseCore(reason, null, drainTimeout);
 
+    // drainTimeout: how long a graceful close waits for the peer to end its stream; zero drops the
+    // connection at once; null (an abort) also cuts short a close already under way.
     private void CloseCore(MuxCloseReason reason, Exception? error, TimeSpan? drainTimeout)
     {
         Debug.Assert(reason != MuxCloseReason.None);
@@ -174,6 +179,15 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         var cause = new CloseCause(reason, error);
         if (Interlocked.CompareExchange(ref _closeCause, cause, null) is not null)
         {
+            if (drainTimeout is null)
+            {
+                // Closing already, maybe gracefully: stop waiting for the peer's end of stream, and
+                // drop the socket, which ends a send stuck on a peer that does not read.
+                _drainInput = false;
+                _input.CancelPendingRead();
+                _transport.Abort();
+            }
+
             return;
         }
 
@@ -204,8 +218,9 @@ internal abstract partial class MuxConnection : IAsyncDisposable
             }
 
             CompleteOutputIfIdle();
-            if (drainTimeout is null)
+            if (!drain)
             {
+                // No time for the send side either: what was queued is not waited for.
                 _transport.Abort();
             }
 

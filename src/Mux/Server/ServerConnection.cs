@@ -287,8 +287,9 @@ internal sealed class ServerConnection : MuxConnection
     /// call up to that id (also ones still on their way), waits until they have finished and the
     /// client has ended its stream, then sends the last responses, shuts down the send side and
     /// closes. When <paramref name="cancellationToken"/> fires first, the handlers still running are
-    /// cancelled and the connection closes at once. <paramref name="reason"/> is the close's
-    /// (LocalShutdown, or IdleTimeout for the idle close).
+    /// cancelled and the connection is dropped at once, and so is a graceful close (this one, or one
+    /// begun elsewhere) still sending to a client that does not read: the token bounds it all.
+    /// <paramref name="reason"/> is the close's (LocalShutdown, or IdleTimeout for the idle close).
     /// </summary>
     public async Task DrainAndCloseAsync(CancellationToken cancellationToken, MuxCloseReason reason = MuxCloseReason.LocalShutdown)
     {
@@ -305,13 +306,32 @@ internal sealed class ServerConnection : MuxConnection
             }
             catch (OperationCanceledException)
             {
-                // Out of patience: close now; the handlers still running are cancelled.
+                // Out of patience: drop it now (below); the handlers still running are cancelled.
             }
         }
 
-        // Finished: the client has already ended its stream, so nothing is left to read.
-        CloseGracefully(reason, finished ? DefaultDrainTimeout : TimeSpan.Zero);
-        await Completion.ConfigureAwait(false);
+        if (finished)
+        {
+            // The client has already ended its stream, so nothing is left to read.
+            CloseGracefully(reason, DefaultDrainTimeout);
+        }
+        else if (!IsClosed)
+        {
+            // Out of patience, or nothing was promised: nothing is worth waiting for.
+            Abort(reason, null);
+        }
+
+        try
+        {
+            await Completion.WaitAsync(cancellationToken).ConfigureAwait(false);
+        }
+        catch (OperationCanceledException)
+        {
+            // Out of patience while the close still waits for the client (to end its stream, or to
+            // take what was sent: the transport's grace period): drop the connection now.
+            Abort(reason, null);
+            await Completion.ConfigureAwait(false);
+        }
     }
 
     private bool TrySendGoAway(uint goAwayCallId)

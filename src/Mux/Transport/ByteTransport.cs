@@ -247,7 +247,9 @@ internal abstract class ByteTransport : IMuxTransport
     /// Lets the send loop finish what was flushed, then closes. The owner completes
     /// <see cref="Output"/> first (only it knows when no writer is active) and, for a graceful close,
     /// has already read until the peer ended its stream; if the peer stops reading, the send is
-    /// abandoned after a grace period rather than hanging the close.
+    /// abandoned after a grace period rather than hanging the close. An owner with no time left for
+    /// that (a close out of its time, or one already cut short) calls <see cref="Abort"/>, which
+    /// ends the wait at once.
     /// </summary>
     public async ValueTask DisposeAsync()
     {

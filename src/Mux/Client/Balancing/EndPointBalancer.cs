@@ -24,8 +24,8 @@ namespace Mux.Client.Balancing;
 /// instance, whose calls stay pending, still loses most comparisons. Ties go to a random instance.</para>
 /// <para>The set of instances changes only through <see cref="Update"/> (fixed list at start, or
 /// an <see cref="IMuxEndPointResolver"/>): new instances get a keeper, removed ones leave the array
-/// at once (no new calls) and are closed once their pending calls have finished or after
-/// <see cref="MuxClientOptions.CallTimeout"/>.</para>
+/// at once (no new calls) and each of their connections (one retired after a GoAway included) closes
+/// once the calls sent on it have completed, each by its own deadline at the latest.</para>
 /// </remarks>
 internal sealed partial class EndPointBalancer : ConnectionSource
 {
@@ -97,7 +97,8 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         }
     }
 
-    /// <summary>Calls pending on all instances.</summary>
+    /// <summary>Calls pending on all instances: on every connection of each, and on those of the
+    /// removed instances still finishing their calls.</summary>
     public override int PendingCalls
     {
         get
@@ -105,7 +106,15 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             int pending = 0;
             foreach (ConnectionKeeper endPoint in _endPoints)
             {
-                pending += endPoint.Latest?.PendingCallCount ?? 0;
+                pending += endPoint.PendingCallCount;
+            }
+
+            lock (_lock)
+            {
+                foreach (ConnectionKeeper endPoint in _removed)
+                {
+                    pending += endPoint.PendingCallCount;
+                }
             }
 
             return pending;
@@ -353,38 +362,14 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         }
     }
 
-    /// <summary>A removed instance: no new calls reach it; its pending calls finish (within the call
-    /// timeout), then its connection closes.</summary>
+    /// <summary>A removed instance: no new calls reach it; each of its connections closes once the
+    /// calls sent on it have completed (see <see cref="ConnectionKeeper.DrainAsync"/>).</summary>
     private async Task DrainAsync(ConnectionKeeper endPoint)
     {
-        try
-        {
-            TimeProvider clock = Options.TimeProvider;
-            long deadline = ClockDeadline.After(clock, Options.CallTimeout);
-            using var poll = new PeriodicTimer(TimeSpan.FromMilliseconds(20), clock);
-            while ((endPoint.Latest?.PendingCallCount ?? 0) > 0 && clock.GetTimestamp() < deadline)
-            {
-                await poll.WaitForNextTickAsync(Disposing.Token).ConfigureAwait(false);
-            }
-        }
-        catch (OperationCanceledException)
-        {
-            // Disposed: DisposeAsync closes it.
-            return;
-        }
-
-        lock (_lock)
-        {
-            if (_disposed || !_removed.Contains(endPoint))
-            {
-                return;
-            }
-        }
-
         // Listed among the removed until its close has completed, not only begun: a DisposeAsync
-        // meanwhile waits for it too, or the client could report itself closed while this
-        // connection still waited for its server.
-        await endPoint.DisposeAsync(clientClosed: null).ConfigureAwait(false);
+        // meanwhile closes it at once and waits for it too, or the client could report itself closed
+        // while this connection still waited for its server.
+        await endPoint.DrainAsync().ConfigureAwait(false);
         lock (_lock)
         {
             _removed.Remove(endPoint);

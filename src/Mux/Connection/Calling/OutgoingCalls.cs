@@ -36,7 +36,8 @@ internal sealed partial class OutgoingCalls
     // period and the timeout's message. Immutable.
     private readonly TimeSpan _timeout;
 
-    // Set (once) when the peer sent GoAway: new calls fail at once. Written by the reader loop.
+    // Set (once) when the peer sent GoAway, or this side stopped sending (StopSending): new calls
+    // fail at once. Written by the reader loop, or by StopSending's caller.
     private volatile bool _goingAway;
 
     // The peer's maxConcurrentCalls, honoured here: a call holds a slot from before its Request is
@@ -68,7 +69,7 @@ internal sealed partial class OutgoingCalls
     /// <summary>Calls waiting for their answer now (read without a lock; exact at quiet moments).</summary>
     public int Count => _pending.Count;
 
-    /// <summary>Whether the peer sent GoAway: no new call is sent.</summary>
+    /// <summary>Whether the peer sent GoAway, or this side stopped sending: no new call is sent.</summary>
     public bool IsGoingAway => _goingAway;
 
     /// <summary>Set by a client that closes for good (its dispose) before it closes this connection:
