@@ -1,9 +1,9 @@
 namespace Mux.Diagnostics;
 
 /// <summary>
-/// The values of the <c>rpc.response.status_code</c> tag on spans and duration histograms: the
-/// <see cref="MuxStatusCode"/> names for outcomes the server reported, plus the ways a call can
-/// end on the client without one. Constant strings, so tagging a call allocates nothing.
+/// The values of the <c>rpc.response.status_code</c> tag on spans and duration histograms: the <see cref="MuxStatusCode"/>
+/// names for outcomes the server reported, plus the ways a call can end on the client without one. Constant strings, so
+/// tagging a call allocates nothing.
 /// </summary>
 internal static class CallStatus
 {
@@ -18,12 +18,12 @@ internal static class CallStatus
     /// <summary>The connection closed (or the server sent GoAway) before the response came.</summary>
     public const string ConnectionClosed = "ConnectionClosed";
 
-    /// <summary>The call failed on the client: an argument or the result could not be serialized,
-    /// or the request was too large to send.</summary>
+    /// <summary>The call failed on the client: an argument or the result could not be serialized, or the request was too
+    /// large to send.</summary>
     public const string ClientError = "ClientError";
 
-    /// <summary>The status's name: the enum's own string, which the runtime keeps per value, so it
-    /// allocates nothing and names every status (a code this build does not know is "Unknown").</summary>
+    /// <summary>The enum's own name, which the runtime keeps per value, so it allocates nothing; a code this build does not
+    /// know is "Unknown".</summary>
     public static string Of(MuxStatusCode code) => Enum.GetName(code) ?? "Unknown";
 
     /// <summary>How a call that failed on the client with <paramref name="error"/> ended.</summary>

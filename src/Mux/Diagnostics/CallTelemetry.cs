@@ -2,28 +2,22 @@ using System.Buffers;
 using System.Diagnostics;
 using System.Diagnostics.Metrics;
 using System.Runtime.CompilerServices;
-using Mux.Connection;
 using Mux.Protocol;
 
 namespace Mux.Diagnostics;
 
 /// <summary>
-/// The span and duration measurement of one call, either side's: a client's from sending the
-/// request to completing the caller's task (kept in its pending call), a server's from reading the
-/// request to the end of its handler (kept in its <see cref="IncomingCall"/>). Both call objects are
-/// pooled per connection, so the state costs no allocation per call, and starting or stopping it
-/// writes only the call's own memory. (The server's used to live in a process-wide
-/// ConcurrentDictionary keyed by the call: with metrics on, 88 B and one shared write per call.)
-/// <c>default</c> (all null/zero) when nobody listened as the call started: each side tests the two
-/// listener flags (<see cref="IsObserved"/>) before it starts one.
+/// The span and duration measurement of one call: a client's from sending the request to completing the caller's task,
+/// a server's from reading the request to the end of its handler. It lives in the pooled call object (PendingCall,
+/// IncomingCall), so observing a call allocates nothing and writes only the call's own memory. <c>default</c> when
+/// nobody listened as the call started (<see cref="IsObserved"/>).
 /// </summary>
 internal struct CallTelemetry
 {
     // The span; null when nobody traces Mux or the sampler dropped this call.
     private Activity? _activity;
 
-    // The side's duration histogram, the connection's clock, and its timestamp at the start;
-    // null/0 when nobody listens to that histogram.
+    // The side's duration histogram, the connection's clock and the start timestamp; null/0 when nobody listens to it.
     private Histogram<double>? _duration;
     private TimeProvider? _clock;
     private long _startTimestamp;
@@ -31,8 +25,7 @@ internal struct CallTelemetry
     // The method's names; set whenever the call is observed (see IsStarted).
     private MethodTelemetryName? _name;
 
-    // A client's: the instance the call went to, for server.address/server.port (a client over
-    // several instances reports each one's calls apart); null on the server.
+    // A client's: the instance the call went to, so a client over several reports each one's calls apart; null on a server.
     private ServerPeer? _peer;
 
     /// <summary>The span; a client's is the context its request carries to the server.</summary>
@@ -41,8 +34,8 @@ internal struct CallTelemetry
     /// <summary>Whether a Start observed the call and it has not yet been stopped.</summary>
     public readonly bool IsStarted => _name is not null;
 
-    /// <summary>Whether a call starting now should be observed, on the side whose histogram is
-    /// <paramref name="duration"/>: one read of each listener flag.</summary>
+    /// <summary>Whether a call starting now on the side of <paramref name="duration"/> is observed: one read of each
+    /// listener flag.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public static bool IsObserved(Histogram<double> duration) => MuxTelemetry.Source.HasListeners() || duration.Enabled;
 
@@ -51,20 +44,16 @@ internal struct CallTelemetry
     public static CallTelemetry StartClient(uint methodId, ServerPeer? peer, TimeProvider clock, long now) =>
         IsObserved(MuxTelemetry.ClientCallDuration) ? StartClientObserved(methodId, peer, clock, now) : default;
 
-    // A child of the caller's activity, which stays current: this returns synchronously into the
-    // caller's context, where the span would make every later operation of the caller look like a
-    // child of this call. The timestamp is the one the call's deadline was fixed with, read moments
-    // ago; 0 for a call without a deadline, which reads its own.
+    // A child of the caller's activity, which stays current: this returns synchronously into the caller's context, where
+    // the span would make every later operation of the caller its child. now is the deadline's timestamp; 0 reads the clock.
     [MethodImpl(MethodImplOptions.NoInlining)]
     private static CallTelemetry StartClientObserved(uint methodId, ServerPeer? peer, TimeProvider clock, long now) =>
         Start(methodId, ActivityKind.Client, default, newTrace: false, MuxTelemetry.ClientCallDuration, clock, now, peer);
 
     /// <summary>
-    /// A server call's, its span a child of the context the request carried (<paramref name="traceContext"/>,
-    /// empty when it carried none). Runs on the reader loop, so that the span and the duration
-    /// include the time the call waited for a thread; <paramref name="arrivedAt"/> is the timestamp
-    /// of the read that brought the request (the reader takes one per read, so a call costs no clock
-    /// read of its own). Call only when <see cref="IsObserved"/>.
+    /// A server call's, its span a child of the context the request carried. Runs on the reader loop, so the span and the
+    /// duration include the wait for a thread; <paramref name="arrivedAt"/> is the read's timestamp, so a call reads no
+    /// clock of its own. Call only when <see cref="IsObserved"/>.
     /// </summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static CallTelemetry StartServer(uint methodId, in ReadOnlySequence<byte> traceContext, TimeProvider clock, long arrivedAt)
@@ -78,7 +67,9 @@ internal struct CallTelemetry
 
     // Inlined into each side's entry, so that sharing it costs a listened-to call no extra call.
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    private static CallTelemetry Start(uint methodId, ActivityKind kind, in ActivityContext parent, bool newTrace, Histogram<double> duration, TimeProvider clock, long now, ServerPeer? peer)
+    private static CallTelemetry Start(
+        uint methodId, ActivityKind kind, in ActivityContext parent, bool newTrace, Histogram<double> duration, TimeProvider clock, long now,
+        ServerPeer? peer)
     {
         MethodTelemetryName name = MethodNames.Get(methodId);
         Activity? activity = MuxTelemetry.Source.HasListeners() ? RpcTags.StartSpan(name, kind, parent, newTrace) : null;
@@ -100,8 +91,8 @@ internal struct CallTelemetry
         };
     }
 
-    /// <summary>Makes a server call's span current for its handler (so that the handler's own spans
-    /// are its children). Returns what was current before, to restore when the handler returns.</summary>
+    /// <summary>Makes a server call's span current for its handler, so the handler's own spans are its children. Returns
+    /// what was current before, to restore when the handler returns.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
     public readonly Activity? EnterHandler()
     {
@@ -114,8 +105,8 @@ internal struct CallTelemetry
         return previous;
     }
 
-    /// <summary>Ends a client call's span and records its duration, if it is observed.
-    /// <paramref name="error"/> is null for a successful call.</summary>
+    /// <summary>Ends a client call's span and records its duration, if it is observed; <paramref name="error"/> is null
+    /// for a successful call.</summary>
     public readonly void Stop(Exception? error)
     {
         if (_name is null)
@@ -139,9 +130,8 @@ internal struct CallTelemetry
         Stop(status, errorType, error);
     }
 
-    /// <summary>Ends a server call's span and records its duration. Call only when <see cref="IsStarted"/>.</summary>
-    /// <param name="failure">What the handler threw; null when it succeeded.</param>
-    /// <param name="code">How the call ended: Ok, or the status its Error frame carries.</param>
+    /// <summary>Ends a server call's span and records its duration, with what the handler threw (<paramref name="failure"/>)
+    /// and the status its Error frame carries, or Ok. Call only when <see cref="IsStarted"/>.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
     public readonly void Stop(Exception? failure, MuxStatusCode code) =>
         Stop(CallStatus.Of(code), failure?.GetType().FullName, failure);

@@ -5,17 +5,15 @@ using Mux.Connection;
 namespace Mux.Diagnostics;
 
 /// <summary>
-/// The instruments that describe what is open right now: active connections, active calls and
-/// queued outbound bytes, per side. They are observable instruments read from the live connections
-/// when a listener collects, so calls and frames pay nothing for them, and a listener that starts
-/// late still sees the true values (counting up and down as things happen would not).
+/// What is open right now, per side: active connections, active calls and queued outbound bytes. Observable instruments
+/// read from the live connections when a listener collects, so calls and frames pay nothing for them, and a listener
+/// that starts late still sees the true values, which counting up and down as things happen would not give it.
 /// </summary>
 internal static class ConnectionGauges
 {
     private const string SideTag = "mux.side";
 
-    // Every connection between its start and its close. Added and removed once per connection;
-    // enumerated (safely, while it changes) by the instruments' callbacks.
+    // Every connection between its start and its close; the instruments' callbacks enumerate it while it changes.
     private static readonly ConcurrentDictionary<MuxConnection, byte> s_open = new();
 
     private static readonly KeyValuePair<string, object?> s_client = new(SideTag, "client");
@@ -23,17 +21,23 @@ internal static class ConnectionGauges
 
     static ConnectionGauges()
     {
-        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.client.active_connections", () => ByServer(calls: false), "{connection}", "Open client connections, by server.address and server.port.");
-        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.server.active_connections", () => ServerTotal(calls: false), "{connection}", "Open server connections.");
-        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.client.active_calls", () => ByServer(calls: true), "{call}", "Calls sent and waiting for their response, by server.address and server.port.");
+        MuxMetrics.Meter.CreateObservableUpDownCounter(
+            "mux.client.active_connections", () => ByServer(calls: false), "{connection}",
+            "Open client connections, by server.address and server.port.");
+        MuxMetrics.Meter.CreateObservableUpDownCounter(
+            "mux.server.active_connections", () => ServerTotal(calls: false), "{connection}", "Open server connections.");
+        MuxMetrics.Meter.CreateObservableUpDownCounter(
+            "mux.client.active_calls", () => ByServer(calls: true), "{call}",
+            "Calls sent and waiting for their response, by server.address and server.port.");
         MuxMetrics.Meter.CreateObservableUpDownCounter("mux.server.active_calls", () => ServerTotal(calls: true), "{call}", "Calls being served.");
-        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.outbound.queued_bytes", QueuedBytes, "By", "Bytes of frames waiting for the connection's writer, by side.");
+        MuxMetrics.Meter.CreateObservableUpDownCounter(
+            "mux.outbound.queued_bytes", QueuedBytes, "By", "Bytes of frames waiting for the connection's writer, by side.");
     }
 
-    /// <summary>Counts a connection as open. Called once per connection, when it starts.</summary>
+    /// <summary>Called once per connection, when it starts.</summary>
     public static void Opened(MuxConnection connection) => s_open.TryAdd(connection, 0);
 
-    /// <summary>Stops counting a connection. Called once per connection, when it closes.</summary>
+    /// <summary>Called once per connection, when it closes.</summary>
     public static void Closed(MuxConnection connection) => s_open.TryRemove(connection, out _);
 
     /// <summary>The server's open connections, or the calls they are serving.</summary>
@@ -51,11 +55,8 @@ internal static class ConnectionGauges
         return total;
     }
 
-    /// <summary>
-    /// The client's open connections (or their pending calls) per server instance, tagged
-    /// server.address and server.port as the OpenTelemetry conventions name the peer: a client over
-    /// several instances shows each one's load. Computed only when a listener collects.
-    /// </summary>
+    /// <summary>The client's open connections, or their pending calls, per server instance (server.address and
+    /// server.port), so a client over several instances shows each one's load.</summary>
     private static IEnumerable<Measurement<int>> ByServer(bool calls)
     {
         var byServer = new Dictionary<(string? Address, object? Port), int>();
@@ -73,7 +74,10 @@ internal static class ConnectionGauges
         {
             measurements.Add(address is null
                 ? new Measurement<int>(value)
-                : new Measurement<int>(value, new KeyValuePair<string, object?>(RpcTags.ServerAddress, address), new KeyValuePair<string, object?>(RpcTags.ServerPort, port)));
+                : new Measurement<int>(
+                    value,
+                    new KeyValuePair<string, object?>(RpcTags.ServerAddress, address),
+                    new KeyValuePair<string, object?>(RpcTags.ServerPort, port)));
         }
 
         return measurements;

@@ -7,11 +7,10 @@ using Mux.Connection;
 namespace Mux.Diagnostics;
 
 /// <summary>
-/// Mux's traces and call metrics, named after the OpenTelemetry RPC semantic conventions: an
-/// <see cref="ActivitySource"/> named "Mux" and, on the "Mux" meter, the call duration histograms
-/// plus Mux's own transport instruments. Everything here is checked for a listener first
-/// (<see cref="ActivitySource.HasListeners"/>, <see cref="Instrument.Enabled"/>), so a process
-/// nobody observes pays a flag test per call and allocates nothing.
+/// Mux's traces and call metrics, named after the OpenTelemetry RPC semantic conventions: an <see cref="ActivitySource"/>
+/// named "Mux" and, on the "Mux" meter, the call duration histograms and Mux's own transport instruments. Everything here
+/// is checked for a listener first (<see cref="ActivitySource.HasListeners"/>, <see cref="Instrument.Enabled"/>), so a
+/// process nobody observes pays a flag test per call and allocates nothing.
 /// </summary>
 internal static class MuxTelemetry
 {
@@ -28,10 +27,12 @@ internal static class MuxTelemetry
     };
 
     public static readonly Histogram<double> ClientCallDuration = MuxMetrics.Meter.CreateHistogram(
-        "rpc.client.call.duration", "s", "Duration of calls made through MuxClient, from sending the request to completing the caller's task.", tags: null, s_durationAdvice);
+        "rpc.client.call.duration", "s", "Duration of calls made through MuxClient, from sending the request to completing the caller's task.",
+        tags: null, s_durationAdvice);
 
     public static readonly Histogram<double> ServerCallDuration = MuxMetrics.Meter.CreateHistogram(
-        "rpc.server.call.duration", "s", "Duration of calls served by MuxServer, from reading the request to queueing the response.", tags: null, s_durationAdvice);
+        "rpc.server.call.duration", "s", "Duration of calls served by MuxServer, from reading the request to queueing the response.",
+        tags: null, s_durationAdvice);
 
     public static readonly Histogram<int> FramesPerFlush = MuxMetrics.Meter.CreateHistogram(
         "mux.flush.frames", "{frame}", "Frames carried by each flush of connection output (how well writes batch).", tags: null,
@@ -43,8 +44,8 @@ internal static class MuxTelemetry
     public static readonly Counter<long> BytesReceived = MuxMetrics.Meter.CreateCounter<long>(
         "mux.bytes.received", "By", "Bytes of complete frames read from connections.");
 
-    /// <summary>Records one flush of <paramref name="frames"/> frames: called by the writer role
-    /// just before it flushes <paramref name="output"/>, whose unflushed bytes are this flush's.</summary>
+    /// <summary>Called by the writer role just before it flushes <paramref name="output"/>, whose unflushed bytes are this
+    /// flush's.</summary>
     public static void OnFlush(int frames, PipeWriter output)
     {
         if (FramesPerFlush.Enabled)
@@ -58,8 +59,8 @@ internal static class MuxTelemetry
         }
     }
 
-    /// <summary>Records the bytes of the complete frames one read consumed: what it was handed
-    /// (<paramref name="read"/>) less what is left (<paramref name="unconsumed"/>, a partial frame).</summary>
+    /// <summary>Records the bytes of the complete frames one read consumed: <paramref name="read"/> less
+    /// <paramref name="unconsumed"/>, a partial frame.</summary>
     public static void OnRead(in ReadOnlySequence<byte> read, in ReadOnlySequence<byte> unconsumed)
     {
         if (BytesReceived.Enabled)

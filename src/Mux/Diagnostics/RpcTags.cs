@@ -2,8 +2,8 @@ using System.Diagnostics;
 
 namespace Mux.Diagnostics;
 
-/// <summary>Attribute names and values of the OpenTelemetry RPC semantic conventions that Mux sets,
-/// and the tagging both sides' calls share.</summary>
+/// <summary>Attribute names and values of the OpenTelemetry RPC semantic conventions that Mux sets, and the tagging both
+/// sides' calls share.</summary>
 internal static class RpcTags
 {
     public const string System = "rpc.system";
@@ -15,13 +15,10 @@ internal static class RpcTags
     public const string ServerAddress = "server.address";
     public const string ServerPort = "server.port";
 
-    /// <summary>Starts a call's span, either side's, tagged with its method when it records data;
-    /// null when the sampler drops it. What was current stays current: the thread that starts a
-    /// span goes on with its own work. Call only when the activity source has listeners.</summary>
-    /// <param name="name">The method's names.</param>
-    /// <param name="kind">Client or Server.</param>
-    /// <param name="parent">The span's parent; default for a child of the current activity.</param>
-    /// <param name="newTrace">With no parent: a new trace, not a child of the current activity.</param>
+    /// <summary>Starts a call's span, tagged with its method when it records data; null when the sampler drops it. With a
+    /// default <paramref name="parent"/> it is a child of the current activity, unless <paramref name="newTrace"/>. What was
+    /// current stays current: the thread that starts a span goes on with its own work. Call only when the source has
+    /// listeners.</summary>
     public static Activity? StartSpan(MethodTelemetryName name, ActivityKind kind, in ActivityContext parent, bool newTrace)
     {
         Activity? previous = Activity.Current;
@@ -42,11 +39,8 @@ internal static class RpcTags
         return activity;
     }
 
-    /// <summary>Ends a call's span, if it has one, with how the call ended.</summary>
-    /// <param name="activity">The span; null when nobody traced the call.</param>
-    /// <param name="status">The call's <see cref="CallStatus"/>.</param>
-    /// <param name="errorType">The error.type tag; null when the call succeeded.</param>
-    /// <param name="error">What the call failed with (its message is the span's); null when it succeeded.</param>
+    /// <summary>Ends a call's span, if it has one, with its <see cref="CallStatus"/>; <paramref name="errorType"/> and
+    /// <paramref name="error"/>, whose message becomes the span's, are null when the call succeeded.</summary>
     public static void EndSpan(Activity? activity, string status, string? errorType, Exception? error)
     {
         if (activity is null)
@@ -64,8 +58,8 @@ internal static class RpcTags
         activity.Stop();
     }
 
-    /// <summary>The tags of a call's duration: at most five, and TagList keeps up to eight inline,
-    /// so this allocates nothing.</summary>
+    /// <summary>The tags of a call's duration: at most five, and TagList keeps up to eight inline, so this allocates
+    /// nothing.</summary>
     public static TagList DurationTags(MethodTelemetryName name, string status, string? errorType)
     {
         var tags = new TagList

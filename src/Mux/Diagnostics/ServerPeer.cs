@@ -3,8 +3,7 @@ using System.Net;
 namespace Mux.Diagnostics;
 
 /// <summary>
-/// The server.address and server.port tags of a client's spans, computed once per connection
-/// (the port boxed once, not per call).
+/// The server.address and server.port tags of a client's spans, computed once per connection, the port boxed once.
 /// </summary>
 internal sealed class ServerPeer
 {
@@ -16,10 +15,9 @@ internal sealed class ServerPeer
 
     public string Address { get; }
 
-    /// <summary>The port, boxed once for the span tag.</summary>
     public object Port { get; }
 
-    /// <summary>The peer of a connection to <paramref name="endPoint"/>; null when it has no host and port.</summary>
+    /// <summary>Null when <paramref name="endPoint"/> has no host and port.</summary>
     public static ServerPeer? From(EndPoint? endPoint) => endPoint switch
     {
         IPEndPoint ip => new ServerPeer(ip.Address.ToString(), ip.Port),

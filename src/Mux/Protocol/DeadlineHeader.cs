@@ -4,21 +4,19 @@ using MessagePack;
 namespace Mux.Protocol;
 
 /// <summary>
-/// The optional deadline header of a Request (docs/protocol.md, "Deadlines"): present when the
-/// frame's <see cref="FrameFlags.Deadline"/> flag is set, straight after the method id:
+/// The optional deadline header of a Request (docs/protocol.md, "Deadlines"), straight after the method id when the
+/// frame's <see cref="FrameFlags.Deadline"/> flag is set:
 /// <code>
 /// u32  the caller's remaining time in milliseconds (0: already expired)
 /// </code>
-/// A duration rather than a point in time, as grpc-timeout is, so that the two machines' clocks
-/// never have to agree; the server measures it from the socket read that brought the Request.
+/// A duration rather than a point in time, as grpc-timeout is, so the two machines' clocks never have to agree; the
+/// server measures it from the socket read that brought the Request.
 /// </summary>
 internal static class DeadlineHeader
 {
-    /// <summary>The header's size on the wire.</summary>
     public const int Size = 4;
 
-    /// <summary>The longest remaining time the header can carry (about 49.7 days); a longer one is
-    /// sent as this.</summary>
+    /// <summary>The longest remaining time the header can carry (about 49.7 days); a longer one is sent as this.</summary>
     public const long MaxMilliseconds = uint.MaxValue;
 
     public static void Write(ref MessagePackWriter writer, uint remainingMilliseconds)
@@ -28,10 +26,8 @@ internal static class DeadlineHeader
         writer.Advance(Size);
     }
 
-    /// <summary>The header value for a call that must end by <paramref name="deadline"/>, measured at
-    /// <paramref name="now"/> (both timestamps of a clock that ticks <paramref name="frequency"/>
-    /// times a second): what is left of it, rounded up to a whole millisecond (so that a call with
-    /// time left never reads as expired), clamped to what the header can carry.</summary>
+    /// <summary>What is left of <paramref name="deadline"/> at <paramref name="now"/>, rounded up to a whole millisecond
+    /// so that a call with time left never reads as expired, and clamped to what the header can carry.</summary>
     public static uint RemainingMilliseconds(long deadline, long now, long frequency)
     {
         if (deadline <= now)

@@ -21,9 +21,8 @@ internal readonly struct ErrorBody(MuxStatusCode code, string message, string? r
         writer.Write(RemoteType);
     }
 
-    /// <summary>Reads an error body; a body that cannot be read becomes a ProtocolError description.
-    /// Either side reads one (an Error frame, a StreamEnd that carries an error), so the description
-    /// says "peer", not which side sent it.</summary>
+    /// <summary>Reads an error body; one that cannot be read becomes a ProtocolError. Either side reads these (Error,
+    /// or a StreamEnd that carries an error), so the description says "peer", not which side sent it.</summary>
     public static ErrorBody Read(ReadOnlyMemory<byte> payload)
     {
         try

@@ -3,10 +3,12 @@ using System.Buffers;
 namespace Mux.Protocol;
 
 /// <summary>
-/// One parsed frame. <see cref="Payload"/> is a slice of the connection's receive buffer: it is
-/// valid only until the reader loop advances past it, so anything that outlives the loop copies it.
+/// One parsed frame. <see cref="Payload"/> is a slice of the connection's receive buffer, valid only until the reader
+/// loop advances past it, so anything that outlives the loop copies it.
 /// </summary>
-internal readonly struct Frame(FrameType type, FrameFlags flags, uint callId, uint methodId, ReadOnlySequence<byte> payload, ReadOnlySequence<byte> traceContext = default, uint remainingMilliseconds = 0, uint messageSize = 0, long payloadSize = 0)
+internal readonly struct Frame(
+    FrameType type, FrameFlags flags, uint callId, uint methodId, ReadOnlySequence<byte> payload,
+    ReadOnlySequence<byte> traceContext = default, uint remainingMilliseconds = 0, uint messageSize = 0, long payloadSize = 0)
 {
     public FrameType Type { get; } = type;
 
@@ -18,32 +20,28 @@ internal readonly struct Frame(FrameType type, FrameFlags flags, uint callId, ui
     /// <summary>The method id of a Request; 0 for every other type.</summary>
     public uint MethodId { get; } = methodId;
 
-    /// <summary>What follows the type-specific header: MessagePack for Request, Response, Error,
-    /// Hello and HelloAck (whose magic and version are left at its start), raw bytes otherwise.</summary>
+    /// <summary>What follows the type-specific header: MessagePack for Request, Response, Error, Hello and HelloAck
+    /// (whose magic and version are left at its start), raw bytes otherwise.</summary>
     public ReadOnlySequence<byte> Payload { get; } = payload;
 
-    /// <summary>A Request's trace-context header (TraceContextHeader), a slice of
-    /// the receive buffer like <see cref="Payload"/>; empty when the caller sent none.</summary>
+    /// <summary>A Request's trace-context header, a slice of the receive buffer like <see cref="Payload"/>.</summary>
     public ReadOnlySequence<byte> TraceContext { get; } = traceContext;
 
-    /// <summary>Whether a Request carries the caller's deadline (<see cref="RemainingMilliseconds"/>).</summary>
     public bool HasDeadline => (Flags & FrameFlags.Deadline) != 0;
 
-    /// <summary>Whether a Request's body starts with the call's metadata section (<see cref="MetadataSection"/>).</summary>
+    /// <summary>Whether a Request's body starts with the call's <see cref="MetadataSection"/>.</summary>
     public bool HasMetadata => (Flags & FrameFlags.Metadata) != 0;
 
-    /// <summary>A Request's deadline header (<see cref="DeadlineHeader"/>): the caller's remaining
-    /// time in milliseconds; 0 when <see cref="HasDeadline"/> is false.</summary>
+    /// <summary>A Request's <see cref="DeadlineHeader"/>; 0 when <see cref="HasDeadline"/> is false.</summary>
     public uint RemainingMilliseconds { get; } = remainingMilliseconds;
 
-    /// <summary>A first fragment's announced size of the whole message (every byte after the common
-    /// header, in all its fragments, not counting this field itself); 0 for any other frame.</summary>
+    /// <summary>A first fragment's announced size of the whole message (every byte after the common header, in all its
+    /// fragments, less this field itself); 0 for any other frame.</summary>
     public uint MessageSize { get; } = messageSize;
 
-    /// <summary>A first fragment's size of the whole <see cref="Payload"/> once reassembled: the
-    /// message size less the type-specific header this fragment carried; 0 for any other frame.</summary>
+    /// <summary>A first fragment's size of the whole <see cref="Payload"/> once reassembled: the message size less the
+    /// type-specific header this fragment carried; 0 for any other frame.</summary>
     public long PayloadSize { get; } = payloadSize;
 
-    /// <summary>Whether this frame is the first of a message split across frames.</summary>
     public bool IsFirstFragment => (Flags & FrameFlags.MoreFragments) != 0 && Type != FrameType.Continuation;
 }

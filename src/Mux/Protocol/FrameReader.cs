@@ -10,20 +10,12 @@ namespace Mux.Protocol;
 /// </summary>
 internal static class FrameReader
 {
-    // The headers a Request may announce (see AllowedFlags for the flags of every type).
     private const FrameFlags RequestFlags = FrameFlags.TraceContext | FrameFlags.Deadline | FrameFlags.Metadata;
 
-    /// <summary>
-    /// Reads one complete frame from the start of <paramref name="buffer"/>. On success the buffer
-    /// is advanced past the frame and the frame's payload is a slice of it (no copy). On a partial
-    /// frame nothing is consumed and <see langword="false"/> is returned.
-    /// </summary>
-    /// <param name="buffer">The unread bytes; advanced past the frame on success.</param>
-    /// <param name="maxFrameSize">The largest value of the length prefix this side accepts.</param>
-    /// <param name="frame">The frame read.</param>
-    /// <exception cref="MuxProtocolException">The bytes cannot be a valid frame. The length is
-    /// checked against <paramref name="maxFrameSize"/> before waiting for the rest of the frame, so
-    /// a hostile length never makes us buffer it.</exception>
+    /// <summary>Reads one complete frame off the start of <paramref name="buffer"/>; its payload is a slice of the buffer,
+    /// not a copy. On a partial frame nothing is consumed and it returns false.</summary>
+    /// <exception cref="MuxProtocolException">The bytes cannot be a valid frame. The length prefix is checked against
+    /// <paramref name="maxFrameSize"/> before the rest of the frame is awaited, so a hostile length is never buffered.</exception>
     public static bool TryRead(ref ReadOnlySequence<byte> buffer, int maxFrameSize, out Frame frame)
     {
         frame = default;
@@ -38,10 +30,10 @@ internal static class FrameReader
             return false;
         }
 
-        // Read the fixed header, plus a first fragment's total size and a Request's method id and
-        // deadline when present, straight from the first segment when it holds them (the usual
-        // case); copy only when they straddle segments.
-        const int MaxHeaderSize = ProtocolConstants.FrameHeaderSize + ProtocolConstants.FragmentTotalSize + ProtocolConstants.RequestHeaderSize + DeadlineHeader.Size;
+        // The fixed header, a first fragment's total size and a Request's method id and deadline are read straight from
+        // the first segment when it holds them, the usual case; they are copied only when they straddle segments.
+        const int MaxHeaderSize = ProtocolConstants.FrameHeaderSize + ProtocolConstants.FragmentTotalSize +
+            ProtocolConstants.RequestHeaderSize + DeadlineHeader.Size;
         Span<byte> copy = stackalloc byte[MaxHeaderSize];
         scoped ReadOnlySpan<byte> header = buffer.FirstSpan;
         if (header.Length < MaxHeaderSize && header.Length < buffer.Length)
@@ -68,7 +60,10 @@ internal static class FrameReader
         FrameFlags typeFlags = flags & ~FrameFlags.MoreFragments;
         if (typeFlags != FrameFlags.None && (typeFlags & ~AllowedFlags(type)) != 0)
         {
-            ThrowProtocol($"Frame flags 0x{(byte)flags:x2} are not supported by protocol version {ProtocolConstants.Version} on a {type} frame (a Request may carry TraceContext, 0x02, Deadline, 0x04, and Metadata, 0x10; the frames of a call, Request, Response, Error, Cancel, Continuation, StreamItem, StreamEnd and StreamCredit, may carry ServerInitiated, 0x08).");
+            ThrowProtocol(
+                $"Frame flags 0x{(byte)flags:x2} are not supported by protocol version {ProtocolConstants.Version} on a {type} frame " +
+                "(a Request may carry TraceContext, 0x02, Deadline, 0x04, and Metadata, 0x10; the frames of a call, Request, Response, " +
+                "Error, Cancel, Continuation, StreamItem, StreamEnd and StreamCredit, may carry ServerInitiated, 0x08).");
         }
 
         // A first fragment announces the size of its whole message before its type-specific header.
@@ -78,7 +73,9 @@ internal static class FrameReader
         {
             if (type is not (FrameType.Request or FrameType.Response or FrameType.Error or FrameType.Continuation) || callId == 0)
             {
-                ThrowProtocol($"A {type} frame for call {callId} has flag MoreFragments (0x01); only a call's Request, Response, Error and Continuation frames may be fragmented.");
+                ThrowProtocol(
+                    $"A {type} frame for call {callId} has flag MoreFragments (0x01); " +
+                    "only a call's Request, Response, Error and Continuation frames may be fragmented.");
             }
 
             if (type != FrameType.Continuation)
@@ -108,9 +105,8 @@ internal static class FrameReader
                     ThrowProtocol("A Request frame's trace-context header runs past the end of the frame.");
                 }
 
-                // A Metadata section (FrameFlags.Metadata) stays at the start of the body: the call
-                // reads it on its worker thread (MetadataSection), not this loop, and it may run on
-                // into a Continuation when the Request is in fragments.
+                // A metadata section stays at the start of the body: the call reads it on its worker thread, not this
+                // loop, and it may run on into a Continuation when the Request is in fragments.
 
                 break;
             case FrameType.Hello:
@@ -158,7 +154,9 @@ internal static class FrameReader
             payloadSize = messageSize - (fragmentBytes - body.Length);
             if (messageSize <= fragmentBytes)
             {
-                ThrowProtocol($"The first fragment of a {type} for call {callId} announces a message of {messageSize} bytes but itself carries {fragmentBytes}; a fragmented message must be larger than its first fragment.");
+                ThrowProtocol(
+                    $"The first fragment of a {type} for call {callId} announces a message of {messageSize} bytes but itself carries " +
+                    $"{fragmentBytes}; a fragmented message must be larger than its first fragment.");
             }
         }
 
@@ -167,7 +165,6 @@ internal static class FrameReader
         return true;
     }
 
-    /// <summary>The flags a frame of this type may carry.</summary>
     private static FrameFlags AllowedFlags(FrameType type) => type switch
     {
         FrameType.Request => RequestFlags | FrameFlags.ServerInitiated,
@@ -189,9 +186,8 @@ internal static class FrameReader
         }
     }
 
-    /// <summary>Takes the u32 <paramref name="what"/> that starts <paramref name="body"/> off it,
-    /// reading it from <paramref name="header"/>, where it is at <paramref name="offset"/> (then
-    /// moved past it), rather than from the sequence.</summary>
+    /// <summary>Takes the u32 <paramref name="what"/> off the start of <paramref name="body"/>, reading it from
+    /// <paramref name="header"/> at <paramref name="offset"/> rather than from the sequence.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private static uint TakeUInt32(ReadOnlySpan<byte> header, ref int offset, ref ReadOnlySequence<byte> body, FrameType type, string what)
     {
@@ -226,9 +222,8 @@ internal static class FrameReader
         }
     }
 
-    /// <summary>The little-endian u32 at the start of <paramref name="buffer"/> (at least 4 bytes,
-    /// maybe across segments): the length prefix of a header not yet whole, a metadata section's size,
-    /// and the body of a GoAway or StreamCredit (whose length TryRead checked).</summary>
+    /// <summary>The little-endian u32 at the start of <paramref name="buffer"/>, which holds at least 4 bytes, maybe
+    /// across segments.</summary>
     internal static uint ReadUInt32(in ReadOnlySequence<byte> buffer)
     {
         Span<byte> bytes = stackalloc byte[4];

@@ -13,19 +13,17 @@ internal enum FrameType : byte
     Pong = 8,
     GoAway = 9,
 
-    /// <summary>One item of a call's stream (Mux.Streaming): the MessagePack of the item. Sent by
-    /// the side that produces the stream, within the credit its consumer granted.</summary>
+    /// <summary>One item of a call's stream, as MessagePack, sent within the credit its consumer granted.</summary>
     StreamItem = 10,
 
-    /// <summary>The client's stream of a call has ended: empty when it completed, an Error body
-    /// when the client's producer failed. (A server's stream ends with the call's Response or Error.)</summary>
+    /// <summary>The client's stream of a call has ended: empty when it completed, an Error body when its producer failed.
+    /// A server's stream ends with the call's Response or Error.</summary>
     StreamEnd = 11,
 
     /// <summary>u32: how many more items of the call's stream the sender of this frame accepts.</summary>
     StreamCredit = 12,
 
-    /// <summary>A later fragment of a message split across frames (docs/protocol.md, *Fragments*):
-    /// no type-specific header, just the next bytes of the message; flag MoreFragments on every
-    /// fragment but the last.</summary>
+    /// <summary>A later fragment of a message split across frames (docs/protocol.md, *Fragments*): just the next bytes
+    /// of the message, with flag MoreFragments on every fragment but the last.</summary>
     Continuation = 14,
 }

@@ -6,16 +6,15 @@ using MessagePack;
 namespace Mux.Protocol;
 
 /// <summary>
-/// Encodes frames. A frame with a MessagePack body is encoded into a <see cref="PooledBufferWriter"/>,
-/// or a <see cref="MessageBufferWriter"/> when it may be a large message: the body is serialized
-/// straight after a reserved header, and the length prefix, known only afterwards, is patched in by
-/// offset (the buffer may have been reallocated, or the frame moved into segments, while the body
-/// grew, so no span or memory of the header is held across the body).
+/// Encodes frames. A MessagePack body is serialized straight after a reserved header, and the length prefix, known only
+/// afterwards, is patched in by offset: the buffer may be reallocated, or the frame moved into segments, while the body
+/// grows, so no span of the header is held across the body.
 /// </summary>
 internal static class FrameWriter
 {
     /// <summary>Appends a frame whose body is MessagePack. Returns the frame's size on the wire.</summary>
-    public static int Write<TBody>(PooledBufferWriter output, FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None)
+    public static int Write<TBody>(
+        PooledBufferWriter output, FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None)
         where TBody : struct, IFrameBody
     {
         int headerSize = HeaderSize(type);
@@ -32,10 +31,10 @@ internal static class FrameWriter
         return (int)frameSize;
     }
 
-    /// <summary>Encodes a frame whose body is MessagePack into <paramref name="output"/>, which has
-    /// just been started: a frame that may be a large message, and then continues in pooled
-    /// segments. Returns the frame's size on the wire.</summary>
-    public static long Write<TBody>(MessageBufferWriter output, FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None)
+    /// <summary>Encodes a frame that may be a large message into <paramref name="output"/>, which has just been started and
+    /// moves into pooled segments as the body grows. Returns the frame's size on the wire.</summary>
+    public static long Write<TBody>(
+        MessageBufferWriter output, FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None)
         where TBody : struct, IFrameBody
     {
         Debug.Assert(output.WrittenCount == 0, "A frame starts its writer.");
@@ -66,7 +65,6 @@ internal static class FrameWriter
     private static int HeaderSize(FrameType type) =>
         ProtocolConstants.FrameHeaderSize + (type == FrameType.Request ? ProtocolConstants.RequestHeaderSize : 0);
 
-    /// <summary>Patches the header reserved before the body, now that the frame's size is known.</summary>
     private static void WriteHeader(Span<byte> header, FrameType type, uint callId, uint methodId, long frameSize, FrameFlags flags)
     {
         if (frameSize > int.MaxValue)

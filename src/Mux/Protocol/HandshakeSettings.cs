@@ -5,42 +5,34 @@ using MessagePack;
 namespace Mux.Protocol;
 
 /// <summary>
-/// What each side announces in Hello / HelloAck, and the body of those frames: written by
-/// <see cref="Write"/> and read by <see cref="Parse(in ReadOnlySequence{byte}, out bool)"/>. Unknown
-/// keys are skipped so that later versions can add settings without breaking version-1 peers.
+/// What each side announces in Hello / HelloAck, and the body of those frames. Unknown keys are skipped so that later
+/// versions can add settings without breaking version-1 peers.
 /// </summary>
 internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSize, int MaxConcurrentCalls, string? AuthToken) : IFrameBody
 {
     /// <summary>The stream window a peer that does not announce <c>streamWindow</c> is taken to grant.</summary>
     public const int DefaultStreamWindow = 64;
 
-    /// <summary>How many items of each stream this side buffers for a call before the producer must
-    /// wait for credit (StreamCredit): the initial credit the peer starts each stream with. Defaults
-    /// to <see cref="DefaultStreamWindow"/>.</summary>
+    /// <summary>How many items of each stream this side buffers for a call before the producer must wait for credit: the
+    /// initial credit the peer starts each stream with.</summary>
     public int StreamWindow { get; init; } = DefaultStreamWindow;
 
-    /// <summary>The largest message (all its fragments) this side accepts; int.MaxValue when the
-    /// peer did not say.</summary>
+    /// <summary>The largest message (all its fragments) this side accepts; int.MaxValue when the peer did not say.</summary>
     public int MaxMessageSize { get; init; } = int.MaxValue;
 
-    /// <summary>Whether this side takes a Cancel to end a Request still in fragments (docs/protocol.md,
-    /// *Fragments*): it sends none of its own Request's fragments after the Request's Cancel, and
-    /// expects none of a Request it receives after that Request's Cancel. In force on a connection
-    /// when both sides announce it. Every side of this build does (the default); false when the
-    /// peer did not say.</summary>
+    /// <summary>Whether this side takes a Cancel to end a Request still in fragments (docs/protocol.md, *Fragments*): it
+    /// sends no fragment of its Request after the Request's Cancel, and expects none after a received Request's Cancel.
+    /// In force when both sides announce it; false when the peer did not say.</summary>
     public bool CancelEndsFragments { get; init; } = true;
 
-    /// <summary>Whether this side takes streams (StreamItem, StreamEnd and StreamCredit frames with
-    /// ServerInitiated) on the calls a server starts to its client (docs/protocol.md, *Calls from
-    /// server to client*). Only a client's Hello carries it; a server calls a streaming method of
-    /// its client only when the client said true. Every side of this build does (the default);
-    /// false when the peer did not say.</summary>
+    /// <summary>Whether this side takes streams on the calls a server starts to its client (docs/protocol.md, *Calls from
+    /// server to client*). Only a client's Hello carries it; a server calls a streaming method of its client only when the
+    /// client said true. False when the peer did not say.</summary>
     public bool ServerCallStreams { get; init; } = true;
 
-    /// <summary>The largest metadata section (its map's bytes, docs/protocol.md "Metadata") this
-    /// side accepts in a Request; 0 when the peer did not announce the key, which means it does not
-    /// read the section at all (an earlier build, which closes the connection on the Metadata flag):
-    /// such a peer is sent no metadata.</summary>
+    /// <summary>The largest metadata section (its map's bytes, docs/protocol.md "Metadata") this side accepts in a
+    /// Request; 0 when the peer did not announce the key: it does not read the section, closes the connection on the
+    /// Metadata flag, and is sent no metadata.</summary>
     public int MaxMetadataSize { get; init; }
 
     private const string MaxFrameSizeKey = "maxFrameSize";
@@ -92,16 +84,16 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
     /// <exception cref="MuxProtocolException">Wrong magic, or a settings map that is not valid.</exception>
     public static HandshakeSettings Parse(in ReadOnlySequence<byte> payload) => Parse(payload, out _);
 
-    /// <summary>Parses like <see cref="Parse(in ReadOnlySequence{byte})"/>, and says whether the peer
-    /// announced <c>traceContext</c>: that it reads the trace-context header of Requests
-    /// (FrameFlags.TraceContext). Every side of this build announces it (see Write); a peer that
-    /// does not must never receive that flag, which version-1 readers reject.</summary>
+    /// <summary>Parses like <see cref="Parse(in ReadOnlySequence{byte})"/>, and says whether the peer announced
+    /// <c>traceContext</c> (it reads the trace-context header of Requests). A peer that did not must never receive that
+    /// flag, which version-1 readers reject.</summary>
     public static HandshakeSettings Parse(in ReadOnlySequence<byte> payload, out bool readsTraceContext)
     {
         byte[] bytes = payload.ToArray(); // Once per connection: simplicity beats pooling here.
         if (bytes.Length < ProtocolConstants.HelloHeaderSize)
         {
-            throw new MuxProtocolException($"The handshake is {bytes.Length} bytes, shorter than its {ProtocolConstants.HelloHeaderSize}-byte header (magic and version).");
+            throw new MuxProtocolException(
+                $"The handshake is {bytes.Length} bytes, shorter than its {ProtocolConstants.HelloHeaderSize}-byte header (magic and version).");
         }
 
         if (BinaryPrimitives.ReadUInt32LittleEndian(bytes) != ProtocolConstants.Magic)
@@ -112,7 +104,11 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
         ushort version = BinaryPrimitives.ReadUInt16LittleEndian(bytes.AsSpan(4));
 
         // What a peer says by leaving a key out: the booleans of later builds are false for it.
-        var settings = new HandshakeSettings(version, ProtocolConstants.MinimumMaxFrameSize, int.MaxValue, null) { CancelEndsFragments = false, ServerCallStreams = false };
+        var settings = new HandshakeSettings(version, ProtocolConstants.MinimumMaxFrameSize, int.MaxValue, null)
+        {
+            CancelEndsFragments = false,
+            ServerCallStreams = false,
+        };
         readsTraceContext = false;
         try
         {
@@ -160,9 +156,14 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
             throw new MuxProtocolException("The handshake settings are not a valid MessagePack map: " + ex.Message, ex);
         }
 
-        if (settings.MaxFrameSize < ProtocolConstants.MinimumMaxFrameSize || settings.MaxConcurrentCalls < 1 || settings.StreamWindow < 1 || settings.MaxMessageSize < 1 || settings.MaxMetadataSize < 0)
+        if (settings.MaxFrameSize < ProtocolConstants.MinimumMaxFrameSize || settings.MaxConcurrentCalls < 1 || settings.StreamWindow < 1 ||
+            settings.MaxMessageSize < 1 || settings.MaxMetadataSize < 0)
         {
-            throw new MuxProtocolException($"The handshake settings are out of range: maxFrameSize {settings.MaxFrameSize} (at least {ProtocolConstants.MinimumMaxFrameSize}), maxConcurrentCalls {settings.MaxConcurrentCalls} (at least 1), streamWindow {settings.StreamWindow} (at least 1), maxMessageSize {settings.MaxMessageSize} (at least 1), maxMetadataSize {settings.MaxMetadataSize} (at least 0).");
+            throw new MuxProtocolException(
+                $"The handshake settings are out of range: maxFrameSize {settings.MaxFrameSize} " +
+                $"(at least {ProtocolConstants.MinimumMaxFrameSize}), " +
+                $"maxConcurrentCalls {settings.MaxConcurrentCalls} (at least 1), streamWindow {settings.StreamWindow} (at least 1), " +
+                $"maxMessageSize {settings.MaxMessageSize} (at least 1), maxMetadataSize {settings.MaxMetadataSize} (at least 0).");
         }
 
         return settings;

@@ -3,11 +3,10 @@ using MessagePack;
 namespace Mux.Protocol;
 
 /// <summary>
-/// What MessagePack's reader throws for bytes that are not what they claim: besides its own
-/// exception, an integer that does not fit the type read (<see cref="OverflowException"/>), a
-/// length that runs past the buffer (<see cref="EndOfStreamException"/>, or
-/// <see cref="ArgumentOutOfRangeException"/> from skipping). Fuzzing found each of them in the
-/// handshake and Error-frame readers; they all mean "the peer sent a malformed body".
+/// What MessagePack's reader throws for bytes that are not what they claim: besides its own exception, an integer that
+/// does not fit the type read (<see cref="OverflowException"/>), or a length that runs past the buffer
+/// (<see cref="EndOfStreamException"/>, or <see cref="ArgumentOutOfRangeException"/> from skipping). Each means the peer
+/// sent a malformed body.
 /// </summary>
 internal static class MalformedMessagePack
 {

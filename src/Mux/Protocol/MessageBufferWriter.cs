@@ -5,20 +5,16 @@ using System.Diagnostics.CodeAnalysis;
 namespace Mux.Protocol;
 
 /// <summary>
-/// Where a frame that may be a large message (a Request, Response or Error) is encoded on its
-/// sender's thread. Its bytes go into the thread's staging buffer, as every small frame's do, until
-/// they would outgrow one segment (64 KiB); then they move into a chain of pooled segments
-/// (<see cref="BufferSegmentPool"/>) and the rest of the frame follows there, so a message of any
-/// size is encoded without an array on the large object heap and without copying what was already
-/// written when it grows (a contiguous buffer doubled up to twice the message, copying each time).
-/// The chain is then handed to the message's fragments (<see cref="Detach"/>).
+/// Where a frame that may be a large message (Request, Response or Error) is encoded on its sender's thread. It starts in
+/// the thread's staging buffer, as every small frame does; once it would outgrow one segment (64 KiB) it moves into a
+/// chain of pooled segments (<see cref="BufferSegmentPool"/>), so a message of any size is encoded with no array on the
+/// large object heap and no copy of what is written as it grows. <see cref="Detach"/> hands the chain to the fragments.
 /// </summary>
 /// <remarks>
-/// One per thread (<see cref="ForCurrentThread"/>), used for one frame at a time; and one per
-/// message arriving in fragments (MessageReassembly), which has no head and starts in segments.
-/// A formatter that asks for more contiguous room than a segment has (MessagePack-CSharp asks for a
-/// whole string's worst-case length at once) gets one oversized segment from ArrayPool.Shared; Mux's
-/// own formatters for bytes write in pieces (see Serialization/BinaryInPieces).
+/// One per thread (<see cref="ForCurrentThread"/>), one frame at a time; and one per message arriving in fragments
+/// (MessageReassembly), which has no head. A formatter that asks for more contiguous room than a segment has
+/// (MessagePack-CSharp asks for a string's worst-case length at once) gets an oversized segment; Mux's own formatters
+/// for bytes write in pieces (BinaryInPieces).
 /// </remarks>
 internal sealed class MessageBufferWriter : IBufferWriter<byte>
 {
@@ -30,28 +26,24 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
     // The staging buffer the frame starts in; null when not in use. Only its thread touches it.
     private PooledBufferWriter? _head;
 
-    // The segments, once the frame has outgrown the head; null before. _last is where writing goes;
-    // its RunningIndex counts the bytes of the segments before it (see BufferSegment.Link).
+    // The segments, once the frame has outgrown the head; null before. One thread at a time, like the head.
     private BufferSegment? _first;
+
+    // Where writing goes; its RunningIndex counts the bytes of the segments before it (see BufferSegment.Link).
     private BufferSegment? _last;
 
-    /// <summary>Creates a writer whose segments come from <paramref name="pool"/>.</summary>
     public MessageBufferWriter(BufferSegmentPool pool)
     {
         _pool = pool;
     }
 
-    /// <summary>The frame's first segment; null before it has moved into segments.</summary>
     public BufferSegment? First => _first;
 
-    /// <summary>The segment being written; null before the frame has moved into segments.</summary>
     public BufferSegment? Last => _last;
 
-    /// <summary>Whether the frame has moved into segments.</summary>
     [MemberNotNullWhen(true, nameof(_first), nameof(_last))]
     public bool IsInSegments => _first is not null;
 
-    /// <summary>Bytes of the frame written so far.</summary>
     public long WrittenCount => IsInSegments ? _last.RunningIndex + _last.Used : _head?.WrittenCount ?? 0;
 
     /// <summary>This thread's writer, started on <paramref name="staging"/> (empty).</summary>
@@ -70,8 +62,7 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         _head = head;
     }
 
-    /// <summary>The first <paramref name="count"/> bytes of the frame (its header, to patch once the
-    /// body's length is known). At most one segment's worth.</summary>
+    /// <summary>The frame's header, to patch once the body's length is known: at most one segment's worth.</summary>
     public Span<byte> FirstBytes(int count) =>
         IsInSegments ? _first.Array.AsSpan(0, count) : _head!.Buffer.AsSpan(0, count);
 
@@ -106,9 +97,8 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         return segment is null ? _head!.GetSpan(sizeHint) : segment.Array.AsSpan(segment.Used);
     }
 
-    /// <summary>The segments holding the whole frame (moved there now if it still fits the head),
-    /// which the caller now owns and returns to <see cref="BufferSegmentPool.Shared"/> (or this
-    /// writer's pool); the writer is free for the next frame and the head is empty.</summary>
+    /// <summary>The segments holding the whole frame, moved there now if it was still in the head. The caller owns them
+    /// and returns them to this writer's pool; the writer is free for the next frame and the head is empty.</summary>
     public BufferSegment Detach()
     {
         if (!IsInSegments)
@@ -123,9 +113,8 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         return first;
     }
 
-    /// <summary>Ends a frame that goes in a single frame after all, leaving it whole in the head:
-    /// one that moved into segments (only with a FragmentSize raised past 64 KiB) is put back there
-    /// as one contiguous frame, and its segments are returned.</summary>
+    /// <summary>Ends a frame that is sent whole after all, leaving it in the head: one that moved into segments (only
+    /// with a FragmentSize raised past 64 KiB) is copied back there and its segments are returned.</summary>
     public void End()
     {
         if (!IsInSegments)
@@ -144,8 +133,8 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         Discard();
     }
 
-    /// <summary>Returns the segments of a frame that will not be sent (its serializer threw), and
-    /// frees the writer for the next frame. Returns the bytes of their arrays.</summary>
+    /// <summary>Returns the segments of a frame that will not be sent (its serializer threw) and frees the writer; returns
+    /// the bytes of their arrays.</summary>
     public long Discard()
     {
         long returned = _pool.ReturnChain(_first);
@@ -155,8 +144,7 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         return returned;
     }
 
-    /// <summary>The segment to write into for <paramref name="sizeHint"/> bytes; null while the
-    /// frame still fits the head (the head hands out its own memory then).</summary>
+    /// <summary>The segment to write <paramref name="sizeHint"/> bytes into; null while the frame still fits the head.</summary>
     private BufferSegment? SegmentFor(int sizeHint)
     {
         int needed = Math.Max(sizeHint, 1);
@@ -182,8 +170,6 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         return _last;
     }
 
-    /// <summary>Copies what the head holds, if any (at most a segment's worth, unless its thread's
-    /// staging buffer was already larger), into segments, and empties the head.</summary>
     [MemberNotNull(nameof(_first), nameof(_last))]
     private void MoveHeadToSegments()
     {

@@ -9,28 +9,23 @@ namespace Mux.Protocol;
 /// </summary>
 internal sealed class PooledBufferWriter : IBufferWriter<byte>, IDisposable
 {
-    // The rented array; once disposed, an empty one that was rented from no one, so that a second
-    // Dispose returns nothing and nothing needs a null check.
+    // The rented array; after Dispose an empty one from no pool, so a second Dispose returns nothing and nothing checks null.
     private byte[] _buffer;
     private int _written;
 
-    /// <summary>Creates a writer whose first rented array holds at least <paramref name="initialCapacity"/> bytes.</summary>
     public PooledBufferWriter(int initialCapacity = 256)
     {
         ArgumentOutOfRangeException.ThrowIfNegativeOrZero(initialCapacity);
         _buffer = ArrayPool<byte>.Shared.Rent(initialCapacity);
     }
 
-    /// <summary>Gets the number of bytes written since creation or the last reset.</summary>
     public int WrittenCount => _written;
 
-    /// <summary>Gets the bytes written so far.</summary>
     public ReadOnlySpan<byte> WrittenSpan => _buffer.AsSpan(0, _written);
 
-    /// <summary>Gets the bytes written so far.</summary>
     public ReadOnlyMemory<byte> WrittenMemory => _buffer.AsMemory(0, _written);
 
-    /// <summary>Gets the current rented array; bytes [0, <see cref="WrittenCount"/>) are valid.</summary>
+    /// <summary>The current rented array; bytes [0, <see cref="WrittenCount"/>) are valid.</summary>
     public byte[] Buffer => _buffer;
 
     /// <summary>Forgets what was written but keeps the array for reuse.</summary>
@@ -61,7 +56,6 @@ internal sealed class PooledBufferWriter : IBufferWriter<byte>, IDisposable
         return _buffer.AsSpan(_written);
     }
 
-    /// <summary>Returns the rented array to the pool.</summary>
     public void Dispose()
     {
         byte[] buffer = _buffer;
@@ -108,7 +102,7 @@ internal sealed class PooledBufferWriter : IBufferWriter<byte>, IDisposable
         }
     }
 
-    /// <summary>Thrown by this and MessageBufferWriter, with the same message.</summary>
+    // Shared with MessageBufferWriter, so both throw the same message.
     [DoesNotReturn]
     internal static void ThrowAdvancedTooFar(int count) =>
         throw new ArgumentOutOfRangeException(nameof(count), count, "Cannot advance past the end of the buffer obtained from GetSpan or GetMemory.");

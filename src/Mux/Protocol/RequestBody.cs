@@ -4,17 +4,12 @@ using MessagePack;
 namespace Mux.Protocol;
 
 /// <summary>
-/// A Request body: the optional headers its call needs, in the order docs/protocol.md gives
-/// (deadline, trace context, metadata section), then the arguments. <see cref="Flags"/> says which
-/// headers the frame announces. A struct passed by generic type, like the arguments it wraps, so a
-/// call allocates nothing for it.
+/// A Request body: the optional headers its call needs (deadline, trace context, the encoded metadata section that every
+/// call made with the same options shares), each null when absent and in the order docs/protocol.md gives, then the
+/// arguments. A struct passed by generic type, like the arguments it wraps, so a call allocates nothing for it.
 /// </summary>
-/// <param name="arguments">The call's arguments, written last.</param>
-/// <param name="remainingMilliseconds">What is left of the call's deadline; null for a call without one.</param>
-/// <param name="traceContext">The caller's trace context; null when the Request carries none.</param>
-/// <param name="metadata">The encoded metadata section (MetadataSection.Encode, shared by every call
-/// made with the same options); null for a call without metadata.</param>
-internal readonly struct RequestBody<TArguments>(TArguments arguments, uint? remainingMilliseconds, Activity? traceContext, byte[]? metadata) : IFrameBody
+internal readonly struct RequestBody<TArguments>(
+    TArguments arguments, uint? remainingMilliseconds, Activity? traceContext, byte[]? metadata) : IFrameBody
     where TArguments : struct, IFrameBody
 {
     private readonly TArguments _arguments = arguments;

@@ -7,16 +7,16 @@ using MessagePack;
 namespace Mux.Protocol;
 
 /// <summary>
-/// The optional trace-context header of a Request (docs/protocol.md, "Trace context"): present when
-/// the frame's <c>TraceContext</c> flag is set, between the method id and the arguments:
+/// The optional trace-context header of a Request (docs/protocol.md, "Trace context"), between the method id and the
+/// arguments when the frame's <c>TraceContext</c> flag is set:
 /// <code>
 /// u8   n   length of traceparent
 /// n        traceparent, ASCII (W3C Trace Context, for example 00-&lt;trace id&gt;-&lt;span id&gt;-01)
 /// u16  m   length of tracestate (0 when there is none)
 /// m        tracestate, ASCII
 /// </code>
-/// Only sent to servers that announced <c>traceContext</c> in their HelloAck, so older servers,
-/// which reject unknown flags, never see it.
+/// Only sent to servers that announced <c>traceContext</c> in their HelloAck: a server that does not read it rejects the
+/// flag.
 /// </summary>
 internal static class TraceContextHeader
 {
@@ -44,10 +44,7 @@ internal static class TraceContextHeader
         writer.Advance(size);
     }
 
-    /// <summary>
-    /// Splits the header off the front of a Request body. Returns false when the lengths run past
-    /// the body (a malformed frame).
-    /// </summary>
+    /// <summary>Splits the header off the front of a Request body; false when its lengths run past the body.</summary>
     public static bool TrySplit(ref ReadOnlySequence<byte> body, out ReadOnlySequence<byte> header)
     {
         header = default;
@@ -76,8 +73,8 @@ internal static class TraceContextHeader
     }
 
     /// <summary>
-    /// Reads the context the caller sent. An invalid traceparent is ignored, as W3C Trace Context
-    /// asks: the server span then starts a new trace, and the call is unaffected.
+    /// Reads the context the caller sent. An invalid traceparent is ignored, as W3C Trace Context asks: the server span
+    /// then starts a new trace, and the call is unaffected.
     /// </summary>
     public static bool TryParse(in ReadOnlySequence<byte> header, out ActivityContext context)
     {
@@ -98,7 +95,8 @@ internal static class TraceContextHeader
 
         // A later version may append fields after a '-'; version ff is invalid; version 00 has none.
         bool versionOk = IsLowerHex(traceParent[..2]) && !traceParent[..2].SequenceEqual("ff"u8)
-            && (traceParentLength == TraceParentLength || (!traceParent[..2].SequenceEqual("00"u8) && header.Slice(1 + TraceParentLength, 1).FirstSpan[0] == (byte)'-'));
+            && (traceParentLength == TraceParentLength
+                || (!traceParent[..2].SequenceEqual("00"u8) && header.Slice(1 + TraceParentLength, 1).FirstSpan[0] == (byte)'-'));
         if (!versionOk || traceParent[2] != '-' || traceParent[35] != '-' || traceParent[52] != '-')
         {
             return false;
