@@ -93,7 +93,7 @@ internal sealed class EngineSeam : IAsyncDisposable
     /// <summary>Sends one small frame (StreamCredit for <paramref name="callId"/>) through the
     /// connection's outbound path, as any sender does: encode on this thread, then write and flush
     /// here when the writer is free and the connection quiet, else queue for the writer role.</summary>
-    public void SendSmallFrame(uint callId) => _connection.SendStreamCredit(callId, FrameFlags.None, SmallFrameCredit);
+    public void SendSmallFrame(uint callId) => _connection.Outbound.SendStreamCredit(callId, FrameFlags.None, SmallFrameCredit);
 
     /// <summary>Starts <paramref name="count"/> calls that nobody answers, so the connection holds
     /// calls in flight and takes itself to be under load (no sender writes and flushes inline).

@@ -83,7 +83,7 @@ internal sealed class ClientConnection : MuxConnection
             Task answered = connection._handshake.Task.WaitAsync(wait, options.TimeProvider, cancellationToken);
             try
             {
-                connection.SendFrame(FrameType.Hello, 0, 0, ref settings);
+                connection.Outbound.SendFrame(FrameType.Hello, 0, 0, ref settings);
             }
             catch
             {
@@ -113,7 +113,7 @@ internal sealed class ClientConnection : MuxConnection
     }
 
     /// <summary>The server's HelloAck (its settings), or its refusal (a connection-level Error).</summary>
-    protected override void OnHandshakeFrame(in Frame frame)
+    internal override void OnHandshakeFrame(in Frame frame)
     {
         if (frame.Type == FrameType.Error && frame.CallId == 0)
         {
@@ -137,7 +137,7 @@ internal sealed class ClientConnection : MuxConnection
     }
 
     /// <summary>A connection-level error (call id 0): the server refused the handshake or is closing.</summary>
-    protected override void OnConnectionError(in Frame frame)
+    internal override void OnConnectionError(in Frame frame)
     {
         ErrorBody error = ErrorBody.Read(frame.Payload.ToArray());
         // A refusal by the server's Authenticate names its status (Unauthenticated, PermissionDenied, ...).

@@ -24,6 +24,11 @@ internal static partial class ConnectionLog
     public static partial void TeardownFailed(ILogger logger, string connection, Exception error);
 
     // error: the AggregateException of the callbacks that threw.
-    [LoggerMessage(EventId = 11, EventName = "StreamCancellationCallbackFailed", Level = LogLevel.Warning, Message = "A callback registered on the CancellationToken of the stream a call on connection {Connection} sends threw when that token was cancelled; the call went on ending.")]
+    [LoggerMessage(
+        EventId = 11,
+        EventName = "StreamCancellationCallbackFailed",
+        Level = LogLevel.Warning,
+        Message = "A callback registered on the CancellationToken of the stream a call on connection {Connection} sends threw when that token was "
+            + "cancelled; the call went on ending.")]
     public static partial void StreamCancellationCallbackFailed(ILogger logger, string connection, Exception error);
 }

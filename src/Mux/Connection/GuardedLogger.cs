@@ -4,16 +4,12 @@ using Microsoft.Extensions.Logging.Abstractions;
 namespace Mux.Connection;
 
 /// <summary>
-/// The logger a connection writes through: the user's, with its failures swallowed. A connection
-/// logs on thread-pool work items, its timer and its reader loop, in the middle of answering or
-/// failing calls and of closing; a logger that throws there (Microsoft.Extensions.Logging's Logger
-/// rethrows its providers' failures as one AggregateException) would crash the process or leave
-/// calls unanswered and a close half done. Losing the line is the lesser harm: there is nowhere
-/// else to report it.
+/// The user's logger with its failures swallowed. A connection logs on work items, its timer and its reader loop, in the
+/// middle of answering or failing calls and of closing; a logger that throws there (Microsoft.Extensions.Logging rethrows
+/// its providers' failures) would crash the process or leave calls unanswered. Losing the line is the lesser harm.
 /// </summary>
 internal sealed class GuardedLogger(ILogger inner) : ILogger
 {
-    /// <summary>Guards <paramref name="logger"/>, unless it never logs or is guarded already.</summary>
     public static ILogger Wrap(ILogger logger) => logger is NullLogger or GuardedLogger ? logger : new GuardedLogger(logger);
 
     public bool IsEnabled(LogLevel logLevel)
@@ -36,7 +32,7 @@ internal sealed class GuardedLogger(ILogger inner) : ILogger
         }
         catch (Exception)
         {
-            // See the class comment: the entry is lost, the connection's work goes on.
+            // The entry is lost; the connection's work goes on.
         }
     }
 

@@ -2,7 +2,6 @@ using System.Buffers;
 using System.Diagnostics;
 using System.Diagnostics.Metrics;
 using System.IO.Pipelines;
-using Mux.Connection;
 
 namespace Mux.Diagnostics;
 
@@ -14,10 +13,24 @@ namespace Mux.Diagnostics;
 /// </summary>
 internal static class MuxTelemetry
 {
-    /// <summary>The name of the activity source and of the meter.</summary>
     public const string Name = "Mux";
 
     public static readonly ActivitySource Source = new(Name, typeof(MuxTelemetry).Assembly.GetName().Version?.ToString());
+
+    // Declared before every instrument below: static fields are initialized in order.
+    public static readonly Meter Meter = new(Name);
+
+    // The transport's counts, added once per flush or read, never per frame: frames per flush is mux.frames.sent
+    // divided by mux.flushes.
+    public static readonly Counter<long> FramesSent = Meter.CreateCounter<long>("mux.frames.sent", "{frame}", "Frames written to connections.");
+
+    public static readonly Counter<long> Flushes = Meter.CreateCounter<long>(
+        "mux.flushes", "{flush}", "Flushes of connection output; each carries every frame written before it.");
+
+    public static readonly Counter<long> FramesReceived = Meter.CreateCounter<long>(
+        "mux.frames.received", "{frame}", "Frames read from connections.");
+
+    public static readonly Counter<long> Reads = Meter.CreateCounter<long>("mux.reads", "{read}", "Reads of connection input by the frame parser.");
 
     // Call durations are sub-millisecond on a LAN; the default buckets (which start at 5 ms for
     // seconds) would put every call in the first one.
@@ -26,22 +39,22 @@ internal static class MuxTelemetry
         HistogramBucketBoundaries = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     };
 
-    public static readonly Histogram<double> ClientCallDuration = MuxMetrics.Meter.CreateHistogram(
+    public static readonly Histogram<double> ClientCallDuration = Meter.CreateHistogram(
         "rpc.client.call.duration", "s", "Duration of calls made through MuxClient, from sending the request to completing the caller's task.",
         tags: null, s_durationAdvice);
 
-    public static readonly Histogram<double> ServerCallDuration = MuxMetrics.Meter.CreateHistogram(
+    public static readonly Histogram<double> ServerCallDuration = Meter.CreateHistogram(
         "rpc.server.call.duration", "s", "Duration of calls served by MuxServer, from reading the request to queueing the response.",
         tags: null, s_durationAdvice);
 
-    public static readonly Histogram<int> FramesPerFlush = MuxMetrics.Meter.CreateHistogram(
+    public static readonly Histogram<int> FramesPerFlush = Meter.CreateHistogram(
         "mux.flush.frames", "{frame}", "Frames carried by each flush of connection output (how well writes batch).", tags: null,
         new InstrumentAdvice<int> { HistogramBucketBoundaries = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024] });
 
-    public static readonly Counter<long> BytesSent = MuxMetrics.Meter.CreateCounter<long>(
+    public static readonly Counter<long> BytesSent = Meter.CreateCounter<long>(
         "mux.bytes.sent", "By", "Bytes flushed to connections (frames with their headers).");
 
-    public static readonly Counter<long> BytesReceived = MuxMetrics.Meter.CreateCounter<long>(
+    public static readonly Counter<long> BytesReceived = Meter.CreateCounter<long>(
         "mux.bytes.received", "By", "Bytes of complete frames read from connections.");
 
     /// <summary>Called by the writer role just before it flushes <paramref name="output"/>, whose unflushed bytes are this

@@ -76,17 +76,13 @@ internal sealed class ServerConnection : MuxConnection
     internal MuxRemoteClient RemoteClient =>
         Volatile.Read(ref _remoteClient) ?? Interlocked.CompareExchange(ref _remoteClient, new MuxRemoteClient(this, _options.ClientCallTimeout), null) ?? _remoteClient!;
 
-    /// <summary>A drain ends when the last call has queued its response, not when the response
-    /// has been written: the close must still send it.</summary>
-    protected override bool SendsQueuedFramesOnGracefulClose => true;
-
     /// <summary>Starts the loops, and the connection's timer with the handshake timeout on it (see
     /// <see cref="CheckDeadlines"/>).</summary>
     public void Start() => StartLoops();
 
     /// <summary>The client's Hello: checks the version and token, answers HelloAck with this
     /// server's settings, or refuses the connection.</summary>
-    protected override void OnHandshakeFrame(in Frame frame)
+    internal override void OnHandshakeFrame(in Frame frame)
     {
         if (frame.Type != FrameType.Hello || _authenticating)
         {
@@ -161,7 +157,7 @@ internal sealed class ServerConnection : MuxConnection
         Incoming.RestartIdle(); // Before the handshake is done, which the idle check reads first.
         CompleteHandshake(client, readsTraceContext: false, client.ServerCallStreams); // A server's calls carry no headers.
         var settings = new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow, MaxMessageSize = _options.MaxMessageSize, MaxMetadataSize = MaxMetadataSize };
-        TrySendFrame(FrameType.HelloAck, 0, ref settings); // Closed meanwhile: the client's connect fails with the close.
+        Outbound.TrySendFrame(FrameType.HelloAck, 0, ref settings); // Closed meanwhile: the client's connect fails with the close.
     }
 
     /// <summary>Runs MuxServerOptions.Authenticate on the thread pool, then accepts the handshake
@@ -229,7 +225,7 @@ internal sealed class ServerConnection : MuxConnection
 
         // Cut if it is too long for the 4096 bytes the client takes before the handshake (a long
         // message of Authenticate's): it must still learn the status, and the connection close.
-        TrySendError(FrameType.Error, 0, status, reason, null, FrameFlags.None);
+        Outbound.TrySendError(FrameType.Error, 0, status, reason, null, FrameFlags.None);
         Close(MuxCloseReason.ProtocolError, error);
     }
 
@@ -338,7 +334,7 @@ internal sealed class ServerConnection : MuxConnection
     {
         Span<byte> payload = stackalloc byte[ProtocolConstants.GoAwayPayloadSize];
         BinaryPrimitives.WriteUInt32LittleEndian(payload, goAwayCallId);
-        return TrySendRawFrame(FrameType.GoAway, 0, payload);
+        return Outbound.TrySendRawFrame(FrameType.GoAway, 0, payload);
     }
 
     /// <summary>Cancels Authenticate's token, which runs what the application registered on it

@@ -144,7 +144,7 @@ internal static class OutgoingStreamCall
 
             // An empty StreamEnd: completed. Best effort, as the failed one below: on a closed
             // connection the callee cancels the call anyway.
-            connection.TrySendRawFrame(FrameType.StreamEnd, sender.CallId, ReadOnlySpan<byte>.Empty, sender.IdSpace);
+            connection.Outbound.TrySendRawFrame(FrameType.StreamEnd, sender.CallId, ReadOnlySpan<byte>.Empty, sender.IdSpace);
         }
         catch (Exception) when (token.IsCancellationRequested)
         {
@@ -157,7 +157,7 @@ internal static class OutgoingStreamCall
             streams.SendFailure = ex;
             streams.Receiver?.Complete(ex);
             MuxStatusCode code = ex is OperationCanceledException ? MuxStatusCode.Canceled : MuxStatusCode.HandlerFailed;
-            connection.TrySendError(FrameType.StreamEnd, sender.CallId, code, $"The {connection.SideName}'s stream failed: {ex.GetType().FullName}: {ex.Message}", null, sender.IdSpace);
+            connection.Outbound.TrySendError(FrameType.StreamEnd, sender.CallId, code, $"The {connection.SideName}'s stream failed: {ex.GetType().FullName}: {ex.Message}", null, sender.IdSpace);
             CancelQuietly(linked, connection);
         }
     }

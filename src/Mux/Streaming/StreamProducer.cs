@@ -35,7 +35,7 @@ internal static class StreamProducer
 
     // Flushes a batch whose producer is still making the next item. Any thread; a batch already
     // flushed leaves nothing to send.
-    private static readonly TimerCallback s_flushBatch = static state => ((MuxConnection)state!).SendQueuedFrames();
+    private static readonly TimerCallback s_flushBatch = static state => ((Outbound)state!).SendQueuedFrames();
 
     /// <summary>Enumerates <paramref name="items"/> with <paramref name="cancellationToken"/> and
     /// sends each, serialized with the connection's options, within <paramref name="window"/>'s
@@ -46,6 +46,7 @@ internal static class StreamProducer
     public static async ValueTask SendAsync<T>(MuxConnection connection, IAsyncEnumerable<T> items, StreamSendWindow window, CancellationToken cancellationToken, bool holdsCredit = false, IncomingCall? servedCall = null)
     {
         MessagePackSerializerOptions options = connection.SerializerOptions;
+        Outbound outbound = connection.Outbound;
 
         // On the connection's clock, as every timer and clock read of the engine.
         TimeProvider clock = connection.TimeProvider;
@@ -85,7 +86,7 @@ internal static class StreamProducer
                 ValueTask<bool> next = enumerator.MoveNextAsync();
                 if (!next.IsCompleted && batchBytes > 0)
                 {
-                    connection.SendQueuedFrames(); // The producer waits: what it made goes now.
+                    outbound.SendQueuedFrames(); // The producer waits: what it made goes now.
                     batchBytes = 0;
                 }
 
@@ -124,7 +125,7 @@ internal static class StreamProducer
                 {
                     if (batchBytes > 0)
                     {
-                        connection.SendQueuedFrames(); // The consumer needs them to grant more.
+                        outbound.SendQueuedFrames(); // The consumer needs them to grant more.
                         batchBytes = 0;
                     }
 
@@ -135,7 +136,7 @@ internal static class StreamProducer
                 // queued before them, as any other frame; the others wait for the batch's flush.
                 bool atOnce = lastSize >= MaxBatchBytes || made - asked >= slowItem;
                 var item = new MessagePackBody<T>(enumerator.Current, options);
-                lastSize = connection.SendFrame(FrameType.StreamItem, window.CallId, 0, ref item, window.IdSpace, defer: !atOnce);
+                lastSize = outbound.SendFrame(FrameType.StreamItem, window.CallId, 0, ref item, window.IdSpace, defer: !atOnce);
                 if (atOnce)
                 {
                     batchBytes = 0;
@@ -144,14 +145,14 @@ internal static class StreamProducer
 
                 if (batchBytes == 0)
                 {
-                    batchTimer ??= clock.CreateTimer(s_flushBatch, connection, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+                    batchTimer ??= clock.CreateTimer(s_flushBatch, outbound, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
                     batchTimer.Change(s_maxBatchDelay, Timeout.InfiniteTimeSpan);
                 }
 
                 batchBytes += lastSize;
                 if (batchBytes >= MaxBatchBytes)
                 {
-                    connection.SendQueuedFrames();
+                    outbound.SendQueuedFrames();
                     batchBytes = 0;
                 }
             }
@@ -170,7 +171,7 @@ internal static class StreamProducer
             batchTimer?.Dispose();
             if (batchBytes > 0)
             {
-                connection.SendQueuedFrames();
+                outbound.SendQueuedFrames();
             }
 
             if (stopped is not null && cancellationToken.IsCancellationRequested)

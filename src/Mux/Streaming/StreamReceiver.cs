@@ -150,7 +150,7 @@ internal sealed class StreamReceiver
             int credit = _readSinceCredit;
             _readSinceCredit = 0;
             Volatile.Write(ref _granted, _granted + credit);
-            _connection.SendStreamCredit(CallId, IdSpace, credit);
+            _connection.Outbound.SendStreamCredit(CallId, IdSpace, credit);
         }
 
         return true;

@@ -65,8 +65,8 @@ public class BatchingPolicyTests
         }
 
         MuxConnectionStatistics after = host.Client.GetStatistics();
-        Assert.Equal(0, host.Client.Connection.BatchWaits);
-        Assert.Equal(0, host.Server.Connections.Single().BatchWaits);
+        Assert.Equal(0, host.Client.Connection.Outbound.BatchWaits);
+        Assert.Equal(0, host.Server.Connections.Single().Outbound.BatchWaits);
         Assert.Equal(200, after.FramesSent - before.FramesSent);
         Assert.Equal(200, after.Flushes - before.Flushes); // Each Request flushed alone, by its caller.
     }
@@ -87,7 +87,7 @@ public class BatchingPolicyTests
         for (int round = 0; round < MaxRounds && waits == 0; round++)
         {
             await RunCallersAsync(host);
-            waits = host.Client.Connection.BatchWaits + host.Server.Connections.Single().BatchWaits;
+            waits = host.Client.Connection.Outbound.BatchWaits + host.Server.Connections.Single().Outbound.BatchWaits;
         }
 
         Assert.True(waits > 0, $"No batch waited in {MaxRounds} rounds: the policy never engaged under load.");
@@ -106,8 +106,8 @@ public class BatchingPolicyTests
             await RunCallersAsync(host);
         }
 
-        Assert.Equal(0, host.Client.Connection.BatchWaits);
-        Assert.Equal(0, host.Server.Connections.Single().BatchWaits);
+        Assert.Equal(0, host.Client.Connection.Outbound.BatchWaits);
+        Assert.Equal(0, host.Server.Connections.Single().Outbound.BatchWaits);
     }
 
     private static async Task RunCallersAsync(TestHost host)

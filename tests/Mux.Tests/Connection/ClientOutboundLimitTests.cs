@@ -37,7 +37,7 @@ public class ClientOutboundLimitTests
         string text = new('x', TextSize);
         List<Task<string>> calls = [.. Enumerable.Range(0, Calls).Select(_ => stuck.Proxy.Echo(text))];
         await stuck.WaitUntilFullAsync();
-        Assert.True(stuck.Connection.QueuedOutboundBytes <= MaxQueuedBytes, $"{stuck.Connection.QueuedOutboundBytes} bytes queued, over the cap of {Cap} plus two requests.");
+        Assert.True(stuck.Connection.Outbound.QueuedBytes <= MaxQueuedBytes, $"{stuck.Connection.Outbound.QueuedBytes} bytes queued, over the cap of {Cap} plus two requests.");
         Assert.True(stuck.Connection.PendingCallCount < Calls, "Every call was queued or sent: none waited for room.");
 
         // Callers that arrive now wait; the ones that give up fail at once and send nothing.
@@ -53,7 +53,7 @@ public class ClientOutboundLimitTests
             await Assert.ThrowsAnyAsync<OperationCanceledException>(() => call.WaitAsync(TestHost.Patience));
         }
 
-        Assert.True(stuck.Connection.QueuedOutboundBytes <= MaxQueuedBytes);
+        Assert.True(stuck.Connection.Outbound.QueuedBytes <= MaxQueuedBytes);
         Assert.All(calls, c => Assert.False(c.IsCompleted));
 
         // The server reads and answers everything: each of the calls completes once. An abandoned
@@ -115,7 +115,7 @@ public class ClientOutboundLimitTests
 
         Assert.All(timedOut, e => Assert.Contains("ITestService.Echo", e.Message, StringComparison.Ordinal));
         Assert.Contains(timedOut, e => e.Message.Contains("MaxOutboundBytesPerConnection", StringComparison.Ordinal));
-        Assert.True(stuck.Connection.QueuedOutboundBytes <= MaxQueuedBytes);
+        Assert.True(stuck.Connection.Outbound.QueuedBytes <= MaxQueuedBytes);
     }
 
     [Fact]
@@ -177,7 +177,7 @@ public class ClientOutboundLimitTests
         /// <summary>Waits until the client's queue has reached the cap: the socket and the pipe
         /// behind it are full.</summary>
         public Task WaitUntilFullAsync() =>
-            Hosts.WaitUntilAsync(() => Connection.QueuedOutboundBytes >= Cap, "the client's outbound queue to reach its cap");
+            Hosts.WaitUntilAsync(() => Connection.Outbound.QueuedBytes >= Cap, "the client's outbound queue to reach its cap");
 
         public async ValueTask DisposeAsync()
         {

@@ -44,7 +44,7 @@ public class KeepAliveBackpressureTests
                 await raw.SendWithoutDeadlineAsync([.. frames]);
             }
         });
-        await Hosts.WaitUntilAsync(() => stuck.IsWaitingForOutboundRoom, "the server to stop reading the client that does not read");
+        await Hosts.WaitUntilAsync(() => stuck.Inbound.IsWaitingForRoom, "the server to stop reading the client that does not read");
 
         // The reader may wait for room before the kernel's buffers are full: room the socket still
         // makes then counts as a read, and a busy machine can make it after the clock has moved. So
@@ -107,7 +107,7 @@ public class KeepAliveBackpressureTests
         }
 
         Task sending = raw.SendWithoutDeadlineAsync([.. frames]);
-        await Hosts.WaitUntilAsync(() => stuck.IsWaitingForOutboundRoom, "the server to stop reading the client that does not read");
+        await Hosts.WaitUntilAsync(() => stuck.Inbound.IsWaitingForRoom, "the server to stop reading the client that does not read");
         MuxConnectionStatistics before = stuck.GetStatistics();
 
         // Just before the server would ping, the client reads (4 KiB at a time, giving the server a
@@ -123,7 +123,7 @@ public class KeepAliveBackpressureTests
             }
         }
 
-        await Hosts.WaitUntilAsync(() => stuck.IsWaitingForOutboundRoom, "the server to stop reading the client again");
+        await Hosts.WaitUntilAsync(() => stuck.Inbound.IsWaitingForRoom, "the server to stop reading the client again");
         if (stuck.GetStatistics().Reads != before.Reads)
         {
             stuck.Abort(MuxCloseReason.LocalShutdown, null); // A graceful stop would wait for a client that does not read.

@@ -49,7 +49,7 @@ public class OutboundLimitTests
 
         // Either the server stopped taking requests from it, or (without a limit) it took them all.
         await Hosts.WaitUntilAsync(
-            () => stuck.IsWaitingForOutboundRoom || (stuck.Incoming.HighestReceivedCallId == Requests && stuck.Incoming.Count == 0),
+            () => stuck.Inbound.IsWaitingForRoom || (stuck.Incoming.HighestReceivedCallId == Requests && stuck.Incoming.Count == 0),
             "the server to stop reading the client that does not read, or to have run every request");
         long growth = GC.GetTotalMemory(forceFullCollection: true) - before;
         Assert.True(growth < MaxGrowthBytes, $"The server grew by {growth / (1024 * 1024)} MiB for a client that never reads (bound {MaxGrowthBytes / (1024 * 1024)} MiB).");
@@ -118,7 +118,7 @@ public class OutboundLimitTests
             () =>
             {
                 long now = stuck.GetStatistics().FramesReceived;
-                unchanged = now == received && stuck.IsOutboundFull ? unchanged + 1 : 0;
+                unchanged = now == received && stuck.Outbound.IsFull ? unchanged + 1 : 0;
                 received = now;
                 return now > frameCount || unchanged >= 30;
             },
@@ -126,7 +126,7 @@ public class OutboundLimitTests
 
         // An answer (at most ~150 bytes) is queued only below the limit; a keepalive Ping of the
         // server's own may follow it.
-        Assert.True(stuck.QueuedOutboundBytes <= Limit + 256, $"The server queued {stuck.QueuedOutboundBytes} bytes of answers for a client that never reads (limit {Limit}).");
+        Assert.True(stuck.Outbound.QueuedBytes <= Limit + 256, $"The server queued {stuck.Outbound.QueuedBytes} bytes of answers for a client that never reads (limit {Limit}).");
         Assert.True(received <= frameCount, "The server read every frame of a client that never reads its answers.");
 
         // Another client is served meanwhile, and the stuck one leaving is noticed.

@@ -46,7 +46,7 @@ public sealed class CancelEndsFragmentsTests
         await cancellation.CancelAsync();
         await Assert.ThrowsAnyAsync<OperationCanceledException>(() => upload.WaitAsync(TestHost.Patience));
         link.Open();
-        await Hosts.WaitUntilAsync(() => connection.QueuedOutboundBytes == 0, "the client to finish with the cancelled Request");
+        await Hosts.WaitUntilAsync(() => connection.Outbound.QueuedBytes == 0, "the client to finish with the cancelled Request");
         Task<int> after = proxy.Add(2, 3).AsTask(); // Queued after whatever the client still sent of it.
 
         // Everything the client sent, up to that call.
@@ -99,7 +99,7 @@ public sealed class CancelEndsFragmentsTests
             FragmentWire.Whole(FrameType.Cancel, 1, [])));
 
         await ExpectCanceledAsync(raw, 1);
-        Assert.Equal(0L, connection.ReassemblyBytesRented);
+        Assert.Equal(0L, connection.Inbound.ReassemblyBytesRented);
 
         // The Request ended at its Cancel: a Continuation of it breaks the sequence.
         await raw.SendAsync(FragmentWire.Continuation(1, message[4000..], more: false));
@@ -124,7 +124,7 @@ public sealed class CancelEndsFragmentsTests
             FragmentWire.Whole(FrameType.Cancel, 1, [])));
 
         await ExpectCanceledAsync(raw, 1);
-        Assert.Equal(0L, connection.ReassemblyBytesRented);
+        Assert.Equal(0L, connection.Inbound.ReassemblyBytesRented);
 
         // The rest still comes, around a call that is served meanwhile, and is dropped.
         await raw.SendAsync(Concat(
@@ -138,7 +138,7 @@ public sealed class CancelEndsFragmentsTests
             [(FrameType.Response, 2u, 5), (FrameType.Response, 3u, 9)],
             sums.Select(f => (f.Type, f.CallId, MessagePackSerializer.Deserialize<int>(f.Payload))).OrderBy(f => f.CallId));
         Assert.Equal(0, host.Service.Echoes);
-        Assert.Equal(0L, connection.ReassemblyBytesRented);
+        Assert.Equal(0L, connection.Inbound.ReassemblyBytesRented);
         Assert.False(connection.IsClosed);
     }
 

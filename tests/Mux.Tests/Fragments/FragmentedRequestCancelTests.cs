@@ -30,11 +30,11 @@ public sealed class FragmentedRequestCancelTests
 
         // Every call slot (4) is taken until the server answers the cancelled call: this one needs it.
         Assert.Equal(5, await uplink.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
-        Assert.Equal(0L, uplink.ServerConnection.ReassemblyBytesRented);
+        Assert.Equal(0L, uplink.ServerConnection.Inbound.ReassemblyBytesRented);
 
         // Once the client has written what it still sends of the request (all of it, or nothing
         // more), a call behind it shows that the server's reader has gone past it.
-        await Hosts.WaitUntilAsync(() => uplink.ClientConnection.QueuedOutboundBytes == 0, "the client to finish with the cancelled request");
+        await Hosts.WaitUntilAsync(() => uplink.ClientConnection.Outbound.QueuedBytes == 0, "the client to finish with the cancelled request");
         Assert.Equal(9, await uplink.Proxy.Add(4, 5).AsTask().WaitAsync(TestHost.Patience));
 
         uplink.Service.ReleaseHeldCalls();
@@ -42,7 +42,7 @@ public sealed class FragmentedRequestCancelTests
         await Hosts.WaitUntilAsync(() => uplink.ServerConnection.Incoming.Count == 0, "the server to finish its calls");
         Assert.True(uplink.Service.Uploads == 0, "The handler of the cancelled upload ran.");
         Assert.Equal(2, uplink.Service.Adds);
-        Assert.Equal(0L, uplink.ServerConnection.ReassemblyBytesRented);
+        Assert.Equal(0L, uplink.ServerConnection.Inbound.ReassemblyBytesRented);
         Assert.Equal(0, uplink.Client.PendingCalls);
         Assert.False(uplink.ServerConnection.IsClosed);
     }
@@ -58,7 +58,7 @@ public sealed class FragmentedRequestCancelTests
         await cancellation.CancelAsync();
         await Assert.ThrowsAnyAsync<OperationCanceledException>(() => upload.WaitAsync(TestHost.Patience));
         uplink.Link.Open();
-        await Hosts.WaitUntilAsync(() => uplink.ClientConnection.QueuedOutboundBytes == 0, "the client to finish with the cancelled request");
+        await Hosts.WaitUntilAsync(() => uplink.ClientConnection.Outbound.QueuedBytes == 0, "the client to finish with the cancelled request");
         Assert.Equal(9, await uplink.Proxy.Add(4, 5).AsTask().WaitAsync(TestHost.Patience));
 
         // What the client had buffered when it was stopped (256 KiB) and the fragment being
@@ -87,7 +87,7 @@ public sealed class FragmentedRequestCancelTests
         }
 
         await uplink.ServerConnection.Completion.WaitAsync(TestHost.Patience);
-        Assert.Equal(0L, uplink.ServerConnection.ReassemblyBytesRented);
+        Assert.Equal(0L, uplink.ServerConnection.Inbound.ReassemblyBytesRented);
         await Hosts.WaitUntilAsync(() => uplink.Service.HoldsCanceled == HeldCalls, "the held handlers to see the connection end");
         await Hosts.WaitUntilAsync(() => uplink.ServerConnection.Incoming.Count == 0, "the server to finish its calls");
         Assert.True(uplink.Service.Uploads == 0, "The handler of the upload ran.");
@@ -147,7 +147,7 @@ public sealed class FragmentedRequestCancelTests
             Link.Allow(allowance);
             var cancellation = new CancellationTokenSource();
             Task<int> upload = Proxy.Upload(BlobService.Pattern(16 * MiB), cancellation.Token);
-            await Hosts.WaitUntilAsync(() => Link.Forwarded == allowance && ServerConnection.ReassemblyBytesRented > 0, "2 MiB of the upload to reach the server");
+            await Hosts.WaitUntilAsync(() => Link.Forwarded == allowance && ServerConnection.Inbound.ReassemblyBytesRented > 0, "2 MiB of the upload to reach the server");
             Assert.False(upload.IsCompleted);
             return (held, upload, cancellation);
         }

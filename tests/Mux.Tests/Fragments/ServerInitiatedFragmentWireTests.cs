@@ -139,7 +139,7 @@ public class ServerInitiatedFragmentWireTests
         Assert.Equal((FrameType.Response, FrameFlags.ServerInitiated, 5u), (next.Type, next.Flags, next.CallId));
         Assert.Equal("fast next from 1", MessagePackSerializer.Deserialize<string>(next.Payload));
         Assert.False(side.SlowStarted.Task.IsCompleted, "The handler of a call cancelled before its Request was whole ran.");
-        Assert.Equal(0L, server.Client.Connection.ReassemblyBytesRented);
+        Assert.Equal(0L, server.Client.Connection.Inbound.ReassemblyBytesRented);
         Assert.True(server.Client.IsConnected);
     }
 

@@ -133,7 +133,7 @@ public class MalformedFrameTests
         var protocolError = Assert.IsType<MuxProtocolException>(error);
         Assert.Contains(reason, protocolError.Message, StringComparison.Ordinal);
         await host.Service.CancellationObserved.Task.WaitAsync(TestHost.Patience);
-        await Hosts.WaitUntilAsync(() => connection.ReassemblyBytesRented == 0, "the closed connection to give back every pooled segment");
+        await Hosts.WaitUntilAsync(() => connection.Inbound.ReassemblyBytesRented == 0, "the closed connection to give back every pooled segment");
         await Hosts.WaitUntilAsync(() => host.Server.ActiveConnections == 1, "the server to drop the broken connection");
         Assert.Equal(5, await host.Proxy.Add(2, 3).AsTask().WaitAsync(TestHost.Patience));
     }
@@ -187,7 +187,7 @@ public class MalformedFrameTests
         Assert.Equal(MuxCloseReason.ProtocolError, ex.Reason);
         Assert.Contains(reason, ex.Message, StringComparison.Ordinal);
         Assert.Equal(0, client.PendingCalls);
-        await Hosts.WaitUntilAsync(() => connection.ReassemblyBytesRented == 0, "the closed connection to give back every pooled segment");
+        await Hosts.WaitUntilAsync(() => connection.Inbound.ReassemblyBytesRented == 0, "the closed connection to give back every pooled segment");
     }
 
     /// <summary>Requests whose body is wrong for their call alone, and the status and words of the
@@ -230,7 +230,7 @@ public class MalformedFrameTests
         ReceivedFrame sum = await peer.ExpectFrameAsync();
         Assert.Equal((FrameType.Response, 3u), (sum.Type, sum.CallId));
         Assert.Equal([0x05], sum.Payload);
-        Assert.Equal(0L, connection.ReassemblyBytesRented);
+        Assert.Equal(0L, connection.Inbound.ReassemblyBytesRented);
         Assert.Equal(2, host.Server.ActiveConnections);
         await toServer.CompleteAsync(); // The peer leaves, so that the server stops at once.
     }
@@ -277,7 +277,7 @@ public class MalformedFrameTests
         await peer.SendAsync(Frame(FrameType.Response, FrameFlags.None, nextId, [0xa2, 0x6f, 0x6b]));
         Assert.Equal("ok", await next.WaitAsync(TestHost.Patience));
         Assert.True(client.IsConnected);
-        await Hosts.WaitUntilAsync(() => client.Connection.ReassemblyBytesRented == 0, "the call to give back the segments of its answer");
+        await Hosts.WaitUntilAsync(() => client.Connection.Inbound.ReassemblyBytesRented == 0, "the call to give back the segments of its answer");
     }
 
     /// <summary>A raw peer over in-memory pipes, its handshake done, the writer of what it sends (to

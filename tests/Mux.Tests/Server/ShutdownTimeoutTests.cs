@@ -77,7 +77,7 @@ public sealed class ShutdownTimeoutTests
 
         // The answers fill the sockets' buffers, then the queue: the handlers wait for room, so the
         // drain can only end by the ShutdownTimeout.
-        await Hosts.WaitUntilAsync(() => stuck.IsOutboundFull, "the answers to back up behind the client that does not read");
+        await Hosts.WaitUntilAsync(() => stuck.Outbound.IsFull, "the answers to back up behind the client that does not read");
         Task stopping = server.DisposeAsync().AsTask();
 
         await AssertTheStopEndsAtItsShutdownTimeoutAsync(server, clock, stopping, "while it waited for the calls");

@@ -59,7 +59,7 @@ public sealed class StreamItemsBeforeFragmentedErrorTests
         // handler makes the other items and fails: all of it queues behind the held turn.
         await scene.Output.Held.Task.WaitAsync(Patience);
         scene.Service.Proceed.SetResult();
-        await Hosts.WaitUntilAsync(() => serving.QueuedOutbound == (Items - 1, 1), "the other items and the error in fragments to be queued");
+        await Hosts.WaitUntilAsync(() => serving.Outbound.Queued == (Items - 1, 1), "the other items and the error in fragments to be queued");
         scene.Output.Release();
 
         MuxRemoteException error = await failed.WaitAsync(Patience);

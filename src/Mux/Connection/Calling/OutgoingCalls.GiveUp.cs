@@ -181,7 +181,7 @@ internal sealed partial class OutgoingCalls
     private void GiveUp(PendingCall call, Exception failure)
     {
         // Closed: the peer cancels every handler of a closed connection anyway.
-        _connection.TrySendRawFrame(FrameType.Cancel, call.CallId, ReadOnlySpan<byte>.Empty, _idSpace);
+        _outbound.TrySendRawFrame(FrameType.Cancel, call.CallId, ReadOnlySpan<byte>.Empty, _idSpace);
         call.CompleteWithException(failure);
     }
 }

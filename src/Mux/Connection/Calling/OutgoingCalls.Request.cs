@@ -49,7 +49,7 @@ internal sealed partial class OutgoingCalls
         }
 
         var body = new RequestBody<MessagePackBody<TArguments>>(new MessagePackBody<TArguments>(arguments, _connection.SerializerOptions), remaining, trace, metadata);
-        _connection.SendFrame(FrameType.Request, call.CallId, methodId, ref body, _idSpace | body.Flags, whenWritten);
+        _outbound.SendFrame(FrameType.Request, call.CallId, methodId, ref body, _idSpace | body.Flags, whenWritten);
     }
 
     /// <summary>

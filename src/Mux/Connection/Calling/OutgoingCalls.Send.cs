@@ -58,7 +58,7 @@ internal sealed partial class OutgoingCalls
             }
         }
 
-        if (_connection.IsOutboundFull || !_slots.TryTake())
+        if (_outbound.IsFull || !_slots.TryTake())
         {
             otherwise = InvokeWhenASlotIsFreeAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams, metadata);
             return null;

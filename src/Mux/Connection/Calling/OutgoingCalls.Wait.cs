@@ -25,7 +25,7 @@ internal sealed partial class OutgoingCalls
             throw CreateTimeoutException(methodId, deadline, $" (it waited for one of the {_connection.PeerName}'s MaxConcurrentCallsPerConnection slots all that time)");
         }
 
-        bool gated = _connection.IsOutboundFull;
+        bool gated = _outbound.IsFull;
         if (gated)
         {
             await EnterRoomGateAsync(methodId, deadline, cancellationToken).ConfigureAwait(false);
@@ -70,9 +70,9 @@ internal sealed partial class OutgoingCalls
         {
             await _roomGate.WaitAsync(token).ConfigureAwait(false);
             entered = true;
-            while (_connection.IsOutboundFull && !_connection.IsClosed)
+            while (_outbound.IsFull && !_connection.IsClosed)
             {
-                await _connection.WaitForOutboundRoomAsync().WaitAsync(token).ConfigureAwait(false);
+                await _outbound.WaitForRoomAsync().WaitAsync(token).ConfigureAwait(false);
             }
         }
         catch (Exception ex)
@@ -88,7 +88,7 @@ internal sealed partial class OutgoingCalls
                 // The deadline's token fired, or the caller's: each is reported as the caller knows it.
                 throw cancellationToken.IsCancellationRequested
                     ? new OperationCanceledException(ex.Message, ex, cancellationToken)
-                    : CreateTimeoutException(methodId, deadline, $" (it waited all that time to be sent: the connection already had {MuxConnection.DescribeSize(_connection.MaxQueuedOutboundBytes)} of requests queued for a {_connection.PeerName} that is not reading them, {_connection.OptionsName}.MaxOutboundBytesPerConnection)");
+                    : CreateTimeoutException(methodId, deadline, $" (it waited all that time to be sent: the connection already had {MuxConnection.DescribeSize(_outbound.MaxQueuedBytes)} of requests queued for a {_connection.PeerName} that is not reading them, {_connection.OptionsName}.MaxOutboundBytesPerConnection)");
             }
 
             throw;

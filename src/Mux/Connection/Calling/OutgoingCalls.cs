@@ -20,6 +20,8 @@ namespace Mux.Connection;
 internal sealed partial class OutgoingCalls
 {
     private readonly MuxConnection _connection;
+    private readonly Outbound _outbound;
+
     // Calls waiting for their answer, by id: added by callers, removed by whoever completes them
     // (the answer's worker, the expiry scan, a cancellation, GoAway, the close).
     private readonly CallTable<PendingCall> _pending = new(ExpectedCalls);
@@ -60,6 +62,7 @@ internal sealed partial class OutgoingCalls
     public OutgoingCalls(MuxConnection connection, TimeSpan timeout)
     {
         _connection = connection;
+        _outbound = connection.Outbound;
         _timeout = timeout;
         _idSpace = connection.IsServer ? FrameFlags.ServerInitiated : FrameFlags.None;
     }

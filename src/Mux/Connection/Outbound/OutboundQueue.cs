@@ -5,89 +5,70 @@ using Mux.Protocol;
 namespace Mux.Connection;
 
 /// <summary>
-/// What a connection's senders have queued for its writer role, in the order they queued it: whole
-/// frames, and messages over the fragment size, which go out one fragment per writer turn, round
-/// robin, so that the frames of other calls queued meanwhile go out between any two of their
-/// fragments. Any thread queues under one short lock; only the writer role takes from it.
-/// A message never starts ahead of a frame queued before it: its first fragment is written only
-/// once every frame queued until it was dequeued has been written (see WriteNextFragment), so a
-/// call's frames reach the wire in the order the call queued them, whatever their size.
+/// What a connection's senders have queued for its writer role, in the order they queued it: whole frames, and messages
+/// over the fragment size, which go out one fragment per writer turn, round robin, so that the frames of other calls go
+/// out between any two of their fragments. Any thread queues under one short lock; only the writer role takes from it.
+/// A message's first fragment is written only once every frame queued before it has been, so a call's frames reach the
+/// wire in the order the call queued them, whatever their size.
 /// </summary>
 /// <remarks>
-/// A small frame is copied into a byte buffer the queue owns, double-buffered with the one the
-/// writer is writing, so queueing it is one short lock and one copy, and allocates nothing (a
-/// buffer, or a rented array, per queued frame ran the array pool dry with hundreds queued). A
-/// large frame is not copied under the lock: its staging buffer itself is taken over
+/// A small frame is copied into a byte buffer the queue owns, double-buffered with the one the writer is writing, so
+/// queueing it is one short lock and one copy and allocates nothing. A large frame's staging buffer is taken over instead
 /// (<see cref="StagingBuffers"/>), so the lock is held for a pointer store, whatever the size.
 /// </remarks>
 internal sealed class OutboundQueue
 {
-    // A drained buffer that grew past this (a burst of large frames) is replaced by a small one.
-    // 500 callers' 5.4 KB answers queue 2.7 MB at once: at 1 MiB every such burst regrew the
-    // buffer through new 1, 2 and 4 MiB arrays (93 % of the server's bytes in a list100 profile).
+    // A drained buffer that grew past this (a burst of large frames) is replaced by a small one; below it, a burst of a
+    // few hundred answers reuses the buffer instead of regrowing it through fresh large arrays.
     private const int MaxRetainedBufferSize = 4 * 1024 * 1024;
 
-    // Frames at least this large are taken over in their staging buffer rather than copied: copying
-    // 5.4 KB list100 answers under the lock kept a loaded server's senders spinning on it (13-27 %
-    // of its running samples at 500 callers); a small frame's copy costs about what a hand-over does.
+    // Frames at least this large are taken over in their staging buffer rather than copied under the lock, where a copy
+    // keeps the other senders spinning; a small frame's copy costs about what a hand-over does.
     private const int HandOverFrameSize = 1024;
 
     private readonly Lock _lock = new();
 
-    // What is queued, in order: ranges of _buffer (Owned null; consecutive copies share one) and
-    // taken-over staging buffers. Appended under _lock; swapped with _writingEntries by the writer
-    // under the lock.
+    // What is queued, in order: ranges of _buffer (Owned null; consecutive copies share one) and taken-over staging
+    // buffers. Appended under _lock; swapped with _writingEntries by the writer under the lock.
     private List<OutboundEntry> _entries = [];
 
-    // The entries the writer is writing; only it touches them.
-    private List<OutboundEntry> _writingEntries = [];
-
-    // Small frames waiting for the writer, back to back. Any thread appends under _lock; the writer
-    // swaps it with _writingBuffer under the lock.
+    // Small frames waiting for the writer, back to back. Appended under _lock; swapped with _writingBuffer under it.
     private PooledBufferWriter _buffer = new(4096);
 
-    // The buffer the writer copies into the pipe while senders fill _buffer. Only the writer touches it.
+    // What the writer is writing, while senders fill the two above; only it touches them.
+    private List<OutboundEntry> _writingEntries = [];
     private PooledBufferWriter _writingBuffer = new(4096);
 
-    // Frames queued (copied or taken over). Written under _lock; read without it as an emptiness hint.
+    // The counts below are written under _lock and read without it as hints (the emptiness checks, the outbound limit, the
+    // gauge). _bytes counts one fragment for each message in _messages, and _messageCount the message being written too.
     private volatile int _frames;
 
-    // Bytes of the frames queued, plus one fragment for each message in _messages. Written under
-    // _lock; read without it by the outbound limit and the queued-bytes gauge.
     private volatile int _bytes;
-
-    // Messages in fragments, the writer taking the head and putting it back at the tail. Senders
-    // enqueue under _lock.
-    private readonly Queue<OutboundMessage> _messages = new();
-
-    // Messages not yet completely written, including one the writer has taken out of _messages to
-    // write a fragment of. Written under _lock; read without it as a hint.
     private volatile int _messageCount;
 
-    // The message the writer has taken out of _messages to write a fragment of, so that a Cancel
-    // can still reach it (AbortRequest). Set and cleared under _lock.
+    // Messages in fragments, the writer taking the head and putting it back at the tail. Senders enqueue under _lock.
+    private readonly Queue<OutboundMessage> _messages = new();
+
+    // The message the writer has taken out of _messages to write a fragment of, so that a Cancel can still reach it
+    // (AbortRequest). Set and cleared under _lock.
     private OutboundMessage? _writingMessage;
 
-    // What the queued messages count against the outbound limit: one fragment each, not their whole
-    // size, so that a transfer under way never makes the queue look full to small calls; a peer that
-    // stops reading still fills it after a few messages. Guarded by _lock.
+    // What the queued messages count against the outbound limit: one fragment each, not their whole size, so that a
+    // transfer under way never makes the queue look full to small calls; a peer that stops reading still fills it after a
+    // few messages. Guarded by _lock.
     private int _messageCharge;
 
-    // Set by Close, after the connection's last writer turn: a message queued later would never be
-    // written, nor its segments returned. Guarded by _lock.
+    // Set by Close, after the connection's last writer turn: a message queued later would never be written, nor its
+    // segments returned. Guarded by _lock.
     private bool _closed;
 
-    /// <summary>Frames queued now (a hint: read without the lock).</summary>
     public int QueuedFrames => _frames;
 
-    /// <summary>Bytes queued now, a message in fragments counting for one fragment (a hint).</summary>
     public int QueuedBytes => _bytes;
 
-    /// <summary>Messages not yet completely written (a hint).</summary>
     public int QueuedMessages => _messageCount;
 
-    /// <summary>Queues an encoded frame. Returns true when its staging buffer was taken over: the
-    /// writer owns it now (it may be writing it already), so the sender must never touch it again.</summary>
+    // True when the staging buffer was taken over: the writer owns it now, so the sender must never touch it again.
     public bool Enqueue(PooledBufferWriter staging)
     {
         int length = staging.WrittenCount;
@@ -110,8 +91,7 @@ internal sealed class OutboundQueue
         return takeOver;
     }
 
-    /// <summary>Copies a small frame into _buffer, extending the last entry when it is the range
-    /// just before. Caller holds _lock.</summary>
+    // Extends the last entry when it is the range just before.
     private void AppendCopyLocked(ReadOnlySpan<byte> frame)
     {
         int start = _buffer.WrittenCount;
@@ -127,8 +107,7 @@ internal sealed class OutboundQueue
         }
     }
 
-    /// <summary>Queues a message to be sent in fragments. False once the queue is closed: the
-    /// message is the caller's still.</summary>
+    // False once the queue is closed: the message is the caller's still.
     public bool EnqueueMessage(OutboundMessage message)
     {
         lock (_lock)
@@ -147,8 +126,7 @@ internal sealed class OutboundQueue
         return true;
     }
 
-    /// <summary>After the connection's last writer turn: drops the messages queued since (by a
-    /// sender that passed its closed check as the connection closed) and refuses any later one.</summary>
+    // After the connection's last writer turn: drops the messages a sender queued as it closed, and refuses any later one.
     public void Close()
     {
         lock (_lock)
@@ -158,10 +136,7 @@ internal sealed class OutboundQueue
         }
     }
 
-    /// <summary>
-    /// Writes every queued frame into <paramref name="output"/>, or drops them (<paramref name="drop"/>:
-    /// the connection closed), and returns the frames written. Writer role only.
-    /// </summary>
+    // Writes (or, once closed, drops) every queued frame; returns the frames written. Writer role only.
     public int WriteFrames(IBufferWriter<byte> output, bool drop)
     {
         int frames;
@@ -174,9 +149,7 @@ internal sealed class OutboundQueue
         return drop ? 0 : frames;
     }
 
-    /// <summary>Takes every queued frame for the writer: swaps the queue's buffer and entries with
-    /// the writer's (empty) ones, and returns how many frames it took. Caller holds _lock and the
-    /// writer role.</summary>
+    // Swaps the queue's buffer and entries with the writer's (empty) ones. Caller holds the writer role too.
     private int TakeFramesLocked()
     {
         (_buffer, _writingBuffer) = (_writingBuffer, _buffer);
@@ -187,8 +160,7 @@ internal sealed class OutboundQueue
         return frames;
     }
 
-    /// <summary>Writes (or drops) what TakeFramesLocked took, leaving the writer's buffer and
-    /// entries empty again. Writer role only, outside the lock.</summary>
+    // Writes (or drops) what TakeFramesLocked took. Writer role only, outside the lock.
     private void WriteTakenFrames(IBufferWriter<byte> output, bool drop)
     {
         ReadOnlySpan<byte> copied = _writingBuffer.WrittenSpan;
@@ -221,13 +193,9 @@ internal sealed class OutboundQueue
         }
     }
 
-    /// <summary>
-    /// Writes one fragment of the message at the head of the queue into <paramref name="output"/>
-    /// and puts it back at the tail unless that was its last, or drops every message
-    /// (<paramref name="drop"/>). Before a message's first fragment, writes the frames queued since
-    /// the writer last took them. Returns the frames written; <paramref name="madeRoom"/> says
-    /// frames were taken or a message left the queue (room for more). Writer role only.
-    /// </summary>
+    /// <summary>Writes one fragment of the message at the head of the queue and puts it back at the tail unless that was its
+    /// last (or drops every message), after the frames queued before it if it is its first. Returns the frames written;
+    /// <paramref name="madeRoom"/> says frames were taken or a message left the queue. Writer role only.</summary>
     public int WriteNextFragment(IBufferWriter<byte> output, bool drop, out bool madeRoom)
     {
         madeRoom = false;
@@ -249,10 +217,9 @@ internal sealed class OutboundQueue
 
             message = _messages.Dequeue();
 
-            // Its call may have queued frames just before it, after this turn took the frames (the
-            // last items of a stream that then fails with a long Error). Taken under the lock that
-            // dequeues it, every frame queued before it goes out before its first fragment. A
-            // message already begun needs nothing: that was done before its first fragment.
+            // Its call may have queued frames just before it, after this turn took the frames (the last items of a stream
+            // that then fails with a long Error). Taken under the lock that dequeues it, every frame queued before it goes
+            // out before its first fragment; a message already begun had that done before its first fragment.
             if (_frames != 0 && !message.Started)
             {
                 frames = TakeFramesLocked();
@@ -311,8 +278,7 @@ internal sealed class OutboundQueue
         return frames + (aborted ? 0 : 1) + (cancel ? 1 : 0);
     }
 
-    /// <summary>Returns the segments of every queued message. Caller holds _lock, and the writer
-    /// role or the close that ended it (no message is being written).</summary>
+    // Caller holds the writer role, or is the close that ended it: no message is being written.
     private void DropMessagesLocked()
     {
         while (_messages.TryDequeue(out OutboundMessage? dropped))
@@ -326,18 +292,12 @@ internal sealed class OutboundQueue
     }
 
     /// <summary>
-    /// Before a Cancel is queued: finds the call's Request if it is being sent in fragments.
-    /// <list type="bullet">
-    /// <item>One that has not begun takes the Cancel itself (returns true: queue no Cancel frame).
-    /// The peer must see a Request before its Cancel (it drops a Cancel for a call it has not seen,
-    /// then would run the Request with nothing to cancel it), so the writer writes the Cancel right
-    /// after the first fragment; with <paramref name="endsFragments"/> (the peer's
-    /// cancelEndsFragments) that fragment is the last, else the rest follows.</item>
-    /// <item>One that has begun, with <paramref name="endsFragments"/>, is marked so that the writer
-    /// sends no more of it. Marked first, the queued Cancel then follows the last fragment written
-    /// (the writer checks the mark under the lock before each fragment, and the Cancel is queued after).</item>
-    /// </list>
-    /// The caller's side counts the call until the peer answers, which it does for the Cancel.
+    /// Before a Cancel is queued: finds the call's Request if it is being sent in fragments. One that has not begun takes the
+    /// Cancel itself (returns true: queue no Cancel frame), which the writer writes right after the first fragment, since
+    /// the peer drops a Cancel for a call it has not seen; with <paramref name="endsFragments"/> (the peer's
+    /// cancelEndsFragments) that fragment is the last. One that has begun is marked, with <paramref name="endsFragments"/>,
+    /// so the writer sends no more of it: the writer checks the mark under the lock before each fragment, and the Cancel is
+    /// queued after, so it follows the last fragment written.
     /// </summary>
     public bool AbortRequest(uint callId, FrameFlags idSpace, bool endsFragments)
     {
@@ -370,8 +330,7 @@ internal sealed class OutboundQueue
         return false;
     }
 
-    /// <summary>One run of queued frames: a range of the copy buffer, or a whole taken-over
-    /// staging buffer (<see cref="Owned"/>).</summary>
+    // A range of the copy buffer, or a whole taken-over staging buffer.
     private struct OutboundEntry(PooledBufferWriter? owned, int start, int length)
     {
         public readonly PooledBufferWriter? Owned = owned;

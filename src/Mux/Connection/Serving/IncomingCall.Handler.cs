@@ -85,7 +85,7 @@ internal sealed partial class IncomingCall
         // The slot first, so that a caller sending its next request on reading the answer finds it free.
         ReleaseSlot();
         var body = new MessagePackBody<T>(value, SerializerOptions);
-        Connection.SendFrame(FrameType.Response, CallId, 0, ref body, _calls.IdSpace);
+        _calls.Outbound.SendFrame(FrameType.Response, CallId, 0, ref body, _calls.IdSpace);
         _answered = true; // Not before: a result that could not be sent is the call's failure to report.
     }
 

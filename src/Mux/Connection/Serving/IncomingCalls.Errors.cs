@@ -118,5 +118,5 @@ internal sealed partial class IncomingCalls
     };
 
     private void SendError(uint callId, MuxStatusCode code, string message, string? remoteType = null) =>
-        _connection.TrySendError(FrameType.Error, callId, code, message, remoteType, IdSpace);
+        _outbound.TrySendError(FrameType.Error, callId, code, message, remoteType, IdSpace);
 }

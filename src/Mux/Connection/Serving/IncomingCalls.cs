@@ -16,6 +16,7 @@ namespace Mux.Connection;
 internal sealed partial class IncomingCalls
 {
     private readonly MuxConnection _connection;
+    private readonly Outbound _outbound;
 
     // What this side serves. Shared with the other connections of the server or client.
     private readonly ServiceMethods _methods;
@@ -63,6 +64,7 @@ internal sealed partial class IncomingCalls
     public IncomingCalls(MuxConnection connection, ServiceMethods methods, int maxConcurrentCalls)
     {
         _connection = connection;
+        _outbound = connection.Outbound;
         _methods = methods;
         _maxConcurrentCalls = maxConcurrentCalls;
         _slots = new CallSlots(maxConcurrentCalls);
@@ -72,6 +74,8 @@ internal sealed partial class IncomingCalls
     }
 
     public MuxConnection Connection => _connection;
+
+    public Outbound Outbound => _outbound;
 
     /// <summary>The id space of these calls, carried by every frame of them: ServerInitiated when a
     /// client serves its server's calls, none on a server.</summary>
@@ -123,7 +127,7 @@ internal sealed partial class IncomingCalls
     public Task Drained => _drained.Task;
 
     /// <summary>A Request of the peer's, with room for its answer (the reader loop waits for room
-    /// first: MuxConnection.OnFrameWhenOutboundRoomAsync). Reader loop only.</summary>
+    /// first: Inbound.OnFrameWhenRoomAsync). Reader loop only.</summary>
     public void OnRequest(Frame frame)
     {
         NoteReceived(frame.CallId);
@@ -164,7 +168,7 @@ internal sealed partial class IncomingCalls
                 return;
             }
 
-            deadline = DeadlineHeader.ToTimestamp(_connection.TimeProvider, _connection.ArrivalTimestamp, frame.RemainingMilliseconds);
+            deadline = DeadlineHeader.ToTimestamp(_connection.TimeProvider, _connection.Inbound.ArrivalTimestamp, frame.RemainingMilliseconds);
         }
 
         IncomingCall call = _pool.TryRent() ?? new IncomingCall(this);
@@ -195,7 +199,7 @@ internal sealed partial class IncomingCalls
 
         if (IsObserved && CallTelemetry.IsObserved(MuxTelemetry.ServerCallDuration))
         {
-            call.Telemetry = CallTelemetry.StartServer(call.MethodId, frame.TraceContext, _connection.TimeProvider, _connection.ArrivalTimestamp);
+            call.Telemetry = CallTelemetry.StartServer(call.MethodId, frame.TraceContext, _connection.TimeProvider, _connection.Inbound.ArrivalTimestamp);
         }
 
         ThreadPool.UnsafeQueueUserWorkItem(call, preferLocal: false);

@@ -1,8 +1,8 @@
 using System.Collections.Concurrent;
 using System.Diagnostics.Metrics;
-using Mux.Connection;
+using Mux.Diagnostics;
 
-namespace Mux.Diagnostics;
+namespace Mux.Connection;
 
 /// <summary>
 /// What is open right now, per side: active connections, active calls and queued outbound bytes. Observable instruments
@@ -21,26 +21,23 @@ internal static class ConnectionGauges
 
     static ConnectionGauges()
     {
-        MuxMetrics.Meter.CreateObservableUpDownCounter(
+        MuxTelemetry.Meter.CreateObservableUpDownCounter(
             "mux.client.active_connections", () => ByServer(calls: false), "{connection}",
             "Open client connections, by server.address and server.port.");
-        MuxMetrics.Meter.CreateObservableUpDownCounter(
+        MuxTelemetry.Meter.CreateObservableUpDownCounter(
             "mux.server.active_connections", () => ServerTotal(calls: false), "{connection}", "Open server connections.");
-        MuxMetrics.Meter.CreateObservableUpDownCounter(
+        MuxTelemetry.Meter.CreateObservableUpDownCounter(
             "mux.client.active_calls", () => ByServer(calls: true), "{call}",
             "Calls sent and waiting for their response, by server.address and server.port.");
-        MuxMetrics.Meter.CreateObservableUpDownCounter("mux.server.active_calls", () => ServerTotal(calls: true), "{call}", "Calls being served.");
-        MuxMetrics.Meter.CreateObservableUpDownCounter(
+        MuxTelemetry.Meter.CreateObservableUpDownCounter("mux.server.active_calls", () => ServerTotal(calls: true), "{call}", "Calls being served.");
+        MuxTelemetry.Meter.CreateObservableUpDownCounter(
             "mux.outbound.queued_bytes", QueuedBytes, "By", "Bytes of frames waiting for the connection's writer, by side.");
     }
 
-    /// <summary>Called once per connection, when it starts.</summary>
     public static void Opened(MuxConnection connection) => s_open.TryAdd(connection, 0);
 
-    /// <summary>Called once per connection, when it closes.</summary>
     public static void Closed(MuxConnection connection) => s_open.TryRemove(connection, out _);
 
-    /// <summary>The server's open connections, or the calls they are serving.</summary>
     private static int ServerTotal(bool calls)
     {
         int total = 0;
@@ -55,8 +52,7 @@ internal static class ConnectionGauges
         return total;
     }
 
-    /// <summary>The client's open connections, or their pending calls, per server instance (server.address and
-    /// server.port), so a client over several instances shows each one's load.</summary>
+    // Per server instance, so a client over several instances shows each one's load.
     private static IEnumerable<Measurement<int>> ByServer(bool calls)
     {
         var byServer = new Dictionary<(string? Address, object? Port), int>();
@@ -91,11 +87,11 @@ internal static class ConnectionGauges
         {
             if (connection.IsServer)
             {
-                server += connection.QueuedOutboundBytes;
+                server += connection.Outbound.QueuedBytes;
             }
             else
             {
-                client += connection.QueuedOutboundBytes;
+                client += connection.Outbound.QueuedBytes;
             }
         }
 

@@ -1,0 +1,318 @@
+using System.Buffers;
+using System.Buffers.Binary;
+using System.Diagnostics.CodeAnalysis;
+using System.IO.Pipelines;
+using Mux.Protocol;
+using Mux.Streaming;
+
+namespace Mux.Connection;
+
+/// <summary>
+/// A connection's way out, which any thread sends through. A frame is encoded on its sender's thread
+/// (<see cref="StagingBuffers"/>), so serialization runs on every caller's core and a serializer that throws fails only its
+/// call. A sender on a quiet connection then takes the writer role and flushes itself (no thread hop for a lone call);
+/// otherwise it queues the frame (<see cref="OutboundQueue"/>) and the role holder writes everything queued meanwhile in
+/// one flush (Outbound.Writer.cs). A message over the fragment size goes out one fragment per writer turn.
+/// </summary>
+internal sealed partial class Outbound
+{
+    private readonly MuxConnection _connection;
+    private readonly PipeWriter _output;
+
+    // The one order point of this connection's frames and fragments.
+    private readonly OutboundQueue _queue = new();
+
+    // Completed when the writer takes the queue or the connection closes, waking all who wait for room. Installed by the
+    // first waiter (CompareExchange); completed and cleared by the writer, the close, or a waiter that finds room.
+    private TaskCompletionSource? _room;
+
+    public Outbound(MuxConnection connection, PipeWriter output, bool sendsQueuedFramesOnGracefulClose)
+    {
+        _connection = connection;
+        _output = output;
+        _sendsQueuedOnGracefulClose = sendsQueuedFramesOnGracefulClose;
+    }
+
+    // Read through the connection, which sets them (or learns them from the peer's handshake) after this is made.
+    private int FragmentSize => _connection.FragmentSize;
+
+    private int PeerMaxFrameSize => _connection.PeerMaxFrameSize;
+
+    private int PeerMaxMessageSize => _connection.PeerMaxMessageSize;
+
+    private bool PeerEndsFragmentsOnCancel => _connection.PeerEndsFragmentsOnCancel;
+
+    private TimeProvider Clock => _connection.TimeProvider;
+
+    internal int MaxQueuedBytes => _connection.MaxQueuedOutboundBytes;
+
+    // The connection's own flag, never a copy: see FlushAndReleaseLocked for the fence it pairs with.
+    private bool IsClosed => _connection.IsClosed;
+
+    internal int QueuedBytes => _queue.QueuedBytes;
+
+    // Messages count until written whole. Hints, for tests that hold the writer.
+    internal (int Frames, int Messages) Queued => (_queue.QueuedFrames, _queue.QueuedMessages);
+
+    // The peer is not reading what we send.
+    internal bool IsFull => _queue.QueuedBytes >= MaxQueuedBytes;
+
+    // Whether a sender may write and flush inline. Under load, no, even when the queue is empty for a moment: by the time
+    // the writer loop runs it has collected the frames of the other calls in flight, which then share one flush and send.
+    private bool IsQuiet => _connection.Outgoing.Count + _connection.Incoming.Count <= 1;
+
+    /// <summary>Encodes a frame and sends it; returns its size on the wire. <paramref name="whenWritten"/> is told once the
+    /// frame is queued whole, or its last fragment written. With <paramref name="defer"/>, the frame waits for the next one
+    /// sent without, or <see cref="SendQueuedFrames"/>, so a producer of many small frames pays one flush.</summary>
+    /// <exception cref="MuxConnectionException">The connection is closed.</exception>
+    /// <exception cref="InvalidOperationException">The frame is larger than the peer accepts.</exception>
+    internal int SendFrame<TBody>(
+        FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None, CallStreams? whenWritten = null,
+        bool defer = false)
+        where TBody : struct, IFrameBody
+    {
+        ThrowIfClosed();
+        PooledBufferWriter staging = StagingBuffers.Rent();
+        MessageBufferWriter? message = null;
+        int length;
+        try
+        {
+            if (callId != 0 && type is FrameType.Request or FrameType.Response or FrameType.Error)
+            {
+                // May be a large message: encoded into the staging buffer while it fits one segment, then into pooled
+                // segments (MessageBufferWriter), never into one large array.
+                message = MessageBufferWriter.ForCurrentThread(staging);
+                long encoded = FrameWriter.Write(message, type, callId, methodId, ref body, flags);
+                if (TrySendMessage(message, type, encoded, whenWritten))
+                {
+                    return (int)encoded;
+                }
+
+                // One frame after all: it is in the staging buffer now, as any small frame.
+                message = null;
+                length = staging.WrittenCount - ProtocolConstants.LengthPrefixSize;
+            }
+            else
+            {
+                // The peer's limit applies to the length field, which does not count its own 4 bytes.
+                length = FrameWriter.Write(staging, type, callId, methodId, ref body, flags) - ProtocolConstants.LengthPrefixSize;
+            }
+
+            if (length > PeerMaxFrameSize)
+            {
+                ThrowFrameTooLarge(type, length);
+            }
+        }
+        catch
+        {
+            // Never reuse a buffer that a failed serializer may have left in a strange state.
+            message?.Discard();
+            StagingBuffers.Discard(staging);
+            throw;
+        }
+
+        Send(staging, defer);
+        whenWritten?.OnMessageWritten();
+        return length + ProtocolConstants.LengthPrefixSize;
+    }
+
+    // Queues a just-encoded Request, Response or Error in fragments when it is over the fragment size; else leaves it, whole,
+    // in the staging buffer the message started on, and returns false.
+    private bool TrySendMessage(MessageBufferWriter message, FrameType type, long frameLength, CallStreams? whenWritten)
+    {
+        long messageLength = frameLength - ProtocolConstants.FrameHeaderSize; // After the common header.
+        int fragmentSize = Math.Min(FragmentSize, PeerMaxFrameSize - ProtocolConstants.CommonHeaderSize - ProtocolConstants.FragmentTotalSize);
+        if (messageLength <= fragmentSize)
+        {
+            message.End();
+            return false;
+        }
+
+        if (messageLength > PeerMaxMessageSize)
+        {
+            ThrowMessageTooLarge(type, messageLength);
+        }
+
+        var outbound = new OutboundMessage(message.Detach(), frameLength, fragmentSize, BufferSegmentPool.Shared) { WhenWritten = whenWritten };
+        if (_queue.EnqueueMessage(outbound))
+        {
+            WakeWriter();
+        }
+        else
+        {
+            // Closed since this sender's check, its last writer turn over: dropped, as it would have been had it been
+            // queued a moment earlier.
+            outbound.Dispose();
+        }
+
+        return true;
+    }
+
+    /// <summary>Sends a frame whose body is raw bytes. A Cancel of a Request still being sent in fragments never goes out
+    /// before its first fragment (see OutboundQueue.AbortRequest).</summary>
+    internal void SendRawFrame(FrameType type, uint callId, ReadOnlySpan<byte> body, FrameFlags flags = FrameFlags.None)
+    {
+        ThrowIfClosed();
+        if (type == FrameType.Cancel && _queue.QueuedMessages != 0 && _queue.AbortRequest(callId, flags, PeerEndsFragmentsOnCancel))
+        {
+            return; // The Request carries its Cancel: the writer writes it after the first fragment.
+        }
+
+        PooledBufferWriter staging = StagingBuffers.Rent();
+        FrameWriter.WriteRaw(staging, type, callId, body, flags);
+        Send(staging);
+    }
+
+    // The Try senders are for frames nothing needs to know went (a Ping, credit, a refusal, a stream's end): a closed
+    // connection, which says the rest, makes them return false.
+    internal bool TrySendRawFrame(FrameType type, uint callId, ReadOnlySpan<byte> body, FrameFlags flags = FrameFlags.None)
+    {
+        try
+        {
+            SendRawFrame(type, callId, body, flags);
+            return true;
+        }
+        catch (MuxConnectionException)
+        {
+            return false;
+        }
+    }
+
+    internal bool TrySendFrame<TBody>(FrameType type, uint callId, ref TBody body, FrameFlags flags = FrameFlags.None)
+        where TBody : struct, IFrameBody
+    {
+        try
+        {
+            SendFrame(type, callId, 0, ref body, flags);
+            return true;
+        }
+        catch (MuxConnectionException)
+        {
+            return false;
+        }
+    }
+
+    /// <summary>Sends an Error, or a StreamEnd that carries one. A message too long for the peer's frames is cut to 1,024
+    /// characters, which fit any frame: the peer must learn that the call or stream failed, or it waits forever.</summary>
+    internal void TrySendError(FrameType type, uint callId, MuxStatusCode code, string message, string? remoteType, FrameFlags flags)
+    {
+        var body = new ErrorBody(code, message, remoteType);
+        try
+        {
+            TrySendFrame(type, callId, ref body, flags);
+        }
+        catch (FrameTooLargeException)
+        {
+            var shortBody = new ErrorBody(code, message[..Math.Min(message.Length, 1024)], remoteType);
+            TrySendFrame(type, callId, ref shortBody, flags);
+        }
+    }
+
+    internal void SendStreamCredit(uint callId, FrameFlags idSpace, int count)
+    {
+        Span<byte> payload = stackalloc byte[ProtocolConstants.StreamCreditPayloadSize];
+        BinaryPrimitives.WriteUInt32LittleEndian(payload, (uint)count);
+        TrySendRawFrame(FrameType.StreamCredit, callId, payload, idSpace);
+    }
+
+    private void Send(PooledBufferWriter staging, bool defer = false)
+    {
+        // IsQuiet sums per-core counters (a cache line per stripe); under load the queue or the role answers first, so it
+        // is read only when the connection may really be idle.
+        if (!defer && _queue.QueuedFrames == 0 && IsWriterFree && IsQuiet && TryAcquireWriter())
+        {
+            // Idle fast path: write our frame and whatever queued meanwhile, then flush ourselves.
+            _output.Write(staging.WrittenSpan);
+            StagingBuffers.ReleaseIfOversized(staging);
+            FlushAndReleaseLocked(1 + DrainQueueIntoOutputLocked(), handOffRemainingWork: true);
+            return;
+        }
+
+        if (_queue.Enqueue(staging))
+        {
+            StagingBuffers.HandOver();
+        }
+        else
+        {
+            StagingBuffers.ReleaseIfOversized(staging);
+        }
+
+        if (!defer)
+        {
+            WakeWriter();
+        }
+    }
+
+    /// <summary>Sends the frames queued with <c>defer</c>: here when the connection is quiet, else by the writer loop.</summary>
+    internal void SendQueuedFrames()
+    {
+        if (_queue.QueuedFrames == 0)
+        {
+            return; // Written already: a writer that ran meanwhile took them.
+        }
+
+        if (IsWriterFree && IsQuiet && TryAcquireWriter())
+        {
+            FlushAndReleaseLocked(DrainQueueIntoOutputLocked(), handOffRemainingWork: true);
+            return;
+        }
+
+        WakeWriter();
+    }
+
+    private void WakeWriter()
+    {
+        // A full fence between publishing the frame and looking at the role, paired with the release's
+        // Interlocked.Exchange in FlushAndReleaseLocked: either it sees our frame or we see the role free.
+        Interlocked.MemoryBarrier();
+        if (TryAcquireWriter())
+        {
+            ScheduleDrain();
+        }
+    }
+
+    /// <summary>Completes when the writer has taken the queue (only once the socket accepted the previous batch) or the
+    /// connection closed.</summary>
+    internal Task WaitForRoomAsync()
+    {
+        TaskCompletionSource? room = Volatile.Read(ref _room);
+        if (room is null)
+        {
+            var created = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            room = Interlocked.CompareExchange(ref _room, created, null) ?? created;
+        }
+
+        // Publishes the waiter before the checks below, paired with SignalRoom's exchange: either the writer that makes
+        // room sees our waiter, or we see the room.
+        Interlocked.MemoryBarrier();
+        if (!IsFull || IsClosed)
+        {
+            SignalRoom(); // Completes ours (or a newer one, ours having been completed already).
+        }
+
+        return room.Task;
+    }
+
+    internal void SignalRoom() => Interlocked.Exchange(ref _room, null)?.TrySetResult();
+
+    private void ThrowIfClosed()
+    {
+        if (IsClosed)
+        {
+            throw _connection.CloseError;
+        }
+    }
+
+    [DoesNotReturn]
+    private void ThrowMessageTooLarge(FrameType type, long size) =>
+        throw new MessageTooLargeException(
+            $"The {type} is {size} bytes, over the peer's MaxMessageSize of {PeerMaxMessageSize} bytes " +
+            $"({MuxConnection.DescribeSize(PeerMaxMessageSize)}). Send a smaller message, or raise " +
+            $"{(_connection.IsServer ? nameof(MuxClientOptions) : nameof(MuxServerOptions))}.MaxMessageSize on the receiving side.");
+
+    [DoesNotReturn]
+    private void ThrowFrameTooLarge(FrameType type, int length) =>
+        throw new FrameTooLargeException(
+            $"The {type} frame is {length} bytes (not counting its 4-byte length prefix), over the peer's maximum frame size of " +
+            $"{PeerMaxFrameSize} bytes. Send smaller messages or raise MaxFrameSize on the receiving side.");
+}
