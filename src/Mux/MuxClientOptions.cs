@@ -73,7 +73,15 @@ public sealed class MuxClientOptions
     /// consulted first (they keep Native AOT working), then this options' resolver. Set it to use
     /// your own resolver or LZ4 compression, for example
     /// <c>MessagePackSerializerOptions.Standard.WithCompression(MessagePackCompression.Lz4BlockArray)</c>;
-    /// the server must use the same compression. Defaults to <see cref="MessagePackSerializerOptions.Standard"/>.
+    /// the server must use the same compression. A client reads what its server sends (results, stream
+    /// items, the arguments of the server's calls) as a server reads its clients, since a server may be
+    /// hostile too: when <see cref="MessagePackSerializerOptions.Security"/> is
+    /// <see cref="MessagePackSecurity.TrustedData"/> (the default of every built-in options object) the
+    /// client reads with <see cref="MessagePackSecurity.UntrustedData"/> instead (hash-collision-resistant
+    /// dictionaries and a limit on nesting depth), so a hostile body fails only its own call (with
+    /// <see cref="MessagePackSerializationException"/>; a server's call to this client is answered
+    /// <see cref="MuxStatusCode.InvalidArguments"/>) and the connection stays open. Any other security
+    /// you set is used as it is. Defaults to <see cref="MessagePackSerializerOptions.Standard"/>.
     /// </summary>
     public MessagePackSerializerOptions SerializerOptions { get; set; } = MessagePackSerializerOptions.Standard;
 
