@@ -88,6 +88,15 @@ internal static class ServiceParser
                     continue;
                 }
 
+                // So does an inherited member the service (or an interface between) gives a body
+                // (Task<int> IBase.R() => ...): the proxy need not implement it, and the service does
+                // not serve it, as for a body declared on the service. Without one most specific body
+                // (two, or one made abstract again) the proxy must implement it: it stays a call.
+                if (!SymbolEqualityComparer.Default.Equals(declaring, service) && service.FindImplementationForInterfaceMember(member) is { IsAbstract: false })
+                {
+                    continue;
+                }
+
                 switch (member)
                 {
                     case IMethodSymbol { MethodKind: MethodKind.Ordinary } method:
@@ -300,10 +309,25 @@ internal static class ServiceParser
             returnKind = ReturnKind.Stream;
             resultType = streamed;
         }
+        else if (!byValue)
+        {
+            // The type may be right: the reference is what the proxy cannot return.
+            ok = false;
+            string modifier = method.ReturnsByRefReadonly ? "ref readonly" : "ref";
+            Add(DiagnosticDescriptors.UnsupportedReturnType, location, shortName, serviceName,
+                $"'{TypeNames.ForMessage(returnType)}' by reference ('{modifier}')", $"remove '{modifier}' to return it by value");
+        }
         else
         {
             ok = false;
-            Add(DiagnosticDescriptors.UnsupportedReturnType, location, shortName, serviceName, TypeNames.ForMessage(returnType));
+            Add(DiagnosticDescriptors.UnsupportedReturnType, location, shortName, serviceName, $"'{TypeNames.ForMessage(returnType)}'", "change the return type");
+        }
+
+        if (resultType is not null && TypeNames.ContainsPointer(resultType))
+        {
+            ok = false;
+            Add(DiagnosticDescriptors.InvalidDeclaration, location, methodName,
+                $"Its result has the type '{TypeNames.ForMessage(resultType)}', which is or holds a pointer: an address means nothing on the other side, so return the values it points at (an array or ReadOnlyMemory<T>)");
         }
 
         bool sawToken = false;
@@ -331,6 +355,15 @@ internal static class ServiceParser
                 ok = false;
                 Add(DiagnosticDescriptors.InvalidDeclaration, parameterLocation, methodName,
                     $"Its parameter '{parameter.Name}' is a '{TypeNames.ForMessage(parameter.Type)}', a ref struct, which cannot be kept until it is sent: use an array or ReadOnlyMemory<T>");
+            }
+
+            // An address means nothing on the peer, and the generated code (no unsafe context)
+            // could not even name the type: the user's build would fail in the generated file.
+            if (TypeNames.ContainsPointer(parameter.Type))
+            {
+                ok = false;
+                Add(DiagnosticDescriptors.InvalidDeclaration, parameterLocation, methodName,
+                    $"Its parameter '{parameter.Name}' has the type '{TypeNames.ForMessage(parameter.Type)}', which is or holds a pointer: an address means nothing on the other side, so send the values it points at (an array or ReadOnlyMemory<T>)");
             }
 
             if (parameter.Type.TypeKind == TypeKind.Dynamic)
