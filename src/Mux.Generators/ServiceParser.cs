@@ -288,36 +288,43 @@ internal static class ServiceParser
         }
 
         ITypeSymbol returnType = method.ReturnType;
-        bool byValue = !method.ReturnsByRef && !method.ReturnsByRefReadonly;
-        if (byValue && KnownTypes.Is(returnType, known.Task))
+        bool supported = true;
+        if (KnownTypes.Is(returnType, known.Task))
         {
             returnKind = ReturnKind.Task;
         }
-        else if (byValue && KnownTypes.Is(returnType, known.ValueTask))
+        else if (KnownTypes.Is(returnType, known.ValueTask))
         {
             returnKind = ReturnKind.ValueTask;
         }
         // Task<IAsyncEnumerable<T>> is not a stream: MessagePack has no formatter for its result.
-        else if (byValue && (KnownTypes.Is(returnType, known.TaskOfT) || KnownTypes.Is(returnType, known.ValueTaskOfT))
+        else if ((KnownTypes.Is(returnType, known.TaskOfT) || KnownTypes.Is(returnType, known.ValueTaskOfT))
             && known.StreamItemType(((INamedTypeSymbol)returnType).TypeArguments[0]) is null)
         {
             returnKind = KnownTypes.Is(returnType, known.TaskOfT) ? ReturnKind.TaskOfT : ReturnKind.ValueTaskOfT;
             resultType = ((INamedTypeSymbol)returnType).TypeArguments[0];
         }
-        else if (byValue && known.StreamItemType(returnType) is { } streamed)
+        else if (known.StreamItemType(returnType) is { } streamed)
         {
             returnKind = ReturnKind.Stream;
             resultType = streamed;
         }
-        else if (!byValue)
+        else
         {
-            // The type may be right: the reference is what the proxy cannot return.
-            ok = false;
+            supported = false;
+        }
+
+        // Returned by reference: the message names the reference, whose removal is the whole fix
+        // when the type is right (ref Task M()).
+        if (method.ReturnsByRef || method.ReturnsByRefReadonly)
+        {
             string modifier = method.ReturnsByRefReadonly ? "ref readonly" : "ref";
             Add(DiagnosticDescriptors.UnsupportedReturnType, location, shortName, serviceName,
-                $"'{TypeNames.ForMessage(returnType)}' by reference ('{modifier}')", $"remove '{modifier}' to return it by value");
+                $"'{TypeNames.ForMessage(returnType)}' by reference ('{modifier}')",
+                supported ? $"remove '{modifier}' to return it by value" : $"remove '{modifier}' and change the return type");
+            ok = false;
         }
-        else
+        else if (!supported)
         {
             ok = false;
             Add(DiagnosticDescriptors.UnsupportedReturnType, location, shortName, serviceName, $"'{TypeNames.ForMessage(returnType)}'", "change the return type");

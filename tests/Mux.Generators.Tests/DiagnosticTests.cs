@@ -42,9 +42,10 @@ public sealed class DiagnosticTests
     }
 
     [Theory]
-    [InlineData("ref Task Fire();", "ref", "Task Fire(")]
-    [InlineData("ref readonly Task<int> Get();", "ref readonly", "Task<int> Get(")]
-    public void MUX001_ReturnByReference_NamesTheReference(string method, string modifier, string lineText)
+    [InlineData("ref Task Fire();", "ref", "Task Fire(", "remove 'ref' to return it by value")]
+    [InlineData("ref readonly Task<int> Get();", "ref readonly", "Task<int> Get(", "remove 'ref readonly' to return it by value")]
+    [InlineData("ref int Count();", "ref", "int Count(", "remove 'ref' and change the return type")]
+    public void MUX001_ReturnByReference_NamesTheReference(string method, string modifier, string lineText, string fix)
     {
         string source = $$"""
             using System.Threading.Tasks;
@@ -59,12 +60,11 @@ public sealed class DiagnosticTests
             }
             """;
 
-        // A Task returned by reference: the type is right, the 'ref' is what to remove.
+        // A Task returned by reference has the right type: the 'ref' is what to remove.
         Diagnostic diagnostic = AssertReports(source, "MUX001", DiagnosticSeverity.Error, lineText);
         string message = diagnostic.GetMessage();
-        Assert.Contains("by reference", message, StringComparison.Ordinal);
-        Assert.Contains($"remove '{modifier}'", message, StringComparison.Ordinal);
-        Assert.DoesNotContain("change the return type", message, StringComparison.Ordinal);
+        Assert.Contains($"by reference ('{modifier}')", message, StringComparison.Ordinal);
+        Assert.EndsWith(fix + ".", message, StringComparison.Ordinal);
     }
 
     [Fact]
