@@ -114,7 +114,8 @@ internal sealed class CallTable<TCall>
         _mask = slots - 1;
     }
 
-    /// <summary>Calls in the table now (a sum over stripes: exact at quiet moments; reads one line per core).</summary>
+    /// <summary>Calls in the table now (a sum over stripes, reading each core's line twice: never
+    /// short of the calls that were in throughout the read; exact at quiet moments).</summary>
     public int Count => (int)_count.Sum();
 
     /// <summary>Adds a call; false when a call with its id is in the table already (a reused id) or
