@@ -228,6 +228,14 @@ internal sealed partial class OutgoingCalls
             return null;
         }
 
+        if (!call.NoteRequestQueued())
+        {
+            // The expiry scan failed the call while its Request was written, and left its Cancel to
+            // this thread: it goes now, after the Request, so that the peer knows the call it cancels.
+            SendCancel(call.CallId);
+            return null;
+        }
+
         if (cancellationToken.CanBeCanceled)
         {
             call.RegisterCancellation(cancellationToken);
