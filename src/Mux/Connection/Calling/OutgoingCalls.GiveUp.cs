@@ -142,7 +142,7 @@ internal sealed partial class OutgoingCalls
 
             foreach (PendingCall call in expired)
             {
-                _abandoned.Add(call.CallId);
+                AbandonLocked(call.CallId);
             }
         }
 
@@ -163,7 +163,7 @@ internal sealed partial class OutgoingCalls
             removed = _pending.TryRemove(call.CallId, call);
             if (removed)
             {
-                _abandoned.Add(call.CallId);
+                AbandonLocked(call.CallId);
             }
         }
 

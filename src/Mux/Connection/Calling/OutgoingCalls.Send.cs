@@ -156,7 +156,7 @@ internal sealed partial class OutgoingCalls
         while (true)
         {
             call.CallId = NextCallId();
-            if (_pending.TryAdd(call, out bool closed))
+            if (TryAddPending(call, out bool closed))
             {
                 break;
             }
@@ -167,7 +167,7 @@ internal sealed partial class OutgoingCalls
                 return NotSent(_connection.CloseError);
             }
 
-            // The id is still in use after wrapping around 2^32 calls: take the next one.
+            // The id is still in use after coming round (2^32 calls): take the next one.
         }
 
         // After GoAway no call is sent. Checked after the add, not before it: TryAdd's swap and
@@ -217,7 +217,7 @@ internal sealed partial class OutgoingCalls
             bool abandoned;
             lock (_abandoned)
             {
-                abandoned = _abandoned.Remove(call.CallId);
+                abandoned = ForgetAbandonedLocked(call.CallId);
             }
 
             if (abandoned)
