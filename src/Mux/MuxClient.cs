@@ -90,6 +90,46 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
         return new MuxClient(await ClientRuntime.ConnectAsync(endPoint, options ?? new MuxClientOptions(), cancellationToken).ConfigureAwait(false));
     }
 
+    /// <summary>
+    /// Connects to a Mux server over WebSocket (an ASP.NET Core endpoint mapped with
+    /// <c>MapMux</c>, from the Mux.AspNetCore package) and completes the protocol handshake: the
+    /// same frames as over TCP, in binary WebSocket messages, with the subprotocol <c>mux</c>.
+    /// <c>wss://</c> runs over TLS: <see cref="MuxClientOptions.Tls"/>, when set, gives the client
+    /// certificates, the server's validation callback, the protocols and the revocation check (not
+    /// its ALPN list, which HTTP negotiates, nor <see cref="SslClientAuthenticationOptions.TargetHost"/>:
+    /// the URI's host is the name the certificate is checked against); without it the machine's
+    /// trust decides. Everything else behaves as over TCP: if the connection is later lost, or the
+    /// server sends GoAway, the client reconnects to the same URI by itself (see
+    /// <see cref="MuxClientOptions.AutoReconnect"/>), and <see cref="MuxClientOptions.ConnectTimeout"/>
+    /// bounds the HTTP upgrade and the handshake together.
+    /// </summary>
+    /// <example><code>
+    /// await using MuxClient client = await MuxClient.ConnectAsync(new Uri("ws://127.0.0.1:5000/mux"));
+    /// </code></example>
+    /// <param name="uri">The endpoint's address: <c>ws://host:port/path</c>, or <c>wss://</c> for TLS.</param>
+    /// <param name="options">Settings (<see cref="MuxClientOptions.EndPoint"/> is not used); defaults apply when null.</param>
+    /// <param name="cancellationToken">Abandons the attempt.</param>
+    /// <returns>A connected client.</returns>
+    /// <exception cref="MuxConnectionException">The server could not be reached or did not answer in
+    /// time, failed the TLS handshake, answered the upgrade with an HTTP error (its status is in the
+    /// message: 401 when the endpoint requires an authenticated user, 404 when nothing is mapped at
+    /// the path), is not a Mux endpoint, or refused the Mux handshake.</exception>
+    /// <exception cref="ArgumentException"><paramref name="uri"/> is not an absolute ws:// or wss:// URI.</exception>
+    /// <exception cref="InvalidOperationException">The options are invalid, or set
+    /// <see cref="MuxClientOptions.Tls"/> for a ws:// URI (plaintext: use wss://).</exception>
+    [SuppressMessage("ApiDesign", "RS0026:Do not add multiple public overloads with optional parameters", Justification = "The overloads differ in the type of their first, required parameter (endpoint, URI, stream, pipe), so no call is ambiguous.")]
+    public static async Task<MuxClient> ConnectAsync(Uri uri, MuxClientOptions? options = null, CancellationToken cancellationToken = default)
+    {
+        WebSocketEndPoint endPoint = WebSocketEndPoint.From(uri);
+        options ??= new MuxClientOptions();
+        if (options.Tls is not null && !endPoint.IsSecure)
+        {
+            throw new InvalidOperationException($"MuxClientOptions.Tls is set, but '{uri}' is a plaintext ws:// URI. Use wss:// to connect over TLS, or leave Tls null.");
+        }
+
+        return new MuxClient(await ClientRuntime.ConnectAsync(endPoint, options, cancellationToken).ConfigureAwait(false));
+    }
+
     /// <summary>Connects to <see cref="MuxClientOptions.EndPoint"/> and completes the handshake; with
     /// <see cref="MuxClientOptions.EndPoints"/> or <see cref="MuxClientOptions.EndPointResolver"/> set,
     /// connects to every instance and returns once one is connected (the others keep connecting in

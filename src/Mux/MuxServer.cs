@@ -1,6 +1,9 @@
 using System.IO.Pipelines;
 using System.Net;
 using System.Net.Sockets;
+using System.Net.WebSockets;
+using System.Security.Claims;
+using System.Security.Cryptography.X509Certificates;
 using Mux.Connection;
 using Mux.Server;
 
@@ -39,8 +42,9 @@ public sealed class MuxServer : IAsyncDisposable
     /// <summary>The open connections, for tests that drive their edges directly.</summary>
     internal ICollection<ServerConnection> Connections => _runtime.Connections;
 
-    /// <summary>Whether the server is accepting connections: started with a listening socket, not
-    /// stopping or stopped, and its accept loop still running. An accept that fails for a reason that
+    /// <summary>Whether the server is accepting connections: started with a listening socket (or,
+    /// without an <see cref="MuxServerOptions.EndPoint"/>, serving its ASP.NET Core host's MapMux
+    /// endpoints), not stopping or stopped, and its accept loop still running. An accept that fails for a reason that
     /// passes (out of file descriptors or buffers, a connection aborted in the backlog) is retried after
     /// a short wait; any other accept failure ends the loop. Both are logged.</summary>
     public bool IsListening => _runtime.IsListening;
@@ -102,6 +106,46 @@ public sealed class MuxServer : IAsyncDisposable
     /// listens then.</exception>
     /// <exception cref="SocketException">The endpoint cannot be bound (for example, the port is in use).</exception>
     public Task StartAsync(CancellationToken cancellationToken = default) => _runtime.StartAsync();
+
+    /// <summary>
+    /// Connects a client to this server inside the process, with no listener and no port: the two
+    /// ends run over a pair of pipes, so an application's tests can call the real server without a
+    /// socket. The connection behaves as a TCP one does: the handshake (with
+    /// <see cref="MuxServerOptions.AuthToken"/> and <see cref="MuxServerOptions.Authenticate"/>, whose
+    /// <see cref="MuxConnectionInfo"/> has no address or certificate), the server's limits and
+    /// interceptors, keepalive, GoAway and the drain when the server stops, and the close when
+    /// either side is disposed. A server that has not been started starts without a listener (so
+    /// <see cref="MuxServerOptions.EndPoint"/> may be null); add services before. Neither side's
+    /// <c>Tls</c> applies. The client cannot reconnect: once its connection closes (the server
+    /// stopped, or it was disposed), it is closed.
+    /// </summary>
+    /// <example><code>
+    /// await using var server = new MuxServer(new MuxServerOptions());
+    /// server.AddService&lt;IUserService&gt;(new UserService());
+    /// await using MuxClient client = await server.ConnectInProcessAsync();
+    /// int sum = await client.CreateProxy&lt;IUserService&gt;().Add(2, 3);
+    /// </code></example>
+    /// <param name="options">The client's settings (<see cref="MuxClientOptions.EndPoint"/> and
+    /// <see cref="MuxClientOptions.Tls"/> are not used); defaults apply when null.</param>
+    /// <param name="cancellationToken">Abandons the handshake.</param>
+    /// <returns>A connected client.</returns>
+    /// <exception cref="MuxConnectionException">The server refused the handshake (a wrong
+    /// <see cref="MuxClientOptions.AuthToken"/>, <see cref="MuxServerOptions.Authenticate"/> returned
+    /// no user), or it did not complete within <see cref="MuxClientOptions.ConnectTimeout"/>.</exception>
+    /// <exception cref="InvalidOperationException">The client's or the server's options are invalid.</exception>
+    /// <exception cref="ObjectDisposedException">The server is stopping or stopped (or disposed).</exception>
+    public Task<MuxClient> ConnectInProcessAsync(MuxClientOptions? options = null, CancellationToken cancellationToken = default) =>
+        _runtime.ConnectInProcessAsync(options, cancellationToken);
+
+    /// <summary>Serves one connection over a WebSocket that an ASP.NET Core endpoint accepted
+    /// (Mux.AspNetCore's MapMux), as <paramref name="user"/> when the host authenticated one; the
+    /// task completes when the connection has closed.</summary>
+    /// <exception cref="ObjectDisposedException">The server is not running; nothing was done with the WebSocket.</exception>
+    internal Task ServeWebSocketAsync(WebSocket webSocket, EndPoint? remoteEndPoint, X509Certificate2? clientCertificate, ClaimsPrincipal? user) =>
+        _runtime.ServeWebSocketAsync(webSocket, remoteEndPoint, clientCertificate, user);
+
+    /// <summary>Whether the server serves new connections: started, and not stopping.</summary>
+    internal bool IsRunning => _runtime.IsRunning;
 
     /// <summary>Connects a client over in-memory pipes (tests and benchmarks); starts the server
     /// without a listener if it has not started.</summary>

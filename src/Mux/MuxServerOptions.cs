@@ -13,7 +13,11 @@ public sealed class MuxServerOptions
 {
     /// <summary>
     /// The address and port to listen on; port 0 picks a free port (read it back from
-    /// <see cref="MuxServer.LocalEndPoint"/>). Required: defaults to <see langword="null"/>.
+    /// <see cref="MuxServer.LocalEndPoint"/>). Required by <see cref="MuxServer.StartAsync"/>, unless
+    /// the server's connections come only from its ASP.NET Core host (an endpoint mapped with
+    /// Mux.AspNetCore's <c>MapMux</c>: then it listens on nothing of its own); not needed for
+    /// connections handed to the server (<see cref="MuxServer.ConnectInProcessAsync"/>,
+    /// <see cref="MuxServer.AcceptAsync"/>). Defaults to <see langword="null"/>.
     /// </summary>
     public EndPoint? EndPoint { get; set; }
 
@@ -238,6 +242,10 @@ public sealed class MuxServerOptions
         TimeSpan left = HandshakeTimeout - TimeProvider.GetElapsedTime(acceptedAt, now);
         return left > TimeSpan.Zero ? left : TimeSpan.Zero;
     }
+
+    /// <summary>Whether the server's connections also come from its host's endpoints (ASP.NET Core's
+    /// MapMux sets it): then it starts without a listener when <see cref="EndPoint"/> is null.</summary>
+    internal bool ServesHostEndpoints { get; set; }
 
     /// <summary>Checks every option; <paramref name="requireEndPoint"/> is false for a server that only
     /// serves connections handed to it (<see cref="MuxServer.Accept(System.IO.Pipelines.IDuplexPipe)"/>).</summary>

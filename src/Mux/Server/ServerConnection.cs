@@ -34,10 +34,17 @@ internal sealed class ServerConnection : MuxConnection
     // the HelloAck breaks the protocol. Reader loop only.
     private bool _authenticating;
 
-    public ServerConnection(IMuxTransport transport, ServiceMethods methods, MuxServerOptions options, IMuxServerInterceptor[] interceptors, ILogger logger, string name)
+    // The user the host that accepted the connection authenticated (ASP.NET Core's, for a WebSocket);
+    // null when there is none. Immutable.
+    private readonly ClaimsPrincipal? _hostUser;
+
+    // hostUser: the user the connection's host authenticated, if any: when it has an authenticated
+    // identity it is the connection's user, and Authenticate is not run.
+    public ServerConnection(IMuxTransport transport, ServiceMethods methods, MuxServerOptions options, IMuxServerInterceptor[] interceptors, ILogger logger, string name, ClaimsPrincipal? hostUser = null)
         : base(transport, options.MaxFrameSize, logger, name, isServer: true)
     {
         _options = options;
+        _hostUser = hostUser;
         TimeProvider = options.TimeProvider;
         KeepAliveInterval = options.KeepAliveInterval;
         KeepAliveTimeout = options.KeepAliveTimeout;
@@ -102,6 +109,14 @@ internal sealed class ServerConnection : MuxConnection
         }
 
         var info = new MuxConnectionInfo(PeerEndPoint, client.AuthToken, PeerCertificate);
+        if (IsAuthenticated(_hostUser))
+        {
+            // The host's authentication (and its endpoint's authorization) stands in for Authenticate.
+            SetPeer(info, _hostUser);
+            AcceptHandshake(client);
+            return;
+        }
+
         if (_options.Authenticate is null)
         {
             SetPeer(info, null);
@@ -114,6 +129,23 @@ internal sealed class ServerConnection : MuxConnection
         // anyway finds the handshake not done, and breaks the protocol as it would before Hello.
         _authenticating = true;
         _ = AuthenticateAsync(info, client);
+    }
+
+    /// <summary>Whether <paramref name="user"/> has an identity its host authenticated.</summary>
+    private static bool IsAuthenticated(ClaimsPrincipal? user)
+    {
+        if (user is not null)
+        {
+            foreach (ClaimsIdentity identity in user.Identities)
+            {
+                if (identity.IsAuthenticated)
+                {
+                    return true;
+                }
+            }
+        }
+
+        return false;
     }
 
     /// <summary>Whether the client sent the server's token, in a time that does not depend on where

@@ -3,6 +3,9 @@ using System.IO.Pipelines;
 using System.Net;
 using System.Net.Security;
 using System.Net.Sockets;
+using System.Net.WebSockets;
+using System.Security.Claims;
+using System.Security.Cryptography.X509Certificates;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Mux.Connection;
@@ -81,7 +84,8 @@ internal sealed class ServerRuntime
     /// <summary>The open connections (for tests and diagnostics).</summary>
     public ICollection<ServerConnection> Connections => _connections.Keys;
 
-    public bool IsListening => Volatile.Read(ref _state) == 1 && _acceptLoop is { IsCompleted: false };
+    // A server whose connections come only from its host's endpoints accepts them while it runs.
+    public bool IsListening => Volatile.Read(ref _state) == 1 && (_acceptLoop is { IsCompleted: false } || (_options.EndPoint is null && _options.ServesHostEndpoints));
 
     /// <summary>Takes the next connection off the listener. Tests replace it to make accepting fail
     /// as the operating system can (out of file descriptors, a connection aborted in the backlog).</summary>
@@ -100,6 +104,14 @@ internal sealed class ServerRuntime
 
     public Task StartAsync()
     {
+        if (_options.EndPoint is null && _options.ServesHostEndpoints)
+        {
+            // Its connections come from a host's endpoints (MapMux): nothing to listen on.
+            StartWithoutListener();
+            ServerLog.ServerStarted(_logger, "its host's endpoints only (no EndPoint)");
+            return Task.CompletedTask;
+        }
+
         Begin(requireEndPoint: true);
         EndPoint endPoint = _options.EndPoint!;
         Socket? listener = null;
@@ -159,6 +171,35 @@ internal sealed class ServerRuntime
 
     private static ObjectDisposedException Stopped() =>
         new(nameof(MuxServer), "The Mux server is stopping or stopped (or disposed): it accepts no more connections and cannot start again. Create a new MuxServer.");
+
+    /// <summary>Connects a client to this server over a pair of pipes sized and scheduled as a
+    /// socket's are (<see cref="InProcessPipes"/>), starting the server without a listener first if
+    /// it has not started.</summary>
+    public Task<MuxClient> ConnectInProcessAsync(MuxClientOptions? clientOptions, CancellationToken cancellationToken)
+    {
+        clientOptions ??= new MuxClientOptions();
+        clientOptions.Validate(); // Before the server side exists: a refused option leaves nothing behind.
+        string name = CountUserConnection("in-process");
+        (DuplexPipeTransport clientSide, DuplexPipeTransport serverSide) = InProcessPipes.CreatePair(clientOptions.MaxFrameSize, _options.MaxFrameSize);
+        Accept(serverSide, name);
+        return MuxClient.ConnectAsync(clientSide, clientOptions, "in-process server", cancellationToken);
+    }
+
+    /// <summary>Serves a connection over a WebSocket its host accepted, as <paramref name="user"/>
+    /// when the host authenticated one; returns the task that completes once the connection has
+    /// closed (the host's request lasts as long).</summary>
+    /// <exception cref="ObjectDisposedException">The server is not running (stopping, stopped, or not
+    /// started); nothing was done with the WebSocket.</exception>
+    public Task ServeWebSocketAsync(WebSocket webSocket, EndPoint? remoteEndPoint, X509Certificate2? clientCertificate, ClaimsPrincipal? user)
+    {
+        long number = Interlocked.Increment(ref _connectionsAccepted);
+        string name = remoteEndPoint?.ToString() is { Length: > 0 } remote ? $"websocket {remote}" : $"websocket #{number}";
+        var transport = new WebSocketConnection(webSocket, remoteEndPoint, clientCertificate, _options.MaxFrameSize, _options.TimeProvider);
+        return (TryServe(transport, name, user) ?? throw Stopped()).Completion;
+    }
+
+    /// <summary>Whether the server serves new connections: started, not stopping.</summary>
+    public bool IsRunning => Volatile.Read(ref _state) == 1;
 
     /// <summary>Connects a client to this server over in-memory pipes (no socket), starting the
     /// server without a listener first if it has not started (tests and benchmarks).</summary>
@@ -223,7 +264,7 @@ internal sealed class ServerRuntime
             string name = socket.RemoteEndPoint?.ToString() is { Length: > 0 } remote ? remote : "unix socket peer";
             if (_options.Tls is null)
             {
-                if (!TryServe(new SocketConnection(socket, _options.MaxFrameSize, _options.TimeProvider), name))
+                if (TryServe(new SocketConnection(socket, _options.MaxFrameSize, _options.TimeProvider), name) is null)
                 {
                     socket.Dispose(); // Taken off the listener as the stop closed it.
                 }
@@ -284,7 +325,7 @@ internal sealed class ServerRuntime
             }
 
             TransportLog.TlsEstablished(_logger, name, ssl.SslProtocol, ssl.NegotiatedCipherSuite);
-            if (!TryServe(new StreamConnection(ssl, (stream as NetworkStream)?.Socket, _options.MaxFrameSize, _options.TimeProvider), name))
+            if (TryServe(new StreamConnection(ssl, (stream as NetworkStream)?.Socket, _options.MaxFrameSize, _options.TimeProvider), name) is null)
             {
                 StreamConnection.CloseQuietly(ssl); // A stop came as the handshake finished.
                 return false;
@@ -369,31 +410,32 @@ internal sealed class ServerRuntime
     /// with the transport.</exception>
     public void Accept(IMuxTransport transport, string name)
     {
-        if (!TryServe(transport, name))
+        if (TryServe(transport, name) is null)
         {
             throw Stopped();
         }
     }
 
-    /// <summary>Serves one connection over an already-connected transport, unless the server is
-    /// stopping or stopped: then false, and nothing was done with the transport. A connection served
-    /// is listed before StopAsync looks, so that its drain closes it.</summary>
-    private bool TryServe(IMuxTransport transport, string name)
+    /// <summary>Serves one connection over an already-connected transport (as <paramref name="hostUser"/>,
+    /// the user its host authenticated, if any), unless the server is stopping or stopped: then null,
+    /// and nothing was done with the transport. A connection served is listed before StopAsync looks,
+    /// so that its drain closes it.</summary>
+    private ServerConnection? TryServe(IMuxTransport transport, string name, ClaimsPrincipal? hostUser = null)
     {
         Interlocked.Increment(ref _accepting);
         try
         {
             if (Volatile.Read(ref _state) != 1)
             {
-                return false;
+                return null;
             }
 
-            var connection = new ServerConnection(transport, _methods, _options, Volatile.Read(ref _interceptors), _logger, name);
+            var connection = new ServerConnection(transport, _methods, _options, Volatile.Read(ref _interceptors), _logger, name, hostUser);
             _connections.TryAdd(connection, 0);
             ServerLog.ConnectionAccepted(_logger, name);
             _ = ForgetWhenClosedAsync(connection);
             connection.Start();
-            return true;
+            return connection;
         }
         finally
         {

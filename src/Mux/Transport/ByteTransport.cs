@@ -54,7 +54,8 @@ internal abstract class ByteTransport : IMuxTransport
 
     public PipeWriter Output => _output.Writer;
 
-    public EndPoint? RemoteEndPoint { get; }
+    // Set by the constructor from the socket; a transport without one may set it from what its host knows.
+    public EndPoint? RemoteEndPoint { get; protected init; }
 
     // Declared here, not by StreamConnection alone: the class that implements IMuxTransport is
     // this one, so a subclass's own property would be hidden behind the interface's default (null).
@@ -63,6 +64,10 @@ internal abstract class ByteTransport : IMuxTransport
     public long SocketReceives => Volatile.Read(ref _receives);
 
     public long SocketSends => Volatile.Read(ref _sends);
+
+    /// <summary>The receive loop once started (it ends when the peer ends its stream or the
+    /// transport fails); null before <see cref="Start"/>.</summary>
+    protected Task? ReceiveLoop => _receiveLoop;
 
     /// <summary>Whether the transport has been closed (after which its errors say nothing).</summary>
     private bool IsShutDown => Volatile.Read(ref _shutdown) != 0;

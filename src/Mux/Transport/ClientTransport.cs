@@ -1,12 +1,15 @@
 using System.Net;
 using System.Net.Security;
 using System.Net.Sockets;
+using System.Net.WebSockets;
+using System.Security.Authentication;
 using Microsoft.Extensions.Logging;
 
 namespace Mux.Transport;
 
 /// <summary>Opens the byte stream under a client's connection: a socket to the endpoint, with TLS
-/// on top when <see cref="MuxClientOptions.Tls"/> is set; or TLS over a stream the user opened.</summary>
+/// on top when <see cref="MuxClientOptions.Tls"/> is set; a WebSocket for a ws:// or wss:// URI; or
+/// TLS over a stream the user opened.</summary>
 internal static class ClientTransport
 {
     /// <summary>
@@ -17,6 +20,11 @@ internal static class ClientTransport
     /// failed the TLS handshake.</exception>
     public static async Task<IMuxTransport> ConnectAsync(EndPoint endPoint, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken)
     {
+        if (endPoint is WebSocketEndPoint webSocket)
+        {
+            return await ConnectWebSocketAsync(webSocket, options, logger, cancellationToken).ConfigureAwait(false);
+        }
+
         WarnIfTokenInPlaintext(endPoint, options, logger);
         Socket socket = SocketEndPoints.CreateSocket(endPoint);
         using var expiry = new CancellationTokenSource(options.ConnectTimeout, options.TimeProvider); // Infinite: never.
@@ -71,6 +79,98 @@ internal static class ClientTransport
         {
             throw new MuxConnectionException($"The TLS handshake over the given stream timed out after {DurationText.Format(options.ConnectTimeout)} (MuxClientOptions.ConnectTimeout).", new TimeoutException(ex.Message, ex));
         }
+    }
+
+    /// <summary>
+    /// Opens a WebSocket to <paramref name="endPoint"/> offering the subprotocol <c>mux</c>, within
+    /// <see cref="MuxClientOptions.ConnectTimeout"/>. Over wss://, TLS is the HTTP handler's: with
+    /// <see cref="MuxClientOptions.Tls"/> set, its certificates, validation callback and protocols
+    /// are used (its ALPN list is not: HTTP negotiates its own), and the URI's host is the name checked.
+    /// </summary>
+    /// <exception cref="MuxConnectionException">The server refused, did not answer in time, failed
+    /// TLS, answered the upgrade with an HTTP error, or did not choose the subprotocol <c>mux</c>.</exception>
+    private static async Task<IMuxTransport> ConnectWebSocketAsync(WebSocketEndPoint endPoint, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken)
+    {
+        Uri uri = endPoint.Uri;
+        if (options.AuthToken is not null && !endPoint.IsSecure && !uri.IsLoopback && options.TryClaimPlaintextTokenWarning())
+        {
+            TransportLog.AuthTokenWithoutTls(logger, nameof(MuxClientOptions), uri.ToString());
+        }
+
+        var webSocket = new ClientWebSocket();
+        webSocket.Options.AddSubProtocol(WebSocketConnection.SubProtocol);
+        webSocket.Options.KeepAliveInterval = TimeSpan.Zero; // Mux pings a quiet connection itself.
+        webSocket.Options.CollectHttpResponseDetails = true; // For the status of a refused upgrade.
+
+        // The handler lives as long as the WebSocket it opened: the connection disposes it.
+        HttpMessageInvoker? invoker = options.Tls is { } tls && endPoint.IsSecure
+            ? new HttpMessageInvoker(new SocketsHttpHandler { SslOptions = CopyForHttp(tls) })
+            : null;
+        using var expiry = new CancellationTokenSource(options.ConnectTimeout, options.TimeProvider); // Infinite: never.
+        using var timeout = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, expiry.Token);
+        try
+        {
+            await webSocket.ConnectAsync(uri, invoker, timeout.Token).ConfigureAwait(false);
+            if (webSocket.SubProtocol != WebSocketConnection.SubProtocol)
+            {
+                throw new MuxConnectionException($"The server at {uri} accepted the WebSocket but not its subprotocol \"{WebSocketConnection.SubProtocol}\": it is not a Mux endpoint (map one with MapMux) or not this protocol.", MuxCloseReason.ProtocolError, null);
+            }
+
+            return new WebSocketConnection(webSocket, remoteEndPoint: null, remoteCertificate: null, options.MaxFrameSize, options.TimeProvider, invoker);
+        }
+        catch (Exception ex)
+        {
+            webSocket.Abort();
+            webSocket.Dispose();
+            invoker?.Dispose();
+            if (ex is OperationCanceledException && !cancellationToken.IsCancellationRequested)
+            {
+                throw new MuxConnectionException($"Connecting to {uri} timed out after {DurationText.Format(options.ConnectTimeout)} (MuxClientOptions.ConnectTimeout).", new TimeoutException(ex.Message, ex));
+            }
+
+            if (ex is WebSocketException refused)
+            {
+                throw DescribeRefusal(uri, webSocket, refused);
+            }
+
+            throw;
+        }
+    }
+
+    /// <summary>What a failed WebSocket connect means to a Mux user: an HTTP status instead of the
+    /// upgrade, a TLS failure, or a server that could not be reached.</summary>
+    private static MuxConnectionException DescribeRefusal(Uri uri, ClientWebSocket webSocket, WebSocketException error)
+    {
+        if (webSocket.HttpStatusCode is HttpStatusCode status and not 0 and not HttpStatusCode.SwitchingProtocols)
+        {
+            string hint = status switch
+            {
+                HttpStatusCode.Unauthorized => " The endpoint requires an authenticated user (RequireAuthorization).",
+                HttpStatusCode.Forbidden => " The endpoint's authorization refused this user.",
+                HttpStatusCode.NotFound => " Nothing is mapped at that path: check the URI against the server's MapMux pattern.",
+                _ => string.Empty,
+            };
+            return new MuxConnectionException($"The server at {uri} answered the WebSocket upgrade with HTTP {(int)status} ({status}).{hint}", MuxCloseReason.ProtocolError, error);
+        }
+
+        for (Exception? inner = error.InnerException; inner is not null; inner = inner.InnerException)
+        {
+            if (inner is AuthenticationException tls)
+            {
+                return new MuxConnectionException($"The TLS handshake with the Mux server at {uri} failed: {tls.Message} Check that the server's certificate is trusted on this machine and issued for '{uri.IdnHost}', or decide trust yourself with MuxClientOptions.Tls.RemoteCertificateValidationCallback.", MuxCloseReason.ProtocolError, error);
+            }
+        }
+
+        string reason = error.InnerException?.Message is { Length: > 0 } detail ? detail : error.Message;
+        return new MuxConnectionException($"Could not connect to the Mux server at {uri}: {reason}", error);
+    }
+
+    /// <summary>The user's TLS options for an HTTP handler: a copy, without the ALPN list (HTTP offers its own).</summary>
+    private static SslClientAuthenticationOptions CopyForHttp(SslClientAuthenticationOptions tls)
+    {
+        SslClientAuthenticationOptions copy = TlsHandshake.CopyForMux(tls, defaultTargetHost: null);
+        copy.ApplicationProtocols = null;
+        return copy;
     }
 
     private static void WarnIfTokenInPlaintext(EndPoint endPoint, MuxClientOptions options, ILogger logger)

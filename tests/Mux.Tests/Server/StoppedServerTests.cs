@@ -17,7 +17,7 @@ public sealed class StoppedServerTests
     public static TheoryData<string, bool, bool> EntryPoints()
     {
         var data = new TheoryData<string, bool, bool>();
-        foreach (string entry in new[] { "Start", "Accept", "AcceptAsync", "AcceptAsync+Tls" })
+        foreach (string entry in new[] { "Start", "Accept", "AcceptAsync", "AcceptAsync+Tls", "ConnectInProcess" })
         {
             foreach (bool started in new[] { false, true })
             {
@@ -53,6 +53,7 @@ public sealed class StoppedServerTests
         {
             "Start" => server.StartAsync(),
             "Accept" => Task.Run(() => server.Accept(new PipePair(toServer.Reader, toClient.Writer))),
+            "ConnectInProcess" => server.ConnectInProcessAsync(),
             _ => server.AcceptAsync(stream),
         });
 

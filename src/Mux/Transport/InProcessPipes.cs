@@ -1,0 +1,44 @@
+using System.IO.Pipelines;
+
+namespace Mux.Transport;
+
+/// <summary>
+/// The two crossed pipes of an in-process connection (MuxServer.ConnectInProcessAsync), set up as
+/// a socket's are: each side's reader loop resumes on the thread pool, as after a socket receive,
+/// never on the thread of the peer that flushed (a caller, a handler); and each direction holds what
+/// a socket's pipes and its receiver's largest frame need before it pauses the writer, so flow
+/// control, large frames and a peer that stops reading behave as they do over TCP.
+/// </summary>
+internal static class InProcessPipes
+{
+    /// <param name="clientMaxFrameSize">The largest frame the client accepts (what the server sends it).</param>
+    /// <param name="serverMaxFrameSize">The largest frame the server accepts.</param>
+    public static (DuplexPipeTransport Client, DuplexPipeTransport Server) CreatePair(int clientMaxFrameSize, int serverMaxFrameSize)
+    {
+        Pipe toServer = Create(serverMaxFrameSize);
+        Pipe toClient = Create(clientMaxFrameSize);
+        return (new DuplexPipeTransport(new Direction(toClient.Reader, toServer.Writer)), new DuplexPipeTransport(new Direction(toServer.Reader, toClient.Writer)));
+    }
+
+    // Sized as a socket's input pipe (TransportPipes.CreateInput): a whole largest frame and the
+    // start of the next fit before the writer pauses, or a reader waiting for the rest of a frame
+    // and a writer waiting for room would wait for each other.
+    private static Pipe Create(int receiverMaxFrameSize)
+    {
+        long pause = Math.Max(1024L * 1024, (long)receiverMaxFrameSize + TransportPipes.ReceiveBufferSize * 2);
+        return new Pipe(new PipeOptions(
+            readerScheduler: PipeScheduler.ThreadPool,
+            writerScheduler: PipeScheduler.ThreadPool,
+            pauseWriterThreshold: pause,
+            resumeWriterThreshold: pause / 2,
+            minimumSegmentSize: TransportPipes.ReceiveBufferSize,
+            useSynchronizationContext: false));
+    }
+
+    private sealed class Direction(PipeReader input, PipeWriter output) : IDuplexPipe
+    {
+        public PipeReader Input { get; } = input;
+
+        public PipeWriter Output { get; } = output;
+    }
+}

@@ -1,0 +1,179 @@
+using System.Buffers;
+using System.Net;
+using System.Net.WebSockets;
+using System.Runtime.CompilerServices;
+using System.Security.Cryptography.X509Certificates;
+
+namespace Mux.Transport;
+
+/// <summary>
+/// A <see cref="ByteTransport"/> over a <see cref="WebSocket"/>: the client's
+/// <see cref="ClientWebSocket"/>, or one an ASP.NET Core endpoint accepted. The frames travel as one
+/// byte stream cut into binary messages with no meaning of their own: a receive writes what one
+/// message (or its part) carries straight into the input pipe's memory, and a send writes each
+/// segment of what was flushed as one WebSocket frame of a message, straight from the output pipe's
+/// buffers. A close sends the WebSocket Close (the stream's end, as a FIN is over TCP) and keeps
+/// reading until the peer's Close.
+/// </summary>
+internal sealed class WebSocketConnection : ByteTransport
+{
+    /// <summary>The WebSocket subprotocol of Mux, which a client offers and a server chooses.</summary>
+    public const string SubProtocol = "mux";
+
+    /// <summary>How long a close waits for the peer to end its stream before it aborts the WebSocket.</summary>
+    private static readonly TimeSpan s_peerGracePeriod = TimeSpan.FromSeconds(1);
+
+    private readonly WebSocket _webSocket;
+
+    // The side's clock, for the close's grace period. Immutable.
+    private readonly TimeProvider _clock;
+
+    // What the WebSocket was opened through and must outlive it (the client's HTTP handler for TLS
+    // options); disposed by the close. Immutable.
+    private readonly IDisposable? _owned;
+
+    /// <param name="webSocket">The open WebSocket; this connection owns it.</param>
+    /// <param name="remoteEndPoint">The peer's address when the host knows it (a server's accepted request).</param>
+    /// <param name="remoteCertificate">The certificate the peer presented in the TLS handshake, if any.</param>
+    /// <param name="maxFrameSize">The largest frame the reader accepts, which sizes the input pipe.</param>
+    /// <param name="clock">The side's clock, for the close's grace period.</param>
+    /// <param name="owned">What to dispose with the WebSocket (null for none).</param>
+    public WebSocketConnection(WebSocket webSocket, EndPoint? remoteEndPoint, X509Certificate2? remoteCertificate, int maxFrameSize, TimeProvider clock, IDisposable? owned = null)
+        : base(socket: null, maxFrameSize, clock)
+    {
+        _webSocket = webSocket;
+        _clock = clock;
+        _owned = owned;
+        RemoteEndPoint = remoteEndPoint;
+        RemoteCertificate = remoteCertificate;
+    }
+
+    // No token: a token the WebSocket registers on costs every receive and send, and the close
+    // aborts the WebSocket, which ends both.
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
+    protected override async ValueTask<int> ReceiveAsync(Memory<byte> memory)
+    {
+        while (true)
+        {
+            ValueWebSocketReceiveResult result = await _webSocket.ReceiveAsync(memory, CancellationToken.None).ConfigureAwait(false);
+            if (result.MessageType == WebSocketMessageType.Binary)
+            {
+                if (result.Count > 0)
+                {
+                    return result.Count;
+                }
+
+                continue; // An empty message carries no bytes; returning 0 would read as the stream's end.
+            }
+
+            if (result.MessageType == WebSocketMessageType.Close)
+            {
+                return 0; // The peer ended its stream.
+            }
+
+            throw new WebSocketException(WebSocketError.InvalidMessageType, "The peer sent a text WebSocket message; Mux frames travel in binary messages only.");
+        }
+    }
+
+    protected override ValueTask SendAsync(ReadOnlySequence<byte> buffer)
+    {
+        if (buffer.IsSingleSegment)
+        {
+            CountSend();
+            return _webSocket.SendAsync(buffer.First, WebSocketMessageType.Binary, endOfMessage: true, CancellationToken.None);
+        }
+
+        return SendSegmentsAsync(buffer);
+    }
+
+    /// <summary>One message for what was flushed, a WebSocket frame per segment: no gathering copy
+    /// (the WebSocket copies each frame once into its own buffer anyway, to put its header before it).</summary>
+    [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
+    private async ValueTask SendSegmentsAsync(ReadOnlySequence<byte> buffer)
+    {
+        SequencePosition position = buffer.Start;
+        ReadOnlyMemory<byte> segment = default;
+        bool first = true;
+        while (buffer.TryGet(ref position, out ReadOnlyMemory<byte> next))
+        {
+            if (next.IsEmpty)
+            {
+                continue;
+            }
+
+            if (!first)
+            {
+                CountSend();
+                await _webSocket.SendAsync(segment, WebSocketMessageType.Binary, endOfMessage: false, CancellationToken.None).ConfigureAwait(false);
+            }
+
+            segment = next;
+            first = false;
+        }
+
+        CountSend();
+        await _webSocket.SendAsync(segment, WebSocketMessageType.Binary, endOfMessage: true, CancellationToken.None).ConfigureAwait(false);
+    }
+
+    /// <summary>The WebSocket Close: the peer reads the end of the stream, and this side keeps
+    /// receiving until the peer's own Close (or the close's drain gives up).</summary>
+    protected override async ValueTask FinishSendingAsync()
+    {
+        if (_webSocket.State is WebSocketState.Open or WebSocketState.CloseReceived)
+        {
+            await _webSocket.CloseOutputAsync(WebSocketCloseStatus.NormalClosure, null, CancellationToken.None).ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>
+    /// Lets go of the WebSocket once the peer has ended its stream, or 1 s after the close at most:
+    /// a socket's abort still sends what it was given (the kernel has it), but a web server may
+    /// still hold what was handed to its WebSocket (the last responses, a refusal's Error, the
+    /// Close), and aborting an accepted WebSocket aborts its HTTP connection and drops that output.
+    /// </summary>
+    protected override void Close()
+    {
+        if (ReceiveLoop is { IsCompleted: false } receiving)
+        {
+            _ = ReleaseWhenPeerDoneAsync(receiving);
+            return;
+        }
+
+        Release();
+    }
+
+    private async Task ReleaseWhenPeerDoneAsync(Task receiving)
+    {
+        try
+        {
+            await receiving.WaitAsync(s_peerGracePeriod, _clock).ConfigureAwait(false);
+        }
+        catch (TimeoutException)
+        {
+            // The peer goes on sending or stays silent: what is left for it goes with the abort.
+        }
+
+        Release();
+    }
+
+    /// <summary>Disposes the WebSocket: after the Close handshake without an abort, so that the web
+    /// server ends its request gracefully (flushing what it holds); else aborts it first.</summary>
+    private void Release()
+    {
+        if (_webSocket.State != WebSocketState.Closed)
+        {
+            _webSocket.Abort();
+        }
+
+        _webSocket.Dispose();
+        _owned?.Dispose();
+    }
+
+    // Whatever a WebSocket throws (a WebSocketException, an IOException of the stream under it, an
+    // ObjectDisposedException after the close) ends the connection.
+    protected override bool IsTransportError(Exception error) => true;
+
+    protected override void ReleaseSendBuffers()
+    {
+    }
+}
