@@ -1,5 +1,6 @@
 // Byte streams the frames ride on: TCP in Node (`tcp://host:port`), and WebSocket everywhere
-// (`ws://`, `wss://`), where the frames are a byte stream cut into binary messages anywhere.
+// (`ws://`, `wss://`, subprotocol "mux"), where the frames are one byte stream cut into binary
+// messages anywhere: a message boundary means nothing.
 
 /** A reliable, ordered byte stream in both directions. */
 export interface Transport {
@@ -25,6 +26,8 @@ export interface WebSocketConstructor {
 export interface WebSocketLike {
   binaryType: string;
   readonly readyState: number;
+  /** The subprotocol the server chose ("" when none). */
+  readonly protocol: string;
   onopen: ((event: unknown) => void) | null;
   onmessage: ((event: { data: unknown }) => void) | null;
   onerror: ((event: unknown) => void) | null;
@@ -34,6 +37,7 @@ export interface WebSocketLike {
 }
 
 const noop = () => {};
+const SUBPROTOCOL = "mux";
 
 /** Opens `url` (`ws://`, `wss://`, or in Node `tcp://host:port`); resolves once the stream is open. */
 export async function openTransport(url: string, webSocket: WebSocketConstructor | undefined): Promise<Transport> {
@@ -63,7 +67,7 @@ async function defaultWebSocket(): Promise<WebSocketConstructor> {
 
 function openWebSocket(url: string, WebSocketClass: WebSocketConstructor): Promise<Transport> {
   return new Promise((resolve, reject) => {
-    const socket = new WebSocketClass(url);
+    const socket = new WebSocketClass(url, SUBPROTOCOL);
     socket.binaryType = "arraybuffer";
     let open = false;
     let closed = false;
@@ -103,6 +107,14 @@ function openWebSocket(url: string, WebSocketClass: WebSocketConstructor): Promi
       transport.onClose(error);
     }
     socket.onopen = () => {
+      if (socket.protocol !== SUBPROTOCOL) {
+        // A server that does not choose "mux" is not a Mux endpoint, whatever it would answer to a Hello.
+        error = new Error(`The WebSocket server at ${url} did not choose the subprotocol "${SUBPROTOCOL}" (it chose "${socket.protocol}"): it is not a Mux endpoint.`);
+        socket.onclose = null;
+        socket.close(1002);
+        reject(error);
+        return;
+      }
       open = true;
       resolve(transport);
     };
