@@ -56,12 +56,15 @@ export interface MuxCallOptions {
   metadata?: Record<string, string>;
 }
 
-function positive(name: string, value: number | undefined, fallback: number, min = 1): number {
+// Sizes and times are 32-bit signed on the wire and in the server's settings, so no option goes beyond that.
+const MAX_INT32 = 0x7fffffff;
+
+function positive(name: string, value: number | undefined, fallback: number, min = 1, max = MAX_INT32): number {
   if (value === undefined) {
     return fallback;
   }
-  if (typeof value !== "number" || !Number.isFinite(value) || value < min) {
-    throw new RangeError(`The option ${name} is ${value}; it must be a number of at least ${min}.`);
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    throw new RangeError(`The option ${name} is ${value}; it must be a whole number from ${min} to ${max}.`);
   }
   return value;
 }
@@ -110,8 +113,8 @@ export class MuxClient implements ConnectionOwner {
       authToken: options.authToken,
       maxFrameSize: positive("maxFrameSize", options.maxFrameSize, 4 * 1024 * 1024, 4096),
       maxMessageSize: positive("maxMessageSize", options.maxMessageSize, 64 * 1024 * 1024, 4096),
-      fragmentSize: positive("fragmentSize", options.fragmentSize, 64 * 1024, 1024),
-      streamWindow: positive("streamWindow", options.streamWindow, 64, 1),
+      fragmentSize: positive("fragmentSize", options.fragmentSize, 64 * 1024, 1024, 16 * 1024 * 1024),
+      streamWindow: positive("streamWindow", options.streamWindow, 64, 1, 65536),
       maxMetadataSize: positive("maxMetadataSize", options.maxMetadataSize, 8192, 0),
       keepAliveIntervalMs: positive("keepAliveIntervalMs", options.keepAliveIntervalMs, 30000, 0),
       keepAliveTimeoutMs: positive("keepAliveTimeoutMs", options.keepAliveTimeoutMs, 20000, 1),

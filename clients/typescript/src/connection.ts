@@ -503,7 +503,8 @@ export class Connection implements CallLink {
       streamWindow: Math.max(1, int("streamWindow", 64)),
       maxMessageSize: int("maxMessageSize", Number.MAX_SAFE_INTEGER),
       cancelEndsFragments: map.cancelEndsFragments === true,
-      maxMetadataSize: typeof map.maxMetadataSize === "number" ? map.maxMetadataSize : -1,
+      // A server that announced no maxMetadataSize, or 0, reads no metadata: its calls go without the section.
+      maxMetadataSize: typeof map.maxMetadataSize === "number" && map.maxMetadataSize > 0 ? map.maxMetadataSize : -1,
     };
     this.reader.maxFrameSize = this.settings.maxFrameSize;
     this.scheduleKeepAlive(this.settings.keepAliveIntervalMs);

@@ -162,3 +162,9 @@ test("a server's connection-level Error closes the connection and fails its call
   await assert.rejects(call, (e: unknown) => e instanceof MuxError && e.statusCode === StatusCode.ProtocolError && /closed the connection \(ProtocolError\): bad/.test(e.message));
   await waitFor(() => client.state === "closed", "the closed state (no reconnect)");
 });
+
+test("options out of range are refused, naming the option and its range", async () => {
+  await assert.rejects(MuxClient.connect("tcp://127.0.0.1:1", { fragmentSize: 100 }), (e: unknown) => e instanceof RangeError && /fragmentSize is 100; it must be a whole number from 1024 to 16777216/.test(e.message));
+  await assert.rejects(MuxClient.connect("tcp://127.0.0.1:1", { maxMessageSize: 2 ** 32 }), (e: unknown) => e instanceof RangeError && /maxMessageSize/.test(e.message));
+  await assert.rejects(MuxClient.connect("http://127.0.0.1:1"), (e: unknown) => e instanceof MuxError && /starts with ws:\/\/, wss:\/\/ or \(in Node\) tcp:\/\//.test(e.message));
+});

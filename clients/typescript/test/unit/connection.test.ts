@@ -135,6 +135,16 @@ test("metadata is left out for a server that announced no maxMetadataSize, and t
   assert.equal(request.flags, 0);
 });
 
+test("metadata is left out for a server that announced a maxMetadataSize of 0 (it reads none)", async () => {
+  const { transport, connection } = await open(undefined, helloAck({ maxConcurrentCalls: 10, maxMetadataSize: 0 }));
+  const call = makeCall(ADD, [2, 3]);
+  call.metadata = { tenant: "t1" };
+  connection.send(call);
+  const request = await transport.next((f) => f.type === FrameType.Request, "the request");
+  assert.equal(request.flags, 0);
+  assert.equal(toHex(request.body), "6f 52 c7 7d 92 02 03");
+});
+
 test("metadata over the server's maxMetadataSize fails the call unsent", async () => {
   const { transport, connection } = await open(undefined, helloAck({ maxConcurrentCalls: 10, maxMetadataSize: 8 }));
   const call = makeCall(ADD, [2, 3]);
