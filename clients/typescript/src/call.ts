@@ -136,13 +136,18 @@ export class OutgoingCall {
     }
   }
 
-  onTimeout(): void {
+  /**
+   * The call's deadline passed: seen by its own timer, or reported by the server (`serverMessage`,
+   * whose DeadlineExceeded answer may beat the timer by a hair). Both fail the call the same way.
+   */
+  onTimeout(serverMessage?: string): void {
     const why = this.state === CallState.Waiting ? this.whyNotSent() : "";
     this.fail(
       new MuxError(StatusCode.DeadlineExceeded, `The call to ${this.method} timed out after ${this.timeoutMs} ms${why}.`, {
         notRun: this.state === CallState.Waiting,
+        cause: serverMessage === undefined ? undefined : new MuxError(StatusCode.DeadlineExceeded, serverMessage),
       }),
-      true,
+      serverMessage === undefined,
     );
   }
 

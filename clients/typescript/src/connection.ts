@@ -544,6 +544,9 @@ export class Connection implements CallLink {
         call.complete(value);
       } else {
         const [code, message, remoteType] = this.readError(bytes.subarray(start, end));
+        if (code === StatusCode.DeadlineExceeded && call.deadline !== Infinity) {
+          call.onTimeout(message);
+        }
         call.fail(new MuxError(code, message, { remoteType, notRun: code === StatusCode.TooManyCalls || code === StatusCode.ServerShuttingDown }), false);
       }
     }

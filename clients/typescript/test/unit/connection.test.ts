@@ -165,6 +165,21 @@ test("a Response resolves its call, an Error rejects it with code, message and r
   await assert.rejects(failed.promise!, (e: unknown) => e instanceof MuxError && e.statusCode === 9 && e.status === "NotFound" && e.message === "no such user" && e.remoteType === "System.Exception");
 });
 
+test("the server's DeadlineExceeded for a call with a deadline fails it as the client's own timeout would", async () => {
+  const { transport, connection } = await open();
+  const call = makeCall(ADD, [2, 3], { timeoutMs: 60000 });
+  connection.send(call);
+  transport.onData(frame(FrameType.Error, 0, 1, msgpack([StatusCode.DeadlineExceeded, "IUserService.Add stopped at the caller's deadline.", null])));
+  await assert.rejects(call.promise!, (e: unknown) => {
+    assert.ok(e instanceof MuxError);
+    assert.equal(e.statusCode, StatusCode.DeadlineExceeded);
+    assert.equal(e.message, `The call to ${ADD} timed out after 60000 ms.`);
+    assert.equal((e.cause as MuxError).message, "IUserService.Add stopped at the caller's deadline.");
+    return true;
+  });
+  assert.equal(transport.frames.filter((f) => f.type === FrameType.Cancel).length, 0, "no Cancel for a call the server answered");
+});
+
 test("a large Request goes in fragments of the configured size", async () => {
   const { transport, connection } = await open({ fragmentSize: 65536 });
   for (let i = 0; i < 8; i++) {
