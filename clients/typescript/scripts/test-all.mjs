@@ -25,7 +25,8 @@ for (const layer of wanted) {
   const counts = { passed: 0, failed: 0, skipped: 0 };
   const started = performance.now();
   // One file at a time: the server and browser files each start their own .NET server on 2 cores.
-  const stream = run({ files, concurrency: 1, timeout: 10 * 60 * 1000 });
+  // A stuck file fails after its layer's limit instead of holding CI.
+  const stream = run({ files, concurrency: 1, timeout: (layer === "unit" ? 2 : layer === "browser" ? 3 : 5) * 60 * 1000 });
   stream.on("test:pass", (event) => {
     if (event.details?.type === "suite") return;
     if (event.skip || event.todo) counts.skipped++;
