@@ -172,9 +172,11 @@ export class MuxClient implements ConnectionOwner {
    * AsyncIterable is the method's stream argument: its items go to the server as they come.
    */
   call<T = unknown>(method: string, args: unknown[] = [], options?: MuxCallOptions): Promise<T> {
-    const call = this.createCall(method, args, options, false, this.timeoutMs);
-    if (call === null) {
-      return Promise.reject(this.lastCreateError);
+    let call: OutgoingCall;
+    try {
+      call = this.createCall(method, args, options, false, this.timeoutMs);
+    } catch (error) {
+      return Promise.reject(error);
     }
     this.submit(call);
     return call.promise as Promise<T>;
@@ -185,61 +187,57 @@ export class MuxClient implements ConnectionOwner {
    * the signal, cancels the call on the server. No deadline applies unless `timeoutMs` is set.
    */
   stream<T = unknown>(method: string, args: unknown[] = [], options?: MuxCallOptions): AsyncIterable<T> {
-    const call = this.createCall(method, args, options, true, 0);
-    if (call === null) {
-      const error = this.lastCreateError;
+    let call: OutgoingCall;
+    try {
+      call = this.createCall(method, args, options, true, 0);
+    } catch (error) {
+      // The stream fails where it is read, as a stream that fails on the server does.
       return { [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(error) }) };
     }
     this.submit(call);
     return call.results as AsyncIterable<T>;
   }
 
-  private lastCreateError: unknown = null;
-
-  private createCall(method: string, args: unknown[], options: MuxCallOptions | undefined, expectsStream: boolean, defaultTimeout: number): OutgoingCall | null {
-    try {
-      let id = this.methodIds.get(method);
-      if (id === undefined) {
-        if (typeof method !== "string" || method.length === 0) {
-          throw new TypeError("A method is named as Namespace.IService.Method.");
-        }
-        id = methodId(method);
-        this.methodIds.set(method, id);
+  /** Checks a call's arguments and options and makes it; throws what is wrong with them. */
+  private createCall(method: string, args: unknown[], options: MuxCallOptions | undefined, expectsStream: boolean, defaultTimeout: number): OutgoingCall {
+    let id = this.methodIds.get(method);
+    if (id === undefined) {
+      if (typeof method !== "string" || method.length === 0) {
+        throw new TypeError("A method is named as Namespace.IService.Method.");
       }
-      if (!Array.isArray(args)) {
-        throw new TypeError(`The arguments of ${method} are an array, one element per parameter.`);
-      }
-      let source: AsyncIterable<unknown> | null = null;
-      let plain = args;
-      for (let i = 0; i < args.length; i++) {
-        if (isAsyncIterable(args[i])) {
-          if (source !== null) {
-            throw new TypeError(`${method} was given two stream arguments; a method takes at most one.`);
-          }
-          source = args[i] as AsyncIterable<unknown>;
-          plain = args.slice(0, i).concat(args.slice(i + 1));
-        }
-      }
-      const timeoutMs = options?.timeoutMs ?? defaultTimeout;
-      if (typeof timeoutMs !== "number" || !(timeoutMs >= 0)) {
-        throw new RangeError(`The timeoutMs of ${method} is ${timeoutMs}; it must be 0 (none) or more.`);
-      }
-      const signal = options?.signal ?? null;
-      if (signal !== null && signal.aborted) {
-        throw new MuxError(StatusCode.Canceled, `The call to ${method} was canceled before it started.`, { cause: signal.reason, notRun: true });
-      }
-      if (this.closing) {
-        throw new MuxError(StatusCode.Unavailable, `The Mux client for ${this.url} is closed.`, { notRun: true });
-      }
-      const metadata = options?.metadata === undefined ? null : validateMetadata(options.metadata);
-      const deadline = timeoutMs > 0 ? performance.now() + timeoutMs : Infinity;
-      const call = new OutgoingCall(method, id, plain, source, expectsStream, deadline, timeoutMs, signal, this.whyNotSent);
-      call.metadata = metadata;
-      return call;
-    } catch (error) {
-      this.lastCreateError = error;
-      return null;
+      id = methodId(method);
+      this.methodIds.set(method, id);
     }
+    if (!Array.isArray(args)) {
+      throw new TypeError(`The arguments of ${method} are an array, one element per parameter.`);
+    }
+    let source: AsyncIterable<unknown> | null = null;
+    let plain = args;
+    for (let i = 0; i < args.length; i++) {
+      if (isAsyncIterable(args[i])) {
+        if (source !== null) {
+          throw new TypeError(`${method} was given two stream arguments; a method takes at most one.`);
+        }
+        source = args[i] as AsyncIterable<unknown>;
+        plain = args.slice(0, i).concat(args.slice(i + 1));
+      }
+    }
+    const timeoutMs = options?.timeoutMs ?? defaultTimeout;
+    if (typeof timeoutMs !== "number" || !(timeoutMs >= 0) || timeoutMs > MAX_INT32) {
+      throw new RangeError(`The timeoutMs of ${method} is ${timeoutMs}; it must be from 0 (none) to ${MAX_INT32}.`);
+    }
+    const signal = options?.signal ?? null;
+    if (signal !== null && signal.aborted) {
+      throw new MuxError(StatusCode.Canceled, `The call to ${method} was canceled before it started.`, { cause: signal.reason, notRun: true });
+    }
+    if (this.closing) {
+      throw new MuxError(StatusCode.Unavailable, `The Mux client for ${this.url} is closed.`, { notRun: true });
+    }
+    const metadata = options?.metadata === undefined ? null : validateMetadata(options.metadata);
+    const deadline = timeoutMs > 0 ? performance.now() + timeoutMs : Infinity;
+    const call = new OutgoingCall(method, id, plain, source, expectsStream, deadline, timeoutMs, signal, this.whyNotSent);
+    call.metadata = metadata;
+    return call;
   }
 
   private readonly whyNotSent = (): string => {

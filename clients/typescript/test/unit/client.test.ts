@@ -142,7 +142,11 @@ test("connect rejects when nothing listens, and the client ends closed", async (
   assert.deepEqual(states, ["connecting", "closed"]);
 });
 
-test("metadata keys are checked at the call: reserved, repeated and invalid keys are refused", async (t) => {
+async function* numbers() {
+  yield 1;
+}
+
+test("a call's metadata, timeout and stream arguments are checked at the call, naming the fault", async (t) => {
   const peer = await RawPeer.listen();
   t.after(() => peer.close());
   const { client } = await connect(peer);
@@ -150,6 +154,8 @@ test("metadata keys are checked at the call: reserved, repeated and invalid keys
   await assert.rejects(client.call(ADD, [], { metadata: { "Mux-Trace": "x" } }), (e: unknown) => e instanceof TypeError && /reserved for Mux/.test(e.message));
   await assert.rejects(client.call(ADD, [], { metadata: { a: "1", A: "2" } }), (e: unknown) => e instanceof TypeError && /appears twice/.test(e.message));
   await assert.rejects(client.call(ADD, [], { metadata: { "has space": "1" } }), (e: unknown) => e instanceof TypeError && /printable ASCII/.test(e.message));
+  await assert.rejects(client.call(ADD, [], { timeoutMs: 2 ** 32 }), (e: unknown) => e instanceof RangeError && /timeoutMs of .* is 4294967296/.test(e.message));
+  await assert.rejects(client.call(ADD, [numbers(), numbers()]), (e: unknown) => e instanceof TypeError && /two stream arguments/.test(e.message));
 });
 
 test("a server's connection-level Error closes the connection and fails its calls with that code", async (t) => {
