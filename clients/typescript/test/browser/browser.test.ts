@@ -34,9 +34,10 @@ test("the client runs in headless Chromium against MapMux", async (t) => {
   assert.ok(server.httpUrl, "the test server serves no HTTP endpoint");
   browser = await puppeteer.launch({
     executablePath: chromium,
-    headless: true,
+    // The flags are given as they are, --headless included (puppeteer's own would say --headless=new).
+    headless: false,
     userDataDir: profile,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
   const page = await browser.newPage();
   const console: string[] = [];
