@@ -17,7 +17,8 @@ using Mux.TypeScriptTests;
 //   --http-port N      the HTTP port of /mux and the page (default 0)
 //   --www DIR          serve the files of DIR (the browser test's page and the client's bundle)
 //   --auth-token T     require this token in the client's Hello
-//   --keepalive-ms N   the server's KeepAliveInterval (and a KeepAliveTimeout of the same length)
+//   --keepalive-ms N   the server's KeepAliveInterval
+//   --keepalive-timeout-ms N  the server's KeepAliveTimeout
 // It prints "tcp-port=N" and "http-port=N" once it listens, then "ready". A line "stop" on stdin
 // stops it gracefully (GoAway, calls in flight finish); the end of stdin stops it too, so it never
 // outlives its test.
@@ -26,6 +27,7 @@ int httpPort = 0;
 string? www = null;
 string? authToken = null;
 int keepAliveMs = 0;
+int keepAliveTimeoutMs = 0;
 for (int i = 0; i + 1 < args.Length; i += 2)
 {
     switch (args[i])
@@ -35,6 +37,7 @@ for (int i = 0; i + 1 < args.Length; i += 2)
         case "--www": www = Path.GetFullPath(args[i + 1]); break;
         case "--auth-token": authToken = args[i + 1]; break;
         case "--keepalive-ms": keepAliveMs = int.Parse(args[i + 1], CultureInfo.InvariantCulture); break;
+        case "--keepalive-timeout-ms": keepAliveTimeoutMs = int.Parse(args[i + 1], CultureInfo.InvariantCulture); break;
         default: throw new ArgumentException($"Unknown argument {args[i]}.");
     }
 }
@@ -54,7 +57,11 @@ builder.Services.AddMuxServer(options =>
     if (keepAliveMs > 0)
     {
         options.KeepAliveInterval = TimeSpan.FromMilliseconds(keepAliveMs);
-        options.KeepAliveTimeout = TimeSpan.FromMilliseconds(keepAliveMs);
+    }
+
+    if (keepAliveTimeoutMs > 0)
+    {
+        options.KeepAliveTimeout = TimeSpan.FromMilliseconds(keepAliveTimeoutMs);
     }
 }).AddService<ITestService, TestService>(ServiceLifetime.Singleton);
 builder.Services.AddSingleton(provider => new TestService(() => provider.GetRequiredService<MuxServer>().ConnectionsAccepted));

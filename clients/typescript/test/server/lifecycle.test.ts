@@ -57,13 +57,14 @@ for (const [transport, urlOf] of transports) {
   });
 
   test(`${transport}: the server's keepalive Pings are answered, so a quiet connection stays open`, async (t) => {
-    const server = await TestServer.start(["--keepalive-ms", "150"]);
+    // A Ping after 100 quiet ms; no answer within 1 s would close the connection.
+    const server = await TestServer.start(["--keepalive-ms", "100", "--keepalive-timeout-ms", "1000"]);
     t.after(() => server.stop());
     const states: MuxClientState[] = [];
     const client = await MuxClient.connect(urlOf(server), { onStateChange: (s) => states.push(s) });
     t.after(() => client.close());
-    // Quiet for ten keepalive intervals: an unanswered Ping would close the connection after two.
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // Quiet for 2.5 s: an unanswered Ping would have closed the connection after 1.1 s.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
     assert.equal(await client.call(S + "ConnectionsAccepted"), 1);
     assert.deepEqual(states, ["connecting", "connected"]);
   });
@@ -72,9 +73,10 @@ for (const [transport, urlOf] of transports) {
     const server = await TestServer.start();
     t.after(() => server.stop());
     const states: MuxClientState[] = [];
-    const client = await MuxClient.connect(urlOf(server), { keepAliveIntervalMs: 50, keepAliveTimeoutMs: 300, onStateChange: (s) => states.push(s) });
+    const client = await MuxClient.connect(urlOf(server), { keepAliveIntervalMs: 50, keepAliveTimeoutMs: 1000, onStateChange: (s) => states.push(s) });
     t.after(() => client.close());
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // Quiet for 2.5 s: an unanswered Ping would have closed the connection after about 1.05 s.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
     assert.equal(await client.call(S + "ConnectionsAccepted"), 1);
     assert.deepEqual(states, ["connecting", "connected"]);
   });
