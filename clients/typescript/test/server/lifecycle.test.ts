@@ -57,14 +57,14 @@ for (const [transport, urlOf] of transports) {
   });
 
   test(`${transport}: the server's keepalive Pings are answered, so a quiet connection stays open`, async (t) => {
-    // A Ping after 100 quiet ms; no answer within 1 s would close the connection.
-    const server = await TestServer.start(["--keepalive-ms", "100", "--keepalive-timeout-ms", "1000"]);
+    // A Ping after 400 quiet ms; no answer within 1 s would close the connection.
+    const server = await TestServer.start(["--keepalive-ms", "400", "--keepalive-timeout-ms", "1000"]);
     t.after(() => server.stop());
     const states: MuxClientState[] = [];
     const client = await MuxClient.connect(urlOf(server), { onStateChange: (s) => states.push(s) });
     t.after(() => client.close());
-    // Quiet for 2.5 s: an unanswered Ping would have closed the connection after 1.1 s.
-    await new Promise((resolve) => setTimeout(resolve, 2500));
+    // Quiet for 3 s: an unanswered Ping would have closed the connection after 1.4 s.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
     assert.equal(await client.call(S + "ConnectionsAccepted"), 1);
     assert.deepEqual(states, ["connecting", "connected"]);
   });
