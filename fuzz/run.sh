@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Fuzzes one Mux target with AFL++ through SharpFuzz. Not part of CI's run (it takes as long as you
 # give it); see fuzz/README.md.
-#   bash fuzz/run.sh frames|server [minutes, default 30]
+#   bash fuzz/run.sh frames|server|client [minutes, default 30]
 # Installs what it needs: afl++ from the Debian packages, the sharpfuzz tool into fuzz/.tools.
 set -euo pipefail
-target=${1:?"usage: fuzz/run.sh frames|server [minutes]"}
+target=${1:?"usage: fuzz/run.sh frames|server|client [minutes]"}
 minutes=${2:-30}
 fuzz=$(cd "$(dirname "$0")" && pwd)
 out="$fuzz/out"
@@ -23,6 +23,9 @@ dotnet publish "$fuzz/Mux.Fuzz" -c Release -o "$out" --nologo -v quiet
 "$fuzz/.tools/sharpfuzz" "$out/Mux.dll"
 
 corpus="$fuzz/corpus"
+if [ "$target" = client ]; then
+  corpus="$fuzz/corpus-client" # what a server sends: a HelloAck, then answers and calls of its own
+fi
 findings="$fuzz/findings/$target"
 mkdir -p "$findings"
 export AFL_SKIP_CPUFREQ=1 AFL_NO_UI=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_SKIP_BIN_CHECK=1

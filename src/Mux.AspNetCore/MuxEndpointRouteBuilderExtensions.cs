@@ -66,7 +66,10 @@ public static class MuxEndpointRouteBuilderExtensions
         IServiceProvider services = endpoints.ServiceProvider;
         if (services.GetService<IServiceProviderIsService>() is not { } registered || !registered.IsService(typeof(MuxServer)))
         {
-            throw new InvalidOperationException("MapMux serves the Mux server of AddMuxServer, and none is registered. Call builder.Services.AddMuxServer() (from Mux.Hosting) and add the services it serves, for example .AddService<IMyService, MyService>(), before building the application.");
+            throw new InvalidOperationException(
+                "MapMux serves the Mux server of AddMuxServer, and none is registered. Call builder.Services.AddMuxServer() " +
+                "(from Mux.Hosting) and add the services it serves, for example .AddService<IMyService, MyService>(), " +
+                "before building the application.");
         }
 
         ILogger logger = (services.GetService<ILoggerFactory>() ?? NullLoggerFactory.Instance).CreateLogger(MuxWebSocketEndpoint.LogCategory);
@@ -79,9 +82,10 @@ public static class MuxEndpointRouteBuilderExtensions
         {
             options.ServesHostEndpoints = true;
 
-            // Once per application: the drain must begin before the web server waits for its
-            // requests, and a WebSocket's lasts as long as its connection.
-            services.GetService<IHostApplicationLifetime>()?.ApplicationStopping.Register(static state => ((MuxWebSocketEndpoint)state!).BeginStop(), endpoint);
+            // Once per application: the drain must begin before the web server waits for its requests, and a
+            // WebSocket's lasts as long as its connection.
+            services.GetService<IHostApplicationLifetime>()?.ApplicationStopping.Register(
+                static state => ((MuxWebSocketEndpoint)state!).BeginStop(), endpoint);
         }
 
         IApplicationBuilder pipeline = endpoints.CreateApplicationBuilder();

@@ -10,7 +10,7 @@ internal static class DiagnosticDescriptors
     public static readonly DiagnosticDescriptor UnsupportedReturnType = new(
         id: "MUX001",
         title: "Mux service method has an unsupported return type",
-        messageFormat: "Method '{0}' of Mux service '{1}' returns '{2}'. A Mux service method must return Task, Task<T>, ValueTask or ValueTask<T>, or IAsyncEnumerable<T> to stream its results; change the return type.",
+        messageFormat: "Method '{0}' of Mux service '{1}' returns {2}. A Mux service method must return Task, Task<T>, ValueTask or ValueTask<T>, or IAsyncEnumerable<T> to stream its results; {3}.",
         category: Category,
         defaultSeverity: DiagnosticSeverity.Error,
         isEnabledByDefault: true);

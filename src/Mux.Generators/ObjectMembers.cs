@@ -140,6 +140,12 @@ internal static class ObjectMembers
                 continue;
             }
 
+            if (TypeNames.ContainsPointer(TypeOf(member)))
+            {
+                problems?.Add((member, $"Member '{member.Name}' has the type '{TypeNames.ForMessage(TypeOf(member))}', which is or holds a pointer: an address means nothing on the other side (and generated code cannot name the type outside unsafe code), so mark it [IgnoreMember] or serialize the values it points at"));
+                continue;
+            }
+
             switch (value)
             {
                 case int index when index < 0:

@@ -88,6 +88,15 @@ internal static class ServiceParser
                     continue;
                 }
 
+                // So does an inherited member the service (or an interface between) gives a body
+                // (Task<int> IBase.R() => ...): the proxy need not implement it, and the service does
+                // not serve it, as for a body declared on the service. Without one most specific body
+                // (two, or one made abstract again) the proxy must implement it: it stays a call.
+                if (!SymbolEqualityComparer.Default.Equals(declaring, service) && service.FindImplementationForInterfaceMember(member) is { IsAbstract: false })
+                {
+                    continue;
+                }
+
                 switch (member)
                 {
                     case IMethodSymbol { MethodKind: MethodKind.Ordinary } method:
@@ -279,31 +288,53 @@ internal static class ServiceParser
         }
 
         ITypeSymbol returnType = method.ReturnType;
-        bool byValue = !method.ReturnsByRef && !method.ReturnsByRefReadonly;
-        if (byValue && KnownTypes.Is(returnType, known.Task))
+        bool supported = true;
+        if (KnownTypes.Is(returnType, known.Task))
         {
             returnKind = ReturnKind.Task;
         }
-        else if (byValue && KnownTypes.Is(returnType, known.ValueTask))
+        else if (KnownTypes.Is(returnType, known.ValueTask))
         {
             returnKind = ReturnKind.ValueTask;
         }
         // Task<IAsyncEnumerable<T>> is not a stream: MessagePack has no formatter for its result.
-        else if (byValue && (KnownTypes.Is(returnType, known.TaskOfT) || KnownTypes.Is(returnType, known.ValueTaskOfT))
+        else if ((KnownTypes.Is(returnType, known.TaskOfT) || KnownTypes.Is(returnType, known.ValueTaskOfT))
             && known.StreamItemType(((INamedTypeSymbol)returnType).TypeArguments[0]) is null)
         {
             returnKind = KnownTypes.Is(returnType, known.TaskOfT) ? ReturnKind.TaskOfT : ReturnKind.ValueTaskOfT;
             resultType = ((INamedTypeSymbol)returnType).TypeArguments[0];
         }
-        else if (byValue && known.StreamItemType(returnType) is { } streamed)
+        else if (known.StreamItemType(returnType) is { } streamed)
         {
             returnKind = ReturnKind.Stream;
             resultType = streamed;
         }
         else
         {
+            supported = false;
+        }
+
+        // Returned by reference: the message names the reference, whose removal is the whole fix
+        // when the type is right (ref Task M()).
+        if (method.ReturnsByRef || method.ReturnsByRefReadonly)
+        {
+            string modifier = method.ReturnsByRefReadonly ? "ref readonly" : "ref";
+            Add(DiagnosticDescriptors.UnsupportedReturnType, location, shortName, serviceName,
+                $"'{TypeNames.ForMessage(returnType)}' by reference ('{modifier}')",
+                supported ? $"remove '{modifier}' to return it by value" : $"remove '{modifier}' and change the return type");
             ok = false;
-            Add(DiagnosticDescriptors.UnsupportedReturnType, location, shortName, serviceName, TypeNames.ForMessage(returnType));
+        }
+        else if (!supported)
+        {
+            ok = false;
+            Add(DiagnosticDescriptors.UnsupportedReturnType, location, shortName, serviceName, $"'{TypeNames.ForMessage(returnType)}'", "change the return type");
+        }
+
+        if (resultType is not null && TypeNames.ContainsPointer(resultType))
+        {
+            ok = false;
+            Add(DiagnosticDescriptors.InvalidDeclaration, location, methodName,
+                $"Its result has the type '{TypeNames.ForMessage(resultType)}', which is or holds a pointer: an address means nothing on the other side, so return the values it points at (an array or ReadOnlyMemory<T>)");
         }
 
         bool sawToken = false;
@@ -331,6 +362,15 @@ internal static class ServiceParser
                 ok = false;
                 Add(DiagnosticDescriptors.InvalidDeclaration, parameterLocation, methodName,
                     $"Its parameter '{parameter.Name}' is a '{TypeNames.ForMessage(parameter.Type)}', a ref struct, which cannot be kept until it is sent: use an array or ReadOnlyMemory<T>");
+            }
+
+            // An address means nothing on the peer, and the generated code (no unsafe context)
+            // could not even name the type: the user's build would fail in the generated file.
+            if (TypeNames.ContainsPointer(parameter.Type))
+            {
+                ok = false;
+                Add(DiagnosticDescriptors.InvalidDeclaration, parameterLocation, methodName,
+                    $"Its parameter '{parameter.Name}' has the type '{TypeNames.ForMessage(parameter.Type)}', which is or holds a pointer: an address means nothing on the other side, so send the values it points at (an array or ReadOnlyMemory<T>)");
             }
 
             if (parameter.Type.TypeKind == TypeKind.Dynamic)

@@ -33,8 +33,9 @@ internal static class TypeNames
     /// <summary>
     /// The full name of a type as method ids use it: namespace, containing types and name joined
     /// with '.', generic arguments in angle brackets separated by ',' (no spaces), arrays with
-    /// "[]". No <c>global::</c>, no keywords (System.Int32, not int), no nullable annotations
-    /// (a nullable value type is System.Nullable&lt;T&gt;).
+    /// "[]". No <c>global::</c>, no keywords (System.Int32, not int), no '@' before a name that is a
+    /// keyword (Audit.event, not Audit.@event), no nullable annotations (a nullable value type is
+    /// System.Nullable&lt;T&gt;).
     /// </summary>
     public static string IdName(ITypeSymbol type)
     {
@@ -66,10 +67,11 @@ internal static class TypeNames
                 }
                 else if (named.ContainingNamespace is { IsGlobalNamespace: false } ns)
                 {
-                    builder.Append(ns.ToDisplayString()).Append('.');
+                    AppendIdName(builder, ns);
+                    builder.Append('.');
                 }
 
-                builder.Append(named.Name);
+                builder.Append(named.Name); // The name itself: a keyword without its '@'.
                 if (named.TypeArguments.Length > 0)
                 {
                     builder.Append('<');
@@ -92,6 +94,29 @@ internal static class TypeNames
                 return;
         }
     }
+
+    /// <summary>The namespace's names joined with '.', as protocol.md spells them: a keyword
+    /// namespace (<c>Audit.@event</c>) without C#'s '@' (<c>Audit.event</c>), unlike ToDisplayString.</summary>
+    private static void AppendIdName(StringBuilder builder, INamespaceSymbol ns)
+    {
+        if (ns.ContainingNamespace is { IsGlobalNamespace: false } parent)
+        {
+            AppendIdName(builder, parent);
+            builder.Append('.');
+        }
+
+        builder.Append(ns.Name);
+    }
+
+    /// <summary>Whether the type is, or holds, a pointer or function pointer (as an array's element
+    /// or a type argument): a type only unsafe code can name.</summary>
+    public static bool ContainsPointer(ITypeSymbol type) => type switch
+    {
+        IPointerTypeSymbol or IFunctionPointerTypeSymbol => true,
+        IArrayTypeSymbol array => ContainsPointer(array.ElementType),
+        INamedTypeSymbol named => named.TypeArguments.Any(ContainsPointer) || (named.ContainingType is { } outer && ContainsPointer(outer)),
+        _ => false,
+    };
 
     /// <summary>A file name for generated source: the type's full name, '+' between nested types.</summary>
     public static string HintName(INamedTypeSymbol type, string suffix)

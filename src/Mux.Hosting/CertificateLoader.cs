@@ -7,9 +7,8 @@ namespace Mux.Hosting;
 /// name the configuration key and say what to fix.</summary>
 internal static class CertificateLoader
 {
-    /// <param name="configuration">The bound section.</param>
-    /// <param name="key">The section's path, for example "Mux:Server:Tls:Certificate".</param>
-    /// <param name="contentRoot">What relative paths are relative to; null for the current directory.</param>
+    /// <summary>Loads the certificate; <paramref name="key"/> is the section's path for messages ("Mux:Server:Tls:Certificate"),
+    /// and relative paths are relative to <paramref name="contentRoot"/>, or to the current directory when it is null.</summary>
     /// <exception cref="InvalidOperationException">The section names no certificate, or it cannot be loaded.</exception>
     public static X509Certificate2 Load(MuxCertificateConfiguration configuration, string key, string? contentRoot)
     {
@@ -28,7 +27,8 @@ internal static class CertificateLoader
             return LoadFromStore(configuration, key);
         }
 
-        throw new InvalidOperationException($"{key} names no certificate. Set {key}:Path (and Password, or KeyPath for PEM) or {key}:Subject (with Store and Location).");
+        throw new InvalidOperationException(
+            $"{key} names no certificate. Set {key}:Path (and Password, or KeyPath for PEM) or {key}:Subject (with Store and Location).");
     }
 
     private static X509Certificate2 LoadFile(MuxCertificateConfiguration configuration, string key, string? contentRoot)
@@ -54,14 +54,20 @@ internal static class CertificateLoader
             if (!certificate.HasPrivateKey)
             {
                 certificate.Dispose();
-                throw new InvalidOperationException($"The certificate in {path} ({key}:Path) has no private key. Use a PKCS#12 file that includes it, or set {key}:KeyPath to the PEM key.");
+                throw new InvalidOperationException(
+                    $"The certificate in {path} ({key}:Path) has no private key. " +
+                    $"Use a PKCS#12 file that includes it, or set {key}:KeyPath to the PEM key.");
             }
 
             return certificate;
         }
         catch (CryptographicException ex)
         {
-            throw new InvalidOperationException($"The certificate {path} ({key}:Path) could not be loaded: {ex.Message} Check {key}:Password{(keyPath is not null ? $" and {key}:KeyPath" : pem ? $", or set {key}:KeyPath if the key is not in the certificate's file" : string.Empty)}.", ex);
+            string alsoCheck = keyPath is not null ? $" and {key}:KeyPath"
+                : pem ? $", or set {key}:KeyPath if the key is not in the certificate's file"
+                : string.Empty;
+            throw new InvalidOperationException(
+                $"The certificate {path} ({key}:Path) could not be loaded: {ex.Message} Check {key}:Password{alsoCheck}.", ex);
         }
     }
 
@@ -89,13 +95,16 @@ internal static class CertificateLoader
     }
 
     private static string Resolve(string path, string? contentRoot) =>
-        contentRoot is null || System.IO.Path.IsPathRooted(path) ? System.IO.Path.GetFullPath(path) : System.IO.Path.GetFullPath(System.IO.Path.Combine(contentRoot, path));
+        contentRoot is null || System.IO.Path.IsPathRooted(path)
+            ? System.IO.Path.GetFullPath(path)
+            : System.IO.Path.GetFullPath(System.IO.Path.Combine(contentRoot, path));
 
     private static X509Certificate2 LoadFromStore(MuxCertificateConfiguration configuration, string key)
     {
         StoreLocation location = StoreLocation.CurrentUser;
         // Enum.TryParse also takes a number, which X509Store refuses with a message that names no key.
-        if (configuration.Location is not null && (!Enum.TryParse(configuration.Location, ignoreCase: true, out location) || !Enum.IsDefined(location)))
+        if (configuration.Location is not null
+            && (!Enum.TryParse(configuration.Location, ignoreCase: true, out location) || !Enum.IsDefined(location)))
         {
             throw new InvalidOperationException($"{key}:Location is '{configuration.Location}'; it must be CurrentUser or LocalMachine.");
         }
@@ -109,13 +118,14 @@ internal static class CertificateLoader
         }
         catch (CryptographicException ex)
         {
-            throw new InvalidOperationException($"The certificate store {location}/{storeName} ({key}:Location, {key}:Store) could not be opened: {ex.Message}", ex);
+            throw new InvalidOperationException(
+                $"The certificate store {location}/{storeName} ({key}:Location, {key}:Store) could not be opened: {ex.Message}", ex);
         }
 
-        X509Certificate2Collection found = store.Certificates.Find(X509FindType.FindBySubjectName, configuration.Subject!, validOnly: !allowInvalid);
-        // Of several certificates, the one that expires last. Without AllowInvalid, Find has already
-        // dropped every certificate whose chain does not build, which includes one outside its
-        // validity period, so no clock is read here.
+        X509Certificate2Collection found = store.Certificates.Find(
+            X509FindType.FindBySubjectName, configuration.Subject!, validOnly: !allowInvalid);
+        // Of several certificates, the one that expires last. Without AllowInvalid, Find has already dropped every one
+        // whose chain does not build, which includes one outside its validity period, so no clock is read here.
         X509Certificate2? best = null;
         foreach (X509Certificate2 candidate in found)
         {
@@ -134,6 +144,9 @@ internal static class CertificateLoader
         }
 
         return best ?? throw new InvalidOperationException(
-            $"No certificate with a private key and the subject '{configuration.Subject}' ({key}:Subject) was found in {location}/{storeName}{(allowInvalid ? string.Empty : " that is currently valid and trusted (set " + key + ":AllowInvalid to true for a self-signed or expired one)")}.");
+            $"No certificate with a private key and the subject '{configuration.Subject}' ({key}:Subject) was found in {location}/{storeName}" +
+            (allowInvalid
+                ? string.Empty
+                : $" that is currently valid and trusted (set {key}:AllowInvalid to true for a self-signed or expired one)") + ".");
     }
 }

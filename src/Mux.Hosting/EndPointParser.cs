@@ -18,7 +18,8 @@ internal static class EndPointParser
     {
         if (!TrySplit(value, out string host, out int port, out bool bracketed))
         {
-            throw Invalid(value, key, "an IP address or localhost, a colon and a port, for example 127.0.0.1:5000, [::1]:5000, 0.0.0.0:5000 or localhost:5000");
+            throw Invalid(
+                value, key, "an IP address or localhost, a colon and a port, for example 127.0.0.1:5000, [::1]:5000, 0.0.0.0:5000 or localhost:5000");
         }
 
         if (IPAddress.TryParse(host, out IPAddress? address) && (!bracketed || address.AddressFamily == AddressFamily.InterNetworkV6))
@@ -31,7 +32,11 @@ internal static class EndPointParser
             return new IPEndPoint(IPAddress.Loopback, port);
         }
 
-        throw Invalid(value, key, "an IP address or localhost to listen on (a server binds an address, not a host name), for example 127.0.0.1:5000, [::1]:5000, 0.0.0.0:5000 or localhost:5000");
+        throw Invalid(
+            value,
+            key,
+            "an IP address or localhost to listen on (a server binds an address, not a host name), " +
+            "for example 127.0.0.1:5000, [::1]:5000, 0.0.0.0:5000 or localhost:5000");
     }
 
     /// <summary>Parses a server address to connect to: an IP address or a host name, and a port.</summary>
@@ -41,7 +46,8 @@ internal static class EndPointParser
     /// <exception cref="InvalidOperationException">The value is not a host and a port from 1 to 65535.</exception>
     public static EndPoint ParseConnect(string value, string key)
     {
-        const string Expected = "a host name or IP address, a colon and a port from 1 to 65535, for example 127.0.0.1:5000, [::1]:5000 or localhost:5000";
+        const string Expected =
+            "a host name or IP address, a colon and a port from 1 to 65535, for example 127.0.0.1:5000, [::1]:5000 or localhost:5000";
         if (!TrySplit(value, out string host, out int port, out bool bracketed) || port == 0)
         {
             throw Invalid(value, key, Expected);
@@ -60,16 +66,16 @@ internal static class EndPointParser
         throw Invalid(value, key, Expected);
     }
 
-    // A name whose last label is all digits (10.0.0.256) is a mistyped address, not a host name (a
-    // top-level domain is never all-numeric, RFC 3696): DNS would only fail to find it, later.
+    // A name whose last label is all digits (10.0.0.256) is a mistyped address, not a host name (a top-level domain is
+    // never all-numeric, RFC 3696): DNS would only fail to find it, later.
     private static bool EndsInNumber(string host)
     {
         ReadOnlySpan<char> last = host.AsSpan(host.LastIndexOf('.') + 1);
         return !last.IsEmpty && !last.ContainsAnyExceptInRange('0', '9');
     }
 
-    // Splits "host:port" or "[ipv6]:port". An IPv6 address must be in brackets, since its own
-    // colons would make the port ambiguous.
+    // Splits "host:port" or "[ipv6]:port". An IPv6 address must be in brackets, since its own colons would make the
+    // port ambiguous.
     private static bool TrySplit(string value, out string host, out int port, out bool bracketed)
     {
         host = string.Empty;
@@ -88,7 +94,8 @@ internal static class EndPointParser
             host = host[1..^1];
             bracketed = true;
         }
-        else if (host.Contains(':', StringComparison.Ordinal) || host.Contains('[', StringComparison.Ordinal) || host.Contains(']', StringComparison.Ordinal))
+        else if (host.Contains(':', StringComparison.Ordinal) || host.Contains('[', StringComparison.Ordinal)
+            || host.Contains(']', StringComparison.Ordinal))
         {
             return false;
         }

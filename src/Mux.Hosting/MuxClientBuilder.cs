@@ -33,9 +33,8 @@ public sealed class MuxClientBuilder
     public MuxClientBuilder AddProxy<TService>()
         where TService : class
     {
-        // From the holder, not DI's MuxClient singleton: a thread that makes the client by
-        // resolving MuxClient holds DI's lock on it while the client's services are made, one of
-        // which may inject this proxy, which another thread may be resolving.
+        // From the holder, not DI's MuxClient singleton: a thread that makes the client by resolving MuxClient holds DI's
+        // lock on it while the client's services are made, and one of them may inject this proxy on another thread.
         Services.TryAddSingleton(static services => services.GetRequiredService<MuxClientHolder>().GetClient().CreateProxy<TService>());
         return this;
     }
@@ -51,25 +50,20 @@ public sealed class MuxClientBuilder
     /// </summary>
     /// <remarks>
     /// <para>
-    /// The client connects while its services are made, and serves each from when it is added: a
-    /// call the server makes to one before that fails (the client answers that it does not serve
-    /// the method, which the server's handler gets as <see cref="MuxRemoteException"/>). Only calls
-    /// that reach the server in that window can cause one: those a service makes through the
-    /// client's proxies while it is being made (from its constructor), and those of another thread
-    /// that resolved the client or a proxy meanwhile, which gets the client at once, as waiting for
-    /// its services could deadlock (they may need what that thread is resolving). Calls made once
-    /// the host has started (which makes the client) keep out of it.
+    /// The client connects while its services are made, and serves each from when it is added: a call the server makes to
+    /// one before that fails (the client answers that it does not serve the method, which the server's handler gets as
+    /// <see cref="MuxRemoteException"/>). Only calls that reach the server in that window can cause one: those a service
+    /// makes through the client's proxies from its constructor, and those of another thread that resolved the client or a
+    /// proxy meanwhile, which gets the client at once, as waiting for its services could deadlock. Calls made once the host
+    /// has started (which makes the client) keep out of it.
     /// </para>
     /// <para>
-    /// If <typeparamref name="TImplementation"/> cannot be made (its constructor, or one of its
-    /// dependencies, throws), the resolve that creates the client (the host's start, or the first
-    /// <see cref="MuxClient"/> or proxy resolved) fails with that exception, as it is, and the
-    /// half-made client is closed: nothing stays connected. The next resolve tries again, as DI
-    /// does for a singleton whose constructor threw; but if the failing service (or one made before
-    /// it) had already injected the client's proxies, or another thread had resolved the client or
-    /// a proxy meanwhile (it gets the client while its services are added, as waiting for them
-    /// could deadlock), DI keeps them bound to the closed client, so later creations fail with
-    /// <see cref="InvalidOperationException"/> whose inner exception is the first failure.
+    /// If <typeparamref name="TImplementation"/> cannot be made (its constructor, or one of its dependencies, throws), the
+    /// resolve that creates the client (the host's start, or the first <see cref="MuxClient"/> or proxy resolved) fails
+    /// with that exception, as it is, and the half-made client is closed: nothing stays connected. The next resolve tries
+    /// again, as DI does for a singleton whose constructor threw; but if the client had been handed out meanwhile (a
+    /// service made before injected its proxies, or another thread resolved it), DI keeps it bound to the closed client,
+    /// so later creations fail with <see cref="InvalidOperationException"/> whose inner exception is the first failure.
     /// </para>
     /// </remarks>
     /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface.</typeparam>
@@ -88,7 +82,10 @@ public sealed class MuxClientBuilder
             {
                 return registration.ImplementationType == typeof(TImplementation)
                     ? this
-                    : throw new InvalidOperationException($"{typeof(TService).FullName} is already served by {registration.ImplementationType.FullName}; the Mux client serves each interface with one implementation, so it cannot also be {typeof(TImplementation).FullName}. Remove one of the AddService calls.");
+                    : throw new InvalidOperationException(
+                        $"{typeof(TService).FullName} is already served by {registration.ImplementationType.FullName}; the Mux client " +
+                        $"serves each interface with one implementation, so it cannot also be {typeof(TImplementation).FullName}. " +
+                        "Remove one of the AddService calls.");
             }
         }
 
@@ -117,7 +114,8 @@ public sealed class MuxClientBuilder
     {
         Services.TryAddSingleton<TInterceptor>();
         Services.AddSingleton(new MuxInterceptorRegistration(typeof(TInterceptor), ForServer: false));
-        Services.TryAddEnumerable(ServiceDescriptor.Singleton<Microsoft.Extensions.Options.IPostConfigureOptions<MuxClientOptions>, MuxInterceptorSetup>());
+        Services.TryAddEnumerable(
+            ServiceDescriptor.Singleton<Microsoft.Extensions.Options.IPostConfigureOptions<MuxClientOptions>, MuxInterceptorSetup>());
         return this;
     }
 

@@ -7,20 +7,16 @@ using Microsoft.Extensions.Options;
 
 namespace Mux.Hosting;
 
-/// <summary>Creates the one shared client of AddMuxClient on first use (the host's start, or a
-/// proxy resolved earlier) and backs the <see cref="MuxClient"/> singleton.</summary>
-/// <remarks>It takes its options from <paramref name="provider"/> when it makes the client, not in
-/// its constructor: making them (the logger factory, for one) may need the client, and only
-/// <see cref="GetClient"/> can tell that recursion from a first request.</remarks>
+/// <summary>Creates the one shared client of AddMuxClient on first use and backs the <see cref="MuxClient"/> singleton.
+/// It takes its options when it makes the client, not in its constructor: making them may need the client, and only
+/// <see cref="GetClient"/> can tell that recursion from a first request.</summary>
 internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposable, IDisposable
 {
-    // Held to make the client's options and the client, never while its services are made: they
-    // may need what another thread is resolving (DI's lock on a proxy, or on a service that
-    // injects one) while that thread asks for the client.
+    // Held to make the options and the client, never while its services are made: they may need a DI lock held by a
+    // thread that asks for the client.
     private readonly Lock _lock = new();
 
-    // Held only to set or read _stopped with _client, never while the client is made: a client
-    // made while the host stopped is closed, not kept.
+    // Held only to set or read _stopped with _client, never while the client is made: one made as the host stopped is closed.
     private readonly Lock _stopLock = new();
 
     // Set once, under _lock, with every AddService applied; read without it afterwards.
@@ -29,8 +25,7 @@ internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposa
     // Under _lock: the options (and with them the interceptors) are being made for the client.
     private bool _creating;
 
-    // Under _lock: the client whose services are being added, and whether it was handed out
-    // meanwhile (to a service that injects its proxies, or to another thread: DI keeps it for good).
+    // Under _lock: the client whose services are being added, and whether it was handed out meanwhile (DI keeps it then).
     private MuxClient? _pending;
     private bool _handedOut;
 
@@ -40,13 +35,11 @@ internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposa
     // Under _stopLock: the host has stopped the client; none is made (or kept) from now on.
     private bool _stopped;
 
-    /// <summary>The client if it has been created; null before.</summary>
     public MuxClient? Client => _client;
 
-    /// <summary>The client, created and connecting in the background on the first call. Calls made
-    /// before its connection is up wait for it (within MuxClientOptions.CallTimeout). If one of its
-    /// services cannot be made, the half-made client is closed and the failure thrown as it is;
-    /// the next call tries again, unless the client had been handed out (see _failure).</summary>
+    /// <summary>The client, created and connecting in the background on the first call. If one of its services cannot
+    /// be made, the half-made client is closed and the failure thrown as it is; the next call tries again, unless the
+    /// client had been handed out (see _failure).</summary>
     public MuxClient GetClient()
     {
         if (_client is { } client)
@@ -62,9 +55,8 @@ internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposa
                 return made;
             }
 
-            // Asked while the services are added: on this thread, an implementation injects the
-            // client's proxies (Lock is reentrant); on another, waiting for them could deadlock
-            // (see _lock). Either gets the client being set up.
+            // Asked while the services are added: on this thread, an implementation injects the client's proxies (Lock is
+            // reentrant); on another, waiting for them could deadlock. Either gets the client being set up.
             if (_pending is { } pending)
             {
                 _handedOut = true;
@@ -73,15 +65,22 @@ internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposa
 
             if (_failure is not null)
             {
-                throw new InvalidOperationException($"The Mux client of AddMuxClient could not be created: {_failure.Message} It had already been handed out (to a service that injects its proxies, or to another thread meanwhile), which keeps it, so it was closed and is not made again; fix the failure and restart.", _failure);
+                throw new InvalidOperationException(
+                    $"The Mux client of AddMuxClient could not be created: {_failure.Message} It had already been handed out " +
+                    "(to a service that injects its proxies, or to another thread meanwhile), which keeps it, so it was closed " +
+                    "and is not made again; fix the failure and restart.",
+                    _failure);
             }
 
-            // Back here on this thread before the client exists: something its options resolve
-            // needs the client. Going on would recurse until DI's stack guard moves the
-            // recursion to another thread, which then waits for _lock forever.
+            // Back here on this thread before the client exists: something its options resolve needs the client. Going
+            // on would recurse until DI's stack guard moves the recursion to another thread, which then waits forever.
             if (_creating)
             {
-                throw new InvalidOperationException("MuxClient (or one of its proxies) was requested while it is being created: something the client needs before it exists depends on it, such as an interceptor added with AddInterceptor, a logger provider (the client's options take the logger factory), or a service that one depends on. These must not depend on the client or its proxies; one that needs them can take IServiceProvider and resolve them when it is used.");
+                throw new InvalidOperationException(
+                    "MuxClient (or one of its proxies) was requested while it is being created: something the client needs " +
+                    "before it exists depends on it, such as an interceptor added with AddInterceptor, a logger provider " +
+                    "(the client's options take the logger factory), or a service that one depends on. These must not depend " +
+                    "on the client or its proxies; one that needs them can take IServiceProvider and resolve them when it is used.");
             }
 
             _creating = true;
@@ -97,7 +96,10 @@ internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposa
 
             if (clientOptions.EndPoint is null && clientOptions.EndPoints.Count == 0 && clientOptions.EndPointResolver is null)
             {
-                throw new InvalidOperationException("MuxClientOptions.EndPoint is not set. Set it in AddMuxClient(o => o.EndPoint = new IPEndPoint(IPAddress.Loopback, 5000)) or with the configuration key Mux:Client:Connect, for example \"127.0.0.1:5000\"; for several instances, set Service (Mux:Client:Service, for example \"mux://users\") or EndPoints.");
+                throw new InvalidOperationException(
+                    "MuxClientOptions.EndPoint is not set. Set it in AddMuxClient(o => o.EndPoint = new IPEndPoint(IPAddress.Loopback, 5000)) " +
+                    "or with the configuration key Mux:Client:Connect, for example \"127.0.0.1:5000\"; for several instances, " +
+                    "set Service (Mux:Client:Service, for example \"mux://users\") or EndPoints.");
             }
 
             ThrowIfStopped(); // Its options took long enough for the host to stop meanwhile.
@@ -105,7 +107,8 @@ internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposa
             {
                 created = MuxClient.Create(clientOptions); // Out-of-range options fail here.
             }
-            catch (InvalidOperationException ex) when (MuxConfigurationValues.NameKey(ex, provider.GetService<IConfiguration>(), MuxClientConfiguration.SectionName, nameof(MuxClientOptions)) is { } named)
+            catch (InvalidOperationException ex) when (MuxConfigurationValues.NameKey(
+                ex, provider.GetService<IConfiguration>(), MuxClientConfiguration.SectionName, nameof(MuxClientOptions)) is { } named)
             {
                 throw named;
             }
@@ -151,7 +154,8 @@ internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposa
                 if (_stopped)
                 {
                     Close(created);
-                    throw new ObjectDisposedException(nameof(MuxClient), "The host stopped while the Mux client of AddMuxClient was being created; it has been closed.");
+                    throw new ObjectDisposedException(
+                        nameof(MuxClient), "The host stopped while the Mux client of AddMuxClient was being created; it has been closed.");
                 }
 
                 _client = created;
@@ -161,8 +165,7 @@ internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposa
         return created;
     }
 
-    /// <summary>Marks the client stopped, so that none is made from now on, and returns it if it
-    /// was made.</summary>
+    /// <summary>Marks the client stopped, so that none is made from now on, and returns it if it was made.</summary>
     public MuxClient? Stop()
     {
         lock (_stopLock)
@@ -190,10 +193,9 @@ internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposa
         ?? options.EndPointResolver?.ToString()
         ?? (options.EndPoints.Count > 0 ? string.Join(", ", options.EndPoints) : "?");
 
-    /// <summary>Closes the client when the service provider is disposed: proxies resolved without a
-    /// host (and so without its hosted service) take the client from here, not from DI's singleton.
-    /// <see cref="MuxClientCloser"/> does so first, once the client is made; this stops a client
-    /// being made as the provider is disposed.</summary>
+    /// <summary>Closes the client when the service provider is disposed: proxies resolved without a host take it from here.
+    /// <see cref="MuxClientCloser"/> does so first, once the client is made; this stops a client being made as the
+    /// provider is disposed.</summary>
     public ValueTask DisposeAsync() => Stop() is { } client ? client.DisposeAsync() : default;
 
     /// <summary>As <see cref="DisposeAsync"/>, for a provider disposed synchronously: the client
@@ -212,12 +214,9 @@ internal sealed class MuxClientHolder(IServiceProvider provider) : IAsyncDisposa
 }
 
 /// <summary>
-/// Closes the client of AddMuxClient when the service provider is disposed, before the services it
-/// serves to its server (AddService). DI disposes what it made in the reverse order it made it; the
-/// holder (and the hosted service) were made before those services, so a provider disposed without
-/// the host stopping the client first (a provider built in a test or a console application, a host
-/// disposed without StopAsync) disposed them while the server could still call them. The holder
-/// resolves this once they are made: it is disposed first.
+/// Closes the client of AddMuxClient when the service provider is disposed, before the services it serves to its server
+/// (AddService). DI disposes in the reverse order it made things, and the holder was made before those services; the
+/// holder resolves this closer once they are made, so that it is disposed first and the server cannot call them then.
 /// </summary>
 internal sealed class MuxClientCloser(MuxClientHolder holder) : IAsyncDisposable, IDisposable
 {
@@ -229,9 +228,8 @@ internal sealed class MuxClientCloser(MuxClientHolder holder) : IAsyncDisposable
 }
 
 /// <summary>
-/// Starts the shared <see cref="MuxClient"/> of AddMuxClient when the host starts, without waiting
-/// for the server (the client connects and reconnects in the background, and logs each change
-/// itself), and disposes it when the host stops.
+/// Starts the shared <see cref="MuxClient"/> of AddMuxClient when the host starts, without waiting for the server (the
+/// client connects in the background and logs each change itself), and disposes it when the host stops.
 /// </summary>
 internal sealed class MuxClientHostedService(
     IOptions<MuxClientOptions> options,

@@ -39,7 +39,6 @@ internal abstract class MuxConnectionConfiguration
 /// key leaves the option at its default.</summary>
 internal sealed class MuxServerConfiguration : MuxConnectionConfiguration
 {
-    /// <summary>The section's path.</summary>
     public const string SectionName = "Mux:Server";
 
     /// <summary>"host:port" to listen on, parsed into <see cref="MuxServerOptions.EndPoint"/>.</summary>
@@ -71,7 +70,6 @@ internal sealed class MuxServerConfiguration : MuxConnectionConfiguration
 /// key leaves the option at its default.</summary>
 internal sealed class MuxClientConfiguration : MuxConnectionConfiguration
 {
-    /// <summary>The section's path.</summary>
     public const string SectionName = "Mux:Client";
 
     /// <summary>"host:port" of the server, parsed into <see cref="MuxClientOptions.EndPoint"/>.</summary>

@@ -9,13 +9,12 @@ namespace Mux.Hosting;
 internal sealed record MuxInterceptorRegistration(Type InterceptorType, bool ForServer);
 
 /// <summary>
-/// The last configure step of the options: appends the interceptors added through the builders,
-/// resolved from dependency injection, in the order they were added, after those the configure
-/// delegates put in <see cref="MuxServerOptions.Interceptors"/> or
-/// <see cref="MuxClientOptions.Interceptors"/>. Runs once per options object (the host's singleton),
-/// so each interceptor is resolved once, when the server or client is created.
+/// The last configure step of the options: appends the interceptors added through the builders, resolved from DI in the
+/// order they were added, after those the configure delegates put in the options. Runs once per options object (the
+/// host's singleton), so each interceptor is resolved once, when the server or client is created.
 /// </summary>
-internal sealed class MuxInterceptorSetup(IServiceProvider services) : IPostConfigureOptions<MuxServerOptions>, IPostConfigureOptions<MuxClientOptions>
+internal sealed class MuxInterceptorSetup(IServiceProvider services)
+    : IPostConfigureOptions<MuxServerOptions>, IPostConfigureOptions<MuxClientOptions>
 {
     public void PostConfigure(string? name, MuxServerOptions options) => Append(options.Interceptors, forServer: true);
 

@@ -113,18 +113,12 @@ internal sealed class MuxClientOptionsSetup(
 /// <summary>Checks of values that both configuration sections have.</summary>
 internal static class MuxConfigurationValues
 {
-    /// <summary>The core checks the options when the server or client is made, and names the
-    /// option it refuses (<c>MuxClientOptions.ResolveInterval is -5.00:00:00; ...</c>), not knowing
-    /// where the value came from; a user who wrote it in appsettings.json looks for the key. When the
-    /// value refused is the one a key of <paramref name="section"/> holds, this names the key and
-    /// what it holds; a value that code set over the key's is not blamed on the key.</summary>
-    /// <param name="error">The core's refusal.</param>
-    /// <param name="configuration">The host's configuration; null when it has none.</param>
-    /// <param name="section">The section's path, for example "Mux:Client".</param>
-    /// <param name="owner">The options' class, as the core names it: "MuxClientOptions".</param>
-    /// <returns>An exception that says the key and wraps <paramref name="error"/>; null when no key
-    /// holds the value refused.</returns>
-    public static InvalidOperationException? NameKey(InvalidOperationException error, IConfiguration? configuration, string section, string owner)
+    /// <summary>The core names the option it refuses (<c>MuxClientOptions.ResolveInterval is -5.00:00:00; ...</c>), not
+    /// knowing where the value came from; a user who wrote it in appsettings.json looks for the key. When a key of
+    /// <paramref name="section"/> holds the value refused, this wraps <paramref name="error"/> in an exception that names
+    /// the key; else null, so that a value code set over the key's is not blamed on the key.</summary>
+    public static InvalidOperationException? NameKey(
+        InvalidOperationException error, IConfiguration? configuration, string section, string owner)
     {
         if (configuration is null)
         {
@@ -142,10 +136,9 @@ internal static class MuxConfigurationValues
         return null;
     }
 
-    // Whether the core's message says "OPTION is VALUE;" (or "OPTION (VALUE) is ...", as it does of
-    // ReconnectMaxDelay) with VALUE what the binder reads from the key: the same number, or the same
-    // duration (the binder parses both with the invariant culture; the message formats a number with
-    // the current one, a TimeSpan with neither).
+    // Whether the core's message says "OPTION is VALUE;" (or "OPTION (VALUE) is ...") with VALUE what the binder reads
+    // from the key: the same number or duration. The binder parses both with the invariant culture; the message formats
+    // a number with the current one, a TimeSpan with neither.
     private static bool Refuses(string message, string option, string value)
     {
         int at = message.IndexOf(option, StringComparison.OrdinalIgnoreCase);
@@ -187,10 +180,8 @@ internal static class MuxConfigurationValues
             && configuredDuration == duration;
     }
 
-    /// <summary>The AuthToken key's value; an empty one (a variable or template left blank) fails:
-    /// taken as a token, it made a server refuse every client that sends none, at its handshake.</summary>
-    /// <param name="value">The bound value; null when the key is missing.</param>
-    /// <param name="section">The section's path, for the error message.</param>
+    /// <summary>The AuthToken key's value; an empty one (a variable or template left blank) fails: taken as a token, it
+    /// would make a server refuse every client that sends none.</summary>
     public static string? AuthToken(string? value, string section) => value is { Length: 0 }
         ? throw new InvalidOperationException(
             $"The configuration value {section}:AuthToken is ''; an empty token is not a token. Set the token, or remove the key for none.")

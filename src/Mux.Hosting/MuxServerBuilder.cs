@@ -50,7 +50,8 @@ public sealed class MuxServerBuilder
     /// <returns>This builder, for chaining.</returns>
     /// <exception cref="ArgumentOutOfRangeException"><paramref name="lifetime"/> is not a defined value.</exception>
     /// <exception cref="InvalidOperationException"><typeparamref name="TService"/> has already been added.</exception>
-    public MuxServerBuilder AddService<TService, [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] TImplementation>(ServiceLifetime lifetime = ServiceLifetime.Scoped)
+    public MuxServerBuilder AddService<TService, [DynamicallyAccessedMembers(DynamicallyAccessedMemberTypes.PublicConstructors)] TImplementation>(
+        ServiceLifetime lifetime = ServiceLifetime.Scoped)
         where TService : class
         where TImplementation : class, TService
     {
@@ -65,7 +66,9 @@ public sealed class MuxServerBuilder
                 && descriptor.ImplementationInstance is MuxServiceBinding existing
                 && existing.ServiceType == typeof(TService))
             {
-                throw new InvalidOperationException($"{typeof(TService).FullName} is already served by {existing.ImplementationType.FullName}; a Mux server serves each interface with one implementation. Remove one of the AddService calls.");
+                throw new InvalidOperationException(
+                    $"{typeof(TService).FullName} is already served by {existing.ImplementationType.FullName}; " +
+                    "a Mux server serves each interface with one implementation. Remove one of the AddService calls.");
             }
         }
 
@@ -91,7 +94,8 @@ public sealed class MuxServerBuilder
     {
         Services.TryAddSingleton<TInterceptor>();
         Services.AddSingleton(new MuxInterceptorRegistration(typeof(TInterceptor), ForServer: true));
-        Services.TryAddEnumerable(ServiceDescriptor.Singleton<Microsoft.Extensions.Options.IPostConfigureOptions<MuxServerOptions>, MuxInterceptorSetup>());
+        Services.TryAddEnumerable(
+            ServiceDescriptor.Singleton<Microsoft.Extensions.Options.IPostConfigureOptions<MuxServerOptions>, MuxInterceptorSetup>());
         return this;
     }
 

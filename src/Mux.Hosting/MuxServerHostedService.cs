@@ -8,8 +8,7 @@ using Microsoft.Extensions.Options;
 
 namespace Mux.Hosting;
 
-/// <summary>Holds the server once the host has started it; backs the <see cref="MuxServer"/>
-/// singleton that AddMuxServer registers.</summary>
+/// <summary>Holds the server once the host has started it; backs the <see cref="MuxServer"/> singleton of AddMuxServer.</summary>
 internal sealed class MuxServerHolder
 {
     private volatile MuxServer? _server;
@@ -21,16 +20,14 @@ internal sealed class MuxServerHolder
     }
 
     public MuxServer GetStartedServer() => _server ?? throw new InvalidOperationException(
-        "The Mux server has not started yet. MuxServer is available from the service provider once the host has started (IHost.StartAsync or RunAsync); resolve it after that, not in a constructor that runs while the host starts.");
+        "The Mux server has not started yet. MuxServer is available from the service provider once the host has started " +
+        "(IHost.StartAsync or RunAsync); resolve it after that, not in a constructor that runs while the host starts.");
 }
 
 /// <summary>
-/// Disposes the server of AddMuxServer when the service provider is disposed, before the singletons
-/// that serve its calls. DI disposes what it made in the reverse order it made it; the hosted
-/// service was made before those singletons (its start makes them), so a host disposed without
-/// StopAsync disposed them while calls they served were still running. The hosted service resolves
-/// this once they are made: it is disposed first, and the server's disposal drains the calls in
-/// flight (within MuxServerOptions.ShutdownTimeout).
+/// Disposes the server of AddMuxServer when the service provider is disposed, before the singletons that serve its calls.
+/// DI disposes in the reverse order it made things, and the hosted service was made before those singletons; it resolves
+/// this closer once they are made, so that the server drains its calls before they are disposed.
 /// </summary>
 internal sealed class MuxServerCloser(MuxServerHolder holder) : IAsyncDisposable
 {
@@ -38,9 +35,9 @@ internal sealed class MuxServerCloser(MuxServerHolder holder) : IAsyncDisposable
 }
 
 /// <summary>
-/// Runs the <see cref="MuxServer"/> of AddMuxServer with the host: builds it from the options and
-/// the AddService registrations and starts it when the host starts; when the host stops, sends
-/// GoAway and drains the calls in flight until the host's shutdown timeout.
+/// Runs the <see cref="MuxServer"/> of AddMuxServer with the host: builds it from the options and the AddService
+/// registrations and starts it when the host starts; when the host stops, sends GoAway and drains the calls in flight
+/// until the host's shutdown timeout.
 /// </summary>
 internal sealed class MuxServerHostedService(
     IOptions<MuxServerOptions> options,
@@ -52,15 +49,13 @@ internal sealed class MuxServerHostedService(
 {
     private readonly ILogger _logger = (loggerFactory ?? NullLoggerFactory.Instance).CreateLogger(MuxHostingLog.Category);
 
-    // Held only to set or read _stopped with holder.Server: a server started while the host
-    // stopped is disposed, not kept listening.
+    // Held only to set or read _stopped with holder.Server: a server started as the host stopped is disposed, not kept.
     private readonly Lock _lock = new();
 
     // Under _lock: the host has stopped the server (or never started it before stopping).
     private bool _stopped;
 
-    // Under _lock: a start is under way or has succeeded. Claimed before the server is made, so
-    // that a second start at the same time fails rather than listens on a second port.
+    // Under _lock: a start is under way or has succeeded; claimed first, so a second start fails rather than listens twice.
     private bool _started;
 
     public async Task StartAsync(CancellationToken cancellationToken)
@@ -83,7 +78,7 @@ internal sealed class MuxServerHostedService(
         {
             lock (_lock)
             {
-                _started = false; // A failed start may be tried again, as before.
+                _started = false; // A failed start may be tried again.
             }
 
             throw;
@@ -104,12 +99,10 @@ internal sealed class MuxServerHostedService(
                 count++;
             }
 
-            // Made after the singletons that serve the calls, so that DI disposes it before them
-            // (see MuxServerCloser).
+            // Made after the singletons that serve the calls, so that DI disposes it before them.
             services.GetRequiredService<MuxServerCloser>();
 
-            // The host's start was abandoned (it is stopping), perhaps while the options or the
-            // services above were being made: do not listen.
+            // The host's start was abandoned (it is stopping), perhaps while the services above were made: do not listen.
             cancellationToken.ThrowIfCancellationRequested();
             await server.StartAsync(cancellationToken).ConfigureAwait(false);
             lock (_lock)
@@ -132,7 +125,8 @@ internal sealed class MuxServerHostedService(
 
             await server.DisposeAsync().ConfigureAwait(false);
             if (ex is InvalidOperationException invalid
-                && MuxConfigurationValues.NameKey(invalid, services.GetService<IConfiguration>(), MuxServerConfiguration.SectionName, nameof(MuxServerOptions)) is { } named)
+                && MuxConfigurationValues.NameKey(
+                    invalid, services.GetService<IConfiguration>(), MuxServerConfiguration.SectionName, nameof(MuxServerOptions)) is { } named)
             {
                 throw named; // Out-of-range options, refused by StartAsync.
             }
@@ -163,8 +157,8 @@ internal sealed class MuxServerHostedService(
         MuxHostingLog.ServerStopped(_logger, endPoint);
     }
 
-    /// <summary>Stops the server if the host did not (for example when a later hosted service
-    /// failed to start), so the listening socket never outlives the service provider.</summary>
+    /// <summary>Stops the server if the host did not (a later hosted service failed to start, say), so the listening
+    /// socket never outlives the service provider.</summary>
     public async ValueTask DisposeAsync()
     {
         if (holder.Server is { } server)

@@ -3,9 +3,8 @@ using Microsoft.Extensions.Logging;
 
 namespace Mux.Hosting;
 
-/// <summary>One <see cref="MuxServerBuilder.AddService{TService, TImplementation}(ServiceLifetime)"/>
-/// registration: which contract to serve, with which implementation and lifetime. Kept in the
-/// service collection as a singleton instance; the server's hosted service applies them all at start.</summary>
+/// <summary>One <see cref="MuxServerBuilder.AddService{TService, TImplementation}(ServiceLifetime)"/> registration, kept
+/// in the service collection as a singleton instance; the server's hosted service applies them all at start.</summary>
 internal abstract class MuxServiceBinding
 {
     public abstract Type ServiceType { get; }
@@ -34,7 +33,8 @@ internal sealed class MuxServiceBinding<TService, TImplementation>(ServiceLifeti
         }
         else
         {
-            server.AddService<TService>(new ScopedServiceActivator<TService, TImplementation>(services.GetRequiredService<IServiceScopeFactory>(), logger));
+            server.AddService<TService>(
+                new ScopedServiceActivator<TService, TImplementation>(services.GetRequiredService<IServiceScopeFactory>(), logger));
         }
     }
 }

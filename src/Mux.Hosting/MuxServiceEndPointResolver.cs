@@ -33,15 +33,13 @@ public sealed class MuxServiceEndPointResolver : IMuxEndPointResolver
     private readonly ServiceEndpointResolver _resolver;
     private readonly MuxServiceName _service;
 
-    // The change token of the last answer (fires when its source, such as the configuration, is
-    // reloaded). Written by ResolveAsync, read by WaitForChangeAsync; both run on the client's one
-    // resolve loop, the field is volatile for anyone else who calls them.
+    // The last answer's change token. Written by ResolveAsync, read by WaitForChangeAsync, both on the client's one
+    // resolve loop; volatile for anyone else who calls them.
     private volatile IChangeToken? _changeToken;
 
     private readonly ILogger _logger;
 
-    // The instances the last answer skipped, as logged; null when it skipped none. Used by
-    // ResolveAsync only (the client's one resolve loop).
+    // The instances the last answer skipped, as logged, or null. Used by ResolveAsync only.
     private string? _skipped;
 
     /// <summary>Creates a resolver of <paramref name="service"/>.</summary>
@@ -71,9 +69,8 @@ public sealed class MuxServiceEndPointResolver : IMuxEndPointResolver
     /// the service's name gives none.</exception>
     public async ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken)
     {
-        // The last answer's token has done its work once asked again. Kept across an ask that
-        // fails, a changed one would end every wait at once: the client would ask a resolver that
-        // is down again and again, rather than at its interval.
+        // Kept across an ask that fails, a changed token would end every wait at once: the client would ask a resolver
+        // that is down again and again, rather than at its interval.
         _changeToken = null;
         ServiceEndpointSource source = await _resolver.GetEndpointsAsync(_service.Text, cancellationToken).ConfigureAwait(false);
         _changeToken = source.ChangeToken;
@@ -92,7 +89,9 @@ public sealed class MuxServiceEndPointResolver : IMuxEndPointResolver
         string? skipped = withoutPort is null ? null : "'" + string.Join("', '", withoutPort) + "'";
         if (skipped is not null && endPoints.Count == 0)
         {
-            throw new InvalidOperationException($"Service discovery found no instance of {_service.Text} with a port: {skipped} {(withoutPort!.Count == 1 ? "has" : "have")} none. {PortHint}");
+            throw new InvalidOperationException(
+                $"Service discovery found no instance of {_service.Text} with a port: {skipped} " +
+                $"{(withoutPort!.Count == 1 ? "has" : "have")} none. {PortHint}");
         }
 
         // Said once while the same instances are skipped: the client asks at every interval.
@@ -108,13 +107,9 @@ public sealed class MuxServiceEndPointResolver : IMuxEndPointResolver
         return endPoints;
     }
 
-    /// <summary>Completes when the answer of the last <see cref="ResolveAsync"/> changed at its
-    /// source (service discovery's change token: a reloaded configuration section, for example),
-    /// so that the client picks up a new list of instances at once rather than at its next
-    /// <see cref="MuxClientOptions.ResolveInterval"/>. After an ask that failed there is no answer to
-    /// change: it waits until cancelled, and the client asks again at its interval.</summary>
-    /// <param name="cancellationToken">Ends the wait.</param>
-    /// <returns>A task that completes on a change, or is cancelled.</returns>
+    /// <inheritdoc/>
+    /// <remarks>Follows service discovery's change token (a reloaded configuration section, for example). After an ask
+    /// that failed there is no answer to change: it waits until cancelled, and the client asks again at its interval.</remarks>
     public async ValueTask WaitForChangeAsync(CancellationToken cancellationToken)
     {
         IChangeToken? token = _changeToken;
@@ -134,10 +129,8 @@ public sealed class MuxServiceEndPointResolver : IMuxEndPointResolver
     /// <summary>The service's name, as given.</summary>
     public override string ToString() => _service.Text;
 
-    // Service discovery returns what its providers found: IP and DNS endpoints from host:port values,
-    // UriEndPoint from values with a scheme (mux://10.0.0.5:5000). A Mux connection needs a port: an
-    // instance without one takes the name's, else it is added to withoutPort (as it was written,
-    // near enough) and skipped.
+    // Providers give IP and DNS endpoints for host:port values and UriEndPoint for values with a scheme
+    // (mux://10.0.0.5:5000). A Mux connection needs a port: an instance without one takes the name's, else it is skipped.
     private EndPoint? ToMuxEndPoint(EndPoint found, ref List<string>? withoutPort)
     {
         switch (found)
@@ -179,5 +172,6 @@ public sealed class MuxServiceEndPointResolver : IMuxEndPointResolver
     }
 
     private string PortHint =>
-        $"Give each instance's port in configuration (Services:{_service.Host}:{_service.Scheme}:0 = \"10.0.0.5:5000\") or a default one in the name ({_service.Scheme}://{_service.Host}:5000).";
+        $"Give each instance's port in configuration (Services:{_service.Host}:{_service.Scheme}:0 = \"10.0.0.5:5000\") " +
+        $"or a default one in the name ({_service.Scheme}://{_service.Host}:5000).";
 }

@@ -4,12 +4,9 @@ using Microsoft.Extensions.Logging;
 namespace Mux.Hosting;
 
 /// <summary>
-/// Serves each call on a fresh <typeparamref name="TImplementation"/> resolved from a new
-/// dependency-injection scope, and disposes the scope (and so the instance and its scoped
-/// dependencies) once the handler's task has completed, after the response has been sent.
+/// Serves each call on a fresh <typeparamref name="TImplementation"/> resolved from a new DI scope, and disposes the scope
+/// (with the instance and its scoped dependencies) once the handler's task has completed, after the response was sent.
 /// </summary>
-/// <typeparam name="TService">The service contract.</typeparam>
-/// <typeparam name="TImplementation">The registered implementation.</typeparam>
 internal sealed class ScopedServiceActivator<TService, TImplementation>(IServiceScopeFactory scopeFactory, ILogger logger)
     : MuxServiceActivator<TService>
     where TService : class
@@ -28,8 +25,8 @@ internal sealed class ScopedServiceActivator<TService, TImplementation>(IService
         }
         finally
         {
-            // Not "await using": the caller already has its response (or the handler's exception,
-            // which must not be replaced), so a failing Dispose is logged rather than thrown.
+            // Not "await using": the caller already has its response (or the handler's exception, which must not be
+            // replaced), so a failing Dispose is logged rather than thrown.
             try
             {
                 await scope.DisposeAsync().ConfigureAwait(false);

@@ -51,7 +51,8 @@ public interface IMuxCallInvoker
     /// <param name="items">This side's stream, enumerated once the call has started.</param>
     /// <param name="cancellationToken">Cancels the call; so does the enumerator's token.</param>
     /// <returns>The other side's items, in order.</returns>
-    IAsyncEnumerable<TResult> InvokeDuplexStream<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+    IAsyncEnumerable<TResult> InvokeDuplexStream<TArguments, TItem, TResult>(
+        uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct;
 
     /// <summary>Calls a method that takes a stream and returns one value (caller streaming).</summary>
@@ -63,7 +64,8 @@ public interface IMuxCallInvoker
     /// <param name="items">This side's stream, enumerated once the call has started.</param>
     /// <param name="cancellationToken">Cancels the call.</param>
     /// <returns>The result.</returns>
-    ValueTask<TResult> InvokeClientStreamAsync<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+    ValueTask<TResult> InvokeClientStreamAsync<TArguments, TItem, TResult>(
+        uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct;
 
     /// <summary>Calls a method that takes a stream and returns no value (caller streaming).</summary>
@@ -74,6 +76,7 @@ public interface IMuxCallInvoker
     /// <param name="items">This side's stream, enumerated once the call has started.</param>
     /// <param name="cancellationToken">Cancels the call.</param>
     /// <returns>A task that completes when the other side has run the method.</returns>
-    ValueTask InvokeClientStreamAsync<TArguments, TItem>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+    ValueTask InvokeClientStreamAsync<TArguments, TItem>(
+        uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct;
 }

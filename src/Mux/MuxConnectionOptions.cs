@@ -53,11 +53,14 @@ public abstract class MuxConnectionOptions
     /// generator emitted for the contracts are consulted first (they keep Native AOT working), then this
     /// resolver: set it for your own resolver or for LZ4 compression
     /// (<c>MessagePackSerializerOptions.Standard.WithCompression(MessagePackCompression.Lz4BlockArray)</c>),
-    /// the same on client and server. A client uses it as set. A server reads what any client sends, so
-    /// where its <see cref="MessagePackSerializerOptions.Security"/> is <see cref="MessagePackSecurity.TrustedData"/>
-    /// (every built-in options object's default) it reads with <see cref="MessagePackSecurity.UntrustedData"/>:
-    /// a hostile body then fails its own call with <see cref="MuxStatusCode.InvalidArguments"/> instead of
-    /// exhausting the stack or the CPU. Defaults to <see cref="MessagePackSerializerOptions.Standard"/>.</summary>
+    /// the same on client and server. Each side reads what its peer sends as untrusted, since a server may be
+    /// hostile as well as a client: where <see cref="MessagePackSerializerOptions.Security"/> is
+    /// <see cref="MessagePackSecurity.TrustedData"/> (every built-in options object's default) it reads with
+    /// <see cref="MessagePackSecurity.UntrustedData"/> (collision-resistant dictionaries, a nesting limit), so a
+    /// hostile body fails only its own call and the connection stays open: a server answers
+    /// <see cref="MuxStatusCode.InvalidArguments"/>, a client's call fails with
+    /// <see cref="MessagePackSerializationException"/>. Any other security you set is used as it is. Defaults
+    /// to <see cref="MessagePackSerializerOptions.Standard"/>.</summary>
     public MessagePackSerializerOptions SerializerOptions { get; set; } = MessagePackSerializerOptions.Standard;
 
     /// <summary>Where this side logs connection events (a server also logs handler failures). A logger that

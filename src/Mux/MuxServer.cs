@@ -10,12 +10,10 @@ using Mux.Server;
 namespace Mux;
 
 /// <summary>
-/// Serves <see cref="MuxServiceAttribute"/> interfaces over TCP or a Unix domain socket (TLS
-/// optional), or over connections you hand it (<see cref="AcceptAsync(Stream, CancellationToken)"/>,
-/// <see cref="Accept(IDuplexPipe)"/>). Every accepted connection is
-/// multiplexed: its requests run concurrently on the thread pool, each with its own call id.
-/// Add services, then <see cref="StartAsync"/>; <see cref="StopAsync"/> (or disposal) drains the
-/// calls in flight and closes.
+/// Serves <see cref="MuxServiceAttribute"/> interfaces over TCP or a Unix domain socket (TLS optional), or over connections
+/// you hand it (<see cref="AcceptAsync(Stream, CancellationToken)"/>, <see cref="Accept(IDuplexPipe)"/>). Every accepted
+/// connection is multiplexed: its requests run concurrently on the thread pool, each with its own call id.
+/// Add services, then <see cref="StartAsync"/>; <see cref="StopAsync"/> (or disposal) drains the calls in flight and closes.
 /// </summary>
 public sealed class MuxServer : IAsyncDisposable
 {
@@ -42,11 +40,11 @@ public sealed class MuxServer : IAsyncDisposable
     /// <summary>The open connections, for tests that drive their edges directly.</summary>
     internal ICollection<ServerConnection> Connections => _runtime.Connections;
 
-    /// <summary>Whether the server is accepting connections: started with a listening socket (or,
-    /// without an <see cref="MuxServerOptions.EndPoint"/>, serving its ASP.NET Core host's MapMux
-    /// endpoints), not stopping or stopped, and its accept loop still running. An accept that fails for a reason that
-    /// passes (out of file descriptors or buffers, a connection aborted in the backlog) is retried after
-    /// a short wait; any other accept failure ends the loop. Both are logged.</summary>
+    /// <summary>Whether the server is accepting connections: started with a listening socket (or, without an
+    /// <see cref="MuxServerOptions.EndPoint"/>, serving its ASP.NET Core host's MapMux endpoints), not stopping or stopped,
+    /// and its accept loop still running. An accept that fails for a reason that passes (out of file descriptors or
+    /// buffers, a connection aborted in the backlog) is retried after a short wait; any other accept failure ends the
+    /// loop. Both are logged.</summary>
     public bool IsListening => _runtime.IsListening;
 
     /// <summary>How the accept loop takes a connection off the listener; tests make it fail.</summary>
@@ -70,7 +68,11 @@ public sealed class MuxServer : IAsyncDisposable
         ArgumentNullException.ThrowIfNull(implementation);
         if (implementation is IServiceActivator activator && !typeof(TService).IsInterface)
         {
-            throw new ArgumentException($"{typeof(TService).FullName} is a MuxServiceActivator<{activator.ServiceType.FullName}>, passed as if it were the service's implementation (C# inferred the activator's class as the service type). Name the service: AddService<{activator.ServiceType.FullName}>(activator).", nameof(implementation));
+            throw new ArgumentException(
+                $"{typeof(TService).FullName} is a MuxServiceActivator<{activator.ServiceType.FullName}>, passed as if it were the " +
+                "service's implementation (C# inferred the activator's class as the service type). " +
+                $"Name the service: AddService<{activator.ServiceType.FullName}>(activator).",
+                nameof(implementation));
         }
 
         _runtime.AddMethods<TService>((service, method) => new SingletonServiceMethod<TService>(service, method, implementation));
@@ -151,10 +153,9 @@ public sealed class MuxServer : IAsyncDisposable
     /// without a listener if it has not started.</summary>
     internal Task<MuxClient> ConnectInMemoryAsync(MuxClientOptions? clientOptions = null) => _runtime.ConnectInMemoryAsync(clientOptions);
 
-    /// <summary>Starts serving without a listener (in-memory connections only).</summary>
     internal void StartWithoutListener() => _runtime.StartWithoutListener();
 
-    /// <summary>Serves one connection over an already-connected transport (tests, benchmarks, fuzzing).</summary>
+    /// <summary>For tests, benchmarks and fuzzing.</summary>
     internal void Accept(Transport.IMuxTransport transport, string name) => _runtime.Accept(transport, name);
 
     /// <summary>

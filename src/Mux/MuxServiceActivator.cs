@@ -24,6 +24,5 @@ public abstract class MuxServiceActivator<TService> : IServiceActivator
 /// inferred the activator's own class as the service.</summary>
 internal interface IServiceActivator
 {
-    /// <summary>The service the activator serves.</summary>
     Type ServiceType { get; }
 }

@@ -41,7 +41,8 @@ public sealed class MuxServiceDefinition<TService>
         ArgumentNullException.ThrowIfNull(handler);
         if (_methods.TryGetValue(methodId, out MuxMethodDefinition<TService>? existing))
         {
-            throw new InvalidOperationException($"Methods '{existing.Name}' and '{methodName}' of {ServiceName} have the same id 0x{methodId:x8}. Rename one of them.");
+            throw new InvalidOperationException(
+                $"Methods '{existing.Name}' and '{methodName}' of {ServiceName} have the same id 0x{methodId:x8}. Rename one of them.");
         }
 
         _methods.Add(methodId, new MuxMethodDefinition<TService>(methodId, methodName, handler));

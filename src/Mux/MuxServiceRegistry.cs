@@ -34,9 +34,8 @@ public static class MuxServiceRegistry
         Registration<TService>.Definition = definition;
     }
 
-    /// <summary>"IService.Method" for messages, when a contract with this method id is loaded in
-    /// the process (its definition named the method, see MethodNames); otherwise "method 0x…"
-    /// (the id is all the wire carries).</summary>
+    /// <summary>"IService.Method" for messages when a contract with this method id is loaded in the process; otherwise
+    /// "method 0x…", as the id is all the wire carries.</summary>
     internal static string GetMethodDisplayName(uint methodId) =>
         MethodNames.TryGet(methodId, out MethodTelemetryName? name) ? name.DisplayName : $"method 0x{methodId:x8}";
 
@@ -56,7 +55,8 @@ public static class MuxServiceRegistry
         => Registration<TService>.Definition ?? throw NotRegistered(typeof(TService));
 
     private static InvalidOperationException NotRegistered(Type service) =>
-        new($"No Mux proxy or dispatcher is registered for {service.FullName}. Mark the interface with [MuxService] in a project that references the Mux package, so that Mux generates them.");
+        new($"No Mux proxy or dispatcher is registered for {service.FullName}. " +
+            "Mark the interface with [MuxService] in a project that references the Mux package, so that Mux generates them.");
 
     private static class Registration<TService>
         where TService : class

@@ -61,8 +61,7 @@ public enum MuxStatusCode
     /// reports this as the <see cref="TimeoutException"/> of its own call.</summary>
     DeadlineExceeded = 14,
 
-    /// <summary>A request or response was larger than the receiving side's MaxMessageSize
-    /// (<see cref="MuxConnectionOptions.MaxMessageSize"/>):
-    /// only this call failed; the connection stays up.</summary>
+    /// <summary>A request or response was larger than the receiving side's
+    /// <see cref="MuxConnectionOptions.MaxMessageSize"/>: only this call failed; the connection stays up.</summary>
     MessageTooLarge = 15,
 }

@@ -41,6 +41,32 @@ public sealed class DiagnosticTests
         Assert.Contains("must return Task, Task<T>, ValueTask or ValueTask<T>, or IAsyncEnumerable<T>", diagnostic.GetMessage(), StringComparison.Ordinal);
     }
 
+    [Theory]
+    [InlineData("ref Task Fire();", "ref", "Task Fire(", "remove 'ref' to return it by value")]
+    [InlineData("ref readonly Task<int> Get();", "ref readonly", "Task<int> Get(", "remove 'ref readonly' to return it by value")]
+    [InlineData("ref int Count();", "ref", "int Count(", "remove 'ref' and change the return type")]
+    public void MUX001_ReturnByReference_NamesTheReference(string method, string modifier, string lineText, string fix)
+    {
+        string source = $$"""
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface IService
+            {
+                Task Fine();
+
+                {{method}}
+            }
+            """;
+
+        // A Task returned by reference has the right type: the 'ref' is what to remove.
+        Diagnostic diagnostic = AssertReports(source, "MUX001", DiagnosticSeverity.Error, lineText);
+        string message = diagnostic.GetMessage();
+        Assert.Contains($"by reference ('{modifier}')", message, StringComparison.Ordinal);
+        Assert.EndsWith(fix + ".", message, StringComparison.Ordinal);
+    }
+
     [Fact]
     public void MUX001_VoidMethod()
     {
@@ -680,6 +706,47 @@ public sealed class DiagnosticTests
         Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "Task Send(");
         Assert.Contains($"'{type}'", diagnostic.GetMessage(), StringComparison.Ordinal);
         Assert.Contains("ref struct", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Theory]
+    [InlineData("unsafe Task Send(int* data);", "int*")]
+    [InlineData("unsafe Task Send(delegate*<void> callback);", "delegate*<void>")]
+    [InlineData("unsafe Task Send(byte*[] buffers);", "byte*[]")]
+    [InlineData("unsafe Task Send(IAsyncEnumerable<int*[]> items);", "System.Collections.Generic.IAsyncEnumerable<int*[]>")]
+    public void MUX011_PointerParameter(string method, string type)
+    {
+        string source = $$"""
+            using System.Collections.Generic;
+            using System.Threading.Tasks;
+            using Mux;
+
+            [MuxService]
+            public interface ISender
+            {
+                Task Ping();
+
+                {{method}}
+            }
+            """;
+
+        // An address means nothing on the other machine, and generated code (no unsafe context)
+        // could not even name the type.
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, "Task Send(");
+        Assert.Contains($"'{type}'", diagnostic.GetMessage(), StringComparison.Ordinal);
+        Assert.Contains("pointer", diagnostic.GetMessage(), StringComparison.Ordinal);
+    }
+
+    [Theory]
+    [InlineData("[MuxService] public unsafe interface IS { Task<int*[]> Get(); }", "Task<int*[]> Get(", "int*[]")]
+    [InlineData("[MuxService] public unsafe interface IS { IAsyncEnumerable<delegate*<int>[]> Get(); }", "IAsyncEnumerable<delegate*<int>[]> Get(", "delegate*<int>[]")]
+    [InlineData("[MessagePackObject] public unsafe class O { [Key(0)] public int* P; } [MuxService] public interface IS { Task<O> Get(); }", "public int* P", "int*")]
+    public void MUX011_PointerInAResultOrAMember(string declarations, string lineText, string type)
+    {
+        string source = "using System.Collections.Generic;\nusing System.Threading.Tasks;\nusing MessagePack;\nusing Mux;\n\n" + declarations;
+
+        Diagnostic diagnostic = AssertReports(source, "MUX011", DiagnosticSeverity.Error, lineText);
+        Assert.Contains($"'{type}'", diagnostic.GetMessage(), StringComparison.Ordinal);
+        Assert.Contains("pointer", diagnostic.GetMessage(), StringComparison.Ordinal);
     }
 
     [Fact]

@@ -540,4 +540,112 @@ public sealed class GeneratedCodeTests
         Assert.Empty(run.GeneratorDiagnostics);
         Assert.Empty(run.OutputProblems);
     }
+
+    [Fact]
+    public void KeywordNamespacesAndTypes_AreHashedWithoutTheirAt_AsTheProtocolSpellsThem()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using MessagePack;
+            using Mux;
+
+            namespace Audit.@event;
+
+            [MessagePackObject]
+            public sealed class @class
+            {
+                [Key(0)] public int Value { get; set; }
+            }
+
+            [MuxService]
+            public interface @interface
+            {
+                Task P();
+
+                Task Q(int a);
+
+                Task Q(@class c);
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+
+        // protocol.md hashes the names, not C#'s spelling of them: what another language's client,
+        // or MuxMethodId.Compute on the documented string, gets.
+        List<(uint Id, string Name)> methods = GeneratorHarness.AddedMethods(run);
+        Assert.Equal(0x2AF27B05u, MuxMethodId.Compute("Audit.event.interface.P"));
+        Assert.Equal(
+            [
+                (0x2AF27B05u, "P"),
+                (MuxMethodId.Compute("Audit.event.interface.Q(System.Int32)"), "Q(System.Int32)"),
+                (MuxMethodId.Compute("Audit.event.interface.Q(Audit.event.class)"), "Q(Audit.event.class)"),
+            ],
+            methods);
+    }
+
+    [Fact]
+    public void ADefaultBodyADerivedServiceGivesABaseMethod_RunsLocally_AndIsNotServed()
+    {
+        const string source = """
+            using System.Threading.Tasks;
+            using Mux;
+
+            namespace Defaults;
+
+            [MuxService]
+            public interface IBase
+            {
+                Task<int> R();
+
+                Task<int> S();
+            }
+
+            public interface IMiddle : IBase
+            {
+                Task<int> IBase.S() => Task.FromResult(2);
+            }
+
+            [MuxService]
+            public interface IDerived : IMiddle
+            {
+                Task<int> IBase.R() => Task.FromResult(1);
+
+                Task<int> T();
+            }
+            """;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+
+        // As a default method declared on the service: the base service still serves and calls
+        // R and S; the derived one neither sends nor serves them, its proxy runs their bodies.
+        List<(uint Id, string Name)> methods = GeneratorHarness.AddedMethods(run);
+        Assert.Equal(
+            [
+                (MuxMethodId.Compute("Defaults.IBase.R"), "R"),
+                (MuxMethodId.Compute("Defaults.IBase.S"), "S"),
+                (MuxMethodId.Compute("Defaults.IDerived.T"), "T"),
+            ],
+            methods.OrderBy(m => m.Name, StringComparer.Ordinal));
+        string derived = run.GeneratedTrees.Single(t => t.FilePath.EndsWith("Defaults.IDerived.MuxService.g.cs", StringComparison.Ordinal)).ToString();
+        Assert.DoesNotContain(".R(", derived, StringComparison.Ordinal);
+        Assert.DoesNotContain(".S(", derived, StringComparison.Ordinal);
+    }
+
+    [Theory]
+    [InlineData("public interface IMiddle1 : IBase { Task<int> IBase.R() => Task.FromResult(1); } public interface IMiddle2 : IBase { Task<int> IBase.R() => Task.FromResult(2); } [MuxService] public interface IDerived : IMiddle1, IMiddle2 { }")]
+    [InlineData("public interface IMiddle : IBase { Task<int> IBase.R() => Task.FromResult(1); } [MuxService] public interface IDerived : IMiddle { abstract Task<int> IBase.R(); }")]
+    public void ABaseMethodWithoutOneMostSpecificBody_StaysACall(string declarations)
+    {
+        // Two bodies (a diamond) or a body abstracted again: the proxy must implement the method.
+        string source = "using System.Threading.Tasks; using Mux; namespace Defaults; [MuxService] public interface IBase { Task<int> R(); }\n" + declarations;
+
+        GeneratorRun run = GeneratorHarness.Run(source);
+        Assert.Empty(run.GeneratorDiagnostics);
+        Assert.Empty(run.OutputProblems);
+        Assert.Equal(2, GeneratorHarness.AddedMethods(run).Count(m => m.Name == "R"));
+    }
 }

@@ -42,9 +42,11 @@ internal static class GeneratorHarness
             .ToImmutableArray();
     });
 
-    // Like a project with TreatWarningsAsErrors, Nullable enable and the newest warning wave.
+    // Like a project with TreatWarningsAsErrors, Nullable enable, the newest warning wave and
+    // AllowUnsafeBlocks (so a snippet can declare pointer parameters, which the generator must refuse).
     private static readonly CSharpCompilationOptions s_options = new CSharpCompilationOptions(OutputKind.DynamicallyLinkedLibrary)
         .WithNullableContextOptions(NullableContextOptions.Enable)
+        .WithAllowUnsafe(true)
         .WithWarningLevel(9999)
         .WithSpecificDiagnosticOptions(new Dictionary<string, ReportDiagnostic>
         {

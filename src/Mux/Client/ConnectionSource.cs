@@ -5,10 +5,9 @@ using Mux.Transport;
 namespace Mux.Client;
 
 /// <summary>
-/// Where a <see cref="MuxClient"/> gets the connection for each call: one endpoint's
-/// <see cref="ConnectionKeeper"/>, or an <see cref="Balancing.EndPointBalancer"/> over several.
-/// The two share what is here: the client's state and its report to the client's handler, the end
-/// of the client (<see cref="Completion"/>), and what their connections are opened and logged with.
+/// Where a <see cref="MuxClient"/> gets the connection for each call: one endpoint's <see cref="ConnectionKeeper"/>, or an
+/// <see cref="Balancing.EndPointBalancer"/> over several. Both share the client's state and its report to the handler,
+/// the client's end, and what their connections are opened and logged with.
 /// </summary>
 internal abstract class ConnectionSource : IAsyncDisposable
 {
@@ -20,11 +19,11 @@ internal abstract class ConnectionSource : IAsyncDisposable
     // Written by one writer at a time (the keeper's loop; the balancer under its lock); read by anyone.
     private volatile int _state = (int)MuxClientState.Connecting;
 
-    // The state the client's handler was last told of: behind _state only from a StoreState to the
-    // SetState that reports it. Same writers as _state.
+    // The state the handler was last told of; behind _state only between a StoreState and its SetState. Same writers.
     private MuxClientState _reported = MuxClientState.Connecting;
 
-    protected ConnectionSource(MuxClientOptions options, ILogger logger, string name, bool reconnects, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
+    protected ConnectionSource(
+        MuxClientOptions options, ILogger logger, string name, bool reconnects, Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
     {
         Options = options;
         Logger = logger;
@@ -41,23 +40,20 @@ internal abstract class ConnectionSource : IAsyncDisposable
     /// <summary>Completes when the client is closed for good.</summary>
     public Task Completion => _closed.Task;
 
-    /// <summary>The connection for a new call, or null when the caller must wait. Read by every
-    /// call: no lock, no allocation.</summary>
+    /// <summary>The connection for a new call, or null when the caller must wait. Read by every call: no lock, no allocation.</summary>
     public abstract ClientConnection? Current { get; }
 
     /// <summary>The newest connection, open or not; null before the first one.</summary>
     public abstract ClientConnection? Latest { get; }
 
-    /// <summary>Whether no call gets a connection here again (the client is closed or being
-    /// disposed, or will be closed without another connection): a call that finds none then waits,
-    /// whether or not it would, and the wait fails at once with why.</summary>
+    /// <summary>Whether no call gets a connection here again (closed, disposing, or closing without another connection): a
+    /// call that finds none then waits, whether or not it would, and the wait fails at once with why.</summary>
     public virtual bool IsEnded => State == MuxClientState.Closed || Disposing.IsCancellationRequested;
 
     /// <summary>Calls waiting for their response right now (on every instance's connection, over several).</summary>
     public virtual int PendingCalls => Latest?.PendingCallCount ?? 0;
 
-    /// <summary>What the client knows about each instance it spreads calls over; empty for a
-    /// client over one endpoint.</summary>
+    /// <summary>What the client knows about each instance it spreads calls over; empty over one endpoint.</summary>
     public virtual IReadOnlyList<MuxEndPointStatistics> GetEndPointStatistics() => [];
 
     protected MuxClientOptions Options { get; }
@@ -72,10 +68,9 @@ internal abstract class ConnectionSource : IAsyncDisposable
 
     public abstract ValueTask DisposeAsync();
 
-    /// <summary>Moves the client to <paramref name="state"/> and tells the client's handler (a
-    /// handler that throws is logged, never allowed to stop the loop that changed the state).
-    /// Closed is final and completes <see cref="Completion"/>.</summary>
-    /// <returns>Whether the state changed (since the handler was last told).</returns>
+    /// <summary>Moves the client to <paramref name="state"/> and tells the handler; a handler that throws is logged, never
+    /// allowed to stop the loop that changed the state. Closed is final.</summary>
+    /// <returns>Whether the state changed since the handler was last told.</returns>
     protected bool SetState(MuxClientState state, Exception? error)
     {
         MuxClientState previous = _reported;
@@ -103,10 +98,8 @@ internal abstract class ConnectionSource : IAsyncDisposable
         return true;
     }
 
-    /// <summary>Moves the client to <paramref name="state"/> (not Closed) before what it brings can
-    /// be seen, such as a connection handed to calls (a caller whose call succeeded on it must not
-    /// find the client still connecting); the handler is told by the <see cref="SetState"/> that
-    /// follows.</summary>
+    /// <summary>Moves the client to <paramref name="state"/> (not Closed) before a connection is handed to calls, so that a
+    /// caller whose call succeeded on it never finds the client still connecting; the next SetState tells the handler.</summary>
     protected void StoreState(MuxClientState state)
     {
         if (_reported != MuxClientState.Closed)
@@ -115,17 +108,13 @@ internal abstract class ConnectionSource : IAsyncDisposable
         }
     }
 
-    /// <summary>Waits for a usable connection other than <paramref name="failed"/> (the one a call
-    /// just failed on, without running), until <paramref name="deadline"/> (a
-    /// <see cref="ClockDeadline"/> timestamp of <see cref="MuxConnectionOptions.TimeProvider"/>, or
-    /// <see cref="ClockDeadline.Never"/>): looks, and until then waits for a change worth looking
-    /// again at. <paramref name="ownTimeout"/> is the call's own timeout when it replaced
-    /// CallTimeout (for the message of a call that found no connection in time), else null;
-    /// <paramref name="forCall"/> says whether a call goes to the connection found (what a balanced
-    /// client counts).</summary>
+    /// <summary>Waits for a usable connection other than <paramref name="failed"/> (the one a call just failed on without
+    /// running) until <paramref name="deadline"/>, a <see cref="ClockDeadline"/> timestamp or <see cref="ClockDeadline.Never"/>.
+    /// <paramref name="ownTimeout"/> is the call's own timeout when it replaced CallTimeout (for the message), else null;
+    /// <paramref name="forCall"/> says whether a call goes to the connection found (what a balanced client counts).</summary>
     /// <exception cref="MuxConnectionException">No connection came in time (safe to retry), or the client is closed.</exception>
-    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired.</exception>
-    public async ValueTask<ClientConnection> WaitForConnectionAsync(ClientConnection? failed, long deadline, TimeSpan? ownTimeout, bool forCall, CancellationToken cancellationToken)
+    public async ValueTask<ClientConnection> WaitForConnectionAsync(
+        ClientConnection? failed, long deadline, TimeSpan? ownTimeout, bool forCall, CancellationToken cancellationToken)
     {
         while (true)
         {
@@ -157,26 +146,24 @@ internal abstract class ConnectionSource : IAsyncDisposable
         }
     }
 
-    /// <summary>The connection for a waiting caller, never <paramref name="failed"/>; or null, with
-    /// <paramref name="changed"/> the task that completes when it is worth looking again (or fails
-    /// once the client is closed).</summary>
+    /// <summary>The connection for a waiting caller, never <paramref name="failed"/>; or null, with <paramref name="changed"/>
+    /// the task that completes when it is worth looking again (or fails once the client is closed).</summary>
     /// <exception cref="MuxConnectionException">The client is closed (or <see cref="IsEnded"/>).</exception>
     protected abstract ClientConnection? TryTake(ClientConnection? failed, bool forCall, out Task changed);
 
     /// <summary>Why a call that waited for a connection until its deadline was not sent.</summary>
     protected abstract MuxConnectionException NoConnectionInTime(TimeSpan? ownTimeout);
 
-    /// <summary>Why a call that waited for a connection to <paramref name="server"/> until its
-    /// timeout was not sent.</summary>
+    /// <summary>Why a call that waited for a connection to <paramref name="server"/> until its timeout was not sent.</summary>
     protected MuxConnectionException NotSent(string server, TimeSpan? ownTimeout, string why, ClientConnection? latest, Exception? inner) =>
         MuxConnectionException.NotRun(
-            $"No connection to {server} was available within {DurationText.Format(ownTimeout ?? Options.CallTimeout)} ({(ownTimeout is null ? "MuxClientOptions.CallTimeout" : "the call's own Timeout")}); the call was not sent.{why}",
+            $"No connection to {server} was available within {DurationText.Format(ownTimeout ?? Options.CallTimeout)} " +
+            $"({(ownTimeout is null ? "MuxClientOptions.CallTimeout" : "the call's own Timeout")}); the call was not sent.{why}",
             latest?.CloseReason ?? MuxCloseReason.None,
             inner);
 
-    /// <summary>" The last connection: ..." (with <paramref name="where"/> after "connection"), why
-    /// <paramref name="latest"/> closed, for the message of a call that found no connection;
-    /// empty while it is open or before the first one.</summary>
+    /// <summary>" The last connection{where}: ...", why <paramref name="latest"/> closed, for the message of a call that
+    /// found no connection; empty while it is open or before the first one.</summary>
     internal static string DescribeClose(ClientConnection? latest, string where = "") =>
         latest is { IsClosed: true } ? $" The last connection{where}: {latest.CloseError.Message}" : string.Empty;
 

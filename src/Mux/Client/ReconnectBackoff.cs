@@ -1,10 +1,8 @@
 namespace Mux.Client;
 
 /// <summary>
-/// The waits between reconnect attempts: exponential from <see cref="MuxClientOptions.ReconnectInitialDelay"/>
-/// to <see cref="MuxClientOptions.ReconnectMaxDelay"/>, each shortened by up to 20% at random so
-/// that the clients of one restarted server spread their attempts instead of arriving together.
-/// Not thread-safe: one reconnect loop owns an instance.
+/// Exponential waits between reconnect attempts, each shortened by up to 20% at random so that the clients of one
+/// restarted server spread their attempts. Not thread-safe: one reconnect loop owns an instance.
 /// </summary>
 internal sealed class ReconnectBackoff
 {
@@ -29,6 +27,5 @@ internal sealed class ReconnectBackoff
         return delay * (1 - (Jitter * Random.Shared.NextDouble()));
     }
 
-    /// <summary>Starts over from the initial delay, after a successful connection.</summary>
     public void Reset() => _next = _initialDelay;
 }

@@ -53,7 +53,9 @@ internal sealed class CallTableMark : ICallTableEntry
 /// compare-and-swap took a call out completes it. Call objects are pooled, so a remover by id
 /// checks, after taking a call out, that it still has that id (it may have finished and been reused
 /// for another id of the same slot between the look and the swap), and a scan that its rule still
-/// selects it; each puts back one that fails the check.
+/// selects it; each puts back one that fails the check. So a remover whose swap loses has not lost
+/// the call: the winner may be such a stale remover, about to put it back, and the loser looks
+/// again (once the winner has judged) rather than give up.
 /// </para>
 /// <para>
 /// The swap does not empty the slot: it leaves a <see cref="CallTableMark"/> there until the
@@ -112,7 +114,8 @@ internal sealed class CallTable<TCall>
         _mask = slots - 1;
     }
 
-    /// <summary>Calls in the table now (a sum over stripes: exact at quiet moments; reads one line per core).</summary>
+    /// <summary>Calls in the table now (a sum over stripes, reading each core's line twice: never
+    /// short of the calls that were in throughout the read; exact at quiet moments).</summary>
     public int Count => (int)_count.Sum();
 
     /// <summary>Adds a call; false when a call with its id is in the table already (a reused id) or
@@ -230,31 +233,41 @@ internal sealed class CallTable<TCall>
     {
         uint index = callId & (uint)_mask;
         ref ICallTableEntry? slot = ref _slots[index];
-        ICallTableEntry? entry = Volatile.Read(ref slot);
-        if (entry is not null && entry.CallId == callId && (expected is null || ReferenceEquals(entry, expected)))
+        while (true)
         {
-            if (ReferenceEquals(Interlocked.CompareExchange(ref slot, CallTableMark.For(index), entry), entry))
+            ICallTableEntry? entry = Volatile.Read(ref slot);
+            if (entry is null || entry.CallId != callId || (expected is not null && !ReferenceEquals(entry, expected)))
             {
-                if (entry.CallId == callId)
+                if (entry is CallTableMark)
                 {
-                    Volatile.Write(ref slot, null);
-                    _count.Decrement();
-                    return Unsafe.As<TCall>(entry);
+                    WaitWhileMarked(ref slot); // Maybe a put-back of the call we want to remove.
+                    continue;
                 }
 
-                // Finished and reused for another id of this slot meanwhile: not ours. Back where
-                // lookups of its new id, which waited on the mark, find it.
-                Volatile.Write(ref slot, entry);
+                break; // Another call, or none: ours may be in the overflow.
             }
 
-            // Removed by someone else first (or reused meanwhile): it may be in the overflow.
-        }
-        else if (entry is CallTableMark)
-        {
-            WaitWhileMarked(ref slot); // Maybe a put-back of the call we want to remove.
-            return Remove(callId, expected);
+            if (!ReferenceEquals(Interlocked.CompareExchange(ref slot, CallTableMark.For(index), entry), entry))
+            {
+                // Another remover got there first, and may be about to put the call back (a stale
+                // one that took out this call, reused under our id): look again, as the scans do.
+                continue;
+            }
+
+            if (entry.CallId == callId)
+            {
+                Volatile.Write(ref slot, null);
+                _count.Decrement();
+                return Unsafe.As<TCall>(entry);
+            }
+
+            // Finished and reused for another id of this slot meanwhile: not ours. Back where
+            // lookups of its new id, which waited on the mark, find it.
+            Volatile.Write(ref slot, entry);
+            break;
         }
 
+        // Not in the slot: it may be in the overflow.
         return TryRemoveOverflow(callId, expected);
     }
 

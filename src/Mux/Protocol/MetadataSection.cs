@@ -32,7 +32,16 @@ internal static class MetadataSection
 
     /// <summary>Why a key cannot be metadata, or null when it can: one or more printable ASCII
     /// characters without spaces (0x21-0x7E), not starting with <see cref="ReservedPrefix"/>.</summary>
-    public static string? DescribeInvalidKey(string key)
+    public static string? DescribeInvalidKey(string key) =>
+        DescribeInvalidCharacters(key)
+        ?? (IsReserved(key) ? $"The Mux metadata key '{key}' starts with '{ReservedPrefix}', which is reserved for Mux's own keys; choose another name." : null);
+
+    /// <summary>Whether the key is one of Mux's own (<see cref="ReservedPrefix"/>, any case).</summary>
+    private static bool IsReserved(string key) => key.StartsWith(ReservedPrefix, StringComparison.OrdinalIgnoreCase);
+
+    /// <summary>Why a key, reserved or not, is not a key at all, or null: it must be one or more
+    /// printable ASCII characters without spaces (0x21-0x7E).</summary>
+    private static string? DescribeInvalidCharacters(string key)
     {
         if (key.Length == 0)
         {
@@ -47,9 +56,7 @@ internal static class MetadataSection
             }
         }
 
-        return key.StartsWith(ReservedPrefix, StringComparison.OrdinalIgnoreCase)
-            ? $"The Mux metadata key '{key}' starts with '{ReservedPrefix}', which is reserved for Mux's own keys; choose another name."
-            : null;
+        return null;
     }
 
     /// <summary>The whole section (the u32 size, then the map) for <paramref name="entries"/>,
@@ -112,6 +119,11 @@ internal static class MetadataSection
         {
             int count = reader.ReadMapHeader();
             entries = new Dictionary<string, string>(Math.Min(count, 16), StringComparer.OrdinalIgnoreCase);
+
+            // Mux's own keys have no meaning in this build and are dropped, but only once they pass
+            // the same checks as the others (a later version's key is still a valid, single key).
+            // Made on the first one: a section without reserved keys costs nothing more.
+            HashSet<string>? reserved = null;
             for (int i = 0; i < count; i++)
             {
                 string? key = reader.ReadString();
@@ -122,18 +134,16 @@ internal static class MetadataSection
                     return ReadStatus.Malformed;
                 }
 
-                if (key.StartsWith(ReservedPrefix, StringComparison.OrdinalIgnoreCase))
-                {
-                    continue; // Mux's own keys: none has a meaning in this build.
-                }
-
-                if (DescribeInvalidKey(key) is { } invalid)
+                if (DescribeInvalidCharacters(key) is { } invalid)
                 {
                     problem = invalid;
                     return ReadStatus.Malformed;
                 }
 
-                if (!entries.TryAdd(key, value))
+                bool added = IsReserved(key)
+                    ? (reserved ??= new HashSet<string>(StringComparer.OrdinalIgnoreCase)).Add(key)
+                    : entries.TryAdd(key, value);
+                if (!added)
                 {
                     problem = $"the key '{key}' appears twice (keys are compared case-insensitively)";
                     return ReadStatus.Malformed;

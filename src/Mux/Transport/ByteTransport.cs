@@ -7,10 +7,8 @@ using System.Security.Cryptography.X509Certificates;
 namespace Mux.Transport;
 
 /// <summary>
-/// Pumps bytes between what carries them (a socket, or a stream) and a pair of pipes (see
-/// <see cref="TransportPipes"/>, whose readers resume inline): the receive loop fills
-/// <see cref="Input"/>; the send loop drains <see cref="Output"/> and sends everything that is
-/// buffered at once.
+/// Pumps bytes between a socket or stream and a pair of pipes (<see cref="TransportPipes"/>, whose readers resume inline):
+/// the receive loop fills <see cref="Input"/>; the send loop sends everything flushed to <see cref="Output"/> at once.
 /// </summary>
 internal abstract class ByteTransport : IMuxTransport
 {
@@ -20,12 +18,10 @@ internal abstract class ByteTransport : IMuxTransport
     private readonly Pipe _input;
     private readonly Pipe _output;
 
-    // The side's clock, for the close's grace period. Immutable.
     private readonly TimeProvider _clock;
 
-    // The socket under the bytes when there is one (a stream may hide it, or have none): lets a
-    // finished send half-close (FIN) while the receive loop keeps reading, and is shut down both
-    // ways at the close. Immutable.
+    // The socket under any stream, if there is one: lets a finished send half-close (FIN) while the receive loop
+    // keeps reading.
     private readonly Socket? _socket;
 
     private Task? _receiveLoop;
@@ -65,8 +61,7 @@ internal abstract class ByteTransport : IMuxTransport
 
     public long SocketSends => Volatile.Read(ref _sends);
 
-    /// <summary>The receive loop once started (it ends when the peer ends its stream or the
-    /// transport fails); null before <see cref="Start"/>.</summary>
+    /// <summary>The receive loop, which ends when the peer ends its stream or the transport fails; null before Start.</summary>
     protected Task? ReceiveLoop => _receiveLoop;
 
     /// <summary>Whether the transport has been closed (after which its errors say nothing).</summary>
@@ -81,8 +76,7 @@ internal abstract class ByteTransport : IMuxTransport
     /// <summary>Receives into <paramref name="memory"/>; 0 when the peer closed its side.</summary>
     protected abstract ValueTask<int> ReceiveAsync(Memory<byte> memory);
 
-    /// <summary>Sends all of <paramref name="buffer"/> (not empty), counting each write it makes
-    /// (<see cref="CountSend"/>).</summary>
+    /// <summary>Sends all of <paramref name="buffer"/> (not empty), counting each write with <see cref="CountSend"/>.</summary>
     protected abstract ValueTask SendAsync(ReadOnlySequence<byte> buffer);
 
     /// <summary>Everything the owner wrote has been sent: tell the peer (FIN), but keep receiving.
@@ -104,8 +98,7 @@ internal abstract class ByteTransport : IMuxTransport
     /// <summary>Closes what carries the bytes, the socket (if any) having been shut down both ways; runs once.</summary>
     protected abstract void Close();
 
-    /// <summary>Whether <paramref name="error"/> is the transport failing (which ends the connection)
-    /// rather than a fault of the loop itself.</summary>
+    /// <summary>Whether <paramref name="error"/> is the transport failing, rather than a fault of the loop itself.</summary>
     protected abstract bool IsTransportError(Exception error);
 
     private async Task ReceiveLoopAsync()
@@ -193,11 +186,11 @@ internal abstract class ByteTransport : IMuxTransport
         }
     }
 
-    /// <summary>Counts one socket or stream write (send loop only).</summary>
+    /// <summary>Send loop only.</summary>
     protected void CountSend() => _sends++;
 
-    /// <summary>Closes at once, both ways (pending output is dropped), if not closed yet; the loops
-    /// end on their own, and <see cref="DisposeAsync"/> waits for them.</summary>
+    /// <summary>Closes at once, both ways, dropping pending output; the loops end on their own and DisposeAsync waits
+    /// for them.</summary>
     public void Abort()
     {
         if (Interlocked.Exchange(ref _shutdown, 1) == 0)
@@ -207,7 +200,6 @@ internal abstract class ByteTransport : IMuxTransport
         }
     }
 
-    /// <summary>Shuts down <paramref name="how"/> of the socket, if there is one still there to shut.</summary>
     private void TryShutdown(SocketShutdown how)
     {
         try
@@ -220,10 +212,9 @@ internal abstract class ByteTransport : IMuxTransport
         }
     }
 
-    // Reads the peer's address (once: it cannot be read once the socket is disposed) and turns
-    // Nagle off. A socket that is already gone (disposed, or reset by its peer: macOS then refuses
-    // TCP_NODELAY) fails on its first read anyway, so neither may throw here: on the server that
-    // would end the accept loop instead of this one connection.
+    // Reads the peer's address while the socket can still give it, and turns Nagle off. A socket already gone (macOS
+    // refuses TCP_NODELAY on one reset by its peer) fails on its first read anyway, so neither may throw here: on the
+    // server that would end the accept loop instead of this one connection.
     private static EndPoint? PrepareSocket(Socket? socket)
     {
         EndPoint? remote = null;
@@ -244,12 +235,9 @@ internal abstract class ByteTransport : IMuxTransport
     }
 
     /// <summary>
-    /// Lets the send loop finish what was flushed, then closes. The owner completes
-    /// <see cref="Output"/> first (only it knows when no writer is active) and, for a graceful close,
-    /// has already read until the peer ended its stream; if the peer stops reading, the send is
-    /// abandoned after a grace period rather than hanging the close. An owner with no time left for
-    /// that (a close out of its time, or one already cut short) calls <see cref="Abort"/>, which
-    /// ends the wait at once.
+    /// Lets the send loop finish what was flushed, then closes. The owner completes <see cref="Output"/> first (only it
+    /// knows when no writer is active); a peer that stops reading is abandoned after a grace period rather than hanging
+    /// the close, and an owner with no time left for that calls <see cref="Abort"/> to end the wait at once.
     /// </summary>
     public async ValueTask DisposeAsync()
     {
@@ -275,7 +263,6 @@ internal abstract class ByteTransport : IMuxTransport
         ReleaseSendBuffers();
     }
 
-    /// <summary>Releases what the send loop sends with, once it has ended (at the end of
-    /// <see cref="DisposeAsync"/>, which may run twice).</summary>
+    /// <summary>Releases what the send loop sends with, once it has ended; may run twice.</summary>
     protected abstract void ReleaseSendBuffers();
 }

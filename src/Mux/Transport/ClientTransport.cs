@@ -7,18 +7,15 @@ using Microsoft.Extensions.Logging;
 
 namespace Mux.Transport;
 
-/// <summary>Opens the byte stream under a client's connection: a socket to the endpoint, with TLS
-/// on top when <see cref="MuxClientOptions.Tls"/> is set; a WebSocket for a ws:// or wss:// URI; or
-/// TLS over a stream the user opened.</summary>
+/// <summary>Opens the byte stream under a client's connection: a socket to the endpoint, with TLS on top when
+/// <see cref="MuxClientOptions.Tls"/> is set; a WebSocket for a ws:// or wss:// URI; or TLS over a stream the user opened.</summary>
 internal static class ClientTransport
 {
-    /// <summary>
-    /// Connects to <paramref name="endPoint"/> (TCP or Unix domain socket) and, with TLS configured,
-    /// authenticates the server, all within <see cref="MuxClientOptions.ConnectTimeout"/>.
-    /// </summary>
-    /// <exception cref="MuxConnectionException">The server refused, did not answer in time, or
-    /// failed the TLS handshake.</exception>
-    public static async Task<IMuxTransport> ConnectAsync(EndPoint endPoint, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken)
+    /// <summary>Connects to <paramref name="endPoint"/> (TCP or Unix domain socket) and, with TLS configured, authenticates
+    /// the server, all within <see cref="MuxClientOptions.ConnectTimeout"/>.</summary>
+    /// <exception cref="MuxConnectionException">The server refused, did not answer in time, or failed the TLS handshake.</exception>
+    public static async Task<IMuxTransport> ConnectAsync(
+        EndPoint endPoint, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken)
     {
         if (endPoint is WebSocketEndPoint webSocket)
         {
@@ -38,14 +35,17 @@ internal static class ClientTransport
             }
 
             var network = new NetworkStream(socket, ownsSocket: true);
-            SslStream ssl = await TlsHandshake.AuthenticateAsClientAsync(network, options.Tls, SocketEndPoints.TlsTargetHost(endPoint), endPoint.ToString() ?? "server", timeout.Token).ConfigureAwait(false);
+            SslStream ssl = await TlsHandshake.AuthenticateAsClientAsync(
+                network, options.Tls, SocketEndPoints.TlsTargetHost(endPoint), endPoint.ToString() ?? "server", timeout.Token).ConfigureAwait(false);
             TransportLog.TlsEstablished(logger, endPoint.ToString() ?? "server", ssl.SslProtocol, ssl.NegotiatedCipherSuite);
             return new StreamConnection(ssl, socket, options.MaxFrameSize, options.TimeProvider);
         }
         catch (OperationCanceledException ex) when (!cancellationToken.IsCancellationRequested)
         {
             socket.Dispose();
-            throw new MuxConnectionException($"Connecting to {endPoint} timed out after {DurationText.Format(options.ConnectTimeout)} (MuxClientOptions.ConnectTimeout).", new TimeoutException(ex.Message, ex));
+            throw new MuxConnectionException(
+                $"Connecting to {endPoint} timed out after {DurationText.Format(options.ConnectTimeout)} (MuxClientOptions.ConnectTimeout).",
+                new TimeoutException(ex.Message, ex));
         }
         catch (SocketException ex)
         {
@@ -60,7 +60,8 @@ internal static class ClientTransport
     }
 
     /// <summary>Wraps a stream the user connected, authenticating TLS over it first when configured.</summary>
-    public static async Task<IMuxTransport> OverStreamAsync(Stream stream, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken)
+    public static async Task<IMuxTransport> OverStreamAsync(
+        Stream stream, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken)
     {
         if (options.Tls is null)
         {
@@ -71,25 +72,27 @@ internal static class ClientTransport
         using var timeout = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, expiry.Token);
         try
         {
-            SslStream ssl = await TlsHandshake.AuthenticateAsClientAsync(stream, options.Tls, defaultTargetHost: null, "the stream's server", timeout.Token).ConfigureAwait(false);
+            SslStream ssl = await TlsHandshake.AuthenticateAsClientAsync(
+                stream, options.Tls, defaultTargetHost: null, "the stream's server", timeout.Token).ConfigureAwait(false);
             TransportLog.TlsEstablished(logger, "stream", ssl.SslProtocol, ssl.NegotiatedCipherSuite);
             return new StreamConnection(ssl, (stream as NetworkStream)?.Socket, options.MaxFrameSize, options.TimeProvider);
         }
         catch (OperationCanceledException ex) when (!cancellationToken.IsCancellationRequested)
         {
-            throw new MuxConnectionException($"The TLS handshake over the given stream timed out after {DurationText.Format(options.ConnectTimeout)} (MuxClientOptions.ConnectTimeout).", new TimeoutException(ex.Message, ex));
+            throw new MuxConnectionException(
+                $"The TLS handshake over the given stream timed out after {DurationText.Format(options.ConnectTimeout)} " +
+                "(MuxClientOptions.ConnectTimeout).",
+                new TimeoutException(ex.Message, ex));
         }
     }
 
     /// <summary>
-    /// Opens a WebSocket to <paramref name="endPoint"/> offering the subprotocol <c>mux</c>, within
-    /// <see cref="MuxClientOptions.ConnectTimeout"/>. Over wss://, TLS is the HTTP handler's: with
-    /// <see cref="MuxClientOptions.Tls"/> set, its certificates, validation callback and protocols
-    /// are used (its ALPN list is not: HTTP negotiates its own), and the URI's host is the name checked.
+    /// Opens a WebSocket to <paramref name="endPoint"/> offering the subprotocol <c>mux</c>, within ConnectTimeout. Over
+    /// wss://, TLS is the HTTP handler's: it takes <see cref="MuxClientOptions.Tls"/> but for its ALPN list (HTTP negotiates
+    /// its own), and the URI's host is the name checked.
     /// </summary>
-    /// <exception cref="MuxConnectionException">The server refused, did not answer in time, failed
-    /// TLS, answered the upgrade with an HTTP error, or did not choose the subprotocol <c>mux</c>.</exception>
-    private static async Task<IMuxTransport> ConnectWebSocketAsync(WebSocketEndPoint endPoint, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken)
+    private static async Task<IMuxTransport> ConnectWebSocketAsync(
+        WebSocketEndPoint endPoint, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken)
     {
         Uri uri = endPoint.Uri;
         if (options.AuthToken is not null && !endPoint.IsSecure && !uri.IsLoopback && options.TryClaimPlaintextTokenWarning())
@@ -113,10 +116,15 @@ internal static class ClientTransport
             await webSocket.ConnectAsync(uri, invoker, timeout.Token).ConfigureAwait(false);
             if (webSocket.SubProtocol != WebSocketConnection.SubProtocol)
             {
-                throw new MuxConnectionException($"The server at {uri} accepted the WebSocket but not its subprotocol \"{WebSocketConnection.SubProtocol}\": it is not a Mux endpoint (map one with MapMux) or not this protocol.", MuxCloseReason.ProtocolError, null);
+                throw new MuxConnectionException(
+                    $"The server at {uri} accepted the WebSocket but not its subprotocol \"{WebSocketConnection.SubProtocol}\": " +
+                    "it is not a Mux endpoint (map one with MapMux) or not this protocol.",
+                    MuxCloseReason.ProtocolError,
+                    null);
             }
 
-            return new WebSocketConnection(webSocket, remoteEndPoint: null, remoteCertificate: null, options.MaxFrameSize, options.TimeProvider, invoker);
+            return new WebSocketConnection(
+                webSocket, remoteEndPoint: null, remoteCertificate: null, options.MaxFrameSize, options.TimeProvider, invoker);
         }
         catch (Exception ex)
         {
@@ -125,7 +133,9 @@ internal static class ClientTransport
             invoker?.Dispose();
             if (ex is OperationCanceledException && !cancellationToken.IsCancellationRequested)
             {
-                throw new MuxConnectionException($"Connecting to {uri} timed out after {DurationText.Format(options.ConnectTimeout)} (MuxClientOptions.ConnectTimeout).", new TimeoutException(ex.Message, ex));
+                throw new MuxConnectionException(
+                    $"Connecting to {uri} timed out after {DurationText.Format(options.ConnectTimeout)} (MuxClientOptions.ConnectTimeout).",
+                    new TimeoutException(ex.Message, ex));
             }
 
             if (ex is WebSocketException refused)
@@ -137,8 +147,8 @@ internal static class ClientTransport
         }
     }
 
-    /// <summary>What a failed WebSocket connect means to a Mux user: an HTTP status instead of the
-    /// upgrade, a TLS failure, or a server that could not be reached.</summary>
+    /// <summary>What a failed WebSocket connect means to a Mux user: an HTTP status instead of the upgrade, a TLS failure,
+    /// or a server that could not be reached.</summary>
     private static MuxConnectionException DescribeRefusal(Uri uri, ClientWebSocket webSocket, WebSocketException error)
     {
         if (webSocket.HttpStatusCode is HttpStatusCode status and not 0 and not HttpStatusCode.SwitchingProtocols)
@@ -150,14 +160,20 @@ internal static class ClientTransport
                 HttpStatusCode.NotFound => " Nothing is mapped at that path: check the URI against the server's MapMux pattern.",
                 _ => string.Empty,
             };
-            return new MuxConnectionException($"The server at {uri} answered the WebSocket upgrade with HTTP {(int)status} ({status}).{hint}", MuxCloseReason.ProtocolError, error);
+            return new MuxConnectionException(
+                $"The server at {uri} answered the WebSocket upgrade with HTTP {(int)status} ({status}).{hint}", MuxCloseReason.ProtocolError, error);
         }
 
         for (Exception? inner = error.InnerException; inner is not null; inner = inner.InnerException)
         {
             if (inner is AuthenticationException tls)
             {
-                return new MuxConnectionException($"The TLS handshake with the Mux server at {uri} failed: {tls.Message} Check that the server's certificate is trusted on this machine and issued for '{uri.IdnHost}', or decide trust yourself with MuxClientOptions.Tls.RemoteCertificateValidationCallback.", MuxCloseReason.ProtocolError, error);
+                return new MuxConnectionException(
+                    $"The TLS handshake with the Mux server at {uri} failed: {tls.Message} Check that the server's certificate is " +
+                    $"trusted on this machine and issued for '{uri.IdnHost}', or decide trust yourself with " +
+                    "MuxClientOptions.Tls.RemoteCertificateValidationCallback.",
+                    MuxCloseReason.ProtocolError,
+                    error);
             }
         }
 
@@ -175,7 +191,8 @@ internal static class ClientTransport
 
     private static void WarnIfTokenInPlaintext(EndPoint endPoint, MuxClientOptions options, ILogger logger)
     {
-        if (options.AuthToken is not null && options.Tls is null && SocketEndPoints.CrossesNetwork(endPoint) && options.TryClaimPlaintextTokenWarning())
+        if (options.AuthToken is not null && options.Tls is null && SocketEndPoints.CrossesNetwork(endPoint)
+            && options.TryClaimPlaintextTokenWarning())
         {
             TransportLog.AuthTokenWithoutTls(logger, nameof(MuxClientOptions), endPoint.ToString() ?? "?");
         }

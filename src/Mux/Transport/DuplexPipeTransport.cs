@@ -3,8 +3,8 @@ using System.IO.Pipelines;
 namespace Mux.Transport;
 
 /// <summary>
-/// A transport over an existing pair of pipes (no socket). Used to run a client and a server
-/// against each other in memory, for fast deterministic tests and benchmarks without a socket.
+/// A transport over an existing pair of pipes, to run a client and a server against each other in memory for fast,
+/// deterministic tests and benchmarks.
 /// </summary>
 internal sealed class DuplexPipeTransport : IMuxTransport
 {
@@ -30,7 +30,8 @@ internal sealed class DuplexPipeTransport : IMuxTransport
     /// <summary>Creates two connected transports: what one writes, the other reads.</summary>
     public static (DuplexPipeTransport A, DuplexPipeTransport B) CreatePair()
     {
-        var options = new PipeOptions(readerScheduler: PipeScheduler.Inline, writerScheduler: PipeScheduler.Inline, pauseWriterThreshold: 64L * 1024 * 1024, resumeWriterThreshold: 32L * 1024 * 1024, useSynchronizationContext: false);
+        var options = new PipeOptions(readerScheduler: PipeScheduler.Inline, writerScheduler: PipeScheduler.Inline,
+            pauseWriterThreshold: 64L * 1024 * 1024, resumeWriterThreshold: 32L * 1024 * 1024, useSynchronizationContext: false);
         var aToB = new Pipe(options);
         var bToA = new Pipe(options);
         return (new DuplexPipeTransport(bToA.Reader, aToB.Writer), new DuplexPipeTransport(aToB.Reader, bToA.Writer));

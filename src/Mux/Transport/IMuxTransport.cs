@@ -25,7 +25,6 @@ internal interface IMuxTransport : IDuplexPipe, IAsyncDisposable
     /// it presented none.</summary>
     X509Certificate2? RemoteCertificate => null;
 
-    /// <summary>Starts moving bytes.</summary>
     void Start();
 
     /// <summary>Drops the connection at once, without flushing.</summary>

@@ -3,11 +3,9 @@ using System.IO.Pipelines;
 namespace Mux.Transport;
 
 /// <summary>
-/// The two crossed pipes of an in-process connection (MuxServer.ConnectInProcessAsync), set up as
-/// a socket's are: each side's reader loop resumes on the thread pool, as after a socket receive,
-/// never on the thread of the peer that flushed (a caller, a handler); and each direction holds what
-/// a socket's pipes and its receiver's largest frame need before it pauses the writer, so flow
-/// control, large frames and a peer that stops reading behave as they do over TCP.
+/// The two crossed pipes of an in-process connection, set up as a socket's are: a reader loop resumes on the thread pool,
+/// never on the thread of the peer that flushed, and each direction holds its receiver's largest frame before it pauses
+/// the writer, so flow control, large frames and a peer that stops reading behave as they do over TCP.
 /// </summary>
 internal static class InProcessPipes
 {
@@ -17,12 +15,12 @@ internal static class InProcessPipes
     {
         Pipe toServer = Create(serverMaxFrameSize);
         Pipe toClient = Create(clientMaxFrameSize);
-        return (new DuplexPipeTransport(new Direction(toClient.Reader, toServer.Writer)), new DuplexPipeTransport(new Direction(toServer.Reader, toClient.Writer)));
+        return (new DuplexPipeTransport(new Direction(toClient.Reader, toServer.Writer)),
+            new DuplexPipeTransport(new Direction(toServer.Reader, toClient.Writer)));
     }
 
-    // Sized as a socket's input pipe (TransportPipes.CreateInput): a whole largest frame and the
-    // start of the next fit before the writer pauses, or a reader waiting for the rest of a frame
-    // and a writer waiting for room would wait for each other.
+    // Sized as a socket's input pipe: a largest frame and the start of the next fit before the writer pauses, or a
+    // reader waiting for the rest of a frame and a writer waiting for room would wait for each other.
     private static Pipe Create(int receiverMaxFrameSize)
     {
         long pause = Math.Max(1024L * 1024, (long)receiverMaxFrameSize + TransportPipes.ReceiveBufferSize * 2);

@@ -17,8 +17,8 @@ internal static class SocketEndPoints
         _ => new Socket(endPoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp),
     };
 
-    /// <summary>Whether bytes sent to <paramref name="endPoint"/> cross a network (so a secret sent in
-    /// plaintext can be read on the way); a Unix domain socket never leaves the machine.</summary>
+    /// <summary>Whether bytes sent to <paramref name="endPoint"/> cross a network, where a secret sent in plaintext can be
+    /// read; a Unix domain socket never leaves the machine.</summary>
     public static bool CrossesNetwork(EndPoint endPoint) => endPoint is IPEndPoint or DnsEndPoint;
 
     /// <summary>The host name a server's TLS certificate is checked against when the options name none.</summary>
@@ -29,8 +29,7 @@ internal static class SocketEndPoints
         _ => null,
     };
 
-    /// <summary>The path of a Unix domain socket's file, or null for other endpoints and for
-    /// abstract sockets (which have no file).</summary>
+    /// <summary>The path of a Unix domain socket's file; null for other endpoints and abstract sockets, which have none.</summary>
     public static string? UnixSocketFile(EndPoint? endPoint)
     {
         if (endPoint is not UnixDomainSocketEndPoint)

@@ -6,34 +6,26 @@ using System.Security.Cryptography.X509Certificates;
 namespace Mux.Transport;
 
 /// <summary>
-/// A <see cref="ByteTransport"/> over a <see cref="Stream"/> (a TLS <see cref="SslStream"/>, or any
-/// stream a user hands us). The send loop writes everything flushed since the last send in ONE
-/// stream write, gathering a multi-segment buffer into one contiguous block first: over TLS each
-/// stream write becomes at least one record and one socket send, so writing segment by segment
-/// would undo the batching.
+/// A <see cref="ByteTransport"/> over a <see cref="Stream"/> (a TLS <see cref="SslStream"/>, or any stream a user hands
+/// us). Everything flushed since the last send goes out in one stream write, gathered first: over TLS each write becomes
+/// at least one record and one socket send, so writing segment by segment would undo the batching.
 /// </summary>
 internal sealed class StreamConnection : ByteTransport
 {
-    // A gathered write is at most this large; bigger flushes go out in several writes of this size
-    // (TLS cuts records at 16 KiB anyway, so larger blocks would gain nothing).
+    // Larger flushes go out in several writes: TLS cuts records at 16 KiB anyway, so larger blocks would gain nothing.
     private const int MaxGatheredWrite = 64 * 1024;
 
     private readonly Stream _stream;
 
-    // Cancelled by the close, after the stream is disposed: a pending read or write need not end when
-    // its stream is disposed (a PipeReader's or PipeWriter's stream's does not), and the close waits
-    // for both loops.
+    // Cancelled by the close, after the stream is disposed: a pending read or write need not end when its stream is
+    // disposed (a PipeReader's or PipeWriter's stream's does not), and the close waits for both loops.
     private readonly CancellationTokenSource _closed = new();
 
-    // Where a multi-segment flush is gathered; rented on the first, kept until the send loop has
-    // ended (renting per flush would take one from another thread's pool now and then, and
-    // allocate). Only the send loop touches it until then.
+    // Rented on the first multi-segment flush and kept until the send loop has ended, as renting per flush would
+    // sometimes allocate. Only the send loop touches it until then.
     private byte[]? _gather;
 
-    /// <summary>Checks a stream a user hands to Mux (a client's connect, a server's accept) before
-    /// anything is done with it.</summary>
-    /// <exception cref="ArgumentNullException"><paramref name="stream"/> is null.</exception>
-    /// <exception cref="ArgumentException">It cannot both read and write.</exception>
+    /// <summary>Checks a stream a user hands to Mux before anything is done with it.</summary>
     public static void RequireDuplex(Stream stream)
     {
         ArgumentNullException.ThrowIfNull(stream);
@@ -43,18 +35,14 @@ internal sealed class StreamConnection : ByteTransport
         }
     }
 
-    /// <param name="stream">The connected stream; this connection owns it.</param>
-    /// <param name="socket">The socket under <paramref name="stream"/> when the caller knows it
-    /// (an <see cref="SslStream"/> hides its inner stream); found by itself for a <see cref="NetworkStream"/>.</param>
-    /// <param name="maxFrameSize">The largest frame the reader accepts, which sizes the input pipe.</param>
-    /// <param name="clock">The side's clock, for the close's grace period.</param>
+    /// <summary>Owns <paramref name="stream"/>. <paramref name="socket"/> is the one under it when the caller knows it (an
+    /// <see cref="SslStream"/> hides its inner stream); a <see cref="NetworkStream"/>'s is found here.</summary>
     public StreamConnection(Stream stream, Socket? socket, int maxFrameSize, TimeProvider clock)
         : base(socket ?? (stream as NetworkStream)?.Socket, maxFrameSize, clock)
     {
         _stream = stream;
 
-        // Read once, now: it is settled by the time a connection is made over the stream (the TLS
-        // handshake has completed).
+        // Settled by now: the TLS handshake has completed before a connection is made over the stream.
         RemoteCertificate = (stream as SslStream)?.RemoteCertificate as X509Certificate2;
     }
 
@@ -109,8 +97,8 @@ internal sealed class StreamConnection : ByteTransport
         }
     }
 
-    /// <summary>Disposes <paramref name="stream"/>, which may be a user's: whatever it throws, it is
-    /// closed as far as we are concerned.</summary>
+    /// <summary>Disposes <paramref name="stream"/>, which may be a user's: whatever it throws, it is closed as far as we
+    /// are concerned.</summary>
     public static void CloseQuietly(Stream stream)
     {
         try
@@ -119,8 +107,7 @@ internal sealed class StreamConnection : ByteTransport
         }
         catch (Exception)
         {
-            // A stream that fails to close (a user's stream may throw anything) is closed as far as
-            // we are concerned.
+            // A user's stream may throw anything.
         }
     }
 

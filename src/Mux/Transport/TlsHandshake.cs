@@ -4,14 +4,12 @@ using System.Security.Authentication;
 namespace Mux.Transport;
 
 /// <summary>
-/// TLS for Mux connections with the BCL's own option types: the ALPN protocol <c>mux/1</c> is
-/// offered and required on both sides, so a TLS peer that speaks another protocol fails in the
-/// handshake instead of receiving frames it cannot read. The user's options objects are never
-/// modified: each handshake uses a copy with Mux's defaults filled in.
+/// TLS for Mux connections with the BCL's own option types. Both sides offer and require the ALPN protocol <c>mux/1</c>,
+/// so a peer that speaks another protocol fails in the handshake instead of receiving frames it cannot read. The user's
+/// options are never modified: each handshake uses a copy with Mux's defaults filled in.
 /// </summary>
 internal static class TlsHandshake
 {
-    /// <summary>The ALPN protocol name of Mux protocol version 1.</summary>
     public const string ProtocolName = "mux/1";
 
     public static readonly SslApplicationProtocol Protocol = new(ProtocolName);
@@ -25,12 +23,16 @@ internal static class TlsHandshake
     {
         if (tls.ServerCertificate is null && tls.ServerCertificateContext is null && tls.ServerCertificateSelectionCallback is null)
         {
-            throw new InvalidOperationException("MuxServerOptions.Tls has no certificate. Set Tls.ServerCertificate (an X509Certificate2 with its private key), Tls.ServerCertificateContext or Tls.ServerCertificateSelectionCallback.");
+            throw new InvalidOperationException(
+                "MuxServerOptions.Tls has no certificate. Set Tls.ServerCertificate (an X509Certificate2 with its private key), " +
+                "Tls.ServerCertificateContext or Tls.ServerCertificateSelectionCallback.");
         }
 
         if (tls.ServerCertificate is System.Security.Cryptography.X509Certificates.X509Certificate2 { HasPrivateKey: false } certificate)
         {
-            throw new InvalidOperationException($"MuxServerOptions.Tls.ServerCertificate ('{certificate.Subject}') has no private key. Load it from a PFX/PKCS#12 file with its password, or from PEM with its key file.");
+            throw new InvalidOperationException(
+                $"MuxServerOptions.Tls.ServerCertificate ('{certificate.Subject}') has no private key. " +
+                "Load it from a PFX/PKCS#12 file with its password, or from PEM with its key file.");
         }
 
         RequireMuxProtocol(tls.ApplicationProtocols, "MuxServerOptions", "requires");
@@ -40,22 +42,20 @@ internal static class TlsHandshake
     {
         if (protocols is not null && !protocols.Contains(Protocol))
         {
-            throw new InvalidOperationException($"{options}.Tls.ApplicationProtocols does not include \"{ProtocolName}\". Leave it null (Mux {whatMuxDoes} \"{ProtocolName}\") or add it to the list.");
+            throw new InvalidOperationException(
+                $"{options}.Tls.ApplicationProtocols does not include \"{ProtocolName}\". " +
+                $"Leave it null (Mux {whatMuxDoes} \"{ProtocolName}\") or add it to the list.");
         }
     }
 
     /// <summary>
-    /// Authenticates the client side of <paramref name="inner"/> (which the returned stream owns).
-    /// Throws <see cref="MuxConnectionException"/> with the reason when the handshake fails; the
-    /// caller's cancellation surfaces as <see cref="OperationCanceledException"/>.
+    /// Authenticates the client side of <paramref name="inner"/>, which the returned stream owns (and disposes if the
+    /// handshake fails), checking the certificate against <paramref name="defaultTargetHost"/> unless TargetHost is set.
+    /// The caller's cancellation surfaces as <see cref="OperationCanceledException"/>.
     /// </summary>
-    /// <param name="inner">The connected stream; disposed if the handshake fails.</param>
-    /// <param name="configured">The user's options (not modified).</param>
-    /// <param name="defaultTargetHost">The host name to check the certificate against when
-    /// <see cref="SslClientAuthenticationOptions.TargetHost"/> is not set.</param>
-    /// <param name="peerName">The server's name, for messages.</param>
-    /// <param name="cancellationToken">Abandons the handshake.</param>
-    public static async Task<SslStream> AuthenticateAsClientAsync(Stream inner, SslClientAuthenticationOptions configured, string? defaultTargetHost, string peerName, CancellationToken cancellationToken)
+    /// <exception cref="MuxConnectionException">The handshake failed; the message says why, naming <paramref name="peerName"/>.</exception>
+    public static async Task<SslStream> AuthenticateAsClientAsync(
+        Stream inner, SslClientAuthenticationOptions configured, string? defaultTargetHost, string peerName, CancellationToken cancellationToken)
     {
         SslClientAuthenticationOptions options = CopyForMux(configured, defaultTargetHost);
         try
@@ -63,24 +63,38 @@ internal static class TlsHandshake
             return await AuthenticateAsync(
                 inner,
                 ssl => ssl.AuthenticateAsClientAsync(options, cancellationToken),
-                chosen => new MuxConnectionException($"The TLS server at {peerName} did not agree to the ALPN protocol \"{ProtocolName}\" (it chose \"{chosen}\"): it is not a Mux server, or not this protocol version.", MuxCloseReason.ProtocolError, null)).ConfigureAwait(false);
+                chosen => new MuxConnectionException(
+                    $"The TLS server at {peerName} did not agree to the ALPN protocol \"{ProtocolName}\" (it chose \"{chosen}\"): " +
+                    "it is not a Mux server, or not this protocol version.",
+                    MuxCloseReason.ProtocolError,
+                    null)).ConfigureAwait(false);
         }
         catch (AuthenticationException ex)
         {
-            throw new MuxConnectionException($"The TLS handshake with the Mux server at {peerName} failed: {ex.Message} Check that the server's certificate is trusted on this machine and issued for '{options.TargetHost}' (MuxClientOptions.Tls.TargetHost), or decide trust yourself with MuxClientOptions.Tls.RemoteCertificateValidationCallback.", MuxCloseReason.ProtocolError, ex);
+            throw new MuxConnectionException(
+                $"The TLS handshake with the Mux server at {peerName} failed: {ex.Message} Check that the server's certificate is " +
+                $"trusted on this machine and issued for '{options.TargetHost}' (MuxClientOptions.Tls.TargetHost), or decide trust " +
+                "yourself with MuxClientOptions.Tls.RemoteCertificateValidationCallback.",
+                MuxCloseReason.ProtocolError,
+                ex);
         }
         catch (IOException ex)
         {
-            throw new MuxConnectionException($"The Mux server at {peerName} closed the connection during the TLS handshake ({ex.Message}). Check that it serves TLS (MuxServerOptions.Tls) and accepts this client's certificate and ALPN \"{ProtocolName}\".", MuxCloseReason.TransportError, ex);
+            throw new MuxConnectionException(
+                $"The Mux server at {peerName} closed the connection during the TLS handshake ({ex.Message}). Check that it " +
+                $"serves TLS (MuxServerOptions.Tls) and accepts this client's certificate and ALPN \"{ProtocolName}\".",
+                MuxCloseReason.TransportError,
+                ex);
         }
     }
 
     /// <summary>
-    /// Authenticates the server side of <paramref name="inner"/> (which the returned stream owns).
-    /// Throws <see cref="AuthenticationException"/> (or the transport's exception) when the client
-    /// fails the handshake or did not ask for <c>mux/1</c>; the stream is disposed then.
+    /// Authenticates the server side of <paramref name="inner"/>, which the returned stream owns. Throws
+    /// <see cref="AuthenticationException"/> (or the transport's exception), having disposed the stream, when the client
+    /// fails the handshake or did not ask for <c>mux/1</c>.
     /// </summary>
-    public static Task<SslStream> AuthenticateAsServerAsync(Stream inner, SslServerAuthenticationOptions configured, CancellationToken cancellationToken)
+    public static Task<SslStream> AuthenticateAsServerAsync(
+        Stream inner, SslServerAuthenticationOptions configured, CancellationToken cancellationToken)
     {
         SslServerAuthenticationOptions options = CopyForMux(configured);
 
@@ -92,12 +106,8 @@ internal static class TlsHandshake
             chosen => new AuthenticationException($"The client did not ask for the ALPN protocol \"{ProtocolName}\" (it negotiated \"{chosen}\")."));
     }
 
-    /// <summary>Runs one side's handshake over <paramref name="inner"/> and checks that it agreed
-    /// on <c>mux/1</c>; the stream (and <paramref name="inner"/> with it) is disposed if not, or if
-    /// the handshake fails.</summary>
-    /// <param name="inner">The connected stream.</param>
-    /// <param name="authenticate">The side's handshake.</param>
-    /// <param name="notMux">The error for a peer that chose another protocol (it is given the name of that one).</param>
+    /// <summary>Runs one side's handshake and checks that it agreed on <c>mux/1</c>, else throws what
+    /// <paramref name="notMux"/> makes of the protocol chosen; the stream and <paramref name="inner"/> are disposed on failure.</summary>
     private static async Task<SslStream> AuthenticateAsync(Stream inner, Func<SslStream, Task> authenticate, Func<string, Exception> notMux)
     {
         var ssl = new SslStream(inner, leaveInnerStreamOpen: false);
@@ -119,8 +129,8 @@ internal static class TlsHandshake
         }
     }
 
-    // Every settable property is copied (a test compares them by reflection, so a property a
-    // future .NET adds fails that test rather than being dropped silently).
+    // Every settable property is copied: a test compares them by reflection, so one a future .NET adds fails that test
+    // rather than being dropped silently.
 #pragma warning disable SYSLIB0040 // EncryptionPolicy is obsolete, but a user who set it must get it.
     internal static SslClientAuthenticationOptions CopyForMux(SslClientAuthenticationOptions source, string? defaultTargetHost)
     {

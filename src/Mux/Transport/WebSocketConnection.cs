@@ -7,13 +7,10 @@ using System.Security.Cryptography.X509Certificates;
 namespace Mux.Transport;
 
 /// <summary>
-/// A <see cref="ByteTransport"/> over a <see cref="WebSocket"/>: the client's
-/// <see cref="ClientWebSocket"/>, or one an ASP.NET Core endpoint accepted. The frames travel as one
-/// byte stream cut into binary messages with no meaning of their own: a receive writes what one
-/// message (or its part) carries straight into the input pipe's memory, and a send writes each
-/// segment of what was flushed as one WebSocket frame of a message, straight from the output pipe's
-/// buffers. A close sends the WebSocket Close (the stream's end, as a FIN is over TCP) and keeps
-/// reading until the peer's Close.
+/// A <see cref="ByteTransport"/> over a client's <see cref="ClientWebSocket"/> or one an ASP.NET Core endpoint accepted.
+/// The frames travel as one byte stream cut into binary messages with no meaning of their own, received straight into
+/// the input pipe's memory and sent straight from the output pipe's buffers. A close sends the WebSocket Close (the
+/// stream's end, as a FIN is over TCP) and keeps reading until the peer's Close.
 /// </summary>
 internal sealed class WebSocketConnection : ByteTransport
 {
@@ -25,20 +22,15 @@ internal sealed class WebSocketConnection : ByteTransport
 
     private readonly WebSocket _webSocket;
 
-    // The side's clock, for the close's grace period. Immutable.
     private readonly TimeProvider _clock;
 
-    // What the WebSocket was opened through and must outlive it (the client's HTTP handler for TLS
-    // options); disposed by the close. Immutable.
+    // What the WebSocket was opened through and must outlive it (the client's HTTP handler); disposed by the close.
     private readonly IDisposable? _owned;
 
-    /// <param name="webSocket">The open WebSocket; this connection owns it.</param>
-    /// <param name="remoteEndPoint">The peer's address when the host knows it (a server's accepted request).</param>
-    /// <param name="remoteCertificate">The certificate the peer presented in the TLS handshake, if any.</param>
-    /// <param name="maxFrameSize">The largest frame the reader accepts, which sizes the input pipe.</param>
-    /// <param name="clock">The side's clock, for the close's grace period.</param>
-    /// <param name="owned">What to dispose with the WebSocket (null for none).</param>
-    public WebSocketConnection(WebSocket webSocket, EndPoint? remoteEndPoint, X509Certificate2? remoteCertificate, int maxFrameSize, TimeProvider clock, IDisposable? owned = null)
+    /// <summary>Owns <paramref name="webSocket"/>; <paramref name="maxFrameSize"/> sizes the input pipe.</summary>
+    public WebSocketConnection(
+        WebSocket webSocket, EndPoint? remoteEndPoint, X509Certificate2? remoteCertificate, int maxFrameSize, TimeProvider clock,
+        IDisposable? owned = null)
         : base(socket: null, maxFrameSize, clock)
     {
         _webSocket = webSocket;
@@ -48,8 +40,7 @@ internal sealed class WebSocketConnection : ByteTransport
         RemoteCertificate = remoteCertificate;
     }
 
-    // No token: a token the WebSocket registers on costs every receive and send, and the close
-    // aborts the WebSocket, which ends both.
+    // No token: one the WebSocket registers on costs every receive and send, and the close aborts the WebSocket anyway.
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
     protected override async ValueTask<int> ReceiveAsync(Memory<byte> memory)
     {
@@ -71,7 +62,8 @@ internal sealed class WebSocketConnection : ByteTransport
                 return 0; // The peer ended its stream.
             }
 
-            throw new WebSocketException(WebSocketError.InvalidMessageType, "The peer sent a text WebSocket message; Mux frames travel in binary messages only.");
+            throw new WebSocketException(
+                WebSocketError.InvalidMessageType, "The peer sent a text WebSocket message; Mux frames travel in binary messages only.");
         }
     }
 
@@ -86,8 +78,8 @@ internal sealed class WebSocketConnection : ByteTransport
         return SendSegmentsAsync(buffer);
     }
 
-    /// <summary>One message for what was flushed, a WebSocket frame per segment: no gathering copy
-    /// (the WebSocket copies each frame once into its own buffer anyway, to put its header before it).</summary>
+    /// <summary>One message for what was flushed, a WebSocket frame per segment: no gathering copy, since the WebSocket
+    /// copies each frame into its own buffer anyway to put its header before it.</summary>
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder))]
     private async ValueTask SendSegmentsAsync(ReadOnlySequence<byte> buffer)
     {
@@ -115,8 +107,8 @@ internal sealed class WebSocketConnection : ByteTransport
         await _webSocket.SendAsync(segment, WebSocketMessageType.Binary, endOfMessage: true, CancellationToken.None).ConfigureAwait(false);
     }
 
-    /// <summary>The WebSocket Close: the peer reads the end of the stream, and this side keeps
-    /// receiving until the peer's own Close (or the close's drain gives up).</summary>
+    /// <summary>The WebSocket Close: the peer reads the end of the stream, and this side keeps receiving until the peer's
+    /// own Close.</summary>
     protected override async ValueTask FinishSendingAsync()
     {
         if (_webSocket.State is WebSocketState.Open or WebSocketState.CloseReceived)
@@ -126,10 +118,9 @@ internal sealed class WebSocketConnection : ByteTransport
     }
 
     /// <summary>
-    /// Lets go of the WebSocket once the peer has ended its stream, or 1 s after the close at most:
-    /// a socket's abort still sends what it was given (the kernel has it), but a web server may
-    /// still hold what was handed to its WebSocket (the last responses, a refusal's Error, the
-    /// Close), and aborting an accepted WebSocket aborts its HTTP connection and drops that output.
+    /// Lets go of the WebSocket once the peer has ended its stream, or 1 s after the close at most: unlike a socket's
+    /// kernel, a web server may still hold what was handed to its WebSocket (the last responses, the Close), and
+    /// aborting an accepted WebSocket aborts its HTTP connection and drops that output.
     /// </summary>
     protected override void Close()
     {
@@ -156,8 +147,8 @@ internal sealed class WebSocketConnection : ByteTransport
         Release();
     }
 
-    /// <summary>Disposes the WebSocket: after the Close handshake without an abort, so that the web
-    /// server ends its request gracefully (flushing what it holds); else aborts it first.</summary>
+    /// <summary>Disposes the WebSocket, aborting it first unless the Close handshake is done: a web server then ends
+    /// its request gracefully, flushing what it holds.</summary>
     private void Release()
     {
         if (_webSocket.State != WebSocketState.Closed)
@@ -169,8 +160,8 @@ internal sealed class WebSocketConnection : ByteTransport
         _owned?.Dispose();
     }
 
-    // Whatever a WebSocket throws (a WebSocketException, an IOException of the stream under it, an
-    // ObjectDisposedException after the close) ends the connection.
+    // Whatever a WebSocket throws (its own exception, the IOException of the stream under it, ObjectDisposedException
+    // after the close) ends the connection.
     protected override bool IsTransportError(Exception error) => true;
 
     protected override void ReleaseSendBuffers()

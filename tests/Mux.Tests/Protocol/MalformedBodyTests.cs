@@ -102,6 +102,9 @@ public class MalformedBodyTests
         { "a key of invalid UTF-8", [0x81, 0xa2, 0xc3, 0x28, 0xa1, 0x76], null },
         { "a key with a space", [0x81, 0xa3, 0x61, 0x20, 0x62, 0xa1, 0x76], null },
         { "the same key twice, in two cases", [0x82, 0xa1, 0x6b, 0xa1, 0x76, 0xa1, 0x4b, 0xa1, 0x77], null },
+        { "a reserved key twice, in two cases", [0x82, 0xa5, .. "mux-a"u8, 0xa1, 0x31, 0xa5, .. "MUX-A"u8, 0xa1, 0x32], null },
+        { "a reserved key with a control character and a space", [0x81, 0xac, .. "mux-\u0001bad key"u8, 0xa1, 0x76], null },
+        { "a reserved key of invalid UTF-8", [0x81, 0xa6, .. "mux-"u8, 0xc3, 0x28, 0xa1, 0x76], null },
         { "bytes after the map", [0x80, 0x01], null },
         { "a map with fewer entries than it announces", [0x82, 0xa1, 0x6b, 0xa1, 0x76], null },
     };
@@ -114,6 +117,20 @@ public class MalformedBodyTests
 
         Assert.Equal(MetadataSection.ReadStatus.Malformed, status);
         Assert.False(string.IsNullOrEmpty(problem), what);
+    }
+
+    [Fact]
+    public void MetadataSection_ValidReservedKeys_AreDropped_AndTheOthersKept()
+    {
+        // Keys Mux does not know yet: a later version may send them, so they are skipped, not refused.
+        byte[] map = [0x83, 0xaa, .. "mux-future"u8, 0xa1, 0x31, 0xa6, .. "Tenant"u8, 0xa4, .. "acme"u8, 0xa8, .. "MUX-Next"u8, 0xa0];
+
+        MetadataSection.ReadStatus status = MetadataSection.Read(Metadata(map), MetadataSection.DefaultMaxSize, out Dictionary<string, string>? entries, out long consumed, out _, out string? problem);
+
+        Assert.Equal(MetadataSection.ReadStatus.Ok, status);
+        Assert.Null(problem);
+        Assert.Equal(new Dictionary<string, string> { ["Tenant"] = "acme" }, entries);
+        Assert.Equal(MetadataSection.LengthSize + map.Length, consumed);
     }
 
     [Theory]

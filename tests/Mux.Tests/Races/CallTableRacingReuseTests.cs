@@ -1,3 +1,4 @@
+using System.Collections.Concurrent;
 using Mux.Connection;
 using Mux.Tests.Infrastructure;
 
@@ -186,6 +187,101 @@ public sealed class CallTableRacingReuseTests
 
         Assert.NotNull(answered);
         Assert.Same(call, await answered.WaitAsync(TestHost.Patience));
+        Assert.Equal(0, table.Count);
+    }
+
+    /// <summary>A pooled call whose id, read by the table on a thread given steps (<see cref="OnRead"/>),
+    /// runs that thread's next step right after the read: a step of another thread that lands
+    /// exactly between this thread's read and what it does next. A read made while a step runs (on
+    /// that thread), or on a thread without steps, runs nothing.</summary>
+    private sealed class ThreadHookedCall(uint callId) : ICallTableEntry
+    {
+        [ThreadStatic]
+        private static bool t_inStep;
+
+        private readonly ConcurrentDictionary<Thread, Queue<Action>> _steps = new();
+
+        public uint Id { get; set; } = callId;
+
+        /// <summary>Steps for the calling thread's next reads; only that thread takes them.</summary>
+        public void OnReadHere(params Action[] steps) => _steps[Thread.CurrentThread] = new Queue<Action>(steps);
+
+        public uint CallId
+        {
+            get
+            {
+                uint id = Id;
+                if (!t_inStep && _steps.TryGetValue(Thread.CurrentThread, out Queue<Action>? steps) && steps.TryDequeue(out Action? step))
+                {
+                    t_inStep = true;
+                    try
+                    {
+                        step();
+                    }
+                    finally
+                    {
+                        t_inStep = false;
+                    }
+                }
+
+                return id;
+            }
+        }
+    }
+
+    [Fact]
+    public async Task AnAnswerWhoseSwapLosesToAStaleRemoverThatPutsItsCallBack_StillTakesTheCall()
+    {
+        // A stale remover of call 3 (its Cancel, say) reads the call's id; right after, call 3's
+        // answer takes it and its object is reused for call 67, of the same slot. Call 67's answer
+        // reads the call and checks its id; then the stale remover's swap takes the call out (the
+        // same object: it cannot tell), and the answer's swap fails against its mark. The stale
+        // remover's second check sees 67 and puts the call back. Before: the answer gave up on its
+        // lost swap, so it was dropped, and call 67 stayed in the table with its answer spent: it
+        // waited until its deadline (forever without one), holding its call slot.
+        var table = new CallTable<ThreadHookedCall>(Expected);
+        var call = new ThreadHookedCall(3);
+        Assert.True(table.TryAdd(call, out _));
+        using var answerChecked = new ManualResetEventSlim();
+        using var staleSwapped = new ManualResetEventSlim();
+        Task<ThreadHookedCall?>? answer = null;
+        call.OnReadHere(
+            () =>
+            {
+                // The stale remover has read id 3. Call 3 is answered, and its object reused for 67.
+                Assert.True(table.TryRemove(3, call));
+                call.Id = 3 + Slots;
+                Assert.True(table.TryAdd(call, out _));
+                answer = Task.Factory.StartNew(
+                    () =>
+                    {
+                        // The answer to 67 has read the call and checked its id: the stale swap comes now.
+                        call.OnReadHere(() =>
+                        {
+                            answerChecked.Set();
+                            staleSwapped.Wait(TestHost.Patience);
+                        });
+                        return table.TryRemove(3 + Slots);
+                    },
+                    CancellationToken.None,
+                    TaskCreationOptions.LongRunning,
+                    TaskScheduler.Default);
+                Assert.True(answerChecked.Wait(TestHost.Patience), "The answer never read the call.");
+            },
+            () =>
+            {
+                // The stale remover's swap took the call out; its second check reads 67. The answer
+                // swaps now, and has the judging window to come back before the call is put back.
+                staleSwapped.Set();
+                answer!.Wait(JudgingWindow);
+            });
+
+        Assert.False(table.TryRemove(3, call));
+
+        Assert.NotNull(answer);
+        ThreadHookedCall? answered = await answer.WaitAsync(TestHost.Patience);
+        Assert.Same(call, answered);
+        Assert.Null(table.Find(3 + Slots));
         Assert.Equal(0, table.Count);
     }
 

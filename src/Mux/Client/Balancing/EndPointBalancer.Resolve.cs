@@ -3,23 +3,18 @@ using Mux.Transport;
 
 namespace Mux.Client.Balancing;
 
-/// <summary>The resolve loop: asks the <see cref="IMuxEndPointResolver"/> for the instances every
-/// <see cref="MuxClientOptions.ResolveInterval"/>, soon after an instance's connection is lost, and
-/// soon after the resolver signals a change (<see cref="IMuxEndPointResolver.WaitForChangeAsync"/>).
-/// While no instance is known, an ask that fails or finds none is repeated on the reconnect backoff
-/// instead: calls are waiting, and only the resolver can give them an instance.</summary>
+/// <summary>The resolve loop: asks the <see cref="IMuxEndPointResolver"/> every <see cref="MuxClientOptions.ResolveInterval"/>,
+/// and soon after a connection is lost or the resolver signals a change. While no instance is known it asks on the
+/// reconnect backoff instead: calls are waiting, and only the resolver can give them an instance.</summary>
 internal sealed partial class EndPointBalancer
 {
-    // Completed by a keeper whose connection was lost, to have the loop resolve before the
-    // interval ends; replaced by the loop each round. Read and completed by any thread.
+    // Completed by any keeper whose connection was lost, to resolve before the interval ends; replaced by the loop.
     private volatile TaskCompletionSource _resolveNow = NewSignal();
 
-    // Why the latest ask found no instance: the resolver's exception, or s_noInstanceFound when it
-    // answered an empty list; null after an answer with instances (and before the first answer).
-    // Written by the resolve loop; read by callers that give up waiting (for their message).
+    // Written by the resolve loop, read by callers giving up: why the latest ask found none (its exception, or s_noInstanceFound).
     private volatile Exception? _lastResolveFailure;
 
-    // Stands for an empty answer in _lastResolveFailure (never thrown). Immutable.
+    // Stands for an empty answer in _lastResolveFailure (never thrown).
     private static readonly Exception s_noInstanceFound = new InvalidOperationException("The resolver found no instance.");
 
     private async Task ResolveLoopAsync(IMuxEndPointResolver resolver)
@@ -28,12 +23,9 @@ internal sealed partial class EndPointBalancer
         // A lost connection asks for a resolve at once, but a flapping instance must not make the
         // loop hammer the resolver: at most one early round per ReconnectInitialDelay.
         TimeSpan earliest = Options.ReconnectInitialDelay;
-
-        // Every wait of the loop is on the options' clock, so a test can count the rounds on a fake one.
         TimeProvider clock = Options.TimeProvider;
 
-        // The waits between asks while no instance is known (grows while the resolver keeps failing,
-        // starts over once it answers); used by this loop only.
+        // Paces the asks while no instance is known; starts over once the resolver answers.
         var backoff = new ReconnectBackoff(earliest, Options.ReconnectMaxDelay);
         await Task.Yield();
         while (!stopping.IsCancellationRequested)
@@ -66,9 +58,8 @@ internal sealed partial class EndPointBalancer
             }
             catch (Exception) when (stopping.IsCancellationRequested)
             {
-                // Disposed. What the resolver threw as its ask was cancelled (an error of its own that
-                // wraps the cancellation, say) is not a failure of the disposal, which goes on to
-                // close every instance.
+                // Disposed: whatever the resolver threw for the cancelled ask is not a failure of the
+                // disposal, which goes on to close every instance.
                 return;
             }
             catch (Exception ex)
@@ -77,10 +68,8 @@ internal sealed partial class EndPointBalancer
                 ClientLog.ResolveFailed(Logger, Name, _endPoints.Length, ex);
             }
 
-            // With instances known, a failed or empty ask changes nothing (they keep serving) and
-            // the next comes a whole interval later, so a resolver that is down is not hammered.
-            // With none, calls wait on the resolver alone: ask again soon, backing off the way
-            // reconnects do, never less often than the interval.
+            // With instances known, a failed or empty ask changes nothing and the next waits a whole interval, so a
+            // resolver that is down is not hammered. With none, calls wait on the resolver alone: ask on the backoff.
             TimeSpan wait = _endPoints.Length == 0 && _lastResolveFailure is not null
                 ? Min(backoff.NextDelay(), Options.ResolveInterval)
                 : Options.ResolveInterval;
@@ -104,10 +93,8 @@ internal sealed partial class EndPointBalancer
 
     private static TimeSpan Min(TimeSpan a, TimeSpan b) => a < b ? a : b;
 
-    /// <summary>Waits for the resolve loop to end once DisposeAsync has cancelled its token: at once
-    /// with a resolver that honours the token; a resolver that ignores it is waited for at most
-    /// ConnectTimeout (as long as the client gives an attempt to reach its server), so that it
-    /// cannot hold up the disposal forever. What it answers later changes nothing.</summary>
+    /// <summary>Waits for the cancelled resolve loop to end, but for a resolver that ignores the token at most
+    /// ConnectTimeout, so that it cannot hold up the disposal forever.</summary>
     private async Task StopResolvingAsync()
     {
         try
@@ -124,8 +111,8 @@ internal sealed partial class EndPointBalancer
         }
     }
 
-    /// <summary>What a call that found no instance says about the resolver, when no instance is
-    /// known: why its latest ask found none (the exception it threw is the call's inner exception).</summary>
+    /// <summary>Why the resolver's latest ask found no instance, for the message of a call that found none; what
+    /// the resolver threw becomes the call's inner exception.</summary>
     private string DescribeNoInstance(out Exception? resolverError)
     {
         Exception? failure = _lastResolveFailure;
@@ -138,8 +125,7 @@ internal sealed partial class EndPointBalancer
         };
     }
 
-    /// <summary>The resolver's change signal; completes only on a change (a failed or cancelled
-    /// wait falls back to the period, and is observed here so that it is never unobserved).</summary>
+    /// <summary>Completes only on a change: a failed wait falls back to the interval, and is observed here.</summary>
     private async Task WaitForChangeAsync(IMuxEndPointResolver resolver, CancellationToken cancellationToken)
     {
         try

@@ -32,7 +32,7 @@ internal sealed partial class OutgoingCalls
         {
             lock (_abandoned)
             {
-                if (!_abandoned.Remove(callId))
+                if (!ForgetAbandonedLocked(callId))
                 {
                     return null;
                 }

@@ -142,7 +142,7 @@ internal sealed partial class OutgoingCalls
 
             foreach (PendingCall call in expired)
             {
-                _abandoned.Add(call.CallId);
+                AbandonLocked(call.CallId);
             }
         }
 
@@ -163,7 +163,7 @@ internal sealed partial class OutgoingCalls
             removed = _pending.TryRemove(call.CallId, call);
             if (removed)
             {
-                _abandoned.Add(call.CallId);
+                AbandonLocked(call.CallId);
             }
         }
 
@@ -180,8 +180,17 @@ internal sealed partial class OutgoingCalls
     /// stays taken until the peer answers: the handler still runs there until it sees the Cancel.</summary>
     private void GiveUp(PendingCall call, Exception failure)
     {
-        // Closed: the peer cancels every handler of a closed connection anyway.
-        _outbound.TrySendRawFrame(FrameType.Cancel, call.CallId, ReadOnlySpan<byte>.Empty, _idSpace);
+        // A call taken while its Request is still being written: the caller sends the Cancel after it.
+        if (call.MayCancelNow())
+        {
+            SendCancel(call.CallId);
+        }
+
         call.CompleteWithException(failure);
     }
+
+    /// <summary>Tells the peer a call was given up on. Closed: the peer cancels every handler of a
+    /// closed connection anyway.</summary>
+    private void SendCancel(uint callId) =>
+        _outbound.TrySendRawFrame(FrameType.Cancel, callId, ReadOnlySpan<byte>.Empty, _idSpace);
 }

@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using System.Runtime.CompilerServices;
 using Mux.Protocol;
 using Mux.Serialization;
 using Mux.Streaming;
@@ -13,8 +14,14 @@ internal sealed partial class OutgoingCalls
     // different cores do not all increment one counter.
     private const uint IdBlockSize = 64;
 
-    // The last call id of the last block handed out (see NextCallId); advanced a block at a time.
-    private int _lastCallId;
+    // How many ids the blocks handed out so far hold (see NextCallId), the last of them the low 32
+    // bits; advanced a block at a time. 64 bits, so that a block knows when the ids come round.
+    private long _lastCallId;
+
+    // Set once the ids have come round (2^32 of them handed out): from then on an id may still be
+    // in use, by a call waiting for its answer or one given up on whose answer is still to come
+    // (TryAddPending). Written before the first such block is published; never cleared.
+    private volatile bool _idsCameRound;
 
     // Each core's block of ids (see NextCallId): the next id (low 32 bits) and the end of the
     // block (high 32 bits, exclusive), packed in one long so that a compare-and-swap takes an id.
@@ -70,7 +77,13 @@ internal sealed partial class OutgoingCalls
             if (next == end)
             {
                 // The block is used up (or never taken): take a new one.
-                next = (uint)Interlocked.Add(ref _lastCallId, (int)IdBlockSize) - IdBlockSize + 1;
+                long last = Interlocked.Add(ref _lastCallId, IdBlockSize);
+                if (last > uint.MaxValue && !_idsCameRound)
+                {
+                    _idsCameRound = true; // Before the block is published below, and so before any of its ids.
+                }
+
+                next = (uint)last - IdBlockSize + 1;
                 end = next + IdBlockSize;
             }
 
@@ -84,5 +97,45 @@ internal sealed partial class OutgoingCalls
                 return next;
             }
         }
+    }
+
+    /// <summary>
+    /// Adds the call to the pending table under the id it was just given: false when that id is
+    /// still in use (the ids came round to it), by a call waiting for its answer or by one given up
+    /// on whose answer is still to come (its late answer would complete this call, and a peer still
+    /// running it would close the connection on the reused id); or when the table is closed
+    /// (<paramref name="closed"/>).
+    /// </summary>
+    private bool TryAddPending(PendingCall call, out bool closed)
+    {
+        // Until the ids come round every id is new; after, most calls find no call given up on.
+        if (!_idsCameRound || _abandonedCount == 0)
+        {
+            return _pending.TryAdd(call, out closed);
+        }
+
+        return TryAddPendingUnlessAbandoned(call, out closed);
+    }
+
+    /// <summary>The rare path of <see cref="TryAddPending"/>, under the lock every move from the
+    /// table to the abandoned calls holds, so none comes between the look and the add. (The fast
+    /// path reads the count without it: a call given up on in the few instructions between that
+    /// read and its add would be missed, but only one that had waited through all 2^32 ids.)</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private bool TryAddPendingUnlessAbandoned(PendingCall call, out bool closed)
+    {
+        lock (_abandoned)
+        {
+            closed = false;
+            return !_abandoned.Contains(call.CallId) && _pending.TryAdd(call, out closed);
+        }
+    }
+
+    /// <summary>For tests: the ids come round now, as after 2^32 calls: the next block is 1 to 64
+    /// again (every core takes a new one). Only while no call is starting.</summary>
+    internal void WrapCallIds()
+    {
+        Volatile.Write(ref _lastCallId, 1L << 32);
+        Array.Clear(_idBlocks);
     }
 }

@@ -156,7 +156,7 @@ internal sealed partial class OutgoingCalls
         while (true)
         {
             call.CallId = NextCallId();
-            if (_pending.TryAdd(call, out bool closed))
+            if (TryAddPending(call, out bool closed))
             {
                 break;
             }
@@ -167,7 +167,7 @@ internal sealed partial class OutgoingCalls
                 return NotSent(_connection.CloseError);
             }
 
-            // The id is still in use after wrapping around 2^32 calls: take the next one.
+            // The id is still in use after coming round (2^32 calls): take the next one.
         }
 
         // After GoAway no call is sent. Checked after the add, not before it: TryAdd's swap and
@@ -217,7 +217,7 @@ internal sealed partial class OutgoingCalls
             bool abandoned;
             lock (_abandoned)
             {
-                abandoned = _abandoned.Remove(call.CallId);
+                abandoned = ForgetAbandonedLocked(call.CallId);
             }
 
             if (abandoned)
@@ -225,6 +225,14 @@ internal sealed partial class OutgoingCalls
                 _slots.Release();
             }
 
+            return null;
+        }
+
+        if (!call.NoteRequestQueued())
+        {
+            // The expiry scan failed the call while its Request was written, and left its Cancel to
+            // this thread: it goes now, after the Request, so that the peer knows the call it cancels.
+            SendCancel(call.CallId);
             return null;
         }
 

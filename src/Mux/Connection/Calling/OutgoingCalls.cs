@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using Mux.Diagnostics;
 using Mux.Protocol;
 
@@ -53,6 +54,10 @@ internal sealed partial class OutgoingCalls
     // answer the reader cannot find in the table is found here (see TakeAnswered).
     private readonly HashSet<uint> _abandoned = [];
 
+    // _abandoned.Count, written under its lock (AbandonLocked, ForgetAbandonedLocked); read without
+    // it by TryAddPending once ids have come round, which takes the lock only when this is not 0.
+    private volatile int _abandonedCount;
+
     // Whether the peer reads the trace-context header of Requests, and whether it takes streams on
     // these calls (a client of an older build does not, on its server's calls): its handshake said
     // so. Written once by the reader loop before any call; read by callers after.
@@ -91,6 +96,25 @@ internal sealed partial class OutgoingCalls
                 return (_slots.Free, _abandoned.Count);
             }
         }
+    }
+
+    /// <summary>Notes a call given up on, just taken out of the table: its answer, still to come,
+    /// frees its slot. Under _abandoned's lock.</summary>
+    private void AbandonLocked(uint callId)
+    {
+        Debug.Assert(Monitor.IsEntered(_abandoned));
+        _abandoned.Add(callId);
+        _abandonedCount = _abandoned.Count;
+    }
+
+    /// <summary>Forgets a call given up on (its answer came, or its Request never went out): true
+    /// when it was among them. Under _abandoned's lock.</summary>
+    private bool ForgetAbandonedLocked(uint callId)
+    {
+        Debug.Assert(Monitor.IsEntered(_abandoned));
+        bool forgotten = _abandoned.Remove(callId);
+        _abandonedCount = _abandoned.Count;
+        return forgotten;
     }
 
     /// <summary>The server's address and port for span tags; null in memory or on a server. Set

@@ -25,6 +25,17 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     private CancellationTokenRegistration _cancellation;
     private int _registrationState;
 
+    private const int RequestUnsent = 0;
+    private const int RequestQueued = 1;
+    private const int CancelOwed = 2;
+
+    // Whether the call's Request is queued yet, and whether the call was given up on before: the
+    // call is in its table (where its answer finds it) before its Request is queued, so the expiry
+    // scan may fail it first; the Cancel that tells the peer must then wait for the Request (a peer
+    // drops a Cancel for a call it has not seen, then runs the Request). Settled once per call, by
+    // compare-and-swap, between the caller (NoteRequestQueued) and whoever gives up (MayCancelNow).
+    private int _requestState;
+
     // Payloads up to this size are copied into the array _payload keeps; larger ones into a rented
     // array. At 4 KiB, hundreds of 5.4 KB answers in flight missed the shared array pool and
     // allocated an 8 KiB array each (19 % of the client's bytes in a list100 profile at 500
@@ -73,6 +84,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
         _exception = null;
         _registrationState = RegistrationNone;
         _cancellation = default;
+        _requestState = RequestUnsent;
         Telemetry = default;
         Streams = null;
     }
@@ -91,6 +103,17 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     }
 
     private void OnCanceled(CancellationToken token) => Calls?.Cancel(this, token);
+
+    /// <summary>The caller queued the call's Request: false when the call was given up on before
+    /// that, its Cancel left to the caller, which sends it now, after the Request.</summary>
+    public bool NoteRequestQueued() =>
+        Interlocked.CompareExchange(ref _requestState, RequestQueued, RequestUnsent) == RequestUnsent;
+
+    /// <summary>The call is given up on (its remover asks, once): true when its Request is queued and
+    /// its Cancel may go now; false leaves the Cancel to the caller, which sends it once the Request
+    /// is queued (<see cref="NoteRequestQueued"/>), or never if the Request is never sent.</summary>
+    public bool MayCancelNow() =>
+        Interlocked.CompareExchange(ref _requestState, CancelOwed, RequestUnsent) != RequestUnsent;
 
     /// <summary>Records a Response or Error payload (copied out of the receive buffer, or taken
     /// over from <paramref name="receiver"/> when it arrived in fragments) and queues completion.

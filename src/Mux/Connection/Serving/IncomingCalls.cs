@@ -252,9 +252,9 @@ internal sealed partial class IncomingCalls
             return;
         }
 
-        // A sum taken while the reader adds may read 0 with a call just added (a stripe read before
-        // the add, another after a remove): at worst the idle clock restarts early (the timer
-        // checks Count again before closing); during a drain nothing is added any more.
+        // The sum never misses a call added before it began (StripedCounter); one the reader adds
+        // meanwhile it may: at worst the idle clock restarts early (the timer checks Count again
+        // before closing); during a drain nothing is added any more.
         if (_calls.Count == 0)
         {
             if (TracksIdle)
