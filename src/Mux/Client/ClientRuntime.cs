@@ -9,42 +9,40 @@ using Mux.Transport;
 namespace Mux.Client;
 
 /// <summary>
-/// What a <see cref="MuxClient"/> is made of behind its public face: the source of its connections
-/// (one endpoint's <see cref="ConnectionKeeper"/>, or an <see cref="EndPointBalancer"/> over
-/// several instances), the services it serves to its server, and the path of each call (its
-/// deadline fixed once, the wait for a connection, the resend of a call the server never ran:
-/// ClientRuntime.Calls.cs).
+/// What a <see cref="MuxClient"/> is made of behind its public face: the source of its connections (one endpoint's
+/// <see cref="ConnectionKeeper"/>, or an <see cref="EndPointBalancer"/> over several instances), the services it serves to
+/// its server, and the path of each call (its deadline fixed once, the wait for a connection, the resend of a call the
+/// server never ran: ClientRuntime.Calls.cs). Everything here is immutable once made.
 /// </summary>
 internal sealed partial class ClientRuntime
 {
-    // The clock calls' deadlines are fixed and kept on (MuxClientOptions.TimeProvider), and
-    // CallTimeout in its timestamp units (ClockDeadline.Never for none). Immutable.
+    // The clock calls' deadlines are fixed and kept on, and CallTimeout in its timestamp units (ClockDeadline.Never for
+    // none) and as the options gave it (for MuxClientCall.Timeout).
     private readonly TimeProvider _clock;
     private readonly long _callTimeout;
-
-    // CallTimeout as the options gave it, for MuxClientCall.Timeout. Immutable.
     private readonly TimeSpan _callTimeoutSpan;
 
-    // MuxClientOptions.WaitForConnection: whether calls made while no connection is up wait for
-    // one. Immutable.
     private readonly bool _waitForConnection;
 
-    // MuxClientOptions.Interceptors as the client was created, outermost first; empty for a client
-    // without any, whose calls then never look at them again. Immutable.
+    // Outermost first; empty for a client without any, whose calls then never look at them again.
     private readonly IMuxClientInterceptor[] _interceptors;
 
-    // Where a streaming call with the client's own settings finds its connection. Immutable.
+    // Where a streaming call with the client's own settings finds its connection.
     private readonly IOutgoingCallsSource _defaultSource;
 
-    // The client's log (category Mux.Client), for its keeper or balancer and every connection. Immutable.
+    // Category Mux.Client: for the keeper or balancer and every connection.
     private readonly ILogger _logger;
 
-    // The one endpoint the client connects to; null in memory and over several instances. Immutable.
+    // Null in memory and over several instances.
     private readonly EndPoint? _endPoint;
+
+    // The options mapped into the engine once, for every connection the client opens.
+    private readonly ConnectionSettings _settings;
 
     private ClientRuntime(MuxClientOptions options, EndPoint? endPoint)
     {
         options.Validate();
+        _settings = ConnectionSettings.ForClient(options);
         _logger = CreateLogger(options);
         Services = new ServiceMethods();
         _endPoint = endPoint;
@@ -56,26 +54,22 @@ internal sealed partial class ClientRuntime
         _defaultSource = new CallsSource(this, _callTimeout, null, _waitForConnection);
     }
 
-    /// <summary>Where the client's connections come from: one endpoint's ConnectionKeeper, or an
-    /// EndPointBalancer over several instances. Set once, by the factory that made this runtime,
-    /// right after the constructor (either starts at once).</summary>
+    // Set once, by the factory that made this runtime, right after the constructor.
     public ConnectionSource Keeper { get; private set; } = null!;
 
-    /// <summary>What the client serves to calls its server starts (MuxClient.AddService); shared by
-    /// every connection it opens, and kept across reconnects.</summary>
+    // What the client serves to its server's calls (MuxClient.AddService), on every connection it opens.
     public ServiceMethods Services { get; }
 
-    /// <summary>The server's socket address once connected, else the configured endpoint; null in
-    /// memory and over several instances.</summary>
+    // The server's socket address once connected, else the configured endpoint.
     public EndPoint? RemoteEndPoint => _endPoint is null ? null : Keeper.Latest?.RemoteEndPoint ?? _endPoint;
 
-    /// <summary>A client whose first connection (to <paramref name="endPoint"/>) is open: the keeper
-    /// reconnects to the same endpoint when it is lost.</summary>
+    /// <summary>A client whose first connection is open: the keeper reconnects to the same endpoint when it is lost.</summary>
     public static async Task<ClientRuntime> ConnectAsync(EndPoint endPoint, MuxClientOptions options, CancellationToken cancellationToken)
     {
         var runtime = new ClientRuntime(options, endPoint);
-        ClientConnection first = await ClientConnection.OpenAsync(endPoint, options, runtime.Services, runtime._logger, cancellationToken).ConfigureAwait(false);
-        runtime.Keeper = new ConnectionKeeper(first, endPoint, runtime.Services, options, runtime._logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
+        ClientConnection first = await ClientConnection.OpenAsync(
+            endPoint, options, runtime._settings, runtime.Services, runtime._logger, cancellationToken).ConfigureAwait(false);
+        runtime.Keeper = runtime.KeeperOf(first, endPoint, options, endPoint.ToString() ?? "server");
         return runtime;
     }
 
@@ -83,32 +77,31 @@ internal sealed partial class ClientRuntime
     public static ClientRuntime Create(EndPoint endPoint, MuxClientOptions options)
     {
         var runtime = new ClientRuntime(options, endPoint);
-        runtime.Keeper = new ConnectionKeeper(null, endPoint, runtime.Services, options, runtime._logger, endPoint.ToString() ?? "server", runtime.RaiseStateChanged);
+        runtime.Keeper = runtime.KeeperOf(null, endPoint, options, endPoint.ToString() ?? "server");
         return runtime;
     }
 
-    /// <summary>A client over a transport opened by the caller (a stream, a pipe, in-memory pipes
-    /// in tests and benchmarks): it cannot reconnect. The handshake waits until
-    /// <paramref name="deadline"/> (by default ConnectTimeout from now).</summary>
-    public static async Task<ClientRuntime> ConnectAsync(IMuxTransport transport, MuxClientOptions options, string name, CancellationToken cancellationToken, long? deadline = null)
+    /// <summary>A client over a transport opened by the caller (a stream, a pipe, in-memory pipes): it cannot reconnect. The
+    /// handshake waits until <paramref name="deadline"/> (by default ConnectTimeout from now).</summary>
+    public static async Task<ClientRuntime> ConnectAsync(
+        IMuxTransport transport, MuxClientOptions options, string name, CancellationToken cancellationToken, long? deadline = null)
     {
         var runtime = new ClientRuntime(options, null);
-        ClientConnection connection = await ClientConnection.ConnectAsync(transport, options, runtime.Services, runtime._logger, name, cancellationToken, deadline).ConfigureAwait(false);
-        runtime.Keeper = new ConnectionKeeper(connection, null, runtime.Services, options, runtime._logger, name, runtime.RaiseStateChanged);
+        ClientConnection connection = await ClientConnection.ConnectAsync(
+            transport, options, runtime._settings, runtime.Services, runtime._logger, name, cancellationToken, deadline).ConfigureAwait(false);
+        runtime.Keeper = runtime.KeeperOf(connection, null, options, name);
         return runtime;
     }
 
-    /// <summary>A client over several instances (<see cref="MuxClientOptions.EndPoints"/>,
-    /// <see cref="MuxClientOptions.EndPointResolver"/>), each connecting in the background.</summary>
+    /// <summary>A client over several instances, each connecting in the background.</summary>
     public static ClientRuntime CreateBalanced(MuxClientOptions options)
     {
         var runtime = new ClientRuntime(options, null);
-        runtime.Keeper = new EndPointBalancer(options, runtime._logger, runtime.RaiseStateChanged, runtime.Services);
+        runtime.Keeper = new EndPointBalancer(options, runtime._settings, runtime.Services, runtime._logger, runtime.RaiseStateChanged);
         return runtime;
     }
 
-    /// <summary>A client over several instances that returns once one is connected (within
-    /// ConnectTimeout); the others keep connecting in the background.</summary>
+    /// <summary>A client over several instances, once one is connected (within ConnectTimeout).</summary>
     public static async Task<ClientRuntime> ConnectBalancedAsync(MuxClientOptions options, CancellationToken cancellationToken)
     {
         ClientRuntime runtime = CreateBalanced(options);
@@ -125,14 +118,15 @@ internal sealed partial class ClientRuntime
         }
     }
 
-    /// <summary>The client's logger, guarded: a logger that throws loses its entry, never the
-    /// reconnect loop or a call (see GuardedLogger).</summary>
+    // Guarded: a logger that throws loses its entry, never the reconnect loop or a call.
     public static ILogger CreateLogger(MuxClientOptions options) =>
         GuardedLogger.Wrap((options.LoggerFactory ?? NullLoggerFactory.Instance).CreateLogger("Mux.Client"));
 
-    /// <summary>Where changes of the client's state go (MuxClient.StateChanged): set by the
-    /// MuxClient made over this runtime, once. A change before that has nobody to see it.</summary>
+    // MuxClient.StateChanged: set once, by the MuxClient made over this runtime. A change before that has nobody to see it.
     public Action<MuxClientState, MuxClientState, Exception?>? StateChanged { get; set; }
+
+    private ConnectionKeeper KeeperOf(ClientConnection? first, EndPoint? endPoint, MuxClientOptions options, string name) =>
+        new(first, endPoint, _settings, Services, options, _logger, name, RaiseStateChanged);
 
     private void RaiseStateChanged(MuxClientState previous, MuxClientState state, Exception? error) =>
         StateChanged?.Invoke(previous, state, error);

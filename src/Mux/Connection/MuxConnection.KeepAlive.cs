@@ -21,11 +21,10 @@ internal abstract partial class MuxConnection
     // Timestamp at which the unanswered Ping was sent; 0 when none is outstanding. Only the timer callback writes it.
     private long _pingSentAt;
 
-    /// <summary>How long nothing may arrive before a Ping is sent; infinite turns keepalive off.</summary>
-    protected TimeSpan KeepAliveInterval { get; init; } = Timeout.InfiniteTimeSpan;
+    // How long nothing may arrive before a Ping is sent (infinite: never), and how long after it something must.
+    private TimeSpan KeepAliveInterval => Settings.KeepAliveInterval;
 
-    /// <summary>How long after a Ping something must arrive.</summary>
-    protected TimeSpan KeepAliveTimeout { get; init; } = Timeout.InfiniteTimeSpan;
+    private TimeSpan KeepAliveTimeout => Settings.KeepAliveTimeout;
 
     /// <summary>Whether a keepalive Ping was sent and nothing has arrived since (for tests and diagnostics).</summary>
     internal bool IsAwaitingPong
@@ -149,7 +148,7 @@ internal abstract partial class MuxConnection
     /// room), so "nothing arrived" would be wrong; a dead peer looks the same from here, and is closed as one.</summary>
     private string DescribeStalledPeer(TimeSpan stalled) =>
         $"the {PeerName} read nothing this {SideName} sent for {DurationText.Format(stalled)} (KeepAliveInterval + KeepAliveTimeout): " +
-        $"{Outbound.QueuedBytes} bytes wait for it ({OptionsName}.MaxOutboundBytesPerConnection is {Outbound.MaxQueuedBytes}), " +
+        $"{Outbound.QueuedBytes} bytes wait for it ({OptionsName}.MaxOutboundBytesPerConnection is {Settings.MaxOutboundBytes}), " +
         $"and this {SideName} reads nothing from a {PeerName} that does not read, its Pong included";
 
     /// <summary>The sooner of two delays, infinite meaning never.</summary>

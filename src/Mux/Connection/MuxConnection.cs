@@ -35,16 +35,24 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     private MuxConnectionInfo? _peerInfo;
     private ClaimsPrincipal? _peerUser;
 
-    protected MuxConnection(IMuxTransport transport, int maxFrameSize, ILogger logger, string name, bool isServer)
+    private PeerSettings _peer = PeerSettings.BeforeHandshake;
+
+    // services: what this side serves to the peer's calls.
+    protected MuxConnection(IMuxTransport transport, ConnectionSettings settings, ServiceMethods services, ILogger logger, string name)
     {
         _transport = transport;
+        Settings = settings;
+        IsServer = settings.IsServer;
+        TimeProvider = settings.TimeProvider;
+        SerializerOptions = settings.SerializerOptions;
         Logger = GuardedLogger.Wrap(logger);
         Name = name;
-        IsServer = isServer;
 
-        // A server's frames still queued at a graceful close are the answers of the calls it drained: it sends them.
-        Outbound = new Outbound(this, transport.Output, sendsQueuedFramesOnGracefulClose: isServer);
-        Inbound = new Inbound(this, Outbound, transport.Input, maxFrameSize);
+        // The roles send through the Outbound, and the Inbound routes to the roles.
+        Outbound = new Outbound(this, transport.Output, settings);
+        Outgoing = new OutgoingCalls(this, settings.CallTimeout);
+        Incoming = new IncomingCalls(this, services, settings);
+        Inbound = new Inbound(this, transport.Input, settings);
     }
 
     public bool IsServer { get; }
@@ -56,16 +64,21 @@ internal abstract partial class MuxConnection : IAsyncDisposable
 
     public string OptionsName => IsServer ? nameof(MuxServerOptions) : nameof(MuxClientOptions);
 
-    public OutgoingCalls Outgoing { get; protected init; } = null!;
+    public OutgoingCalls Outgoing { get; }
 
-    public IncomingCalls Incoming { get; protected init; } = null!;
+    public IncomingCalls Incoming { get; }
 
     internal Outbound Outbound { get; }
 
     internal Inbound Inbound { get; }
 
-    // The side's options, with generated formatters consulted first and untrusted-data protections.
-    public MessagePackSerializerOptions SerializerOptions { get; protected init; } = null!;
+    internal ConnectionSettings Settings { get; }
+
+    // Written by CompleteHandshake, before the handshake is published; read in place.
+    internal ref readonly PeerSettings Peer => ref _peer;
+
+    // Copied from the settings: every call reads them.
+    public MessagePackSerializerOptions SerializerOptions { get; }
 
     // Guarded: a logger that throws loses its entry and nothing else.
     public ILogger Logger { get; }
@@ -73,36 +86,7 @@ internal abstract partial class MuxConnection : IAsyncDisposable
     // For logs: the remote endpoint, or "in-memory".
     public string Name { get; }
 
-    protected internal TimeProvider TimeProvider { get; init; } = TimeProvider.System;
-
-    // This side's limits, set by the subclass's constructor: the outbound limit, the credit a peer's producer starts each
-    // stream with, the largest message and metadata section accepted, the size of a fragment, and how many of the peer's
-    // Requests (and of answers no call waits for) may be arriving in fragments at once before it is judged broken.
-    internal int MaxQueuedOutboundBytes { get; init; } = int.MaxValue;
-
-    internal int StreamWindow { get; init; } = HandshakeSettings.DefaultStreamWindow;
-
-    internal int MaxMessageSize { get; init; } = int.MaxValue;
-
-    public int MaxMetadataSize { get; protected init; } = MetadataSection.DefaultMaxSize;
-
-    internal int FragmentSize { get; init; } = 64 * 1024;
-
-    internal int MaxMessagesInProgress { get; init; } = int.MaxValue;
-
-    // The peer's limits, written by CompleteHandshake before it publishes the handshake: until then the protocol minimum
-    // frame (which any handshake fits), no metadata (a peer that announces none reads none) and the default window.
-    internal int PeerMaxFrameSize { get; private set; } = ProtocolConstants.MinimumMaxFrameSize;
-
-    internal int PeerMaxMessageSize { get; private set; } = int.MaxValue;
-
-    public int PeerMaxMetadataSize { get; private set; }
-
-    internal int PeerStreamWindow { get; private set; } = HandshakeSettings.DefaultStreamWindow;
-
-    // Whether the peer announced cancelEndsFragments (this side always does): a Cancel then ends a Request still in
-    // fragments both ways, so no fragment of it is sent after its Cancel, and none is expected after one.
-    internal bool PeerEndsFragmentsOnCancel { get; private set; }
+    public TimeProvider TimeProvider { get; }
 
     protected bool IsHandshakeDone => Inbound.IsHandshakeDone;
 
@@ -146,17 +130,14 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         }
     }
 
-    /// <summary>Takes the limits the peer announced, and what this side's calls may carry to it: calls flow from here on.</summary>
-    protected void CompleteHandshake(in HandshakeSettings peer, bool readsTraceContext, bool takesStreams)
+    /// <summary>Takes the peer's settings: calls flow from here on.</summary>
+    protected void CompleteHandshake(in PeerSettings peer)
     {
-        PeerMaxFrameSize = peer.MaxFrameSize;
-        PeerStreamWindow = peer.StreamWindow;
-        PeerMaxMessageSize = peer.MaxMessageSize;
-        PeerEndsFragmentsOnCancel = peer.CancelEndsFragments;
-        PeerMaxMetadataSize = peer.MaxMetadataSize;
-        Outgoing.OnPeerSettings(peer.MaxConcurrentCalls, readsTraceContext, takesStreams);
+        _peer = peer;
+        Outbound.OnPeerSettings(peer);
+        Outgoing.OnPeerSettings(peer);
 
-        // Last: the volatile write publishes every setting above to the threads that see the handshake done.
+        // Last: the volatile write publishes every copy above to the threads that see the handshake done.
         Inbound.CompleteHandshake();
     }
 

@@ -18,10 +18,6 @@ internal static class OptionsValidation
         }
     }
 
-    /// <summary>The metadata limit a side announces and enforces: its MaxMetadataSize, but no more
-    /// than its MaxMessageSize (a message that holds the section is bounded by that already).</summary>
-    public static int EffectiveMetadataSize(int maxMetadataSize, int maxMessageSize) => Math.Min(maxMetadataSize, maxMessageSize);
-
     /// <summary>Checks a list option (Interceptors, EndPoints) for null items; <paramref name="fix"/>
     /// says what to put there instead.</summary>
     public static void RequireNoNulls<T>(IList<T> items, string owner, string name, string fix)

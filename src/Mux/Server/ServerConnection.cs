@@ -5,83 +5,56 @@ using System.Security.Cryptography;
 using Microsoft.Extensions.Logging;
 using Mux.Connection;
 using Mux.Protocol;
-using Mux.Serialization;
 using Mux.Transport;
 
 namespace Mux.Server;
 
 /// <summary>
-/// The server's end of a connection: the engine's two roles (<see cref="MuxConnection.Incoming"/>
-/// for the client's calls, <see cref="MuxConnection.Outgoing"/> for the calls its handlers make to
-/// the client), plus what only a server does: the handshake as the side that accepts (and its
-/// timeout), the idle close, and the drain with GoAway on shutdown.
+/// The server's end of a connection: the engine, plus what only a server does: the handshake as the side that accepts
+/// (and its timeout), the host's user in place of Authenticate, the idle close, and the drain with GoAway on shutdown.
 /// </summary>
 internal sealed class ServerConnection : MuxConnection
 {
+    // The server-only options: the token, Authenticate, and the handshake, idle and shutdown timeouts.
     private readonly MuxServerOptions _options;
 
     // Cancelled on close: the token Authenticate runs with.
     private readonly CancellationTokenSource _closing = new();
 
-    // TimeProvider timestamp of the accept: the handshake timeout counts from it, since the
-    // server lists the connection a moment before it starts it. Immutable.
+    // The handshake timeout counts from the accept, since the server lists the connection a moment before it starts it.
     private readonly long _acceptedAt;
+
+    // The user the connection's host authenticated (ASP.NET Core's, for a WebSocket), if any.
+    private readonly ClaimsPrincipal? _hostUser;
 
     // What handlers call the client through; created on first use, set only through CompareExchange.
     private MuxRemoteClient? _remoteClient;
 
-    // Set by the reader loop when it hands the client's Hello to Authenticate: another frame before
-    // the HelloAck breaks the protocol. Reader loop only.
+    // Set by the reader loop when it hands the client's Hello to Authenticate: another frame before the HelloAck breaks the
+    // protocol. Reader loop only.
     private bool _authenticating;
 
-    // The user the host that accepted the connection authenticated (ASP.NET Core's, for a WebSocket);
-    // null when there is none. Immutable.
-    private readonly ClaimsPrincipal? _hostUser;
-
-    // hostUser: the user the connection's host authenticated, if any: when it has an authenticated
-    // identity it is the connection's user, and Authenticate is not run.
-    public ServerConnection(IMuxTransport transport, ServiceMethods methods, MuxServerOptions options, IMuxServerInterceptor[] interceptors, ILogger logger, string name, ClaimsPrincipal? hostUser = null)
-        : base(transport, options.MaxFrameSize, logger, name, isServer: true)
+    // hostUser: when it has an authenticated identity, it is the connection's user, and Authenticate is not run.
+    public ServerConnection(
+        IMuxTransport transport, ConnectionSettings settings, ServiceMethods methods, MuxServerOptions options, ILogger logger, string name,
+        ClaimsPrincipal? hostUser = null)
+        : base(transport, settings, methods, logger, name)
     {
         _options = options;
         _hostUser = hostUser;
-        TimeProvider = options.TimeProvider;
-        KeepAliveInterval = options.KeepAliveInterval;
-        KeepAliveTimeout = options.KeepAliveTimeout;
-        MaxQueuedOutboundBytes = options.MaxOutboundBytesPerConnection;
-        StreamWindow = options.StreamWindow;
-        MaxMessageSize = options.MaxMessageSize;
-        MaxMetadataSize = OptionsValidation.EffectiveMetadataSize(options.MaxMetadataSize, options.MaxMessageSize);
-        FragmentSize = options.FragmentSize;
-        MaxMessagesInProgress = options.MaxConcurrentCallsPerConnection; // A client keeps at most that many calls outstanding.
-        SerializerOptions = MuxSerializerOptions.ForServer(options.SerializerOptions);
         _acceptedAt = TimeProvider.GetTimestamp();
-        Outgoing = new OutgoingCalls(this, options.ClientCallTimeout);
-        Incoming = new IncomingCalls(this, methods, options.MaxConcurrentCallsPerConnection)
-        {
-            SendsDetailedErrors = options.EnableDetailedErrors,
-            PropagatesCallContext = options.EnableCallContextPropagation,
-            IsObserved = true,
-            TracksIdle = options.IdleTimeout != Timeout.InfiniteTimeSpan, // The idle close (CheckDeadlines) reads IdleSince.
-            Interceptors = interceptors,
-        };
-
-        if (options.EnableCallContextPropagation)
-        {
-            MuxCallContext.EnablePropagation();
-        }
     }
 
     /// <summary>The client at the other end, for handlers to call back.</summary>
     internal MuxRemoteClient RemoteClient =>
-        Volatile.Read(ref _remoteClient) ?? Interlocked.CompareExchange(ref _remoteClient, new MuxRemoteClient(this, _options.ClientCallTimeout), null) ?? _remoteClient!;
+        Volatile.Read(ref _remoteClient)
+        ?? Interlocked.CompareExchange(ref _remoteClient, new MuxRemoteClient(this, Settings.CallTimeout), null)
+        ?? _remoteClient!;
 
-    /// <summary>Starts the loops, and the connection's timer with the handshake timeout on it (see
-    /// <see cref="CheckDeadlines"/>).</summary>
+    // With the handshake timeout on the connection's timer.
     public void Start() => StartLoops();
 
-    /// <summary>The client's Hello: checks the version and token, answers HelloAck with this
-    /// server's settings, or refuses the connection.</summary>
+    // The client's Hello: checks the version and token, then answers HelloAck or refuses the connection.
     internal override void OnHandshakeFrame(in Frame frame)
     {
         if (frame.Type != FrameType.Hello || _authenticating)
@@ -94,7 +67,9 @@ internal sealed class ServerConnection : MuxConnection
         HandshakeSettings client = HandshakeSettings.Parse(frame.Payload);
         if (client.Version != ProtocolConstants.Version)
         {
-            RefuseHandshake($"This server speaks Mux protocol version {ProtocolConstants.Version}; the client asked for version {client.Version}. Use client and server builds of the same protocol version (update the older one's Mux package).");
+            RefuseHandshake(
+                $"This server speaks Mux protocol version {ProtocolConstants.Version}; the client asked for version {client.Version}. " +
+                "Use client and server builds of the same protocol version (update the older one's Mux package).");
             return;
         }
 
@@ -120,14 +95,12 @@ internal sealed class ServerConnection : MuxConnection
             return;
         }
 
-        // The application's code may wait (a database, a token service): never on the reader loop.
-        // The client sends nothing before HelloAck, so nothing is read meanwhile; a frame that comes
-        // anyway finds the handshake not done, and breaks the protocol as it would before Hello.
+        // The application's code may wait (a database, a token service): never on the reader loop. The client sends nothing
+        // before HelloAck; a frame that comes anyway finds the handshake not done, and breaks the protocol.
         _authenticating = true;
         _ = AuthenticateAsync(info, client);
     }
 
-    /// <summary>Whether <paramref name="user"/> has an identity its host authenticated.</summary>
     private static bool IsAuthenticated(ClaimsPrincipal? user)
     {
         if (user is not null)
@@ -144,24 +117,21 @@ internal sealed class ServerConnection : MuxConnection
         return false;
     }
 
-    /// <summary>Whether the client sent the server's token, in a time that does not depend on where
-    /// a wrong one differs: an ordinal compare answers sooner the earlier a guess goes wrong, which a
-    /// client can time to find the token a character at a time.</summary>
+    // In a time that does not depend on where a wrong token differs: an ordinal compare answers sooner the earlier a guess
+    // goes wrong, which a client can time to find the token a character at a time.
     private static bool IsToken(string token, string? sent) =>
-        sent is not null && CryptographicOperations.FixedTimeEquals(MemoryMarshal.AsBytes(token.AsSpan()), MemoryMarshal.AsBytes(sent.AsSpan()));
+        sent is not null
+        && CryptographicOperations.FixedTimeEquals(MemoryMarshal.AsBytes(token.AsSpan()), MemoryMarshal.AsBytes(sent.AsSpan()));
 
-    /// <summary>Answers the client's Hello with this server's settings: from here on the
-    /// connection serves calls. On the reader loop, or after Authenticate, off it.</summary>
+    // From here on the connection serves calls. On the reader loop, or off it after Authenticate.
     private void AcceptHandshake(in HandshakeSettings client)
     {
         Incoming.RestartIdle(); // Before the handshake is done, which the idle check reads first.
-        CompleteHandshake(client, readsTraceContext: false, client.ServerCallStreams); // A server's calls carry no headers.
-        var settings = new HandshakeSettings(ProtocolConstants.Version, _options.MaxFrameSize, _options.MaxConcurrentCallsPerConnection, null) { StreamWindow = _options.StreamWindow, MaxMessageSize = _options.MaxMessageSize, MaxMetadataSize = MaxMetadataSize };
-        Outbound.TrySendFrame(FrameType.HelloAck, 0, ref settings); // Closed meanwhile: the client's connect fails with the close.
+        CompleteHandshake(PeerSettings.From(client, readsTraceContext: false, client.ServerCallStreams)); // A server's calls carry no headers.
+        HandshakeSettings helloAck = Settings.Announce(authToken: null);
+        Outbound.TrySendFrame(FrameType.HelloAck, 0, ref helloAck); // Closed meanwhile: the client's connect fails with the close.
     }
 
-    /// <summary>Runs MuxServerOptions.Authenticate on the thread pool, then accepts the handshake
-    /// with the user it returned, or refuses the connection.</summary>
     private async Task AuthenticateAsync(MuxConnectionInfo info, HandshakeSettings client)
     {
         await Task.Yield(); // Off the reader loop before any of the application's code runs.
@@ -173,7 +143,8 @@ internal sealed class ServerConnection : MuxConnection
         }
         catch (MuxRemoteException refused)
         {
-            RefuseAuthentication(refused.StatusCode == MuxStatusCode.Ok ? MuxStatusCode.Unauthenticated : refused.StatusCode, refused.Message, refused);
+            MuxStatusCode status = refused.StatusCode == MuxStatusCode.Ok ? MuxStatusCode.Unauthenticated : refused.StatusCode;
+            RefuseAuthentication(status, refused.Message, refused);
             return;
         }
         catch (Exception ex)
@@ -185,14 +156,19 @@ internal sealed class ServerConnection : MuxConnection
 
             RefuseAuthentication(
                 MuxStatusCode.Unauthenticated,
-                _options.EnableDetailedErrors ? $"MuxServerOptions.Authenticate threw {ex.GetType().FullName}: {ex.Message}" : "The server could not authenticate the client (MuxServerOptions.Authenticate failed; the server's log has why).",
+                Settings.SendsDetailedErrors
+                    ? $"MuxServerOptions.Authenticate threw {ex.GetType().FullName}: {ex.Message}"
+                    : "The server could not authenticate the client (MuxServerOptions.Authenticate failed; the server's log has why).",
                 ex);
             return;
         }
 
         if (user is null)
         {
-            RefuseAuthentication(MuxStatusCode.Unauthenticated, "The server did not accept the client's credentials (MuxServerOptions.Authenticate returned no user).", null);
+            RefuseAuthentication(
+                MuxStatusCode.Unauthenticated,
+                "The server did not accept the client's credentials (MuxServerOptions.Authenticate returned no user).",
+                null);
             return;
         }
 
@@ -207,8 +183,6 @@ internal sealed class ServerConnection : MuxConnection
 
     private void RefuseHandshake(string reason) => Refuse(MuxStatusCode.ProtocolError, reason, new MuxProtocolException(reason));
 
-    /// <summary>Refuses a connection Authenticate did not accept, with a status the client's
-    /// message names.</summary>
     private void RefuseAuthentication(MuxStatusCode status, string message, Exception? error)
     {
         if (error is not null and not MuxRemoteException)
@@ -223,30 +197,28 @@ internal sealed class ServerConnection : MuxConnection
     {
         ServerLog.HandshakeRefused(Logger, Name, $"{status}: {reason}");
 
-        // Cut if it is too long for the 4096 bytes the client takes before the handshake (a long
-        // message of Authenticate's): it must still learn the status, and the connection close.
+        // Cut if too long for the 4096 bytes the client takes before the handshake: it must still learn the status.
         Outbound.TrySendError(FrameType.Error, 0, status, reason, null, FrameFlags.None);
         Close(MuxCloseReason.ProtocolError, error);
     }
 
-    /// <summary>The server's deadlines, on the connection's timer (the keepalive's): the handshake
-    /// timeout (<see cref="MuxServerOptions.HandshakeTimeout"/>, counted from the accept) until the
-    /// handshake is done, and the idle close.</summary>
+    // The handshake timeout, counted from the accept, until the handshake is done; then the idle close.
     protected override TimeSpan CheckDeadlines(long now)
     {
         TimeSpan handshakeLeft = IsHandshakeDone ? Timeout.InfiniteTimeSpan : _options.HandshakeTimeLeft(_acceptedAt, now);
         if (handshakeLeft == TimeSpan.Zero)
         {
-            Close(MuxCloseReason.HandshakeTimeout, new TimeoutException($"The client did not complete the handshake within {DurationText.Format(_options.HandshakeTimeout)} (MuxServerOptions.HandshakeTimeout)."));
+            Close(MuxCloseReason.HandshakeTimeout, new TimeoutException(
+                $"The client did not complete the handshake within {DurationText.Format(_options.HandshakeTimeout)} " +
+                "(MuxServerOptions.HandshakeTimeout)."));
             return Timeout.InfiniteTimeSpan;
         }
 
         return Earlier(handshakeLeft, CheckIdle(now));
     }
 
-    /// <summary>The idle close (<see cref="MuxServerOptions.IdleTimeout"/>): a connection that has
-    /// held no call for that long since its handshake is told GoAway and drained. The handshake is
-    /// the handshake timeout's: a slow Authenticate must not be closed as idle.</summary>
+    // A connection that has held no call for IdleTimeout since its handshake is told GoAway and drained. Until the
+    // handshake the handshake timeout rules: a slow Authenticate must not be closed as idle.
     private TimeSpan CheckIdle(long now)
     {
         if (!Incoming.TracksIdle || Incoming.IsGoingAway)
@@ -279,13 +251,11 @@ internal sealed class ServerConnection : MuxConnection
     }
 
     /// <summary>
-    /// Closes without losing anything: sends GoAway with the highest call id received, serves every
-    /// call up to that id (also ones still on their way), waits until they have finished and the
-    /// client has ended its stream, then sends the last responses, shuts down the send side and
-    /// closes. When <paramref name="cancellationToken"/> fires first, the handlers still running are
-    /// cancelled and the connection is dropped at once, and so is a graceful close (this one, or one
-    /// begun elsewhere) still sending to a client that does not read: the token bounds it all.
-    /// <paramref name="reason"/> is the close's (LocalShutdown, or IdleTimeout for the idle close).
+    /// Closes without losing anything: sends GoAway with the highest call id received, serves every call up to that id
+    /// (ones still on their way too), waits until they have finished and the client has ended its stream, then sends the
+    /// last responses and closes. When <paramref name="cancellationToken"/> fires first, the handlers still running are
+    /// cancelled and the connection is dropped at once, and so is a graceful close still sending to a client that does not
+    /// read: the token bounds it all. <paramref name="reason"/> is LocalShutdown, or IdleTimeout for the idle close.
     /// </summary>
     public async Task DrainAndCloseAsync(CancellationToken cancellationToken, MuxCloseReason reason = MuxCloseReason.LocalShutdown)
     {
@@ -323,8 +293,7 @@ internal sealed class ServerConnection : MuxConnection
         }
         catch (OperationCanceledException)
         {
-            // Out of patience while the close still waits for the client (to end its stream, or to
-            // take what was sent: the transport's grace period): drop the connection now.
+            // Out of patience while the close still waits for the client to end its stream, or to take what was sent.
             Abort(reason, null);
             await Completion.ConfigureAwait(false);
         }
@@ -337,8 +306,7 @@ internal sealed class ServerConnection : MuxConnection
         return Outbound.TrySendRawFrame(FrameType.GoAway, 0, payload);
     }
 
-    /// <summary>Cancels Authenticate's token, which runs what the application registered on it
-    /// here, on the closing thread (a stop, the reader loop, the handshake timeout's timer).</summary>
+    // Cancels Authenticate's token, which runs what the application registered on it here, on the closing thread.
     protected override void OnClosing(MuxConnectionException error)
     {
         try
@@ -347,8 +315,7 @@ internal sealed class ServerConnection : MuxConnection
         }
         catch (AggregateException ex)
         {
-            // Authenticate's code failed, late: it must not fail the close (nor, thrown on a
-            // timer, the process).
+            // Authenticate's code failed, late: it must not fail the close (nor, thrown on a timer, the process).
             ServerLog.AuthenticateFailed(Logger, Name, ex);
         }
     }

@@ -14,9 +14,8 @@ using Mux.Transport;
 namespace Mux.Server;
 
 /// <summary>
-/// What a <see cref="MuxServer"/> is made of behind its public face: the services it serves, the
-/// listening socket and its accept loop (and TLS handshakes, off the loop), the set of open
-/// connections, and the stop that drains them all with GoAway.
+/// What a <see cref="MuxServer"/> is made of behind its public face: the services it serves, the listening socket and its
+/// accept loop (TLS handshakes off the loop), the open connections, and the stop that drains them all with GoAway.
 /// </summary>
 internal sealed class ServerRuntime
 {
@@ -29,14 +28,12 @@ internal sealed class ServerRuntime
     // Open connections. Added by the accept loop, removed when each one closes.
     private readonly ConcurrentDictionary<ServerConnection, byte> _connections = new();
 
-    // Set by StartAsync under _gate (with _acceptLoop) unless a stop came first; taken (set to null)
-    // under _gate by StopAsync, or by the accept loop when it gives up, so that exactly one of them
-    // closes the listener whichever comes first.
+    // Set by StartAsync under _gate unless a stop came first; taken under _gate by StopAsync, or by the accept loop when it
+    // gives up, so that exactly one of them closes the listener.
     private Socket? _listener;
     private readonly Lock _gate = new();
 
-    // Cancelled by StopAsync: ends the TLS handshakes still running (they have no connection yet),
-    // and the accept loop's wait before it retries.
+    // Cancelled by StopAsync: ends the TLS handshakes still running (no connection yet) and the accept loop's retry wait.
     private readonly CancellationTokenSource _stopping = new();
 
     // Cancelled by the token of any StopAsync: ends the drain's wait for the calls in flight.
@@ -45,14 +42,12 @@ internal sealed class ServerRuntime
     // Completed when the first StopAsync has finished; a later one waits for it.
     private readonly TaskCompletionSource _stopped = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
-    // TLS handshakes in flight, each completed when its handshake ends (added by the accept loop or
-    // AcceptAsync, removed by the handshake itself); StopAsync waits for them.
+    // TLS handshakes in flight, each completed when it ends; StopAsync waits for them.
     private readonly ConcurrentDictionary<TaskCompletionSource, byte> _handshakes = new();
 
-    // Accepts between their check that the server runs and their connection's start; changed with
-    // Interlocked. StopAsync waits for them (_acceptsEnded, completed by whichever of the stop and the
-    // last of them sees the other) before it drains: an accept that passed its check as the stop
-    // began must not list its connection after the drain has looked.
+    // Accepts between their check that the server runs and their connection's start, with Interlocked. StopAsync waits for
+    // them (_acceptsEnded, completed by whichever of the stop and the last of them sees the other) before it drains: an
+    // accept that passed its check as the stop began must not list its connection after the drain has looked.
     private int _accepting;
     private readonly TaskCompletionSource _acceptsEnded = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
@@ -63,9 +58,8 @@ internal sealed class ServerRuntime
     // 0 = not started, 1 = running, 2 = stopping or stopped. Changed with Interlocked.
     private int _state;
 
-    // MuxServerOptions.Interceptors as the server started: written before _state becomes 1, read by
-    // every connection accepted after.
-    private IMuxServerInterceptor[] _interceptors = [];
+    // The options mapped into the engine as the server started: written before _state becomes 1, read by every connection.
+    private ConnectionSettings? _settings;
 
     public ServerRuntime(MuxServerOptions options)
     {
@@ -81,14 +75,13 @@ internal sealed class ServerRuntime
 
     public int ActiveConnections => _connections.Count;
 
-    /// <summary>The open connections (for tests and diagnostics).</summary>
     public ICollection<ServerConnection> Connections => _connections.Keys;
 
     // A server whose connections come only from its host's endpoints accepts them while it runs.
-    public bool IsListening => Volatile.Read(ref _state) == 1 && (_acceptLoop is { IsCompleted: false } || (_options.EndPoint is null && _options.ServesHostEndpoints));
+    public bool IsListening =>
+        Volatile.Read(ref _state) == 1 && (_acceptLoop is { IsCompleted: false } || (_options.EndPoint is null && _options.ServesHostEndpoints));
 
-    /// <summary>Takes the next connection off the listener. Tests replace it to make accepting fail
-    /// as the operating system can (out of file descriptors, a connection aborted in the backlog).</summary>
+    // Tests replace it to make accepting fail as the operating system can (out of file descriptors, an aborted backlog).
     public Func<Socket, ValueTask<Socket>> AcceptSocket { get; set; } = static listener => listener.AcceptAsync(CancellationToken.None);
 
     public void AddMethods<TService>(Func<string, MuxMethodDefinition<TService>, ServiceMethod> bind)
@@ -99,7 +92,10 @@ internal sealed class ServerRuntime
             throw new InvalidOperationException("Services must be added before the Mux server starts.");
         }
 
-        _methods.Add(bind, static (existing, added) => $"{existing.Name} and {added.Name} have the same method id 0x{added.Id:x8}; a server cannot serve both. Rename one of them.");
+        _methods.Add(
+            bind,
+            static (existing, added) =>
+                $"{existing.Name} and {added.Name} have the same method id 0x{added.Id:x8}; a server cannot serve both. Rename one of them.");
     }
 
     public Task StartAsync()
@@ -137,8 +133,7 @@ internal sealed class ServerRuntime
         {
             if (Volatile.Read(ref _state) != 1)
             {
-                // A stop came while we bound, and found no listener to close: nothing may listen
-                // once it has returned.
+                // A stop came while we bound and found no listener to close: nothing may listen once it has returned.
                 CloseListener(listener);
                 throw Stopped();
             }
@@ -154,14 +149,18 @@ internal sealed class ServerRuntime
         return Task.CompletedTask;
     }
 
-    /// <summary>Starts without a listening socket, to serve in-memory transports through
-    /// <see cref="Accept(IMuxTransport, string)"/> (tests and benchmarks).</summary>
+    /// <summary>Starts without a listening socket, to serve in-memory transports (tests and benchmarks).</summary>
     public void StartWithoutListener() => Begin(requireEndPoint: false);
 
     private void Begin(bool requireEndPoint)
     {
         _options.Validate(requireEndPoint);
-        Volatile.Write(ref _interceptors, [.. _options.Interceptors]);
+        Volatile.Write(ref _settings, ConnectionSettings.ForServer(_options, [.. _options.Interceptors]));
+        if (_options.EnableCallContextPropagation)
+        {
+            MuxCallContext.EnablePropagation();
+        }
+
         int state = Interlocked.CompareExchange(ref _state, 1, 0);
         if (state != 0)
         {
@@ -170,26 +169,26 @@ internal sealed class ServerRuntime
     }
 
     private static ObjectDisposedException Stopped() =>
-        new(nameof(MuxServer), "The Mux server is stopping or stopped (or disposed): it accepts no more connections and cannot start again. Create a new MuxServer.");
+        new(
+            nameof(MuxServer),
+            "The Mux server is stopping or stopped (or disposed): it accepts no more connections and cannot start again. Create a new MuxServer.");
 
-    /// <summary>Connects a client to this server over a pair of pipes sized and scheduled as a
-    /// socket's are (<see cref="InProcessPipes"/>), starting the server without a listener first if
-    /// it has not started.</summary>
+    /// <summary>Connects a client to this server over a pair of pipes sized and scheduled as a socket's are, starting the
+    /// server without a listener first if it has not started.</summary>
     public Task<MuxClient> ConnectInProcessAsync(MuxClientOptions? clientOptions, CancellationToken cancellationToken)
     {
         clientOptions ??= new MuxClientOptions();
         clientOptions.Validate(); // Before the server side exists: a refused option leaves nothing behind.
         string name = CountUserConnection("in-process");
-        (DuplexPipeTransport clientSide, DuplexPipeTransport serverSide) = InProcessPipes.CreatePair(clientOptions.MaxFrameSize, _options.MaxFrameSize);
+        (DuplexPipeTransport clientSide, DuplexPipeTransport serverSide) =
+            InProcessPipes.CreatePair(clientOptions.MaxFrameSize, _options.MaxFrameSize);
         Accept(serverSide, name);
         return MuxClient.ConnectAsync(clientSide, clientOptions, "in-process server", cancellationToken);
     }
 
-    /// <summary>Serves a connection over a WebSocket its host accepted, as <paramref name="user"/>
-    /// when the host authenticated one; returns the task that completes once the connection has
-    /// closed (the host's request lasts as long).</summary>
-    /// <exception cref="ObjectDisposedException">The server is not running (stopping, stopped, or not
-    /// started); nothing was done with the WebSocket.</exception>
+    /// <summary>Serves a connection over a WebSocket its host accepted, as <paramref name="user"/> when the host
+    /// authenticated one; returns the task that completes once the connection has closed (the host's request lasts as long).</summary>
+    /// <exception cref="ObjectDisposedException">The server is not running; nothing was done with the WebSocket.</exception>
     public Task ServeWebSocketAsync(WebSocket webSocket, EndPoint? remoteEndPoint, X509Certificate2? clientCertificate, ClaimsPrincipal? user)
     {
         long number = Interlocked.Increment(ref _connectionsAccepted);
@@ -198,11 +197,10 @@ internal sealed class ServerRuntime
         return (TryServe(transport, name, user) ?? throw Stopped()).Completion;
     }
 
-    /// <summary>Whether the server serves new connections: started, not stopping.</summary>
     public bool IsRunning => Volatile.Read(ref _state) == 1;
 
-    /// <summary>Connects a client to this server over in-memory pipes (no socket), starting the
-    /// server without a listener first if it has not started (tests and benchmarks).</summary>
+    /// <summary>Connects a client over in-memory pipes, starting the server without a listener first if it has not started
+    /// (tests and benchmarks).</summary>
     public Task<MuxClient> ConnectInMemoryAsync(MuxClientOptions? clientOptions = null)
     {
         EnsureStarted();
@@ -233,8 +231,7 @@ internal sealed class ServerRuntime
                 {
                     ServerLog.AcceptFailed(_logger, LocalEndPoint?.ToString() ?? "?", ex);
 
-                    // Nothing takes connections off it any more: closed, it refuses a client's
-                    // connect at once, where its backlog would leave the client waiting for a HelloAck.
+                    // Closed, it refuses a client's connect at once, where its backlog would leave the client waiting.
                     if (TakeListener() is { } broken)
                     {
                         CloseListener(broken);
@@ -243,8 +240,7 @@ internal sealed class ServerRuntime
                     return;
                 }
 
-                // 5 ms after the first failure in a row, doubling up to 1 s: a process out of file
-                // descriptors stays so until something closes, and retrying at once would spin.
+                // From 5 ms, doubling up to 1 s: a process out of file descriptors stays so for a while; at once would spin.
                 retryDelay = TimeSpan.FromMilliseconds(Math.Clamp(retryDelay.TotalMilliseconds * 2, 5, 1000));
                 ServerLog.AcceptRetrying(_logger, LocalEndPoint?.ToString() ?? "?", retryDelay.TotalMilliseconds, ex);
                 try
@@ -277,46 +273,44 @@ internal sealed class ServerRuntime
         }
     }
 
-    /// <summary>Whether an accept failed for a reason that passes: the process or the system is out
-    /// of file descriptors (EMFILE, ENFILE) or buffers, or a connection in the backlog was aborted
-    /// before it was taken. Any other error means the listening socket itself is broken.</summary>
+    // Out of file descriptors (EMFILE, ENFILE) or buffers, or a connection in the backlog aborted before it was taken: these
+    // pass. Any other error means the listening socket itself is broken.
     private static bool IsTransient(Exception error) => error is SocketException
     {
-        SocketErrorCode: SocketError.TooManyOpenSockets or SocketError.NoBufferSpaceAvailable or SocketError.ConnectionAborted or SocketError.ConnectionReset or SocketError.Interrupted,
+        SocketErrorCode: SocketError.TooManyOpenSockets or SocketError.NoBufferSpaceAvailable or SocketError.ConnectionAborted
+            or SocketError.ConnectionReset or SocketError.Interrupted,
     };
 
-    /// <summary>Authenticates TLS over <paramref name="stream"/> within
-    /// <see cref="MuxServerOptions.HandshakeTimeout"/>, counted on the server's clock from
-    /// <paramref name="acceptedAt"/>, then serves it. A client that fails the handshake, does not ask
-    /// for <c>mux/1</c> or times out, or a stop meanwhile (<paramref name="cancellationToken"/>),
-    /// costs only this connection: the stream is closed and why is logged. Listed in _handshakes
-    /// until the connection is served, so that StopAsync waits for it.</summary>
-    /// <returns>Whether the connection is being served.</returns>
+    // Authenticates TLS within HandshakeTimeout (counted from acceptedAt), then serves the stream; returns whether it is
+    // served. A client that fails, does not ask for mux/1 or times out, or a stop meanwhile, costs only this connection: the
+    // stream is closed and why is logged. Listed in _handshakes until served, so that StopAsync waits for it.
     private async Task<bool> AcceptTlsAsync(Stream stream, string name, long acceptedAt, CancellationToken cancellationToken)
     {
         var handshake = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         _handshakes.TryAdd(handshake, 0);
         try
         {
-            using var timeout = new CancellationTokenSource(_options.HandshakeTimeLeft(acceptedAt, _options.TimeProvider.GetTimestamp()), _options.TimeProvider);
+            TimeProvider clock = _options.TimeProvider;
+            using var timeout = new CancellationTokenSource(_options.HandshakeTimeLeft(acceptedAt, clock.GetTimestamp()), clock);
             using var linked = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, timeout.Token);
             SslStream ssl;
             try
             {
-                // A stream handed to AcceptAsync may not heed the token in its reads (one that wraps
-                // a blocking read, say): closing it ends them, as it ends a connection's. On the
-                // thread that cancels (a timer's), where nothing the stream throws may escape.
-                using CancellationTokenRegistration close = linked.Token.Register(static stream => StreamConnection.CloseQuietly((Stream)stream!), stream);
+                // A stream handed to AcceptAsync may not heed the token in its reads: closing it ends them. On the thread
+                // that cancels (a timer's), where nothing the stream throws may escape.
+                using CancellationTokenRegistration close =
+                    linked.Token.Register(static stream => StreamConnection.CloseQuietly((Stream)stream!), stream);
                 ssl = await TlsHandshake.AuthenticateAsServerAsync(stream, _options.Tls!, linked.Token).ConfigureAwait(false);
             }
             catch (Exception ex)
             {
-                // Whatever a client does wrong in its handshake (bad certificate, wrong ALPN,
-                // plaintext, silence) costs only its own connection; the accept loop goes on.
+                // Whatever a client does wrong in its handshake costs only its own connection; the accept loop goes on.
                 if (!cancellationToken.IsCancellationRequested)
                 {
                     TransportLog.TlsHandshakeFailed(_logger, name, timeout.IsCancellationRequested
-                        ? new TimeoutException($"The client did not complete the TLS handshake within {DurationText.Format(_options.HandshakeTimeout)} (MuxServerOptions.HandshakeTimeout).")
+                        ? new TimeoutException(
+                            $"The client did not complete the TLS handshake within {DurationText.Format(_options.HandshakeTimeout)} " +
+                            "(MuxServerOptions.HandshakeTimeout).")
                         : ex);
                 }
 
@@ -360,7 +354,10 @@ internal sealed class ServerRuntime
                 throw Stopped(); // The stop ended the handshake, or came as it finished.
             }
 
-            throw new MuxConnectionException($"The TLS handshake with {name} failed, timed out or was cancelled; the stream was closed (the server's log says why).", MuxCloseReason.ProtocolError, null);
+            throw new MuxConnectionException(
+                $"The TLS handshake with {name} failed, timed out or was cancelled; the stream was closed (the server's log says why).",
+                MuxCloseReason.ProtocolError,
+                null);
         }
     }
 
@@ -369,22 +366,22 @@ internal sealed class ServerRuntime
         ArgumentNullException.ThrowIfNull(pipe);
         if (_options.Tls is not null)
         {
-            throw new InvalidOperationException("MuxServerOptions.Tls is set, but a pipe is used as it is and cannot carry TLS. Accept a Stream with AcceptAsync instead (for example PipeReader.AsStream and PipeWriter.AsStream over your transport).");
+            throw new InvalidOperationException(
+                "MuxServerOptions.Tls is set, but a pipe is used as it is and cannot carry TLS. Accept a Stream with AcceptAsync instead " +
+                "(for example PipeReader.AsStream and PipeWriter.AsStream over your transport).");
         }
 
         Accept(new DuplexPipeTransport(pipe), CountUserConnection("pipe"));
     }
 
-    /// <summary>Counts a connection handed to the server (starting it without a listener if it has
-    /// not started) and names it after its <paramref name="kind"/> and number.</summary>
+    // Counts a connection handed to the server (starting it without a listener if need be) and names it.
     private string CountUserConnection(string kind)
     {
         EnsureStarted();
         return $"{kind} #{Interlocked.Increment(ref _connectionsAccepted)}";
     }
 
-    /// <summary>Starts the server without a listener if it has not started, for a connection handed
-    /// to it; throws if it is stopping or stopped.</summary>
+    // For a connection handed to the server; throws if it is stopping or stopped.
     private void EnsureStarted()
     {
         if (Volatile.Read(ref _state) == 0)
@@ -405,9 +402,7 @@ internal sealed class ServerRuntime
         }
     }
 
-    /// <summary>Serves one connection over an already-connected transport.</summary>
-    /// <exception cref="ObjectDisposedException">The server is stopping or stopped; nothing was done
-    /// with the transport.</exception>
+    /// <exception cref="ObjectDisposedException">The server is stopping or stopped; nothing was done with the transport.</exception>
     public void Accept(IMuxTransport transport, string name)
     {
         if (TryServe(transport, name) is null)
@@ -416,10 +411,8 @@ internal sealed class ServerRuntime
         }
     }
 
-    /// <summary>Serves one connection over an already-connected transport (as <paramref name="hostUser"/>,
-    /// the user its host authenticated, if any), unless the server is stopping or stopped: then null,
-    /// and nothing was done with the transport. A connection served is listed before StopAsync looks,
-    /// so that its drain closes it.</summary>
+    // Null when the server is stopping or stopped: nothing was done with the transport. A connection served is listed
+    // before StopAsync looks, so that its drain closes it.
     private ServerConnection? TryServe(IMuxTransport transport, string name, ClaimsPrincipal? hostUser = null)
     {
         Interlocked.Increment(ref _accepting);
@@ -430,7 +423,7 @@ internal sealed class ServerRuntime
                 return null;
             }
 
-            var connection = new ServerConnection(transport, _methods, _options, Volatile.Read(ref _interceptors), _logger, name, hostUser);
+            var connection = new ServerConnection(transport, Volatile.Read(ref _settings)!, _methods, _options, _logger, name, hostUser);
             _connections.TryAdd(connection, 0);
             ServerLog.ConnectionAccepted(_logger, name);
             _ = ForgetWhenClosedAsync(connection);
@@ -454,9 +447,10 @@ internal sealed class ServerRuntime
 
     public async Task StopAsync(CancellationToken cancellationToken = default)
     {
-        // Whichever stop's token fires first ends the wait for the calls in flight: a later stop
-        // (a DisposeAsync with its ShutdownTimeout) keeps its promise while the first one drains.
-        using CancellationTokenRegistration hurry = cancellationToken.Register(static patience => ((CancellationTokenSource)patience!).Cancel(), _outOfPatience);
+        // Whichever stop's token fires first ends the wait for the calls in flight: a later stop (a DisposeAsync with its
+        // ShutdownTimeout) keeps its promise while the first one drains.
+        using CancellationTokenRegistration hurry =
+            cancellationToken.Register(static patience => ((CancellationTokenSource)patience!).Cancel(), _outOfPatience);
         if (Interlocked.Exchange(ref _state, 2) == 2)
         {
             await _stopped.Task.ConfigureAwait(false);
@@ -488,8 +482,7 @@ internal sealed class ServerRuntime
             CloseListener(listener);
         }
 
-        // No connection may arrive after the drain below starts: end an accept loop waiting to
-        // retry, and the TLS handshakes in flight.
+        // No connection may arrive after the drain starts: end an accept loop waiting to retry, and the TLS handshakes.
         await _stopping.CancelAsync().ConfigureAwait(false);
         if (acceptLoop is not null)
         {
@@ -501,8 +494,7 @@ internal sealed class ServerRuntime
             await handshake.Task.ConfigureAwait(false);
         }
 
-        // _state is 2: an accept that starts from now on refuses, and the last of those still in
-        // flight completes _acceptsEnded unless this sees none.
+        // _state is 2: a new accept refuses, and the last of those in flight completes _acceptsEnded unless this sees none.
         if (Volatile.Read(ref _accepting) == 0)
         {
             _acceptsEnded.TrySetResult();
@@ -522,16 +514,14 @@ internal sealed class ServerRuntime
         {
             await connection.Completion.ConfigureAwait(false);
 
-            // ForgetWhenClosedAsync does the same, but its continuation may run after ours: a
-            // stopped server must report no active connections.
+            // ForgetWhenClosedAsync's continuation may run after ours: a stopped server must report no active connections.
             _connections.TryRemove(connection, out _);
         }
 
         ServerLog.ServerStopped(_logger, open);
     }
 
-    /// <summary>The listening socket, taken from the server (null when another took it, or there is
-    /// none): whoever takes it closes it.</summary>
+    // Whoever takes the listening socket closes it; null when another took it, or there is none.
     private Socket? TakeListener()
     {
         lock (_gate)
@@ -542,8 +532,7 @@ internal sealed class ServerRuntime
         }
     }
 
-    /// <summary>Closes the listening socket, and removes the file of a Unix domain socket the bind
-    /// created, so that the next start can bind the same path.</summary>
+    // Removes the file of a Unix domain socket the bind created too, so the next start can bind the same path.
     private static void CloseListener(Socket listener)
     {
         string? path = SocketEndPoints.UnixSocketFile(listener.LocalEndPoint);
@@ -563,9 +552,8 @@ internal sealed class ServerRuntime
 
     public async ValueTask DisposeAsync()
     {
-        // An infinite ShutdownTimeout makes a source that never cancels. A server that never started
-        // has nothing to drain and makes none: its options may be ones StartAsync refused, which must
-        // not fail the disposal too (an `await using` would throw that error instead of the refusal).
+        // An infinite ShutdownTimeout makes a source that never cancels. A server that never started makes none: its options
+        // may be ones StartAsync refused, which must not fail the disposal too (an `await using` would hide the refusal).
         using CancellationTokenSource? deadline = Volatile.Read(ref _state) == 0 ? null : new(_options.ShutdownTimeout, _options.TimeProvider);
         await StopAsync(deadline?.Token ?? CancellationToken.None).ConfigureAwait(false);
     }

@@ -28,7 +28,7 @@ internal static class OutgoingStreamCall
         calls.RequireStreams();
         MuxConnection connection = calls.Connection;
         using var linked = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
-        var receiver = new StreamReceiver(connection, connection.StreamWindow);
+        var receiver = new StreamReceiver(connection, connection.Settings.StreamWindow);
         var streams = new CallStreams(receiver, items is null ? null : StreamSendWindow.Closed());
         Task pump = Task.CompletedTask;
         try

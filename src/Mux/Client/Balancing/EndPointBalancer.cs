@@ -57,14 +57,18 @@ internal sealed partial class EndPointBalancer : ConnectionSource
 
     private readonly Task _resolveLoop = Task.CompletedTask;
 
-    // What every instance's connections serve to calls their server starts (the MuxClient's). Immutable.
+    // What every instance's connections are opened with, and serve to the server's calls (the MuxClient's).
+    private readonly ConnectionSettings _settings;
     private readonly ServiceMethods _services;
 
     /// <summary>Starts the keepers of <see cref="MuxClientOptions.EndPoints"/>, or the loop that asks
     /// <see cref="MuxClientOptions.EndPointResolver"/>.</summary>
-    public EndPointBalancer(MuxClientOptions options, ILogger logger, Action<MuxClientState, MuxClientState, Exception?> onStateChanged, ServiceMethods services)
-        : base(options, logger, options.Service ?? (options.EndPointResolver is { } resolver ? resolver.ToString() ?? "resolver" : string.Join(", ", options.EndPoints)), options.AutoReconnect, onStateChanged)
+    public EndPointBalancer(
+        MuxClientOptions options, ConnectionSettings settings, ServiceMethods services, ILogger logger,
+        Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
+        : base(options, logger, NameOf(options), options.AutoReconnect, onStateChanged)
     {
+        _settings = settings;
         _services = services;
         if (options.EndPointResolver is { } endPointResolver)
         {
@@ -224,8 +228,9 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             // client: this one says why the client could not connect.
             bool closed = State == MuxClientState.Closed;
             string why = DescribeInstances(out Exception? inner);
+            string within = closed ? string.Empty : $" within {DurationText.Format(Options.ConnectTimeout)} (MuxClientOptions.ConnectTimeout)";
             throw new MuxConnectionException(
-                $"Could not connect to any instance of the Mux server ({Name}){(closed ? string.Empty : $" within {DurationText.Format(Options.ConnectTimeout)} (MuxClientOptions.ConnectTimeout)")}.{why}",
+                $"Could not connect to any instance of the Mux server ({Name}){within}.{why}",
                 Latest?.CloseReason ?? MuxCloseReason.None,
                 inner);
         }
@@ -340,6 +345,7 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         keeper = new ConnectionKeeper(
             null,
             address,
+            _settings,
             _services,
             Options,
             Logger,
@@ -484,4 +490,8 @@ internal sealed partial class EndPointBalancer : ConnectionSource
     }
 
     private static TaskCompletionSource NewSignal() => new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    // The server as log lines and messages name it: the service, the resolver, or the endpoints.
+    private static string NameOf(MuxClientOptions options) =>
+        options.Service ?? (options.EndPointResolver is { } resolver ? resolver.ToString() ?? "resolver" : string.Join(", ", options.EndPoints));
 }

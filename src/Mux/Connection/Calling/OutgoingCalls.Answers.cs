@@ -87,7 +87,7 @@ internal sealed partial class OutgoingCalls
             string side = _connection.IsServer ? "server" : "client";
             call.CompleteWithException(new MuxRemoteException(
                 MuxStatusCode.MessageTooLarge,
-                $"The {_connection.PeerName}'s {(first.Type == FrameType.Response ? "response" : "error")} to {MuxServiceRegistry.GetMethodDisplayName(call.MethodId)} is {first.MessageSize} bytes, over this {side}'s MaxMessageSize of {_connection.MaxMessageSize} bytes ({MuxConnection.DescribeSize(_connection.MaxMessageSize)}, {options}.MaxMessageSize); it was skipped. Raise {options}.MaxMessageSize, or ask the {_connection.PeerName} for less.",
+                $"The {_connection.PeerName}'s {(first.Type == FrameType.Response ? "response" : "error")} to {MuxServiceRegistry.GetMethodDisplayName(call.MethodId)} is {first.MessageSize} bytes, over this {side}'s MaxMessageSize of {_connection.Settings.MaxMessageSize} bytes ({MuxConnection.DescribeSize(_connection.Settings.MaxMessageSize)}, {options}.MaxMessageSize); it was skipped. Raise {options}.MaxMessageSize, or ask the {_connection.PeerName} for less.",
                 null));
         }
 

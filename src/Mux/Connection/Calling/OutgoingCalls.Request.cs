@@ -47,7 +47,7 @@ internal sealed partial class OutgoingCalls
                 remaining = DeadlineHeader.RemainingMilliseconds(call.Deadline.At, now, Clock.TimestampFrequency);
             }
 
-            trace = _peerReadsTraceContext ? call.Telemetry.Activity ?? Activity.Current : null;
+            trace = _connection.Peer.ReadsTraceContext ? call.Telemetry.Activity ?? Activity.Current : null;
             // The header carries a W3C traceparent: an activity of another ID format has none to send.
             if (trace is not null && trace.IdFormat != ActivityIdFormat.W3C)
             {

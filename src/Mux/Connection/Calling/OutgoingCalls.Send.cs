@@ -80,7 +80,7 @@ internal sealed partial class OutgoingCalls
     private byte[]? MetadataForPeer(byte[] metadata, uint methodId, out Exception? refused)
     {
         refused = null;
-        int limit = _connection.PeerMaxMetadataSize;
+        int limit = _connection.Peer.MaxMetadataSize;
         if (limit == 0)
         {
             return null;

@@ -18,7 +18,7 @@ internal sealed partial class OutgoingCalls
 
     private void RegisterStreams(uint callId, CallStreams streams)
     {
-        streams.SetCallId(callId, _idSpace, _connection.PeerStreamWindow);
+        streams.SetCallId(callId, _idSpace, _connection.Peer.StreamWindow);
         _streams[callId] = streams;
     }
 

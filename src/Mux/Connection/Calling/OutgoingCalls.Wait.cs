@@ -88,7 +88,7 @@ internal sealed partial class OutgoingCalls
                 // The deadline's token fired, or the caller's: each is reported as the caller knows it.
                 throw cancellationToken.IsCancellationRequested
                     ? new OperationCanceledException(ex.Message, ex, cancellationToken)
-                    : CreateTimeoutException(methodId, deadline, $" (it waited all that time to be sent: the connection already had {MuxConnection.DescribeSize(_outbound.MaxQueuedBytes)} of requests queued for a {_connection.PeerName} that is not reading them, {_connection.OptionsName}.MaxOutboundBytesPerConnection)");
+                    : CreateTimeoutException(methodId, deadline, $" (it waited all that time to be sent: the connection already had {MuxConnection.DescribeSize(_connection.Settings.MaxOutboundBytes)} of requests queued for a {_connection.PeerName} that is not reading them, {_connection.OptionsName}.MaxOutboundBytesPerConnection)");
             }
 
             throw;

@@ -58,11 +58,6 @@ internal sealed partial class OutgoingCalls
     // it by TryAddPending once ids have come round, which takes the lock only when this is not 0.
     private volatile int _abandonedCount;
 
-    // Whether the peer reads the trace-context header of Requests, and whether it takes streams on
-    // these calls (a client of an older build does not, on its server's calls): its handshake said
-    // so. Written once by the reader loop before any call; read by callers after.
-    private volatile bool _peerReadsTraceContext;
-    private volatile bool _peerTakesStreams = true;
 
     public OutgoingCalls(MuxConnection connection, TimeSpan timeout)
     {
@@ -124,20 +119,14 @@ internal sealed partial class OutgoingCalls
     // The connection's clock: deadlines are its timestamps.
     private TimeProvider Clock => _connection.TimeProvider;
 
-    /// <summary>Takes what the peer's handshake says about these calls: its cap, whether it reads
-    /// trace context and whether it takes streams on them. Reader loop, before any call.</summary>
-    public void OnPeerSettings(int maxConcurrentCalls, bool readsTraceContext, bool takesStreams)
-    {
-        _slots = new CallSlots(maxConcurrentCalls);
-        _peerReadsTraceContext = readsTraceContext;
-        _peerTakesStreams = takesStreams;
-    }
+    /// <summary>Takes the peer's cap on these calls from its handshake, before any call.</summary>
+    public void OnPeerSettings(in PeerSettings peer) => _slots = new CallSlots(peer.MaxConcurrentCalls);
 
     /// <summary>Throws unless the peer takes streams on these calls: a client of an older Mux does
     /// not on its server's calls, and would close the connection on their frames.</summary>
     public void RequireStreams()
     {
-        if (!_peerTakesStreams)
+        if (!_connection.Peer.TakesStreams)
         {
             throw new NotSupportedException($"The Mux {_connection.PeerName} at {_connection.Name} does not take IAsyncEnumerable streams on the calls its server starts (it did not announce serverCallStreams: an older Mux); call it with methods that take and return no stream.");
         }

@@ -23,12 +23,11 @@ internal sealed partial class Inbound
     // segment: by the loop as segments are rented, and by whoever releases a message (a call may, on its own thread).
     private long _reassemblyBytes;
 
-    // Read through the connection, which sets them after this is made.
-    private int MaxMessageSize => _connection.MaxMessageSize;
+    private readonly int _maxMessageSize;
 
-    private int MaxMessagesInProgress => _connection.MaxMessagesInProgress;
-
-    private bool PeerEndsFragmentsOnCancel => _connection.PeerEndsFragmentsOnCancel;
+    // How many of the peer's Requests, and of answers no call waits for, may arrive in fragments at once before the peer
+    // is judged broken. The answers to this side's waiting calls are not counted: those calls bound them.
+    private readonly int _maxMessagesInProgress;
 
     // 0 once every such message has been released, cancelled, or dropped with the connection (for tests). Any thread.
     internal long ReassemblyBytesRented => Interlocked.Read(ref _reassemblyBytes);
@@ -38,7 +37,7 @@ internal sealed partial class Inbound
     // A Request always (the peer's call cap bounds them); an answer only while its call, or a caller that gave up on it,
     // still waits. One nobody waits for (late, or made up) is skipped as it arrives and counts against MaxMessagesInProgress.
     private bool ExpectsMessage(in Frame first) =>
-        first.Type == FrameType.Request ? IsPeersCall(RequirePeersCall(first)) : Outgoing.ExpectsAnswer(RequireOwnCall(first).CallId);
+        first.Type == FrameType.Request ? IsPeersCall(RequirePeersCall(first)) : _outgoing.ExpectsAnswer(RequireOwnCall(first).CallId);
 
     // Any frame while some message is in fragments: it may break its call's sequence. One test of two fields per frame.
     private bool NeedsReassembly(in Frame frame) =>
@@ -81,7 +80,7 @@ internal sealed partial class Inbound
 
                 // The caller gave up while its Request was still arriving: nothing will run it.
                 CancelArrivingRequest(message);
-                if (PeerEndsFragmentsOnCancel)
+                if (_connection.Peer.EndsFragmentsOnCancel)
                 {
                     Forget(key, message); // Its sender sends no more of it.
                 }
@@ -199,26 +198,26 @@ internal sealed partial class Inbound
         bool bounded = !expected || IsPeersCall(first);
         if (bounded)
         {
-            if (_boundedReassemblies >= MaxMessagesInProgress)
+            if (_boundedReassemblies >= _maxMessagesInProgress)
             {
                 ThrowSequenceBroken(
-                    $"The peer has {_boundedReassemblies} fragmented messages arriving at once, more than the {MaxMessagesInProgress} calls " +
+                    $"The peer has {_boundedReassemblies} fragmented messages arriving at once, more than the {_maxMessagesInProgress} calls " +
                     "it may have outstanding on this connection.");
             }
 
             _boundedReassemblies++;
         }
 
-        bool tooLarge = first.MessageSize > (uint)MaxMessageSize;
+        bool tooLarge = first.MessageSize > (uint)_maxMessageSize;
         _reassemblies.Add(key, new MessageReassembly(first, skip: tooLarge || !expected, owner: this) { IsBounded = bounded });
         if (tooLarge && first.Type == FrameType.Request)
         {
             // The rest is read and dropped; the role it belongs to fails its one call (the connection stays up).
-            Incoming.OnRequestTooLarge(first);
+            _incoming.OnRequestTooLarge(first);
         }
         else if (tooLarge)
         {
-            Outgoing.OnAnswerTooLarge(first);
+            _outgoing.OnAnswerTooLarge(first);
         }
     }
 

@@ -14,8 +14,11 @@ namespace Mux.Connection;
 internal sealed partial class Inbound
 {
     private readonly MuxConnection _connection;
+    private readonly OutgoingCalls _outgoing;
+    private readonly IncomingCalls _incoming;
     private readonly Outbound _outbound;
     private readonly PipeReader _input;
+    private readonly TimeProvider _clock;
     private readonly int _maxFrameSize;
     private readonly bool _isServer;
 
@@ -40,21 +43,19 @@ internal sealed partial class Inbound
     private long _reads;
     private StageClock _stages;
 
-    public Inbound(MuxConnection connection, Outbound outbound, PipeReader input, int maxFrameSize)
+    public Inbound(MuxConnection connection, PipeReader input, ConnectionSettings settings)
     {
         _connection = connection;
-        _outbound = outbound;
+        _outgoing = connection.Outgoing;
+        _incoming = connection.Incoming;
+        _outbound = connection.Outbound;
         _input = input;
-        _maxFrameSize = maxFrameSize;
-        _isServer = connection.IsServer;
+        _clock = settings.TimeProvider;
+        _maxFrameSize = settings.MaxFrameSize;
+        _maxMessageSize = settings.MaxMessageSize;
+        _maxMessagesInProgress = settings.MaxConcurrentCalls; // A peer keeps at most that many calls outstanding.
+        _isServer = settings.IsServer;
     }
-
-    // Read through the connection, which makes its roles and sets its limits after this is made.
-    private OutgoingCalls Outgoing => _connection.Outgoing;
-
-    private IncomingCalls Incoming => _connection.Incoming;
-
-    private TimeProvider Clock => _connection.TimeProvider;
 
     internal bool IsHandshakeDone => _handshakeDone;
 
@@ -64,7 +65,7 @@ internal sealed partial class Inbound
 
     internal long Reads => Volatile.Read(ref _reads);
 
-    internal StageTimes Stages => StageTimes.OfReader(_stages.Read(Clock.TimestampFrequency));
+    internal StageTimes Stages => StageTimes.OfReader(_stages.Read(_clock.TimestampFrequency));
 
     internal Task Completion => _loop ?? Task.CompletedTask;
 
@@ -108,32 +109,32 @@ internal sealed partial class Inbound
             case FrameType.Ping when _outbound.IsFull:
                 return OnFrameWhenRoomAsync(frame);
             case FrameType.Request:
-                Incoming.OnRequest(RequirePeersCall(frame));
+                _incoming.OnRequest(RequirePeersCall(frame));
                 break;
             case FrameType.Response:
             case FrameType.Error when frame.CallId != 0:
-                Outgoing.OnAnswer(RequireOwnCall(frame));
+                _outgoing.OnAnswer(RequireOwnCall(frame));
                 break;
             case FrameType.Error:
                 _connection.OnConnectionError(frame);
                 break;
             case FrameType.Cancel:
-                Incoming.OnCancel(RequirePeersCall(frame).CallId);
+                _incoming.OnCancel(RequirePeersCall(frame).CallId);
                 break;
             case FrameType.StreamEnd:
-                Incoming.OnStreamEnd(RequirePeersCall(frame));
+                _incoming.OnStreamEnd(RequirePeersCall(frame));
                 break;
             case FrameType.StreamItem when IsPeersCall(frame):
-                Incoming.OnStreamItem(frame);
+                _incoming.OnStreamItem(frame);
                 break;
             case FrameType.StreamItem:
-                Outgoing.OnStreamItem(frame);
+                _outgoing.OnStreamItem(frame);
                 break;
             case FrameType.StreamCredit when IsPeersCall(frame):
-                Incoming.OnStreamCredit(frame.CallId, FrameReader.ReadUInt32(frame.Payload));
+                _incoming.OnStreamCredit(frame.CallId, FrameReader.ReadUInt32(frame.Payload));
                 break;
             case FrameType.StreamCredit:
-                Outgoing.OnStreamCredit(frame.CallId, FrameReader.ReadUInt32(frame.Payload));
+                _outgoing.OnStreamCredit(frame.CallId, FrameReader.ReadUInt32(frame.Payload));
                 break;
             case FrameType.Ping:
                 _outbound.SendRawFrame(FrameType.Pong, frame.CallId, frame.Payload.ToArray());
@@ -141,7 +142,7 @@ internal sealed partial class Inbound
             case FrameType.Pong:
                 break; // Any byte read is proof of life (see MuxConnection.KeepAlive.cs).
             case FrameType.GoAway:
-                Outgoing.OnGoAway(FrameReader.ReadUInt32(frame.Payload));
+                _outgoing.OnGoAway(FrameReader.ReadUInt32(frame.Payload));
                 break;
             default:
                 throw new MuxProtocolException($"A {_connection.SideName} does not accept {frame.Type} frames after the handshake.");
@@ -168,7 +169,7 @@ internal sealed partial class Inbound
         }
 
         // The peer is reading: the keepalive must not take it for dead (no read is stamped meanwhile).
-        Volatile.Write(ref _roomAt, Clock.GetTimestamp());
+        Volatile.Write(ref _roomAt, _clock.GetTimestamp());
 
         if (!_connection.IsClosed)
         {
@@ -233,7 +234,7 @@ internal sealed partial class Inbound
                 }
 
                 ReadOnlySequence<byte> buffer = result.Buffer;
-                long readStarted = Clock.GetTimestamp(); // stage clock: the read's buffer is in hand
+                long readStarted = _clock.GetTimestamp(); // stage clock: the read's buffer is in hand
                 _reads++;
                 NoteRead(readStarted);
                 long framesBefore = _framesReceived;
@@ -247,9 +248,9 @@ internal sealed partial class Inbound
                         if (!handled.IsCompletedSuccessfully)
                         {
                             // Backpressure. The buffer stays valid: we have not advanced past it.
-                            long pausedAt = Clock.GetTimestamp(); // stage clock: a backpressure wait is not reader work
+                            long pausedAt = _clock.GetTimestamp(); // stage clock: a backpressure wait is not reader work
                             await handled.ConfigureAwait(false);
-                            readStarted += Clock.GetTimestamp() - pausedAt; // stage clock
+                            readStarted += _clock.GetTimestamp() - pausedAt; // stage clock
                         }
                     }
                 }
@@ -260,7 +261,7 @@ internal sealed partial class Inbound
                     _input.AdvanceTo(buffer.Start, buffer.End);
                     MuxTelemetry.Reads.Add(1);
                     MuxTelemetry.FramesReceived.Add(_framesReceived - framesBefore);
-                    _stages.Add(readStarted, Clock.GetTimestamp()); // stage clock: the read is done
+                    _stages.Add(readStarted, _clock.GetTimestamp()); // stage clock: the read is done
                 }
 
                 if (result.IsCompleted)
@@ -272,7 +273,7 @@ internal sealed partial class Inbound
 
                     // After this side's GoAway, the serving role keeps the connection open for the answers it promised
                     // (its drain closes it then); else it closes now, as RemoteClosed.
-                    keepOpen = Incoming.OnPeerFinishedSending();
+                    keepOpen = _incoming.OnPeerFinishedSending();
                     break;
                 }
             }

@@ -27,7 +27,7 @@ internal sealed partial class Outbound : IThreadPoolWorkItem
 
     internal long BatchWaits => Volatile.Read(ref _batchWaits);
 
-    internal StageTimes Stages => StageTimes.OfWriter(_stages.Read(Clock.TimestampFrequency));
+    internal StageTimes Stages => StageTimes.OfWriter(_stages.Read(_clock.TimestampFrequency));
 
     private bool IsWriterFree => Volatile.Read(ref _writerActive) == 0;
 
@@ -42,7 +42,7 @@ internal sealed partial class Outbound : IThreadPoolWorkItem
     // closed). Returns the frames written.
     private int DrainQueueIntoOutputLocked()
     {
-        long now = Clock.GetTimestamp();
+        long now = _clock.GetTimestamp();
         _turnStartedAt = now;
         _stages.Start(now); // stage clock: a writer turn starts gathering
         bool drop = DropsQueuedFrames;
@@ -85,7 +85,7 @@ internal sealed partial class Outbound : IThreadPoolWorkItem
                     _connection.Close(MuxCloseReason.TransportError, ex);
                 }
 
-                _stages.Stop(Clock.GetTimestamp()); // stage clock: the turn's flush call returned
+                _stages.Stop(_clock.GetTimestamp()); // stage clock: the turn's flush call returned
                 if (!flush.IsCompleted)
                 {
                     // The socket is behind (backpressure): finish on the pool, keeping the role.
@@ -146,7 +146,7 @@ internal sealed partial class Outbound : IThreadPoolWorkItem
 
         public bool IsQuiet => outbound.IsQuiet;
 
-        public TimeProvider Clock => outbound.Clock;
+        public TimeProvider Clock => outbound._clock;
 
         public long TurnStartedAt => outbound._turnStartedAt;
     }

@@ -18,6 +18,9 @@ internal sealed partial class Outbound
 {
     private readonly MuxConnection _connection;
     private readonly PipeWriter _output;
+    private readonly TimeProvider _clock;
+    private readonly int _fragmentSize;
+    private readonly int _maxQueuedBytes;
 
     // The one order point of this connection's frames and fragments.
     private readonly OutboundQueue _queue = new();
@@ -26,25 +29,20 @@ internal sealed partial class Outbound
     // first waiter (CompareExchange); completed and cleared by the writer, the close, or a waiter that finds room.
     private TaskCompletionSource? _room;
 
-    public Outbound(MuxConnection connection, PipeWriter output, bool sendsQueuedFramesOnGracefulClose)
+    // The peer's limits, copied by OnPeerSettings before the handshake is published: read per frame.
+    private PeerSettings _peer = PeerSettings.BeforeHandshake;
+
+    public Outbound(MuxConnection connection, PipeWriter output, ConnectionSettings settings)
     {
         _connection = connection;
         _output = output;
-        _sendsQueuedOnGracefulClose = sendsQueuedFramesOnGracefulClose;
+        _clock = settings.TimeProvider;
+        _fragmentSize = settings.FragmentSize;
+        _maxQueuedBytes = settings.MaxOutboundBytes;
+
+        // A server's frames still queued at a graceful close are the answers of the calls it drained.
+        _sendsQueuedOnGracefulClose = settings.IsServer;
     }
-
-    // Read through the connection, which sets them (or learns them from the peer's handshake) after this is made.
-    private int FragmentSize => _connection.FragmentSize;
-
-    private int PeerMaxFrameSize => _connection.PeerMaxFrameSize;
-
-    private int PeerMaxMessageSize => _connection.PeerMaxMessageSize;
-
-    private bool PeerEndsFragmentsOnCancel => _connection.PeerEndsFragmentsOnCancel;
-
-    private TimeProvider Clock => _connection.TimeProvider;
-
-    internal int MaxQueuedBytes => _connection.MaxQueuedOutboundBytes;
 
     // The connection's own flag, never a copy: see FlushAndReleaseLocked for the fence it pairs with.
     private bool IsClosed => _connection.IsClosed;
@@ -55,11 +53,14 @@ internal sealed partial class Outbound
     internal (int Frames, int Messages) Queued => (_queue.QueuedFrames, _queue.QueuedMessages);
 
     // The peer is not reading what we send.
-    internal bool IsFull => _queue.QueuedBytes >= MaxQueuedBytes;
+    internal bool IsFull => _queue.QueuedBytes >= _maxQueuedBytes;
 
     // Whether a sender may write and flush inline. Under load, no, even when the queue is empty for a moment: by the time
     // the writer loop runs it has collected the frames of the other calls in flight, which then share one flush and send.
+    // The roles are read through the connection: they are made after this, to cache it.
     private bool IsQuiet => _connection.Outgoing.Count + _connection.Incoming.Count <= 1;
+
+    internal void OnPeerSettings(in PeerSettings peer) => _peer = peer;
 
     /// <summary>Encodes a frame and sends it; returns its size on the wire. <paramref name="whenWritten"/> is told once the
     /// frame is queued whole, or its last fragment written. With <paramref name="defer"/>, the frame waits for the next one
@@ -98,7 +99,7 @@ internal sealed partial class Outbound
                 length = FrameWriter.Write(staging, type, callId, methodId, ref body, flags) - ProtocolConstants.LengthPrefixSize;
             }
 
-            if (length > PeerMaxFrameSize)
+            if (length > _peer.MaxFrameSize)
             {
                 ThrowFrameTooLarge(type, length);
             }
@@ -121,14 +122,14 @@ internal sealed partial class Outbound
     private bool TrySendMessage(MessageBufferWriter message, FrameType type, long frameLength, CallStreams? whenWritten)
     {
         long messageLength = frameLength - ProtocolConstants.FrameHeaderSize; // After the common header.
-        int fragmentSize = Math.Min(FragmentSize, PeerMaxFrameSize - ProtocolConstants.CommonHeaderSize - ProtocolConstants.FragmentTotalSize);
+        int fragmentSize = Math.Min(_fragmentSize, _peer.MaxFrameSize - ProtocolConstants.CommonHeaderSize - ProtocolConstants.FragmentTotalSize);
         if (messageLength <= fragmentSize)
         {
             message.End();
             return false;
         }
 
-        if (messageLength > PeerMaxMessageSize)
+        if (messageLength > _peer.MaxMessageSize)
         {
             ThrowMessageTooLarge(type, messageLength);
         }
@@ -153,7 +154,7 @@ internal sealed partial class Outbound
     internal void SendRawFrame(FrameType type, uint callId, ReadOnlySpan<byte> body, FrameFlags flags = FrameFlags.None)
     {
         ThrowIfClosed();
-        if (type == FrameType.Cancel && _queue.QueuedMessages != 0 && _queue.AbortRequest(callId, flags, PeerEndsFragmentsOnCancel))
+        if (type == FrameType.Cancel && _queue.QueuedMessages != 0 && _queue.AbortRequest(callId, flags, _peer.EndsFragmentsOnCancel))
         {
             return; // The Request carries its Cancel: the writer writes it after the first fragment.
         }
@@ -306,13 +307,13 @@ internal sealed partial class Outbound
     [DoesNotReturn]
     private void ThrowMessageTooLarge(FrameType type, long size) =>
         throw new MessageTooLargeException(
-            $"The {type} is {size} bytes, over the peer's MaxMessageSize of {PeerMaxMessageSize} bytes " +
-            $"({MuxConnection.DescribeSize(PeerMaxMessageSize)}). Send a smaller message, or raise " +
+            $"The {type} is {size} bytes, over the peer's MaxMessageSize of {_peer.MaxMessageSize} bytes " +
+            $"({MuxConnection.DescribeSize(_peer.MaxMessageSize)}). Send a smaller message, or raise " +
             $"{(_connection.IsServer ? nameof(MuxClientOptions) : nameof(MuxServerOptions))}.MaxMessageSize on the receiving side.");
 
     [DoesNotReturn]
     private void ThrowFrameTooLarge(FrameType type, int length) =>
         throw new FrameTooLargeException(
             $"The {type} frame is {length} bytes (not counting its 4-byte length prefix), over the peer's maximum frame size of " +
-            $"{PeerMaxFrameSize} bytes. Send smaller messages or raise MaxFrameSize on the receiving side.");
+            $"{_peer.MaxFrameSize} bytes. Send smaller messages or raise MaxFrameSize on the receiving side.");
 }

@@ -81,7 +81,7 @@ internal sealed partial class IncomingCall : IValueTaskSource
     [MethodImpl(MethodImplOptions.NoInlining)]
     private void ReadMetadata()
     {
-        int max = Connection.MaxMetadataSize;
+        int max = Connection.Settings.MaxMetadataSize;
         switch (MetadataSection.Read(_arguments.Sequence, max, out Dictionary<string, string>? entries, out long consumed, out long size, out string? problem))
         {
             case MetadataSection.ReadStatus.Ok:

@@ -110,7 +110,7 @@ internal sealed partial class IncomingCall
             return inbound;
         }
 
-        var created = new StreamReceiver(Connection, Connection.StreamWindow) { CallId = CallId, IdSpace = _calls.IdSpace };
+        var created = new StreamReceiver(Connection, Connection.Settings.StreamWindow) { CallId = CallId, IdSpace = _calls.IdSpace };
         inbound = Interlocked.CompareExchange(ref _inbound, created, null) ?? created;
         if (Volatile.Read(ref _streamsClosed) != 0)
         {
@@ -135,7 +135,7 @@ internal sealed partial class IncomingCall
             return outbound;
         }
 
-        var created = new StreamSendWindow(Connection.PeerStreamWindow) { CallId = CallId, IdSpace = _calls.IdSpace };
+        var created = new StreamSendWindow(Connection.Peer.StreamWindow) { CallId = CallId, IdSpace = _calls.IdSpace };
         return Interlocked.CompareExchange(ref _outbound, created, null) ?? created;
     }
 

@@ -51,7 +51,7 @@ internal sealed partial class IncomingCalls
     public void OnRequestTooLarge(in Frame first)
     {
         NoteReceived(first.CallId);
-        int max = _connection.MaxMessageSize;
+        int max = _connection.Settings.MaxMessageSize;
         string options = _connection.OptionsName;
         SendError(first.CallId, MuxStatusCode.MessageTooLarge, $"The {_connection.PeerName}'s call to {MuxServiceRegistry.GetMethodDisplayName(first.MethodId)} is {first.MessageSize} bytes, over this {_connection.SideName}'s MaxMessageSize of {max} bytes ({MuxConnection.DescribeSize(max)}, {options}.MaxMessageSize); it was not run. Send a smaller argument, or raise {options}.MaxMessageSize.");
     }

@@ -61,16 +61,21 @@ internal sealed partial class IncomingCalls
     // kept only when TracksIdle. Written by OnCallFinished; read by the connection's timer.
     private long _idleSince;
 
-    public IncomingCalls(MuxConnection connection, ServiceMethods methods, int maxConcurrentCalls)
+    public IncomingCalls(MuxConnection connection, ServiceMethods methods, ConnectionSettings settings)
     {
         _connection = connection;
         _outbound = connection.Outbound;
         _methods = methods;
-        _maxConcurrentCalls = maxConcurrentCalls;
-        _slots = new CallSlots(maxConcurrentCalls);
-        _calls = new CallTable<IncomingCall>(maxConcurrentCalls);
-        IdSpace = connection.IsServer ? FrameFlags.None : FrameFlags.ServerInitiated;
-        _idleSince = connection.TimeProvider.GetTimestamp();
+        _maxConcurrentCalls = settings.MaxConcurrentCalls;
+        _slots = new CallSlots(_maxConcurrentCalls);
+        _calls = new CallTable<IncomingCall>(_maxConcurrentCalls);
+        IdSpace = settings.IsServer ? FrameFlags.None : FrameFlags.ServerInitiated;
+        SendsDetailedErrors = settings.SendsDetailedErrors;
+        PropagatesCallContext = settings.PropagatesCallContext;
+        IsObserved = settings.IsServer; // A client's served calls run inside its server's span.
+        Interceptors = settings.Interceptors;
+        TracksIdle = settings.TracksIdle;
+        _idleSince = settings.TimeProvider.GetTimestamp();
     }
 
     public MuxConnection Connection => _connection;
@@ -81,25 +86,16 @@ internal sealed partial class IncomingCalls
     /// client serves its server's calls, none on a server.</summary>
     public FrameFlags IdSpace { get; }
 
-    /// <summary>Whether a handler's exception message and type reach its caller
-    /// (MuxServerOptions.EnableDetailedErrors). A client never sends them. Immutable.</summary>
-    public bool SendsDetailedErrors { get; init; }
+    // From the side's settings (see ConnectionSettings). A server observes its calls as spans and durations.
+    public bool SendsDetailedErrors { get; }
 
-    /// <summary>Whether handlers run with MuxCallContext.Current set
-    /// (MuxServerOptions.EnableCallContextPropagation). Immutable.</summary>
-    public bool PropagatesCallContext { get; init; }
+    public bool PropagatesCallContext { get; }
 
-    /// <summary>Whether the calls are observed as server spans and durations (a server's; a
-    /// client's served calls run inside its server's span). Immutable.</summary>
-    public bool IsObserved { get; init; }
+    public bool IsObserved { get; }
 
-    /// <summary>The interceptors run around every handler, outermost first
-    /// (MuxServerOptions.Interceptors, as the server started); empty on a client, and on a server
-    /// without any, whose calls then go straight to their handler. Immutable.</summary>
-    public IMuxServerInterceptor[] Interceptors { get; init; } = [];
+    public IMuxServerInterceptor[] Interceptors { get; }
 
-    /// <summary>Whether <see cref="IdleSince"/> is kept (MuxServerOptions.IdleTimeout). Immutable.</summary>
-    public bool TracksIdle { get; init; }
+    public bool TracksIdle { get; }
 
     public int Count => _calls.Count;
 
