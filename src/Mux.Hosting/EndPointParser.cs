@@ -39,15 +39,24 @@ internal static class EndPointParser
             "for example 127.0.0.1:5000, [::1]:5000, 0.0.0.0:5000 or localhost:5000");
     }
 
-    /// <summary>Parses a server address to connect to: an IP address or a host name, and a port.</summary>
-    /// <param name="value">For example <c>127.0.0.1:5000</c>, <c>[::1]:5000</c> or <c>users.internal:5000</c>.</param>
+    /// <summary>Parses a server address to connect to: an IP address or a host name, and a port; or the
+    /// ws:// or wss:// URI of a server on ASP.NET Core.</summary>
+    /// <param name="value">For example <c>127.0.0.1:5000</c>, <c>[::1]:5000</c>, <c>users.internal:5000</c> or <c>wss://users.internal/mux</c>.</param>
     /// <param name="key">The configuration key, for the error message.</param>
-    /// <returns>An <see cref="IPEndPoint"/> for an IP address, otherwise a <see cref="DnsEndPoint"/>.</returns>
-    /// <exception cref="InvalidOperationException">The value is not a host and a port from 1 to 65535.</exception>
+    /// <returns>An <see cref="IPEndPoint"/> for an IP address, a <see cref="MuxWebSocketEndPoint"/> for a URI, otherwise a <see cref="DnsEndPoint"/>.</returns>
+    /// <exception cref="InvalidOperationException">The value is not a host and a port from 1 to 65535, nor a ws:// or wss:// URI.</exception>
     public static EndPoint ParseConnect(string value, string key)
     {
         const string Expected =
-            "a host name or IP address, a colon and a port from 1 to 65535, for example 127.0.0.1:5000, [::1]:5000 or localhost:5000";
+            "a host name or IP address, a colon and a port from 1 to 65535, for example 127.0.0.1:5000, [::1]:5000 or localhost:5000, " +
+            "or the ws:// or wss:// URI of a server mapped with MapMux, for example ws://localhost:5000/mux";
+        if (value.Contains("://", StringComparison.Ordinal))
+        {
+            return Uri.TryCreate(value.Trim(), UriKind.Absolute, out Uri? uri) && (uri.Scheme == Uri.UriSchemeWs || uri.Scheme == Uri.UriSchemeWss)
+                ? new MuxWebSocketEndPoint(uri)
+                : throw Invalid(value, key, Expected);
+        }
+
         if (!TrySplit(value, out string host, out int port, out bool bracketed) || port == 0)
         {
             throw Invalid(value, key, Expected);

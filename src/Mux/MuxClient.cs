@@ -120,7 +120,7 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     [SuppressMessage("ApiDesign", "RS0026:Do not add multiple public overloads with optional parameters", Justification = "The overloads differ in the type of their first, required parameter (endpoint, URI, stream, pipe), so no call is ambiguous.")]
     public static async Task<MuxClient> ConnectAsync(Uri uri, MuxClientOptions? options = null, CancellationToken cancellationToken = default)
     {
-        WebSocketEndPoint endPoint = WebSocketEndPoint.From(uri);
+        var endPoint = new MuxWebSocketEndPoint(uri);
         options ??= new MuxClientOptions();
         if (options.Tls is not null && !endPoint.IsSecure)
         {

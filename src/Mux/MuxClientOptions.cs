@@ -11,7 +11,8 @@ public sealed class MuxClientOptions : MuxConnectionOptions
 {
     /// <summary>
     /// The server to connect to, for <see cref="MuxClient.ConnectAsync(MuxClientOptions, CancellationToken)"/>
-    /// and Mux.Hosting's AddMuxClient. Defaults to <see langword="null"/> (must be set there).
+    /// and Mux.Hosting's AddMuxClient: a TCP endpoint, a Unix domain socket, or a
+    /// <see cref="MuxWebSocketEndPoint"/> for a server on ASP.NET Core. Defaults to <see langword="null"/> (must be set there).
     /// </summary>
     public EndPoint? EndPoint { get; set; }
 
@@ -87,8 +88,8 @@ public sealed class MuxClientOptions : MuxConnectionOptions
     /// Several instances of the same server: the client keeps one multiplexed connection to each
     /// (each reconnecting on its own) and sends every call to the less busy (fewer calls pending) of
     /// two instances picked at random, so a slow instance receives less. A call an instance provably
-    /// never ran is sent to another; an instance that sends GoAway gets no new calls. Leave
-    /// <see cref="EndPoint"/> null when you set this. Defaults to an empty list (one server, <see cref="EndPoint"/>).
+    /// never ran is sent to another; an instance that sends GoAway gets no new calls. Instances over
+    /// WebSocket are <see cref="MuxWebSocketEndPoint"/>s. Leave <see cref="EndPoint"/> null when you set this. Defaults to an empty list (one server, <see cref="EndPoint"/>).
     /// </summary>
     public IList<EndPoint> EndPoints { get; } = new List<EndPoint>();
 

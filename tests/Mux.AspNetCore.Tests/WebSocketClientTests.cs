@@ -54,16 +54,15 @@ public class WebSocketClientTests
         await host.App.DisposeAsync();
     }
 
-    /// <summary>The balancer takes WebSocket instances as it takes TCP ones (through the internal
-    /// endpoint type the URI overload uses: no public type names a WebSocket instance yet).</summary>
+    /// <summary>The balancer takes WebSocket instances, named by MuxWebSocketEndPoint, as it takes TCP ones.</summary>
     [Fact]
     public async Task ABalancedClient_SpreadsItsCallsOverWebSocketInstances()
     {
         await using WebTestHost first = await WebTestHost.StartAsync();
         await using WebTestHost second = await WebTestHost.StartAsync();
         var options = new MuxClientOptions();
-        options.EndPoints.Add(new Mux.Transport.WebSocketEndPoint(first.Uri));
-        options.EndPoints.Add(new Mux.Transport.WebSocketEndPoint(second.Uri));
+        options.EndPoints.Add(new MuxWebSocketEndPoint(first.Uri));
+        options.EndPoints.Add(new MuxWebSocketEndPoint(second.Uri));
         await using MuxClient client = await MuxClient.ConnectAsync(options);
         IWebTestService service = client.CreateProxy<IWebTestService>();
 

@@ -302,11 +302,26 @@ public sealed class ConfigurationTests
     [InlineData("bad host:5000")]
     [InlineData("10.0.0.256:5000")] // Not an IPv4 address, and a name must not be all digits: the old code looked it up in DNS.
     [InlineData("10.0.0.1.5:5000")]
+    [InlineData("http://localhost:5000/mux")]
+    [InlineData("ws:/localhost/mux")]
     public void AnInvalidConnectValueNamesTheKey(string connect)
     {
         using IHost host = Build(new() { ["Mux:Client:Connect"] = connect });
         var error = Assert.Throws<InvalidOperationException>(() => host.Services.GetRequiredService<IOptions<MuxClientOptions>>().Value);
         Assert.Contains("Mux:Client:Connect", error.Message, StringComparison.Ordinal);
+    }
+
+    [Theory]
+    [InlineData("ws://localhost:5000/mux", "localhost", 5000)]
+    [InlineData("wss://users.internal/mux", "users.internal", 443)]
+    public void AWebSocketUriInConnect_IsAWebSocketEndPoint(string connect, string hostName, int port)
+    {
+        using IHost host = Build(new() { ["Mux:Client:Connect"] = connect });
+
+        var endPoint = Assert.IsType<MuxWebSocketEndPoint>(host.Services.GetRequiredService<IOptions<MuxClientOptions>>().Value.EndPoint);
+        Assert.Equal(new Uri(connect), endPoint.Uri);
+        Assert.Equal(hostName, endPoint.Host);
+        Assert.Equal(port, endPoint.Port);
     }
 
     [Fact]

@@ -17,7 +17,7 @@ internal static class ClientTransport
     public static async Task<IMuxTransport> ConnectAsync(
         EndPoint endPoint, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken)
     {
-        if (endPoint is WebSocketEndPoint webSocket)
+        if (endPoint is MuxWebSocketEndPoint webSocket)
         {
             return await ConnectWebSocketAsync(webSocket, options, logger, cancellationToken).ConfigureAwait(false);
         }
@@ -92,7 +92,7 @@ internal static class ClientTransport
     /// its own), and the URI's host is the name checked.
     /// </summary>
     private static async Task<IMuxTransport> ConnectWebSocketAsync(
-        WebSocketEndPoint endPoint, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken)
+        MuxWebSocketEndPoint endPoint, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken)
     {
         Uri uri = endPoint.Uri;
         if (options.AuthToken is not null && !endPoint.IsSecure && !uri.IsLoopback && options.TryClaimPlaintextTokenWarning())
