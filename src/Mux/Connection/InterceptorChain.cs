@@ -1,12 +1,8 @@
 namespace Mux.Connection;
 
-/// <summary>
-/// One call's way through its interceptors, for either role (IncomingCall's server interceptors,
-/// the client runtime's client interceptors): interceptor <c>i</c> gets a <c>next</c> that runs
-/// interceptor <c>i + 1</c>, and the last one's runs the call itself (<see cref="InvokeCallAsync"/>).
-/// Each <c>next</c> runs at most once. Made per call, and only when there are interceptors: a side
-/// without any never allocates one.
-/// </summary>
+/// <summary>One call's way through its interceptors, for either role: interceptor <c>i</c> gets a <c>next</c> that runs
+/// interceptor <c>i + 1</c>, and the last one's runs the call itself. Each <c>next</c> runs at most once. Made per call, and
+/// only when there are interceptors.</summary>
 internal abstract class InterceptorChain
 {
     // The last next() has marked the call made and is inside it: InvokeCallAsync has not returned.
@@ -18,35 +14,22 @@ internal abstract class InterceptorChain
     // The chain returned (or threw) without making the call.
     private static readonly object s_closed = new();
 
-    // What became of the call itself: null while the interceptors run, then s_entered, s_returned or
-    // s_closed; or the waiter of the chain's end, put in place of s_entered when the chain closed
-    // while the last next() was still inside the call. Changed only by compare-and-swap or
-    // exchange: by the last next() (on whatever thread an interceptor calls it), Close and
-    // WhenCallReturned.
+    // Null while the interceptors run, then s_entered, s_returned or s_closed, or the chain's-end waiter in place of s_entered.
+    // Changed only by compare-and-swap or exchange: by the last next() (on any thread), Close and WhenCallReturned.
     private object? _call;
 
-    /// <summary>How many interceptors the chain runs (one per next(), the last one's making the call).</summary>
     protected abstract int Count { get; }
 
-    /// <summary>Whether the last interceptor's next() made the call itself; read after
-    /// <see cref="Close"/>.</summary>
+    /// <summary>Whether the last interceptor's next() made the call; read after <see cref="Close"/>.</summary>
     public bool CallInvoked => Volatile.Read(ref _call) is { } state && state != s_closed;
 
-    /// <summary>
-    /// Closes the chain once it has returned, whether it returned or threw (a refusal). A next() an
-    /// interceptor kept and calls after this throws: its call already failed as not made, and its
-    /// pooled state (the server's) may be another call's by then.
-    /// </summary>
+    /// <summary>Closes the chain once it has returned or thrown. A next() an interceptor kept and calls after this throws: its
+    /// call already failed as not made, and its pooled state (the server's) may be another call's by then.</summary>
     public void Close() => Interlocked.CompareExchange(ref _call, s_closed, null);
 
-    /// <summary>
-    /// After <see cref="Close"/>: completes once the last next(), if it made the call, has returned
-    /// from it, so that the call's own task, which the role records before that return, can be
-    /// read. The call is marked made before it starts, so an interceptor that returned without
-    /// awaiting next() (which may still run on another thread, inside the handler's or the send's
-    /// synchronous part) cannot end the call before it. Completes at once unless the chain ended
-    /// inside that window; only then does it allocate.
-    /// </summary>
+    /// <summary>After <see cref="Close"/>: completes once the last next(), if it made the call, has returned, so the call's
+    /// task, recorded before that return, can be read: an interceptor that returned without awaiting next(), still running on
+    /// another thread, cannot end the call before it. Allocates only when the chain ended inside that window.</summary>
     public ValueTask WhenCallReturned()
     {
         if (Volatile.Read(ref _call) != s_entered)
@@ -58,12 +41,9 @@ internal abstract class InterceptorChain
         return Interlocked.CompareExchange(ref _call, waiter, s_entered) == s_entered ? new ValueTask(waiter.Task) : default;
     }
 
-    /// <summary>Runs interceptor <paramref name="index"/> (and, through its next(), the rest).</summary>
     public ValueTask InvokeAsync(int index = 0)
     {
-        // The last interceptor's next() is the chain's own: the call's state already says whether
-        // it ran, so it needs no Next of its own (one object less per call, the only one with a
-        // single interceptor).
+        // The last next() is the chain's own, as the call's state says whether it ran: one object less per call.
         return InvokeInterceptorAsync(index, index + 1 == Count ? InvokeCall : new Next(this, index + 1).Invoke);
     }
 
@@ -92,28 +72,25 @@ internal abstract class InterceptorChain
         new($"The Mux interceptor {DescribeInterceptor(index)} called next() twice; it runs the rest of the call, so call it once.");
 
     private InvalidOperationException CalledAfterClose() =>
-        new($"next() was called after the Mux interceptors ({Names()}) had returned without it, so their call had already failed as not made; await next() before returning.");
+        new($"next() was called after the Mux interceptors ({Names()}) had returned without it, so their call had already failed " +
+            "as not made; await next() before returning.");
 
-    /// <summary>Calls interceptor <paramref name="index"/> with <paramref name="next"/>.</summary>
     protected abstract ValueTask InvokeInterceptorAsync(int index, Func<ValueTask> next);
 
     /// <summary>The call itself: the handler (server), or the call sent (client).</summary>
     protected abstract ValueTask InvokeCallAsync();
 
-    /// <summary>The type name of interceptor <paramref name="index"/>, for messages.</summary>
     protected abstract string DescribeInterceptor(int index);
 
-    /// <summary>Why the call cannot end well after the chain returned without reaching it.</summary>
     public InvalidOperationException NotInvoked(string methodName, string refusal)
     {
-        return new InvalidOperationException($"The call to {methodName} was not made: an interceptor ({Names()}) returned without calling next() and without throwing. {refusal}");
+        return new InvalidOperationException(
+            $"The call to {methodName} was not made: an interceptor ({Names()}) returned without calling next() and without throwing. {refusal}");
     }
 
-    /// <summary>The interceptors' type names, for messages.</summary>
     private string Names() => string.Join(", ", Enumerable.Range(0, Count).Select(DescribeInterceptor));
 
-    /// <summary>The next() an interceptor other than the last is given: runs the rest of the
-    /// chain, once.</summary>
+    /// <summary>The next() of an interceptor other than the last: runs the rest of the chain, once.</summary>
     private sealed class Next(InterceptorChain chain, int index)
     {
         // 1 once called. Set by the interceptor's thread of the moment.
@@ -126,8 +103,7 @@ internal abstract class InterceptorChain
                 throw chain.CalledTwice(index - 1);
             }
 
-            // Refused here, not only by the last next(): the interceptors inside would otherwise
-            // run for a call that is over.
+            // Refused here, not only by the last next(): the interceptors inside would otherwise run for a call that is over.
             return Volatile.Read(ref chain._call) == s_closed ? throw chain.CalledAfterClose() : chain.InvokeAsync(index);
         }
     }

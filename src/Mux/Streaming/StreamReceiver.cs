@@ -8,49 +8,39 @@ using Mux.Protocol;
 
 namespace Mux.Streaming;
 
-/// <summary>
-/// The consuming end of one stream of a call, on either side. The reader loop copies each
-/// StreamItem's bytes in (it never blocks, never deserializes, never runs user code); the consumer
-/// reads them out and deserializes on its own thread. Credit goes back to the producer as items
-/// are read, half a window at a time, so at most one window of items is ever buffered here: a
-/// producer that sends more than it was granted breaks the protocol and its connection closes.
-/// </summary>
+/// <summary>The consuming end of one stream of a call. The reader loop copies each item's bytes in (it never blocks,
+/// deserializes or runs user code); the consumer deserializes them on its own thread. Credit goes back as items are read, so
+/// at most one window is buffered: a producer that sends more closes its connection.</summary>
 internal sealed class StreamReceiver
 {
     private readonly MuxConnection _connection;
 
-    // Credit is sent back once this many items have been read (half the window, at least 1):
-    // fewer StreamCredit frames than one per item, and the producer never runs dry while the
-    // consumer keeps up. Immutable.
+    // Half the window: fewer StreamCredit frames than one per item, and the producer never runs dry while the consumer keeps up.
     private readonly int _creditBatch;
 
-    // The received items. The reader loop is the only writer; the consumer (and Abort) read.
+    // The reader loop is the only writer; the consumer (and Abort) read.
     private readonly Channel<ItemBuffer> _items = Channel.CreateUnbounded<ItemBuffer>(
         new UnboundedChannelOptions { SingleWriter = true, SingleReader = false, AllowSynchronousContinuations = false });
 
-    // Items received so far. Written by the reader loop only.
+    // Reader loop only.
     private long _received;
 
-    // Items the producer may send in all: the window, plus every credit sent since. Written by the
-    // consumer before it sends the credit (so the reader loop never sees an item that used credit
-    // it has not counted yet); read by the reader loop.
+    // The window plus every credit sent since. Written by the consumer before it sends the credit, so the reader loop never
+    // sees an item that used credit it has not counted; read by the reader loop.
     private long _granted;
 
-    // Items read since the last credit was sent. Consumer only.
+    // Consumer only.
     private int _readSinceCredit;
 
-    // How the stream ended, when it did not simply complete: set once (CompareExchange), before
-    // the consumer can see the end.
+    // How the stream ended, when it did not simply complete: set once, before the consumer can see the end.
     private Exception? _failure;
 
-    // 1 once the stream was cut short (cancelled, or its consumer left): buffered items are
-    // dropped and the consumer stops at once. Set by Abort, from any thread.
+    // 1 once the stream was cut short: buffered items are dropped and the consumer stops at once. Set by Abort, any thread.
     private int _aborted;
 
     // 1 once the producer has finished (Complete or Abort): no more credit is worth sending.
     private int _ended;
 
-    /// <summary>Creates the receiver of a stream whose producer starts with <paramref name="window"/> items of credit.</summary>
     public StreamReceiver(MuxConnection connection, int window)
     {
         _connection = connection;
@@ -58,15 +48,13 @@ internal sealed class StreamReceiver
         _creditBatch = Math.Max(1, window / 2);
     }
 
-    /// <summary>The call the stream belongs to. Set once, before the call's Request (or the
-    /// receiver) is published, so before any item can arrive.</summary>
+    /// <summary>Set once, before the call's Request (or the receiver) is published, so before any item can arrive.</summary>
     public uint CallId { get; set; }
 
-    /// <summary>The id space of the call (ServerInitiated for a server's call), which the credit
-    /// frames carry. Set with <see cref="CallId"/>.</summary>
+    /// <summary>ServerInitiated for a server's call, carried by the credit frames. Set with <see cref="CallId"/>.</summary>
     public FrameFlags IdSpace { get; set; }
 
-    /// <summary>Buffers one item. Reader loop only.</summary>
+    /// <summary>Reader loop only.</summary>
     /// <exception cref="MuxProtocolException">The producer sent more items than it was granted.</exception>
     public void OnItem(in ReadOnlySequence<byte> payload)
     {
@@ -89,8 +77,7 @@ internal sealed class StreamReceiver
         }
     }
 
-    /// <summary>The producer finished: the consumer still reads what is buffered, then ends, with
-    /// <paramref name="failure"/> if it is not null. Any thread; only the first end counts.</summary>
+    /// <summary>The consumer reads what is buffered, then ends (with <paramref name="failure"/>). Any thread; the first end counts.</summary>
     public void Complete(Exception? failure)
     {
         if (Interlocked.Exchange(ref _ended, 1) != 0)
@@ -102,12 +89,8 @@ internal sealed class StreamReceiver
         _items.Writer.TryComplete();
     }
 
-    /// <summary>Ends the stream now, dropping what is buffered (back to the pool) and anything that
-    /// still arrives: the consumer's next read throws <paramref name="failure"/> (a Cancel frame, a
-    /// closed connection), or with null (the consumer is gone, or the call over) just ends. The
-    /// first failure is how the stream ended, also after a plain <see cref="Complete"/>: items
-    /// still buffered are dropped, and a consumer must not take the rest for a stream that simply
-    /// ended. Any thread; safe to call more than once.</summary>
+    /// <summary>Drops what is buffered and still arrives; the next read throws <paramref name="failure"/>, or ends on null. The
+    /// first failure wins even after <see cref="Complete"/>: a stream cut short must not pass for one that ended. Any thread.</summary>
     public void Abort(Exception? failure)
     {
         Volatile.Write(ref _ended, 1);
@@ -122,12 +105,10 @@ internal sealed class StreamReceiver
         }
     }
 
-    /// <summary>Waits until an item can be read (true) or the stream has ended (false).</summary>
     public ValueTask<bool> WaitToReadAsync(CancellationToken cancellationToken) =>
         Volatile.Read(ref _aborted) != 0 ? new ValueTask<bool>(false) : _items.Reader.WaitToReadAsync(cancellationToken);
 
-    /// <summary>Reads and deserializes (with the connection's options) the next buffered item, if
-    /// any, and grants the producer credit for it. Consumer only.</summary>
+    /// <summary>Deserializes the next buffered item, if any, and grants the producer credit for it. Consumer only.</summary>
     public bool TryRead<T>([MaybeNullWhen(false)] out T item)
     {
         if (Volatile.Read(ref _aborted) != 0 || !_items.Reader.TryRead(out ItemBuffer buffer))
@@ -156,8 +137,6 @@ internal sealed class StreamReceiver
         return true;
     }
 
-    /// <summary>Throws how the stream ended, if it failed. Call once <see cref="WaitToReadAsync"/>
-    /// has returned false.</summary>
     public void ThrowIfFailed()
     {
         if (Volatile.Read(ref _ended) != 0 && _failure is { } failure)
@@ -168,9 +147,10 @@ internal sealed class StreamReceiver
 
     [DoesNotReturn]
     private void ThrowOverCredit() =>
-        throw new MuxProtocolException($"The peer sent more items on the stream of call {CallId} than the {Volatile.Read(ref _granted)} it was granted (stream window and StreamCredit frames).");
+        throw new MuxProtocolException(
+            $"The peer sent more items on the stream of call {CallId} than the {Volatile.Read(ref _granted)} it was granted " +
+            "(stream window and StreamCredit frames).");
 
-    /// <summary>One received item's MessagePack bytes, copied out of the receive buffer into an
-    /// array rented from the shared pool: the first <see cref="Length"/> bytes of <see cref="Array"/>.</summary>
+    // One item's bytes, in an array rented from the shared pool.
     private readonly record struct ItemBuffer(byte[] Array, int Length);
 }

@@ -7,36 +7,29 @@ using Mux.Streaming;
 
 namespace Mux.Connection;
 
-// Streams (Mux.Streaming): a handler's IAsyncEnumerable argument (the client's stream) and result
-// (its own stream to the client).
+// Streams: a handler's IAsyncEnumerable argument (the caller's stream to it) and result (its stream to the caller).
 internal sealed partial class IncomingCall
 {
-    // The client's stream to this call. Created on first use, by the reader loop (an item arrived)
-    // or by the handler (ReadStream), whichever comes first (CompareExchange); cleared by Start.
+    // The caller's stream, made on first use by the reader loop (an item) or the handler (ReadStream), by CompareExchange.
     private StreamReceiver? _inbound;
 
-    // The credit for this call's stream to the client. Created on first use, by the reader loop
-    // (StreamCredit) or the handler (ReturnStreamAsync), whichever comes first (CompareExchange).
+    // Credit for the stream to the caller, made on first use by the reader loop (StreamCredit) or the handler, likewise.
     private StreamSendWindow? _outbound;
 
-    // 1 once the call has finished, or its handler has shown that it takes no stream from the client
-    // (SkipUnopenedStream): items for it that still arrive are dropped. Reset by Start (reader
-    // loop, before the object is reused).
+    // 1 once the call has finished, or its handler takes no stream (SkipUnopenedStream): items that still arrive are dropped.
     private int _streamsClosed;
 
-    // Whether the handler opened the client's stream (ReadStream). Handler only; reset by Start.
+    // Whether the handler opened the caller's stream (ReadStream). Handler only; reset by Start.
     private bool _readsStream;
 
-    /// <summary>The caller's stream for a handler's IAsyncEnumerable parameter (see
-    /// <see cref="MuxServerCall.ReadStream{T}"/>).</summary>
     public IAsyncEnumerable<T> ReadStream<T>()
     {
         _readsStream = true;
-        return ReadStreamAsync<T>(GetOrCreateInbound() ?? throw new InvalidOperationException($"{MethodName} has finished, or its handler returned before it opened the caller's stream: the stream can no longer be read."), default);
+        StreamReceiver inbound = GetOrCreateInbound() ?? throw new InvalidOperationException(
+            $"{MethodName} has finished, or its handler returned before it opened the caller's stream: the stream can no longer be read.");
+        return ReadStreamAsync<T>(inbound, default);
     }
 
-    /// <summary>Streams a handler's result to the caller, then ends the call (see
-    /// <see cref="MuxServerCall.ReturnStreamAsync{T}"/>).</summary>
     public async ValueTask ReturnStreamAsync<T>(IAsyncEnumerable<T> items)
     {
         if (items is null)
@@ -77,10 +70,10 @@ internal sealed partial class IncomingCall
         }
     }
 
-    /// <summary>An item of the client's stream arrived. Reader loop only.</summary>
+    /// <summary>An item of the caller's stream arrived. Reader loop only.</summary>
     internal void OnStreamItem(in ReadOnlySequence<byte> payload) => GetOrCreateInbound()?.OnItem(payload);
 
-    /// <summary>The client's stream ended: completed (empty payload) or failed (an Error body). Reader loop only.</summary>
+    /// <summary>The caller's stream ended: completed (empty payload) or failed (an Error body). Reader loop only.</summary>
     internal void OnStreamEnd(in ReadOnlySequence<byte> payload)
     {
         StreamReceiver? inbound = GetOrCreateInbound();
@@ -99,7 +92,7 @@ internal sealed partial class IncomingCall
         inbound.Complete(new MuxRemoteException(error.Code, error.Message, error.RemoteType));
     }
 
-    /// <summary>The client granted credit for this call's stream. Reader loop only.</summary>
+    /// <summary>The caller granted credit for this call's stream. Reader loop only.</summary>
     internal void OnStreamCredit(uint count) => GetOrCreateOutbound()?.Grant(count);
 
     private StreamReceiver? GetOrCreateInbound()
@@ -147,13 +140,8 @@ internal sealed partial class IncomingCall
         _readsStream = false;
     }
 
-    /// <summary>
-    /// The handler has handed back its result still pending (ReturnAsync), or its stream
-    /// (ReturnStreamAsync): a generated handler opens the caller's stream before it calls the
-    /// method, so one that has not by now takes no stream, and items the client sends for it are
-    /// dropped as they arrive, as for a call that has finished, rather than buffered (a window of
-    /// them, each up to MaxFrameSize) until the call ends. Handler thread, once per call.
-    /// </summary>
+    /// <summary>A handler that handed back a pending result or its stream without opening the caller's stream (a generated one
+    /// opens it first) takes none: its items are dropped as they arrive, not buffered until the call ends. Handler thread.</summary>
     private void SkipUnopenedStream()
     {
         if (_readsStream)
@@ -161,9 +149,8 @@ internal sealed partial class IncomingCall
             return;
         }
 
-        // No fence on every asynchronous call: an item the reader loop takes in the same instant may
-        // miss the store, as the load below may miss its stream; that stream is then dropped when the
-        // call finishes, as before.
+        // No fence on every asynchronous call: an item the reader loop takes in the same instant may miss the store, as the
+        // load below may miss its stream; that stream is then dropped when the call finishes.
         Volatile.Write(ref _streamsClosed, 1);
         if (Volatile.Read(ref _inbound) is not null)
         {
@@ -178,8 +165,7 @@ internal sealed partial class IncomingCall
         Interlocked.Exchange(ref _inbound, null)?.Abort(null);
     }
 
-    /// <summary>The call was cancelled (Cancel frame, lost connection): a handler reading the
-    /// client's stream gets OperationCanceledException at once.</summary>
+    /// <summary>The call was cancelled: a handler reading the caller's stream gets OperationCanceledException at once.</summary>
     private void CancelStreams() =>
         Volatile.Read(ref _inbound)?.Abort(new OperationCanceledException($"{MethodName} was canceled."));
 }

@@ -1,18 +1,13 @@
 namespace Mux.Connection;
 
-/// <summary>
-/// Finished calls of one connection, kept for reuse so that a request allocates no call object in
-/// steady state. A lock-free stack: calls are pushed by whichever thread finishes them and popped
-/// only by the connection's reader loop, and with a single popper a stack has no ABA problem. It
-/// never holds more calls than ran at once, so the connection's call cap bounds it.
-/// </summary>
+/// <summary>Finished calls of one connection, so that a request allocates no call object in steady state. A lock-free stack:
+/// pushed by whichever thread finishes a call, popped only by the reader loop, and with one popper a stack has no ABA
+/// problem. It never holds more calls than ran at once.</summary>
 internal sealed class IncomingCallPool
 {
-    // The most recently returned call; each links to the next through NextPooled. Pushed with
-    // CompareExchange by finishers, popped (CompareExchange) by the reader loop only.
+    // The last call returned, linked to the others through NextPooled. Pushed by finishers, popped by the reader loop only.
     private IncomingCall? _top;
 
-    /// <summary>A finished call to reuse, or null. Reader loop only.</summary>
     public IncomingCall? TryRent()
     {
         while (true)
@@ -31,7 +26,7 @@ internal sealed class IncomingCallPool
         }
     }
 
-    /// <summary>Keeps a call that has finished and that nothing refers to any more.</summary>
+    /// <summary>Keeps a finished call that nothing refers to any more.</summary>
     public void Return(IncomingCall call)
     {
         while (true)

@@ -5,14 +5,9 @@ using Mux.Protocol;
 
 namespace Mux.Connection;
 
-/// <summary>
-/// The serving role of a connection: the calls its peer makes to this side, on either side (a
-/// server's calls from its client, a client's calls from its server). It runs each Request's
-/// handler on the thread pool (never on the reader loop), caps the calls running at once (a
-/// Request past the cap this side announced is refused, never queued), relays Cancel and stream
-/// frames to the running call, answers each call exactly once, and keeps the line a GoAway draws:
-/// every call up to its id is served, none above it.
-/// </summary>
+/// <summary>The serving role of a connection, on either side: runs the peer's Requests on the thread pool, refuses one past the
+/// cap this side announced, relays Cancel and stream frames, answers each call exactly once, and keeps the line a GoAway
+/// draws: every call up to its id is served, none above. Its On… methods run on the reader loop.</summary>
 internal sealed partial class IncomingCalls
 {
     private readonly MuxConnection _connection;
@@ -21,44 +16,36 @@ internal sealed partial class IncomingCalls
     // What this side serves. Shared with the other connections of the server or client.
     private readonly ServiceMethods _methods;
 
-    // One slot per call allowed to run at once (the cap this side announced). Taken by the reader
-    // loop; given back by a call just before its answer is queued, so a caller that sends its next
-    // request on reading the answer always finds the slot free.
+    // One slot per call allowed to run at once. Taken by the reader loop; given back just before a call's answer is queued,
+    // so a caller that sends its next request on reading the answer always finds the slot free.
     private readonly CallSlots _slots;
     private readonly int _maxConcurrentCalls;
 
-    // Running calls by id, for Cancel and stream frames and for cancelling everything on close.
-    // Lock-free in steady state; the reader loop is its only adder, each call's finisher its remover.
+    // Running calls by id, for Cancel, stream frames and the close. Added by the reader loop only, removed by each finisher.
     private readonly CallTable<IncomingCall> _calls;
 
     // Finished calls kept for the next requests (rented by the reader loop, returned by finishers).
     private readonly IncomingCallPool _pool = new();
 
-    // Taken when GoAway begins, and by the reader loop only after GoAway has begun: requests in
-    // steady state never take it.
+    // Taken when GoAway begins, and by the reader loop only after that: requests in steady state never take it.
     private readonly Lock _goAwayLock = new();
 
-    // The highest call id of any Request read so far. Written only by the reader loop; read by
-    // BeginGoAway to choose the id GoAway carries.
+    // Written only by the reader loop; read by BeginGoAway to choose the id GoAway carries.
     private volatile uint _highestReceivedCallId;
 
-    // Whether GoAway was sent, and the id it carried: every call with an id up to it is served
-    // (including ones that arrive later: ids may reach the wire slightly out of order) and none
-    // above it. Written under _goAwayLock, and the id read only under it. A call being dispatched at
-    // the same moment is on one side of the line or the other, never both: Dispatch writes
-    // _highestReceivedCallId, then (after a full fence) reads _goingAway; BeginGoAway writes
-    // _goingAway, then (after a full fence) reads _highestReceivedCallId, so one sees the other.
+    // Whether GoAway was sent, and its id: every call up to it is served (also ones that arrive later: ids may reach the wire
+    // slightly out of order), none above. Written under _goAwayLock, the id read only under it. A call dispatched meanwhile
+    // is on one side of the line, never both: Dispatch writes _highestReceivedCallId, then (after a full fence) reads
+    // _goingAway; BeginGoAway writes _goingAway, then (after a full fence) reads _highestReceivedCallId: one sees the other.
     private volatile bool _goingAway;
     private uint _goAwayCallId;
 
-    // Whether the peer has ended its stream (it sends nothing more) after GoAway. Written under
-    // _goAwayLock once _goingAway is set; read by finishing calls without the lock.
+    // Whether the peer ended its stream after GoAway. Written under _goAwayLock once _goingAway is set; read without it.
     private volatile bool _peerFinished;
 
     private readonly TaskCompletionSource _drained = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
-    // TimeProvider timestamp of when the last running call finished (or the connection opened);
-    // kept only when TracksIdle. Written by OnCallFinished; read by the connection's timer.
+    // When the last running call finished (or the connection opened), kept only when TracksIdle; read by the connection's timer.
     private long _idleSince;
 
     public IncomingCalls(MuxConnection connection, ServiceMethods methods, ConnectionSettings settings)
@@ -99,17 +86,13 @@ internal sealed partial class IncomingCalls
 
     public int Count => _calls.Count;
 
-    /// <summary>The highest call id received so far (for GoAway, tests and diagnostics).</summary>
     public uint HighestReceivedCallId => _highestReceivedCallId;
 
-    /// <summary>Whether GoAway was sent: calls above its id are not run.</summary>
     public bool IsGoingAway => _goingAway;
 
-    /// <summary>When the last running call finished, as a TimeProvider timestamp (see TracksIdle).</summary>
     public long IdleSince => Volatile.Read(ref _idleSince);
 
-    /// <summary>Starts the idle period now: the handshake has completed, and the connection serves
-    /// calls from here on (see TracksIdle).</summary>
+    /// <summary>Starts the idle period now: the handshake has completed, and the connection serves calls from here on.</summary>
     public void RestartIdle()
     {
         if (TracksIdle)
@@ -118,12 +101,10 @@ internal sealed partial class IncomingCalls
         }
     }
 
-    /// <summary>Completes once GoAway was sent, no call runs and the peer has ended its stream (or
-    /// the connection closed).</summary>
+    /// <summary>Completes once GoAway was sent, no call runs and the peer has ended its stream (or the connection closed).</summary>
     public Task Drained => _drained.Task;
 
-    /// <summary>A Request of the peer's, with room for its answer (the reader loop waits for room
-    /// first: Inbound.OnFrameWhenRoomAsync). Reader loop only.</summary>
+    /// <summary>A Request, with room for its answer (Inbound.OnFrameWhenRoomAsync waited for it).</summary>
     public void OnRequest(Frame frame)
     {
         NoteReceived(frame.CallId);
@@ -170,24 +151,20 @@ internal sealed partial class IncomingCalls
         IncomingCall call = _pool.TryRent() ?? new IncomingCall(this);
         call.Start(frame.CallId, method, frame.Payload, deadline, frame.HasMetadata);
 
-        // Counted as running before _goingAway is read (TryAdd's swap and increment are full fences
-        // that pair with BeginGoAway), so a drain cannot find the connection idle meanwhile. The
-        // table is never closed, so a false here is a reused id.
+        // Counted as running before _goingAway is read (TryAdd's swap and increment are full fences that pair with
+        // BeginGoAway), so a drain cannot find the connection idle meanwhile. The table is never closed: false is a reused id.
         if (!_calls.TryAdd(call, out _))
         {
-            // This call never runs nor finishes: the pooled segments of a Request that arrived in
-            // fragments, which Start took over from the reader loop, go back here or never.
+            // It never runs nor finishes: the pooled segments of a fragmented Request, which Start took, go back here or never.
             call.ReleaseArguments();
             ThrowCallIdReused(frame.CallId);
         }
 
         if (_connection.IsClosed || (_goingAway && IsAboveGoAway(frame.CallId)))
         {
-            // Closed since the reader loop looked (on another thread: a stop out of patience, a
-            // timeout): read after the add (a full fence, as is the close's publish before its
-            // CancelAll looks at the table), so either CancelAll cancels this call or this sees the
-            // close; run, it would wait on a token nothing cancels. Or above the id GoAway carried:
-            // the caller fails this call itself ("not run, safe to retry"). Either way it must not run.
+            // Closed since the reader loop looked (a stop out of patience, a timeout): read after the add, a full fence as is
+            // the close's publish before its CancelAll reads the table, so CancelAll cancels this call or this sees the close;
+            // run, it would wait on a token nothing cancels. Or above GoAway's id: the caller fails it ("not run, safe to retry").
             call.ReleaseArguments();
             OnCallFinished(call);
             return;
@@ -195,7 +172,8 @@ internal sealed partial class IncomingCalls
 
         if (IsObserved && CallTelemetry.IsObserved(MuxTelemetry.ServerCallDuration))
         {
-            call.Telemetry = CallTelemetry.StartServer(call.MethodId, frame.TraceContext, _connection.TimeProvider, _connection.Inbound.ArrivalTimestamp);
+            call.Telemetry = CallTelemetry.StartServer(
+                call.MethodId, frame.TraceContext, _connection.TimeProvider, _connection.Inbound.ArrivalTimestamp);
         }
 
         ThreadPool.UnsafeQueueUserWorkItem(call, preferLocal: false);
@@ -213,31 +191,23 @@ internal sealed partial class IncomingCalls
     private void ThrowCallIdReused(uint callId) =>
         throw new MuxProtocolException($"The {_connection.PeerName} reused call id {callId} while that call was still running.");
 
-    /// <summary>The peer's caller gave up. Unknown ids are calls that already finished; a call
-    /// found may finish meanwhile, but it cannot be reused for another request before this
-    /// (reader loop) thread dispatches again. Reader loop only.</summary>
+    /// <summary>An unknown id is a call that has finished. One found may finish meanwhile, but cannot serve another request
+    /// before the reader loop, this thread, dispatches again.</summary>
     public void OnCancel(uint callId) => _calls.Find(callId)?.RequestCancel();
 
-    /// <summary>An item of the stream the caller sends a running call. Reader loop only.</summary>
     public void OnStreamItem(in Frame frame) => _calls.Find(frame.CallId)?.OnStreamItem(frame.Payload);
 
-    /// <summary>The end of the stream the caller sends a running call. Reader loop only.</summary>
     public void OnStreamEnd(in Frame frame) => _calls.Find(frame.CallId)?.OnStreamEnd(frame.Payload);
 
-    /// <summary>Credit for the stream a running call returns. Reader loop only.</summary>
     public void OnStreamCredit(uint callId, uint count) => _calls.Find(callId)?.OnStreamCredit(count);
 
-    /// <summary>Gives back the slot a call held (see <see cref="IncomingCall.ReleaseSlot"/>).</summary>
     public void ReleaseSlot() => _slots.Release();
 
-    /// <summary>Takes a finished (answered or not) or refused call out of the table and keeps its
-    /// object for reuse; frees its slot if its answer did not already.</summary>
+    /// <summary>Takes a finished or refused call out of the table and keeps it for reuse; frees its slot if its answer did not.</summary>
     public void OnCallFinished(IncomingCall call)
     {
-        // The remove's decrement is a full fence before _peerFinished is read; OnPeerFinishedSending
-        // writes _peerFinished before it counts, so one of the two completes the drain. The count
-        // is summed over its stripes only when someone needs it (idle tracking, a drain): per call
-        // the remove writes this core's stripe and nothing shared.
+        // The remove's decrement is a full fence before _peerFinished is read; OnPeerFinishedSending writes _peerFinished
+        // before it counts, so one of the two completes the drain. Count sums stripes: read only for idle tracking or a drain.
         bool removed = _calls.TryRemove(call.CallId, call);
         Debug.Assert(removed, "A call is removed once, by its finisher.");
         call.ReleaseSlot(); // Only if no answer was queued (refused after GoAway, or the connection closed).
@@ -248,9 +218,7 @@ internal sealed partial class IncomingCalls
             return;
         }
 
-        // The sum never misses a call added before it began (StripedCounter); one the reader adds
-        // meanwhile it may: at worst the idle clock restarts early (the timer checks Count again
-        // before closing); during a drain nothing is added any more.
+        // The sum may miss a call added meanwhile: the idle clock restarts early at worst (the timer checks again); a drain adds none.
         if (_calls.Count == 0)
         {
             if (TracksIdle)
@@ -265,8 +233,7 @@ internal sealed partial class IncomingCalls
         }
     }
 
-    /// <summary>Draws the GoAway line, once: returns the id GoAway carries (the highest received so
-    /// far), every call up to which is served and none above.</summary>
+    /// <summary>Draws the GoAway line, once: returns the id GoAway carries, the highest received so far.</summary>
     public uint BeginGoAway()
     {
         lock (_goAwayLock)
@@ -282,9 +249,8 @@ internal sealed partial class IncomingCalls
         }
     }
 
-    /// <summary>The peer ended its stream. After GoAway it is done sending: the drain completes once
-    /// the running calls finish, and true keeps the connection open for their answers. Otherwise it
-    /// left: false closes the connection. Reader loop only.</summary>
+    /// <summary>The peer ended its stream. After GoAway the drain completes once the running calls finish, and true keeps the
+    /// connection open for their answers; otherwise the peer left, and false closes it.</summary>
     public bool OnPeerFinishedSending()
     {
         lock (_goAwayLock)

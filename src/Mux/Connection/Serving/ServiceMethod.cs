@@ -6,7 +6,7 @@ internal abstract class ServiceMethod(string serviceName, uint id, string method
 {
     public uint Id { get; } = id;
 
-    /// <summary>"IService.Method", for messages and logs.</summary>
+    // "IService.Method", for messages and logs.
     public string Name { get; } = MuxServiceRegistry.ShortServiceName(serviceName) + "." + methodName;
 
     public abstract ValueTask InvokeAsync(MuxServerCall call);
@@ -24,7 +24,8 @@ internal sealed class SingletonServiceMethod<TService>(string serviceName, MuxMe
 }
 
 /// <summary>A method served through a <see cref="MuxServiceActivator{TService}"/> (for example a DI scope per call).</summary>
-internal sealed class ActivatedServiceMethod<TService>(string serviceName, MuxMethodDefinition<TService> method, MuxServiceActivator<TService> activator)
+internal sealed class ActivatedServiceMethod<TService>(
+    string serviceName, MuxMethodDefinition<TService> method, MuxServiceActivator<TService> activator)
     : ServiceMethod(serviceName, method.Id, method.Name)
     where TService : class
 {

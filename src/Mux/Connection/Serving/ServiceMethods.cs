@@ -3,12 +3,8 @@ using System.Diagnostics.CodeAnalysis;
 
 namespace Mux.Connection;
 
-/// <summary>
-/// The methods a side serves, by method id: a server's services, or the services a client serves
-/// to its server (MuxClient.AddService). Read without a lock by the reader loops of every
-/// connection that serves them; added to under a lock (rare, at set-up), each addition replacing
-/// the frozen table whole, so that a connection already running sees services added later.
-/// </summary>
+/// <summary>The methods a side serves, by id. Read without a lock by every connection's reader loop; each addition replaces
+/// the frozen table whole under a lock, so a connection already running sees services added later.</summary>
 internal sealed class ServiceMethods
 {
     private readonly Lock _lock = new();
@@ -16,10 +12,9 @@ internal sealed class ServiceMethods
     // Methods by id. Replaced whole under _lock by Add; read without it.
     private volatile FrozenDictionary<uint, ServiceMethod> _methods = FrozenDictionary<uint, ServiceMethod>.Empty;
 
-    /// <summary>Binds every method of <typeparamref name="TService"/> with <paramref name="bind"/>
-    /// and adds them all, or none: a method whose id is taken throws with
-    /// <paramref name="describeDuplicate"/>'s message (the method there, the one added).</summary>
-    public void Add<TService>(Func<string, MuxMethodDefinition<TService>, ServiceMethod> bind, Func<ServiceMethod, ServiceMethod, string> describeDuplicate)
+    /// <summary>Adds every method of <typeparamref name="TService"/>, or none: a taken id throws describeDuplicate's message.</summary>
+    public void Add<TService>(
+        Func<string, MuxMethodDefinition<TService>, ServiceMethod> bind, Func<ServiceMethod, ServiceMethod, string> describeDuplicate)
         where TService : class
     {
         MuxServiceDefinition<TService> definition = MuxServiceRegistry.GetDefinition<TService>();
