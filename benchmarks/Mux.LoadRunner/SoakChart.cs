@@ -4,9 +4,9 @@ using System.Text;
 namespace Mux.LoadRunner;
 
 /// <summary>
-/// A soak's memory over time as an SVG: the runner's working set and GC heap (after a full
-/// collection), its working set just before that collection, the memory its GC holds from the
-/// system (free or not), and each server's resident set, in MiB against seconds, with a dashed
+/// A soak's memory over time as an SVG: the runner's working set and GC heap after an aggressive
+/// full collection, its working set and the memory its GC held from the system (free or not) just
+/// before that collection, and each server's resident set, in MiB against seconds, with a dashed
 /// line at every server kill. Plain SVG text, like <see cref="ThroughputChart"/>, so
 /// docs/benchmarks.md can embed it.
 /// </summary>
@@ -82,7 +82,7 @@ internal static class SoakChart
         Line("runner working set", "#d62728", "", s => s.WorkingSetBytes);
         Line("(before collection)", "#d62728", " stroke-dasharray=\"2,3\"", s => s.WorkingSetBeforeGcBytes);
         Line("runner GC heap", "#1f77b4", "", s => s.HeapBytes);
-        Line("(GC committed)", "#1f77b4", " stroke-dasharray=\"2,3\"", s => s.GcCommittedBytes);
+        Line("(GC committed, before)", "#1f77b4", " stroke-dasharray=\"2,3\"", s => s.GcCommittedBeforeGcBytes);
         for (int i = 0; i < servers; i++)
         {
             int server = i;

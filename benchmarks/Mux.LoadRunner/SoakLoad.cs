@@ -49,6 +49,10 @@ internal sealed class SoakLoad
     private readonly CancellationTokenSource _stop = new();
     private readonly List<Task> _callers = [];
 
+    // Held by the 16 MiB caller for each transfer and by a memory sample, so that a sample never
+    // counts a message half sent or half received (up to 16 MiB of live buffers) as held memory.
+    private readonly SemaphoreSlim _bigMessage = new(1, 1);
+
     private enum Expected
     {
         Answer,
@@ -94,6 +98,24 @@ internal sealed class SoakLoad
         for (int i = 0; i < DeadlineCallers; i++)
         {
             _callers.Add(Task.Run(DeadlineCallerAsync));
+        }
+    }
+
+    /// <summary>Runs <paramref name="take"/> between two 16 MiB transfers (waiting for the one under
+    /// way, unless it outlives its deadline: then it is stuck, and the sample is taken anyway).</summary>
+    public async Task<T> BetweenBigMessagesAsync<T>(Func<T> take)
+    {
+        bool held = await _bigMessage.WaitAsync(s_bigDeadline + SoakLedger.StuckMargin);
+        try
+        {
+            return take();
+        }
+        finally
+        {
+            if (held)
+            {
+                _bigMessage.Release();
+            }
         }
     }
 
@@ -173,27 +195,32 @@ internal sealed class SoakLoad
                 break;
             }
 
-            if ((n & 1) == 0)
+            await _bigMessage.WaitAsync();
+            try
             {
-                await CallAsync("16 MiB upload", s_bigDeadline, Expected.Answer, null, async _ =>
-                {
-                    int length = await _bigSoak.Upload(_upload);
-                    return length == BigMessageBytes ? null : $"the server received {length} bytes of {BigMessageBytes}";
-                });
+                await TransferAsync(upload: (n & 1) == 0);
             }
-            else
+            finally
             {
-                await CallAsync("16 MiB download", s_bigDeadline, Expected.Answer, null, async _ =>
-                {
-                    byte[] data = await _bigBench.Bytes(BigMessageBytes);
-                    // BenchData.Bytes: byte i is (byte)i; a few places stand for the whole.
-                    return data.Length == BigMessageBytes && data[0] == 0 && data[12_345] == unchecked((byte)12_345) && data[^1] == unchecked((byte)(BigMessageBytes - 1))
-                        ? null
-                        : $"a download of {data.Length} bytes, not the {BigMessageBytes} sent";
-                });
+                _bigMessage.Release();
             }
         }
     }
+
+    private Task TransferAsync(bool upload) => upload
+        ? CallAsync("16 MiB upload", s_bigDeadline, Expected.Answer, null, async _ =>
+        {
+            int length = await _bigSoak.Upload(_upload);
+            return length == BigMessageBytes ? null : $"the server received {length} bytes of {BigMessageBytes}";
+        })
+        : CallAsync("16 MiB download", s_bigDeadline, Expected.Answer, null, async _ =>
+        {
+            byte[] data = await _bigBench.Bytes(BigMessageBytes);
+            // BenchData.Bytes: byte i is (byte)i; a few places stand for the whole.
+            return data.Length == BigMessageBytes && data[0] == 0 && data[12_345] == unchecked((byte)12_345) && data[^1] == unchecked((byte)(BigMessageBytes - 1))
+                ? null
+                : $"a download of {data.Length} bytes, not the {BigMessageBytes} sent";
+        });
 
     private async Task CancellingCallerAsync()
     {
