@@ -207,6 +207,9 @@ internal sealed partial class OutgoingCalls
             {
                 call.Return();
 
+                // GoAway or StopSending may have come after the check above: this call may be the last.
+                NotifyIfDrainedAfterGoAway();
+
                 // SendFrame throws MuxConnectionException only before it queues anything.
                 return ex is MuxConnectionException { IsSafeToRetry: false } closed ? NotSent(closed) : ex;
             }
