@@ -178,6 +178,7 @@ internal sealed partial class OutgoingCalls
         {
             if (!_pending.TryRemove(call.CallId, call))
             {
+                ReleaseIfAbandoned(call.CallId);
                 return null;
             }
 
@@ -214,20 +215,7 @@ internal sealed partial class OutgoingCalls
                 return ex is MuxConnectionException { IsSafeToRetry: false } closed ? NotSent(closed) : ex;
             }
 
-            // A close or the expiry scan removed the call first and is already failing it: let that
-            // outcome stand. But the scan left it among the abandoned calls, whose slots wait for
-            // an answer, and none will come to a Request that never went out: its slot is free now.
-            bool abandoned;
-            lock (_abandoned)
-            {
-                abandoned = ForgetAbandonedLocked(call.CallId);
-            }
-
-            if (abandoned)
-            {
-                _slots.Release();
-            }
-
+            ReleaseIfAbandoned(call.CallId);
             return null;
         }
 
@@ -245,5 +233,22 @@ internal sealed partial class OutgoingCalls
         }
 
         return null;
+    }
+
+    /// <summary>A call whose Request never went out, taken from the table by someone else: a close, GoAway or the expiry scan
+    /// is already failing it, and that outcome stands. But the scan left it among the abandoned calls, whose slots wait for an
+    /// answer, and none will come to a Request that was never sent: its slot is free now.</summary>
+    private void ReleaseIfAbandoned(uint callId)
+    {
+        bool abandoned;
+        lock (_abandoned)
+        {
+            abandoned = ForgetAbandonedLocked(callId);
+        }
+
+        if (abandoned)
+        {
+            _slots.Release();
+        }
     }
 }
