@@ -20,9 +20,6 @@ internal sealed partial class OutgoingCalls
     // About how many calls a connection has in flight: more only makes more calls share a slot of the table.
     private const int ExpectedCalls = 1024;
 
-    // Ids are handed out in blocks of this many to each core, so that callers on different cores share no counter.
-    private const uint IdBlockSize = 64;
-
     private readonly MuxConnection _connection;
     private readonly Outbound _outbound;
 
@@ -49,15 +46,12 @@ internal sealed partial class OutgoingCalls
     // _abandoned.Count, written under its lock: once ids have come round, a call takes the lock only when this is not 0.
     private volatile int _abandonedCount;
 
-    // The ids the blocks handed out so far hold, the last in the low 32 bits; 64 bits, so a block knows when ids came round.
+    // The last id handed out in the low 32 bits; 64 bits, so that ids coming round are noticed.
     private long _lastCallId;
 
-    // Set once 2^32 ids have been handed out: from then on an id may still be in use. Written before the first such
-    // block is published.
+    // Set once 2^32 ids have been handed out, by the caller that takes the first such id before it uses it: from then
+    // on an id may still be in use.
     private volatile bool _idsCameRound;
-
-    // Each core's block: the next id (low 32 bits) and the block's end (high 32 bits), so one compare-and-swap takes an id.
-    private readonly CoreStripe[] _idBlocks = new CoreStripe[StripedCounter.StripeCount];
 
     public OutgoingCalls(MuxConnection connection, TimeSpan timeout)
     {
@@ -394,38 +388,20 @@ internal sealed partial class OutgoingCalls
         _outbound.SendFrame(FrameType.Request, call.CallId, methodId, ref body, _idSpace | body.Flags, whenWritten);
     }
 
-    /// <summary>
-    /// The next call id, from this core's block; a new block comes from the shared counter when it runs out. Ids reach
-    /// the wire out of order across cores, and nothing relies on their order. 0 is reserved for the connection.
-    /// </summary>
+    /// <summary>The next call id; 0 is reserved for the connection.</summary>
     private uint NextCallId()
     {
-        ref long block = ref _idBlocks[Thread.GetCurrentProcessorId() & (StripedCounter.StripeCount - 1)].Value;
         while (true)
         {
-            long current = Volatile.Read(ref block);
-            uint next = (uint)current;
-            uint end = (uint)(current >> 32);
-            if (next == end)
+            long last = Interlocked.Increment(ref _lastCallId);
+            if (last > uint.MaxValue && !_idsCameRound)
             {
-                long last = Interlocked.Add(ref _lastCallId, IdBlockSize);
-                if (last > uint.MaxValue && !_idsCameRound)
-                {
-                    _idsCameRound = true; // Before the block is published below, and so before any of its ids.
-                }
-
-                next = (uint)last - IdBlockSize + 1;
-                end = next + IdBlockSize;
+                _idsCameRound = true;
             }
 
-            if (Interlocked.CompareExchange(ref block, ((long)end << 32) | (next + 1), current) != current)
+            if ((uint)last != 0)
             {
-                continue; // Another thread on this core took an id or a block meanwhile.
-            }
-
-            if (next != 0)
-            {
-                return next;
+                return (uint)last;
             }
         }
     }
@@ -459,6 +435,5 @@ internal sealed partial class OutgoingCalls
     internal void WrapCallIds()
     {
         Volatile.Write(ref _lastCallId, 1L << 32);
-        Array.Clear(_idBlocks);
     }
 }
