@@ -137,5 +137,6 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
     /// <summary>A call's deadline: MuxServerOptions.ClientCallTimeout from now (none when infinite).
     /// A server's call to its client inherits no deadline: the client's call it serves is another
     /// flow, whose caller waits for its own answer.</summary>
-    private CallDeadline Deadline(out long now) => CallDeadline.Within(_connection.TimeProvider, _clientCallTimeout, _settings?.Timeout, out now);
+    private CallDeadline Deadline(out long now) =>
+        CallDeadline.Fix(_connection.TimeProvider, _clientCallTimeout, _settings?.Timeout, inherits: false, 0, out now);
 }

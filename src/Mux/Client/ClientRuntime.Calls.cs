@@ -38,7 +38,7 @@ internal sealed partial class ClientRuntime
 
         // The one place a call's deadline is fixed: every wait and any resend spend from it. A bound
         // proxy's own Timeout replaces CallTimeout (and names itself in the timeout's message).
-        CallDeadline deadline = CallDeadline.Fix(_clock, TimeoutOf(settings), settings?.Timeout, out long now);
+        CallDeadline deadline = CallDeadline.Fix(_clock, TimeoutOf(settings), settings?.Timeout, inherits: true, 0, out long now);
         return SendAsync<TArguments, TResult>(methodId, arguments, deadline, now, settings?.EncodedMetadata, WaitsForConnection(settings), cancellationToken);
     }
 
@@ -51,7 +51,7 @@ internal sealed partial class ClientRuntime
             return VoidResult.Ignore(InterceptAsync<TArguments, VoidResult>(methodId, arguments, settings, cancellationToken));
         }
 
-        CallDeadline deadline = CallDeadline.Fix(_clock, TimeoutOf(settings), settings?.Timeout, out long now);
+        CallDeadline deadline = CallDeadline.Fix(_clock, TimeoutOf(settings), settings?.Timeout, inherits: true, 0, out long now);
         return SendAsync(methodId, arguments, deadline, now, settings?.EncodedMetadata, WaitsForConnection(settings), cancellationToken);
     }
 

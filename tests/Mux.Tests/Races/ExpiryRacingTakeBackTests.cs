@@ -73,7 +73,7 @@ public sealed class ExpiryRacingTakeBackTests
 
     private static ValueTask<int> Call(OutgoingCalls outgoing, TimeProvider clock)
     {
-        CallDeadline deadline = CallDeadline.Fix(clock, ClockDeadline.ToTimestampSpan(clock, TimeSpan.FromSeconds(1)), null, out long now);
+        CallDeadline deadline = CallDeadline.Fix(clock, ClockDeadline.ToTimestampSpan(clock, TimeSpan.FromSeconds(1)), null, inherits: false, 0, out long now);
         return outgoing.InvokeAsync<int, int>(1, 0, deadline, now, CancellationToken.None);
     }
 
