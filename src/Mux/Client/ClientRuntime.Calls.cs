@@ -2,7 +2,6 @@ using System.Runtime.CompilerServices;
 using System.Runtime.ExceptionServices;
 using Mux.Connection;
 using Mux.Serialization;
-using Mux.Streaming;
 
 namespace Mux.Client;
 
@@ -100,7 +99,7 @@ internal sealed partial class ClientRuntime
     }
 
     /// <summary>Where a streaming call with <paramref name="settings"/> finds its connection.</summary>
-    private IOutgoingCallsSource SourceFor(CallSettings? settings) =>
+    private CallSource SourceFor(CallSettings? settings) =>
         settings is null ? _defaultSource : new CallsSource(this, TimeoutOf(settings), settings.Timeout, WaitsForConnection(settings));
 
     /// <summary>Whether a call that found no connection waits for the next one: when it
@@ -196,24 +195,21 @@ internal sealed partial class ClientRuntime
     /// one (within <paramref name="timeout"/>, in the clock's units) when <paramref name="waits"/>
     /// (the client's, a bound proxy's, or an interceptor's choice). A streaming call is never
     /// retried: its stream cannot be replayed.</summary>
-    private sealed class CallsSource(ClientRuntime runtime, long timeout, TimeSpan? ownTimeout, bool waits) : IOutgoingCallsSource
+    private sealed class CallsSource(ClientRuntime runtime, long timeout, TimeSpan? ownTimeout, bool waits) : CallSource
     {
-        public ValueTask<OutgoingCalls> GetOutgoingCallsAsync(uint methodId, CancellationToken cancellationToken)
-        {
-            if (runtime.Keeper.Current is { } connection)
-            {
-                return new ValueTask<OutgoingCalls>(connection.Outgoing);
-            }
+        public override OutgoingCalls? CurrentCalls => runtime.Keeper.Current?.Outgoing;
 
-            return runtime.WaitsForNext(waits) ? WaitAsync(cancellationToken) : ValueTask.FromException<OutgoingCalls>(runtime.NotConnected(methodId));
-        }
-
-        public ValueTask<Exception> WhyNotRunAsync(MuxConnectionException notRun) =>
+        public override ValueTask<Exception> WhyNotRunAsync(MuxConnectionException notRun) =>
             runtime.Keeper.IsEnded ? runtime.WhyEndedAsync(notRun) : new(notRun);
+
+        protected override ValueTask<OutgoingCalls> NextAsync(uint methodId, CancellationToken cancellationToken) =>
+            runtime.WaitsForNext(waits) ? WaitAsync(cancellationToken) : ValueTask.FromException<OutgoingCalls>(runtime.NotConnected(methodId));
 
         private async ValueTask<OutgoingCalls> WaitAsync(CancellationToken cancellationToken)
         {
-            ClientConnection connection = await runtime.Keeper.WaitForConnectionAsync(null, ClockDeadline.After(runtime._clock.GetTimestamp(), timeout), ownTimeout, forCall: true, cancellationToken).ConfigureAwait(false);
+            long deadline = ClockDeadline.After(runtime._clock.GetTimestamp(), timeout);
+            ClientConnection connection = await runtime.Keeper.WaitForConnectionAsync(null, deadline, ownTimeout, forCall: true, cancellationToken)
+                .ConfigureAwait(false);
             return connection.Outgoing;
         }
     }
