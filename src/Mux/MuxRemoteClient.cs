@@ -29,12 +29,10 @@ public sealed class MuxRemoteClient : IMuxCallInvoker
 {
     private readonly ServerConnection _connection;
 
-    // MuxServerOptions.ClientCallTimeout (or the bound MuxCallOptions.Timeout) in the server clock's
-    // timestamp units (ClockDeadline.Never for none). Immutable.
+    // ClientCallTimeout, or the bound options' Timeout, in the server clock's units (ClockDeadline.Never for none).
     private readonly long _clientCallTimeout;
 
     // The MuxCallOptions this object's proxies are bound to; null for the connection's own object.
-    // Immutable.
     private readonly CallSettings? _settings;
 
     // Where its streaming calls go: always this connection, never sent again.
@@ -136,9 +134,7 @@ public sealed class MuxRemoteClient : IMuxCallInvoker
         where TArguments : struct
         => VoidResult.Ignore(InvokeClientStreamAsync<TArguments, TItem, VoidResult>(methodId, arguments, items, cancellationToken));
 
-    /// <summary>A call's deadline: MuxServerOptions.ClientCallTimeout from now (none when infinite).
-    /// A server's call to its client inherits no deadline: the client's call it serves is another
-    /// flow, whose caller waits for its own answer.</summary>
+    /// <summary>A server's call to its client inherits no deadline: the call it serves is another flow.</summary>
     private CallDeadline Deadline(out long now) =>
         CallDeadline.Fix(_connection.TimeProvider, _clientCallTimeout, _settings?.Timeout, inherits: false, 0, out now);
 }
