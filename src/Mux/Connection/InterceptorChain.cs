@@ -1,8 +1,7 @@
 namespace Mux.Connection;
 
-/// <summary>One call's way through its interceptors, for either role: interceptor <c>i</c> gets a <c>next</c> that runs
-/// interceptor <c>i + 1</c>, and the last one's runs the call itself. Each <c>next</c> runs at most once. Made per call, and
-/// only when there are interceptors.</summary>
+/// <summary>One call's way through its interceptors, for either role: interceptor <c>i</c> gets a <c>next</c> that runs interceptor <c>i + 1</c>,
+/// and the last one's runs the call itself. Each <c>next</c> runs at most once. Made per call, and only when there are interceptors.</summary>
 internal abstract class InterceptorChain
 {
     // The last next() has marked the call made and is inside it: InvokeCallAsync has not returned.
@@ -41,11 +40,9 @@ internal abstract class InterceptorChain
         return Interlocked.CompareExchange(ref _call, waiter, s_entered) == s_entered ? new ValueTask(waiter.Task) : default;
     }
 
-    public ValueTask InvokeAsync(int index = 0)
-    {
-        // The last next() is the chain's own, as the call's state says whether it ran: one object less per call.
-        return InvokeInterceptorAsync(index, index + 1 == Count ? InvokeCall : new Next(this, index + 1).Invoke);
-    }
+    // The last next() is the chain's own, as the call's state says whether it ran: one object less per call.
+    public ValueTask InvokeAsync(int index = 0) =>
+        InvokeInterceptorAsync(index, index + 1 == Count ? InvokeCall : new Next(this, index + 1).Invoke);
 
     /// <summary>The last interceptor's next(): makes the call, once, unless the chain has closed.</summary>
     private ValueTask InvokeCall()
@@ -82,11 +79,8 @@ internal abstract class InterceptorChain
 
     protected abstract string DescribeInterceptor(int index);
 
-    public InvalidOperationException NotInvoked(string methodName, string refusal)
-    {
-        return new InvalidOperationException(
-            $"The call to {methodName} was not made: an interceptor ({Names()}) returned without calling next() and without throwing. {refusal}");
-    }
+    public InvalidOperationException NotInvoked(string methodName, string refusal) => new(
+        $"The call to {methodName} was not made: an interceptor ({Names()}) returned without calling next() and without throwing. {refusal}");
 
     private string Names() => string.Join(", ", Enumerable.Range(0, Count).Select(DescribeInterceptor));
 

@@ -18,8 +18,7 @@ internal static class OptionsValidation
         }
     }
 
-    /// <summary>Checks a list option (Interceptors, EndPoints) for null items; <paramref name="fix"/>
-    /// says what to put there instead.</summary>
+    /// <summary>Checks a list option (Interceptors, EndPoints) for null items; <paramref name="fix"/> says what to put there instead.</summary>
     public static void RequireNoNulls<T>(IList<T> items, string owner, string name, string fix)
         where T : class
     {

@@ -102,7 +102,6 @@ internal sealed class ServerRuntime
     {
         if (_options.EndPoint is null && _options.ServesHostEndpoints)
         {
-            // Its connections come from a host's endpoints (MapMux): nothing to listen on.
             StartWithoutListener();
             ServerLog.ServerStarted(_logger, "its host's endpoints only (no EndPoint)");
             return Task.CompletedTask;
@@ -199,8 +198,6 @@ internal sealed class ServerRuntime
 
     public bool IsRunning => Volatile.Read(ref _state) == 1;
 
-    /// <summary>Connects a client over in-memory pipes, starting the server without a listener first if it has not started
-    /// (tests and benchmarks).</summary>
     public Task<MuxClient> ConnectInMemoryAsync(MuxClientOptions? clientOptions = null)
     {
         EnsureStarted();
@@ -403,13 +400,7 @@ internal sealed class ServerRuntime
     }
 
     /// <exception cref="ObjectDisposedException">The server is stopping or stopped; nothing was done with the transport.</exception>
-    public void Accept(IMuxTransport transport, string name)
-    {
-        if (TryServe(transport, name) is null)
-        {
-            throw Stopped();
-        }
-    }
+    public void Accept(IMuxTransport transport, string name) => _ = TryServe(transport, name) ?? throw Stopped();
 
     // Null when the server is stopping or stopped: nothing was done with the transport. A connection served is listed
     // before StopAsync looks, so that its drain closes it.

@@ -2,9 +2,8 @@ using Mux.Protocol;
 
 namespace Mux.Streaming;
 
-/// <summary>The streams of one outgoing call: the callee's stream to the caller, and the credit for the caller's stream.
-/// Found by call id for each StreamItem and StreamCredit frame; registered before the Request is sent, removed by the call's
-/// owner when the call has ended.</summary>
+/// <summary>The streams of one outgoing call: the callee's stream to the caller, and the credit for the caller's stream. Found by call id for each
+/// StreamItem and StreamCredit frame; registered before the Request is sent, removed by the call's owner when the call has ended.</summary>
 internal sealed class CallStreams(StreamReceiver? receiver, StreamSendWindow? sender)
 {
     /// <summary>Null when the method returns no stream.</summary>

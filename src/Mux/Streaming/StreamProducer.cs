@@ -95,7 +95,6 @@ internal static class StreamProducer
                 }
 
                 long made = clock.GetTimestamp();
-
                 if (holdsCredit)
                 {
                     holdsCredit = false;
@@ -168,7 +167,7 @@ internal static class StreamProducer
         }
     }
 
-    /// <summary>Once a producer that ignored the cancellation has moved; its item and failures have nobody to go to.</summary>
+    // Once a producer that ignored the cancellation has moved; its item and failures have nobody to go to.
     private static async Task DisposeWhenMovedAsync<T>(Task<bool> moving, IAsyncEnumerator<T> enumerator)
     {
         try
@@ -177,7 +176,7 @@ internal static class StreamProducer
         }
         catch (Exception)
         {
-            // See the summary.
+            // Nobody to tell.
         }
 
         try
@@ -186,7 +185,7 @@ internal static class StreamProducer
         }
         catch (Exception)
         {
-            // See the summary.
+            // Nobody to tell.
         }
     }
 }

@@ -51,7 +51,7 @@ internal sealed class StreamReceiver
     /// <summary>Set once, before the call's Request (or the receiver) is published, so before any item can arrive.</summary>
     public uint CallId { get; set; }
 
-    /// <summary>ServerInitiated for a server's call, carried by the credit frames. Set with <see cref="CallId"/>.</summary>
+    // ServerInitiated for a server's call, carried by the credit frames. Set with CallId.
     public FrameFlags IdSpace { get; set; }
 
     /// <summary>Reader loop only.</summary>
