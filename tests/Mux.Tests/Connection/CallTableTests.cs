@@ -213,12 +213,12 @@ public class CallTableTests
     }
 }
 
-/// <summary>The call cap's slots, kept in per-core stripes: the total stays exact whichever core
-/// takes or gives back, and a take finds a slot on any stripe.</summary>
+/// <summary>The call cap's slots: each is taken once, given back once, and a waiter gets the one a
+/// release frees.</summary>
 public class CallSlotsTests
 {
     [Fact]
-    public void EverySlotIsTakenOnce_FromWhicheverStripeHoldsIt_AndGivenBackToAnyStripe()
+    public void EverySlotIsTakenOnce_AndGivenBackOnce()
     {
         var slots = new CallSlots(3);
         Assert.Equal(3, slots.Free);
@@ -228,26 +228,25 @@ public class CallSlotsTests
         Assert.False(slots.TryTake());
         Assert.Equal(0, slots.Free);
 
-        // Given back to a stripe no taker calls home (masked into range): still found.
-        slots.Release(slots.HomeStripe + 1);
+        slots.Release();
         Assert.Equal(1, slots.Free);
         Assert.True(slots.TryTake());
         Assert.False(slots.TryTake());
 
         slots.Release();
-        slots.Release(7);
+        slots.Release();
         Assert.Equal(2, slots.Free);
     }
 
     [Fact]
-    public async Task AWaiter_GetsTheSlotAReleaseOnAnyStripeFrees()
+    public async Task AWaiter_GetsTheSlotAReleaseFrees()
     {
         var slots = new CallSlots(1);
         Assert.True(slots.TryTake());
         ValueTask waiting = slots.WaitAsync(Timeout.InfiniteTimeSpan, TimeProvider.System, CancellationToken.None);
         Assert.False(waiting.IsCompleted);
 
-        slots.Release(slots.HomeStripe + 1);
+        slots.Release();
         await waiting.AsTask().WaitAsync(TestHost.Patience);
         Assert.Equal(0, slots.Free); // The waiter holds it.
         Assert.False(slots.TryTake());

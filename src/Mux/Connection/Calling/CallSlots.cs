@@ -1,5 +1,3 @@
-using System.Runtime.CompilerServices;
-
 namespace Mux.Connection;
 
 /// <summary>
@@ -7,21 +5,9 @@ namespace Mux.Connection;
 /// <c>maxConcurrentCalls</c>, honoured on the client as HTTP/2 clients honour
 /// SETTINGS_MAX_CONCURRENT_STREAMS, so the server never has to stop reading. A slot is taken
 /// before a request is sent and given back when the server's answer for it arrives.
-/// Taking a free slot is one compare-and-swap; only callers that find none take the lock and wait
-/// (asynchronously, cancellably, within their deadline), oldest first.
+/// Taking a free slot is one compare-and-swap on one count; only callers that find none take the
+/// lock and wait (asynchronously, cancellably, within their deadline), oldest first.
 /// </summary>
-/// <remarks>
-/// The free slots are kept in stripes, one per core, each on cache lines of its own: a taker takes
-/// from its own core's stripe first, then from the others in turn; a slot goes back to the stripe
-/// its release names (the taker's home, so that a caller on core X finds on X's line the slot an
-/// answer freed), or to the releasing core's. So no line is written by every core: one count
-/// written by every caller and the reader was the last per-call write all cores shared on this path.
-/// The total stays exact: a slot is only ever moved by one compare-and-swap out of a stripe and one
-/// increment into one. A take that scans while a slot is being released elsewhere may miss that
-/// slot, but never one whose release happened before the take began (the server's single taker,
-/// its reader loop, reads a request only after the answer that freed its slot was sent); a caller
-/// that misses one waits, and the waiter count's fence pairing with Release wakes it.
-/// </remarks>
 internal sealed class CallSlots
 {
     private readonly Lock _lock = new();
@@ -29,14 +15,13 @@ internal sealed class CallSlots
     // Callers waiting for a slot, oldest first. Guarded by _lock.
     private readonly LinkedList<Waiter> _waiters = new();
 
-    // Free slots by stripe (see remarks), each never negative; the total is the free slots. Taken
-    // with compare-and-swap by takers (and by Release on a waiter's behalf); given back by Release.
-    private readonly CoreStripe[] _free = new CoreStripe[StripedCounter.StripeCount];
-    private readonly int _mask = StripedCounter.StripeCount - 1;
+    // Free slots, never negative. Taken with compare-and-swap by takers (and by Release on a
+    // waiter's behalf); given back by Release.
+    private int _free;
 
     // _waiters.Count, published so that Release skips the lock when nobody waits. Changed with
-    // Interlocked under _lock: the full fence pairs with Release's increment of a stripe, so either
-    // a new waiter (which scans every stripe after it) sees the freed slot or Release sees the waiter.
+    // Interlocked under _lock: the full fence pairs with Release's increment, so either a new
+    // waiter (which tries to take after it) sees the freed slot or Release sees the waiter.
     private int _waiterCount;
 
     // Set once, under _lock, when the connection can send no more calls: makes the exception each
@@ -44,44 +29,24 @@ internal sealed class CallSlots
     // its stack trace overwritten by each).
     private Func<Exception>? _failure;
 
-    public CallSlots(int count)
-    {
-        int stripes = _free.Length;
-        for (int i = 0; i < stripes; i++)
-        {
-            _free[i].Value = (count / stripes) + (i < count % stripes ? 1 : 0);
-        }
-    }
+    public CallSlots(int count) => _free = count;
 
-    /// <summary>This core's stripe: where a slot taken here had best be given back.</summary>
-    public int HomeStripe
-    {
-        [MethodImpl(MethodImplOptions.AggressiveInlining)]
-        get => Thread.GetCurrentProcessorId() & _mask;
-    }
+    /// <summary>Free slots now.</summary>
+    public int Free => Volatile.Read(ref _free);
 
-    /// <summary>Free slots now (a sum over the stripes: exact at quiet moments).</summary>
-    public int Free => (int)CoreStripe.Sum(_free);
-
-    /// <summary>Takes a free slot if there is one, without waiting: from this core's stripe, else
-    /// from the next that has one.</summary>
+    /// <summary>Takes a free slot if there is one, without waiting.</summary>
     public bool TryTake()
     {
-        int home = HomeStripe;
-        for (int i = 0; i <= _mask; i++)
+        int seen = Volatile.Read(ref _free);
+        while (seen > 0)
         {
-            ref long free = ref _free[(home + i) & _mask].Value;
-            long seen = Volatile.Read(ref free);
-            while (seen > 0)
+            int before = Interlocked.CompareExchange(ref _free, seen - 1, seen);
+            if (before == seen)
             {
-                long before = Interlocked.CompareExchange(ref free, seen - 1, seen);
-                if (before == seen)
-                {
-                    return true;
-                }
-
-                seen = before;
+                return true;
             }
+
+            seen = before;
         }
 
         return false;
@@ -141,14 +106,10 @@ internal sealed class CallSlots
         }
     }
 
-    /// <summary>Gives a slot back to this core's stripe; the oldest waiter, if any, gets it.</summary>
-    public void Release() => Release(HomeStripe);
-
-    /// <summary>Gives a slot back to <paramref name="stripe"/> (a <see cref="HomeStripe"/> read by
-    /// whoever took it); the oldest waiter, if any, gets it.</summary>
-    public void Release(int stripe)
+    /// <summary>Gives a slot back; the oldest waiter, if any, gets it.</summary>
+    public void Release()
     {
-        Interlocked.Increment(ref _free[stripe & _mask].Value);
+        Interlocked.Increment(ref _free);
         if (Volatile.Read(ref _waiterCount) == 0)
         {
             return;

@@ -39,9 +39,7 @@ internal sealed partial class OutgoingCalls
             }
         }
 
-        // To the caller's stripe: its next take finds the slot there, and callers on other cores
-        // never write that line (an abandoned call's goes to this core's: any stripe keeps the count).
-        _slots.Release(call?.SlotStripe ?? _slots.HomeStripe);
+        _slots.Release();
         return call;
     }
 

@@ -104,7 +104,6 @@ internal sealed partial class OutgoingCalls
     {
         PendingCall<TResult> call = PendingCall<TResult>.Rent(this, methodId, deadline);
         call.Streams = streams;
-        call.SlotStripe = _slots.HomeStripe;
 
         // Only a client's calls are spans of their own: a server's call to its client runs inside
         // the handler's server span.

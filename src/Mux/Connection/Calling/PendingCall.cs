@@ -56,11 +56,6 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     /// IAsyncEnumerable; null otherwise. Set by the caller before the call starts.</summary>
     public CallStreams? Streams;
 
-    /// <summary>The stripe of the connection's <see cref="CallSlots"/> its slot goes back to when the
-    /// answer arrives (the caller's core's, so that the caller's next take finds it on its own line).
-    /// Set by the caller before the call starts.</summary>
-    public int SlotStripe;
-
     /// <summary>The connection-unique id; set before the call is published in the table.</summary>
     public uint CallId { get; set; }
 
