@@ -1,4 +1,5 @@
 using System.Buffers;
+using System.Diagnostics.CodeAnalysis;
 using Mux.Protocol;
 
 namespace Mux.Connection;
@@ -28,6 +29,12 @@ internal sealed partial class OutgoingCalls
     private PendingCall? TakeAnswered(uint callId)
     {
         PendingCall? call = _pending.TryRemove(callId);
+        if (call is not null && call.IsWaitingForSlot)
+        {
+            // Out of the table but still queued: the close, which this exception brings, fails it.
+            ThrowAnswerToUnsentCall(callId);
+        }
+
         if (call is null)
         {
             lock (_abandoned)
@@ -39,9 +46,13 @@ internal sealed partial class OutgoingCalls
             }
         }
 
-        _slots.Release();
+        ReleaseSlot();
         return call;
     }
+
+    [DoesNotReturn]
+    private void ThrowAnswerToUnsentCall(uint callId) =>
+        throw new MuxProtocolException($"The {_connection.PeerName} answered call {callId}, which was never sent to it (it waits for one of the {_connection.PeerName}'s MaxConcurrentCallsPerConnection slots).");
 
     /// <summary>A Response or Error to one of these calls. Reader loop only.</summary>
     public void OnAnswer(in Frame frame)

@@ -55,7 +55,7 @@ internal sealed partial class OutgoingCalls
 
         _goingAway = true;
         Interlocked.MemoryBarrier(); // Pairs with StartCall's check after its table add, as OnGoAway's does.
-        _slots.Fail(GoingAwayNotSent);
+        FailWaitingCalls(GoingAwayNotSent);
         NotifyIfDrainedAfterGoAway();
         return stopped.Task;
     }
@@ -67,7 +67,7 @@ internal sealed partial class OutgoingCalls
         _peerWentAway = true;
         _goingAway = true;
         Interlocked.MemoryBarrier(); // Pairs with StartCall's check after its table add: see there.
-        _slots.Fail(GoingAwayNotSent);
+        FailWaitingCalls(GoingAwayNotSent);
         List<PendingCall>? notServed = null;
         _pending.RemoveWhere(lastServedCallId, static (call, last) => call.CallId > last, ref notServed);
         foreach (PendingCall call in notServed ?? [])
@@ -98,7 +98,7 @@ internal sealed partial class OutgoingCalls
     public void FailAll(MuxConnectionException error)
     {
         Volatile.Read(ref _expiryTimer)?.Dispose();
-        _slots.Fail(() => NotSent(error));
+        FailWaitingCalls(() => NotSent(error));
         var calls = new List<PendingCall>();
         _pending.Close(calls);
         MuxConnectionException failure = calls.Count != 0 && _stoppedSending is { Task.IsCompleted: true } ? NotSent(error) : error;

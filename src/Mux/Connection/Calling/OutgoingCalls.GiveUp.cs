@@ -142,32 +142,55 @@ internal sealed partial class OutgoingCalls
 
             foreach (PendingCall call in expired)
             {
-                AbandonLocked(call.CallId);
+                // A call waiting for a slot leaves the queue with the table, never sent; a sent one
+                // waits among the abandoned for the answer that frees its slot.
+                if (!_slots.TryUnlink(call))
+                {
+                    AbandonLocked(call.CallId);
+                }
             }
         }
 
         NotifyIfDrainedAfterGoAway();
         foreach (PendingCall call in expired)
         {
-            GiveUp(call, CreateExpiredException(call));
+            if (call.IsUnqueued)
+            {
+                call.DropQueuedRequest();
+                call.CompleteWithException(CreateTimeoutException(call.MethodId, call.Deadline, WaitedForSlotDetail));
+            }
+            else
+            {
+                GiveUp(call, CreateExpiredException(call));
+            }
         }
     }
 
     /// <summary>The caller's token fired: the call fails as cancelled, unless its answer (or
-    /// anything else) completed it first.</summary>
+    /// anything else) completed it first. A call still waiting for a slot is never sent.</summary>
     public void Cancel(PendingCall call, CancellationToken token)
     {
         bool removed;
+        bool waiting = false;
         lock (_abandoned)
         {
             removed = _pending.TryRemove(call.CallId, call);
             if (removed)
             {
-                AbandonLocked(call.CallId);
+                waiting = _slots.TryUnlink(call);
+                if (!waiting)
+                {
+                    AbandonLocked(call.CallId);
+                }
             }
         }
 
-        if (removed)
+        if (waiting)
+        {
+            call.DropQueuedRequest();
+            call.CompleteWithException(new OperationCanceledException("The Mux call was canceled by the caller.", token));
+        }
+        else if (removed)
         {
             GiveUp(call, new OperationCanceledException("The Mux call was canceled by the caller.", token));
         }
@@ -180,13 +203,21 @@ internal sealed partial class OutgoingCalls
     /// stays taken until the peer answers: the handler still runs there until it sees the Cancel.</summary>
     private void GiveUp(PendingCall call, Exception failure)
     {
-        // A call taken while its Request is still being written: the caller sends the Cancel after it.
-        if (call.MayCancelNow())
+        call.RecordFailure(failure);
+        switch (call.TakeGiveUpTurn())
         {
-            SendCancel(call.CallId);
+            case GiveUpTurn.CancelNow:
+                SendCancel(call.CallId);
+                call.QueueCompletion();
+                break;
+            case GiveUpTurn.CancelAfterRequest:
+                // Its Request is still being written: the caller sends the Cancel after it.
+                call.QueueCompletion();
+                break;
+            default:
+                // A waiting call being sent: its sender completes it (see SendDequeued).
+                break;
         }
-
-        call.CompleteWithException(failure);
     }
 
     /// <summary>Tells the peer a call was given up on. Closed: the peer cancels every handler of a

@@ -36,6 +36,23 @@ internal sealed partial class OutgoingCalls
     private void SendRequest<TArguments>(PendingCall call, uint methodId, in TArguments arguments, long now, CallStreams? whenWritten, byte[]? metadata)
         where TArguments : struct
     {
+        var body = RequestBodyOf(call, arguments, now, metadata);
+        _outbound.SendFrame(FrameType.Request, call.CallId, methodId, ref body, _idSpace | body.Flags, whenWritten);
+    }
+
+    /// <summary>Encodes the call's Request as <see cref="SendRequest"/> would send it, into the call's
+    /// own buffer, for whoever frees a slot to send (a call that waits for one).</summary>
+    private void EncodeRequest<TArguments>(PendingCall call, uint methodId, in TArguments arguments, long now, byte[]? metadata)
+        where TArguments : struct
+    {
+        var body = RequestBodyOf(call, arguments, now, metadata);
+        call.QueuedWithDeadline = (body.Flags & FrameFlags.Deadline) != 0;
+        _outbound.EncodeRequest(call.CallId, methodId, ref body, _idSpace | body.Flags, call.QueuedFrame ??= new PooledBufferWriter(), out call.QueuedMessage, out call.QueuedMessageLength);
+    }
+
+    private RequestBody<MessagePackBody<TArguments>> RequestBodyOf<TArguments>(PendingCall call, in TArguments arguments, long now, byte[]? metadata)
+        where TArguments : struct
+    {
         uint? remaining = null;
         Activity? trace = null;
         if (_idSpace == FrameFlags.None)
@@ -55,8 +72,7 @@ internal sealed partial class OutgoingCalls
             }
         }
 
-        var body = new RequestBody<MessagePackBody<TArguments>>(new MessagePackBody<TArguments>(arguments, _connection.SerializerOptions), remaining, trace, metadata);
-        _outbound.SendFrame(FrameType.Request, call.CallId, methodId, ref body, _idSpace | body.Flags, whenWritten);
+        return new RequestBody<MessagePackBody<TArguments>>(new MessagePackBody<TArguments>(arguments, _connection.SerializerOptions), remaining, trace, metadata);
     }
 
     /// <summary>

@@ -32,13 +32,13 @@ internal sealed partial class OutgoingCalls
     {
         PendingCall<VoidResult>? call = Start(methodId, arguments, deadline, now, cancellationToken, null, metadata, out ValueTask<VoidResult> otherwise);
         // Otherwise: a Task already when it failed before it was sent; one Task more when it waits
-        // for a slot or room (a rare path).
+        // for room in the outbound queue (a rare path).
         return call is not null ? new ValueTask(call, call.Version) : new ValueTask(otherwise.AsTask());
     }
 
-    /// <summary>Both InvokeAsync: the call, when it was sent at once; else null, and
-    /// <paramref name="otherwise"/> is how it ends (cancelled or refused before anything was sent,
-    /// or its wait for a slot and room).</summary>
+    /// <summary>Both InvokeAsync: the call, when it was sent at once or waits for a slot; else null,
+    /// and <paramref name="otherwise"/> is how it ends (cancelled or refused before anything was
+    /// sent, or its wait for room in the outbound queue).</summary>
     private PendingCall<TResult>? Start<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, CallStreams? streams, byte[]? metadata, out ValueTask<TResult> otherwise)
         where TArguments : struct
     {
@@ -58,13 +58,15 @@ internal sealed partial class OutgoingCalls
             }
         }
 
-        if (_outbound.IsFull || !_slots.TryTake())
+        bool holdingSlot = _slots.TryTake();
+        if (holdingSlot && _outbound.IsFull)
         {
-            otherwise = InvokeWhenASlotIsFreeAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams, metadata);
+            otherwise = InvokeWhenThereIsRoomAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams, metadata);
             return null;
         }
 
-        PendingCall<TResult>? call = StartHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken, streams, metadata, out Exception? failure);
+        // Without a slot, the call waits for one as itself (see CallSlots), awaited as a sent one is.
+        PendingCall<TResult>? call = StartCall<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken, streams, metadata, holdingSlot, out Exception? failure);
         otherwise = call is null ? ValueTask.FromException<TResult>(failure!) : default;
         return call;
     }
@@ -97,9 +99,10 @@ internal sealed partial class OutgoingCalls
         return metadata;
     }
 
-    /// <summary>Holding a slot: rents the call, starts its telemetry (a client's calls), and starts
-    /// it. Null (with why) when it failed before anything was sent, its slot then given back.</summary>
-    private PendingCall<TResult>? StartHoldingSlot<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, CallStreams? streams, byte[]? metadata, out Exception? failure)
+    /// <summary>Rents the call, starts its telemetry (a client's calls), and starts it: sent, when
+    /// <paramref name="holdingSlot"/>, else queued for a slot. Null (with why) when it failed before
+    /// anything was sent, its slot then given back.</summary>
+    private PendingCall<TResult>? StartCall<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, CallStreams? streams, byte[]? metadata, bool holdingSlot, out Exception? failure)
         where TArguments : struct
     {
         PendingCall<TResult> call = PendingCall<TResult>.Rent(this, methodId, deadline);
@@ -108,23 +111,28 @@ internal sealed partial class OutgoingCalls
         // Only a client's calls are spans of their own: a server's call to its client runs inside
         // the handler's server span.
         CallTelemetry telemetry = call.Telemetry = _connection.IsServer ? default : CallTelemetry.StartClient(methodId, Peer, Clock, now);
-        failure = StartCall(call, methodId, arguments, now, cancellationToken, metadata);
+        failure = StartCall(call, methodId, arguments, now, cancellationToken, metadata, holdingSlot);
         if (failure is null)
         {
             return call;
         }
 
-        _slots.Release(); // Nothing was sent: the peer will not answer it.
+        if (holdingSlot)
+        {
+            ReleaseSlot(); // Nothing was sent: the peer will not answer it.
+        }
+
         telemetry.Stop(failure);
         return null;
     }
 
     /// <summary>
     /// Publishes the call, sends its request (its deadline header measured at <paramref name="now"/>)
-    /// and hooks up cancellation. Returns an exception when the call failed before anything was
-    /// sent (the call object is then back in its pool).
+    /// or, without <paramref name="holdingSlot"/>, queues it for a slot, and hooks up cancellation.
+    /// Returns an exception when the call failed before anything was sent or queued (the call object
+    /// is then back in its pool).
     /// </summary>
-    private Exception? StartCall<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, long now, CancellationToken cancellationToken, byte[]? metadata)
+    private Exception? StartCall<TResult, TArguments>(PendingCall<TResult> call, uint methodId, in TArguments arguments, long now, CancellationToken cancellationToken, byte[]? metadata, bool holdingSlot)
         where TArguments : struct
     {
         if (call.Deadline.At <= now)
@@ -194,6 +202,11 @@ internal sealed partial class OutgoingCalls
             RegisterStreams(call.CallId, streams); // Before the Request: the peer may stream at once.
         }
 
+        if (!holdingSlot)
+        {
+            return Enqueue(call, methodId, arguments, now, cancellationToken, metadata);
+        }
+
         try
         {
             // A call that streams its arguments gets its send window only once its Request is out
@@ -221,7 +234,7 @@ internal sealed partial class OutgoingCalls
 
             if (abandoned)
             {
-                _slots.Release();
+                ReleaseSlot();
             }
 
             return null;

@@ -23,8 +23,9 @@ internal sealed partial class OutgoingCalls
     private readonly MuxConnection _connection;
     private readonly Outbound _outbound;
 
-    // Calls waiting for their answer, by id: added by callers, removed by whoever completes them
-    // (the answer's worker, the expiry scan, a cancellation, GoAway, the close).
+    // Calls waiting for their answer, by id, and those waiting for a slot (see CallSlots): added by
+    // callers, removed by whoever completes them (the answer's worker, the expiry scan, a
+    // cancellation, GoAway, the close).
     private readonly CallTable<PendingCall> _pending = new(ExpectedCalls);
 
     // About how many calls a connection has in flight, which sizes the pending table (a larger
@@ -69,8 +70,9 @@ internal sealed partial class OutgoingCalls
 
     public MuxConnection Connection => _connection;
 
-    /// <summary>Calls waiting for their answer now (read without a lock; exact at quiet moments).</summary>
-    public int Count => _pending.Count;
+    /// <summary>Calls sent and waiting for their answer now, not counting those that wait for a slot
+    /// (read without a lock; exact at quiet moments).</summary>
+    public int Count => Math.Max(0, _pending.Count - _slots.Queued);
 
     /// <summary>Whether the peer sent GoAway, or this side stopped sending: no new call is sent.</summary>
     public bool IsGoingAway => _goingAway;
