@@ -111,7 +111,7 @@ internal sealed partial class OutgoingCalls
             {
                 call.MarkUnqueued();
                 call.DropQueuedRequest();
-                call.CompleteWithException(CreateTimeoutException(call.MethodId, call.Deadline, WaitedForSlotDetail));
+                call.CompleteWithException(CreateTimeoutException(call.MethodId, call.Deadline, " (its time ran out while it waited to be sent; it was not sent)"));
                 NotifyIfDrainedAfterGoAway();
                 return false;
             }
