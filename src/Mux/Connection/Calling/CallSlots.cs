@@ -138,6 +138,13 @@ internal sealed class CallSlots
     /// deadline passed): false when it does not wait (it was dequeued to be sent, or never queued).</summary>
     public bool TryUnlink(PendingCall call)
     {
+        // A call leaves the queue once and never comes back; one not queued yet, given up on now,
+        // fails to queue (TryMarkWaitingForSlot). So a sent call's cancellation takes no lock.
+        if (!call.IsWaitingForSlot)
+        {
+            return false;
+        }
+
         lock (_lock)
         {
             if (!call.IsWaitingForSlot)
