@@ -29,6 +29,11 @@ if (options.Role == "server")
     return await ServerRole.RunAsync(options.ServerSystem!, options.Port);
 }
 
+if (options.SoakSeconds is not null)
+{
+    return await SoakMeasurement.RunAsync(options);
+}
+
 if (options.Streams is not null)
 {
     return await StreamMeasurement.RunAsync(options);

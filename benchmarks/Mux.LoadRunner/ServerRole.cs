@@ -32,6 +32,7 @@ internal static class ServerRole
             counted = mux;
             mux.AddService<IBenchService>(new BenchService());
             mux.AddService<IBenchStreams>(new BenchStreams());
+            mux.AddService<ISoakService>(new SoakService());
             mux.AddService<IBenchControl>(new BenchControl(marks, () => server.ConnectionsAccepted));
             await mux.StartAsync();
             boundPort = ((IPEndPoint)mux.LocalEndPoint!).Port;

@@ -26,15 +26,11 @@ internal sealed partial class OutgoingCalls
     // Calls waiting for their answer, by id, and those waiting for a slot (see CallSlots): added by
     // callers, removed by whoever completes them (the answer's worker, the expiry scan, a
     // cancellation, GoAway, the close).
-    private readonly CallTable<PendingCall> _pending;
+    private readonly CallTable<PendingCall> _pending = new(ExpectedCalls);
 
-    // About how many calls a connection has in the table, which sizes it (more only makes more
-    // calls share a slot and take the locked path): the calls waiting for a slot are there too, so
-    // for a client several times the default cap of 1000, which gives the table its largest size
-    // (96 KiB); a server, whose calls to its clients are few and whose connections are many, keeps
-    // a small one.
-    private const int ExpectedCalls = 4096;
-    private const int ExpectedServerCalls = 1024;
+    // About how many calls a connection has in the table, which presizes it; the calls waiting for
+    // a slot are there too, and past this the table grows (once: its size is kept).
+    private const int ExpectedCalls = 1024;
 
     // The id space of these calls, carried by every frame of them: ServerInitiated for a server's
     // calls to its client, none for a client's. Immutable.
@@ -70,7 +66,6 @@ internal sealed partial class OutgoingCalls
         _outbound = connection.Outbound;
         _timeout = timeout;
         _idSpace = connection.IsServer ? FrameFlags.ServerInitiated : FrameFlags.None;
-        _pending = new(connection.IsServer ? ExpectedServerCalls : ExpectedCalls);
     }
 
     public MuxConnection Connection => _connection;
