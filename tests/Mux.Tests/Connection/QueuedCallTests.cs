@@ -188,6 +188,46 @@ public sealed class QueuedCallTests
         await disposing.WaitAsync(TestHost.Patience);
     }
 
+    [Fact]
+    public async Task AnAnswerToACallStillWaitingForASlot_ClosesTheConnection_AndTheCallFailsAsNeverSent()
+    {
+        await using Scene scene = await Scene.StartAsync(maxConcurrentCalls: 1);
+        Task<int> running = scene.Add(1);
+        ReceivedFrame first = await scene.Peer.ExpectFrameAsync();
+        Task<int> waiting = scene.Add(2);
+
+        // Ids are handed out in order: the waiting call has the next one, which the server never saw.
+        await scene.Peer.SendAsync(Response(first.CallId + 1, 22));
+        MuxConnectionException notSent = await Assert.ThrowsAsync<MuxConnectionException>(() => waiting.WaitAsync(TestHost.Patience));
+        Assert.True(notSent.IsSafeToRetry, notSent.Message);
+        Assert.StartsWith("The call was not sent: ", notSent.Message, StringComparison.Ordinal);
+        await Assert.ThrowsAsync<MuxConnectionException>(() => running.WaitAsync(TestHost.Patience));
+        await scene.Peer.AssertClosedByOtherSideAsync();
+    }
+
+    [Fact]
+    public async Task AQueuedCallWhoseRequestGoesInFragments_IsSentWhole_WhenASlotFrees()
+    {
+        // A Request over the fragment size waits in pooled segments, not in the call's own buffer.
+        await using TestHost host = await TestHost.StartInMemoryAsync(
+            new MuxServerOptions { MaxConcurrentCallsPerConnection = 1 },
+            new MuxClientOptions { FragmentSize = 4096 });
+        using var hold = new CancellationTokenSource();
+        Task holding = host.Proxy.WaitForCancellation(hold.Token);
+        await Hosts.WaitUntilAsync(() => host.Service.WaitingForCancellationNow == 1, "the first call to run");
+
+        string text = new('x', 100_000);
+        Task<string> large = host.Proxy.Echo(text);
+        Task<string> small = host.Proxy.Echo("small");
+        Assert.Equal(1, host.Client.PendingCalls); // The two wait.
+
+        await hold.CancelAsync();
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => holding.WaitAsync(TestHost.Patience));
+        Assert.Equal(text, await large.WaitAsync(TestHost.Patience));
+        Assert.Equal("small", await small.WaitAsync(TestHost.Patience));
+        await Hosts.WaitUntilAsync(() => host.Client.Connection.Outgoing.SlotAccount == (1, 0), "the slot to be free again");
+    }
+
     /// <summary>A client connected to a hand-written server that allows <c>maxConcurrentCalls</c>.</summary>
     private sealed class Scene : IAsyncDisposable
     {
