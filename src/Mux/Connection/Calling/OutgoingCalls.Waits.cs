@@ -118,7 +118,8 @@ internal sealed partial class OutgoingCalls
             {
                 call.MarkUnqueued();
                 call.DropQueuedRequest();
-                call.CompleteWithException(CreateTimeoutException(call.MethodId, call.Deadline, " (its time ran out while it waited to be sent; it was not sent)"));
+                string detail = " (its time ran out while it waited to be sent; it was not sent)";
+                call.CompleteWithException(CreateTimeoutException(call.MethodId, call.Deadline, detail));
                 NotifyIfDrainedAfterGoAway();
                 return false;
             }
@@ -201,7 +202,8 @@ internal sealed partial class OutgoingCalls
         try
         {
             long now = deadline.Now(Clock);
-            call = StartCall<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken, streams, metadata, holdingSlot: true, out failure);
+            call = StartCall<TArguments, TResult>(
+                methodId, arguments, deadline, now, cancellationToken, streams, metadata, holdingSlot: true, out failure);
         }
         finally
         {
