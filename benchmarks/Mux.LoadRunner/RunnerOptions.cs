@@ -73,6 +73,14 @@ internal sealed class RunnerOptions
                            warm-up) instead of --seconds, and the full collections in it are reported
           --loh-events     also lists, per phase, the arrays allocated on the large object heap
                            (the runtime's allocation events; costs a little CPU, so measure latency without it)
+          --big-server-process  the server runs in a child process (--role server --system mux
+                           --big-payload-mib N), the client here: copies and full collections are
+                           then reported for each process
+          Each phase also reports the payload bytes Mux's own code copied per payload byte, on the
+          sending side (serializer into the message, writer into the socket's pipe) and on the
+          receiving side (reader out of the receive buffer, formatter out of the message, a whole
+          message copied out), from the counters Mux keeps at those points, and the full (gen2)
+          collections per 100 transfers.
 
           Soak (instead of the sweep): --soak SECONDS [--servers N] [--callers C] [--pause-ms P]
           [--restart-server-after S] [--server-down S2] [--out DIR]: mixed load on ONE Mux client
@@ -138,6 +146,9 @@ internal sealed class RunnerOptions
 
     /// <summary>The large-payload measurement lists the large-object-heap allocations of each phase.</summary>
     public bool LohEvents { get; private set; }
+
+    /// <summary>The large-payload measurement's server runs in a child process.</summary>
+    public bool BigServerProcess { get; private set; }
 
     /// <summary>The large-payload measurement's pause of each small caller after each call, in ms.</summary>
     public int PauseMs { get; private set; } = 5;
@@ -247,6 +258,9 @@ internal sealed class RunnerOptions
                     break;
                 case "--loh-events":
                     options.LohEvents = true;
+                    break;
+                case "--big-server-process":
+                    options.BigServerProcess = true;
                     break;
                 case "--pause-ms":
                     options.PauseMs = int.TryParse(Value(), NumberStyles.None, CultureInfo.InvariantCulture, out int pause) && pause <= 10_000
