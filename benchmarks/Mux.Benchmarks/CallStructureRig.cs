@@ -51,13 +51,11 @@ public sealed class CallStructureJobConfig : ManualConfig
     }
 }
 
-/// <summary>A call as the structures see it: an id for the tables, the stripe its slot was taken
-/// on for the slots. Pooled by its ring: reused under a new id once it is out of the structure.</summary>
+/// <summary>A call as the structures see it: an id for the tables. Pooled by its ring: reused
+/// under a new id once it is out of the structure.</summary>
 internal sealed class BenchCall : ICallTableEntry
 {
     public uint CallId { get; set; }
-
-    public int SlotStripe;
 }
 
 /// <summary>

@@ -9,7 +9,7 @@ using Mux.Benchmarks.AllocationProbe;
 // dotnet run -c Release --project benchmarks/Mux.Benchmarks -- --alloc-probe   client vs server allocations
 // dotnet run -c Release --project benchmarks/Mux.Benchmarks -- --filter '*Telemetry*' --job short   tracing and metrics cost per call
 // dotnet run -c Release --project benchmarks/Mux.Benchmarks -- --filter '*Engine*'   the outbound path (1-64 senders) and the reader loop alone, frames/s (a few minutes)
-// dotnet run -c Release --project benchmarks/Mux.Benchmarks -- --filter '*CallStructure*'   call table, ids, count and slots against the simple structures, 1-64 threads (about 8 minutes)
+// dotnet run -c Release --project benchmarks/Mux.Benchmarks -- --filter '*CallStructure*'   call table, ids and count against the simple structures, 1-64 threads (about 8 minutes)
 if (args is ["--alloc-probe"])
 {
     return await AllocationProbeRunner.RunAsync(Console.Out);

@@ -24,7 +24,9 @@ internal sealed class RunnerOptions
                            Kestrel; systems that cannot be built here are reported
                            as "unavailable: <reason>")
           --methods LIST   add,list1,list100,bytes1k (default: all four; bytes1k = Bytes(1024))
-          --callers LIST   concurrent callers on the one connection (default 1,10,100,500,1000)
+          --callers LIST   concurrent callers on the one connection (default
+                           1,10,100,500,1000,2000,5000,10000: past 1000, Mux's default
+                           MaxConcurrentCallsPerConnection, the calls wait for slots on the client)
           --seconds S      measured window per point (default 3)
           --warmup S       warm-up before each window (default 1)
           --out DIR        where the files go (default artifacts/loadrunner under the
@@ -117,7 +119,7 @@ internal sealed class RunnerOptions
 
     public IReadOnlyList<string> Methods { get; private set; } = BenchMethod.Names;
 
-    public IReadOnlyList<int> Callers { get; private set; } = [1, 10, 100, 500, 1000];
+    public IReadOnlyList<int> Callers { get; private set; } = [1, 10, 100, 500, 1000, 2000, 5000, 10000];
 
     public double Seconds { get; private set; } = 3;
 

@@ -3,7 +3,7 @@ using System.Runtime.InteropServices;
 
 namespace Mux.Connection;
 
-/// <summary>The stripe count of the per-core structures (the free call slots, the blocks of call ids).</summary>
+/// <summary>The stripe count of the per-core structures (the blocks of call ids).</summary>
 internal static class StripedCounter
 {
     /// <summary>One stripe per core, rounded up to a power of two so that a core's stripe is its id masked, and at most

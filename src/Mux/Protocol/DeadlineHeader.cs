@@ -26,6 +26,14 @@ internal static class DeadlineHeader
         writer.Advance(Size);
     }
 
+    /// <summary>Rewrites the header of an encoded Request (<paramref name="frame"/> from its length prefix on) that
+    /// carries one: a Request encoded before it waits to be sent tells the time left when it goes.</summary>
+    public static void Rewrite(Span<byte> frame, uint remainingMilliseconds)
+    {
+        const int Offset = ProtocolConstants.FrameHeaderSize + ProtocolConstants.RequestHeaderSize;
+        BinaryPrimitives.WriteUInt32LittleEndian(frame[Offset..], remainingMilliseconds);
+    }
+
     /// <summary>What is left of <paramref name="deadline"/> at <paramref name="now"/>, rounded up to a whole millisecond
     /// so that a call with time left never reads as expired, and clamped to what the header can carry.</summary>
     public static uint RemainingMilliseconds(long deadline, long now, long frequency)

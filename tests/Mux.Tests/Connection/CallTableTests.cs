@@ -231,12 +231,12 @@ public class CallTableTests
     }
 }
 
-/// <summary>The call cap's slots, kept in per-core stripes: the total stays exact whichever core
-/// takes or gives back, and a take finds a slot on any stripe.</summary>
+/// <summary>The call cap's slots: each is taken once, given back once, and a waiter gets the one a
+/// release frees.</summary>
 public class CallSlotsTests
 {
     [Fact]
-    public void EverySlotIsTakenOnce_FromWhicheverStripeHoldsIt_AndGivenBackToAnyStripe()
+    public void EverySlotIsTakenOnce_AndGivenBackOnce()
     {
         var slots = new CallSlots(3);
         Assert.Equal(3, slots.Free);
@@ -246,49 +246,69 @@ public class CallSlotsTests
         Assert.False(slots.TryTake());
         Assert.Equal(0, slots.Free);
 
-        // Given back to a stripe no taker calls home (masked into range): still found.
-        slots.Release(slots.HomeStripe + 1);
+        slots.Release();
         Assert.Equal(1, slots.Free);
         Assert.True(slots.TryTake());
         Assert.False(slots.TryTake());
 
         slots.Release();
-        slots.Release(7);
+        slots.Release();
         Assert.Equal(2, slots.Free);
     }
 
     [Fact]
-    public async Task AWaiter_GetsTheSlotAReleaseOnAnyStripeFrees()
+    public void AQueuedCall_GetsTheSlotAReleaseFrees_OldestFirst()
     {
         var slots = new CallSlots(1);
         Assert.True(slots.TryTake());
-        ValueTask waiting = slots.WaitAsync(Timeout.InfiniteTimeSpan, TimeProvider.System, CancellationToken.None);
-        Assert.False(waiting.IsCompleted);
+        PendingCall first = PendingCall<int>.Rent(null!, 1, default);
+        PendingCall second = PendingCall<int>.Rent(null!, 1, default);
+        Assert.Equal(SlotQueueing.Queued, slots.Enqueue(first, out _));
+        Assert.Equal(SlotQueueing.Queued, slots.Enqueue(second, out _));
+        Assert.Equal(2, slots.Queued);
 
-        slots.Release(slots.HomeStripe + 1);
-        await waiting.AsTask().WaitAsync(TestHost.Patience);
-        Assert.Equal(0, slots.Free); // The waiter holds it.
+        Assert.Same(first, slots.Release());
+        Assert.Equal(0, slots.Free); // The first call holds it.
         Assert.False(slots.TryTake());
+        Assert.Same(second, slots.Release());
+        Assert.Null(slots.Release());
+        Assert.Equal(1, slots.Free);
+        Assert.Equal(0, slots.Queued);
     }
 
     [Fact]
-    public async Task FailedSlots_FailEachWaiterAndEachLaterWait_WithAnExceptionOfItsOwn()
+    public void ACallThatQueuesAsASlotIsFreed_TakesIt_InsteadOfWaiting()
+    {
+        var slots = new CallSlots(0);
+        Assert.Null(slots.Release());
+        PendingCall call = PendingCall<int>.Rent(null!, 1, default);
+        Assert.Equal(SlotQueueing.SlotTaken, slots.Enqueue(call, out _));
+        Assert.Equal((0, 0), (slots.Free, slots.Queued));
+    }
+
+    [Fact]
+    public void FailedSlots_ReturnTheWaitingCallsOldestFirst_AndRefuseEachLaterOne_WithAnExceptionOfItsOwn()
     {
         var slots = new CallSlots(1);
         Assert.True(slots.TryTake());
-        Task first = slots.WaitAsync(Timeout.InfiniteTimeSpan, TimeProvider.System, CancellationToken.None).AsTask();
-        Task second = slots.WaitAsync(Timeout.InfiniteTimeSpan, TimeProvider.System, CancellationToken.None).AsTask();
+        PendingCall first = PendingCall<int>.Rent(null!, 1, default);
+        PendingCall second = PendingCall<int>.Rent(null!, 1, default);
+        slots.Enqueue(first, out _);
+        slots.Enqueue(second, out _);
 
-        slots.Fail(() => new InvalidOperationException("The connection closed."));
+        PendingCall? failed = slots.Fail(() => new InvalidOperationException("The connection closed."));
+        Assert.Same(first, failed);
+        Assert.Same(second, failed!.QueueNext);
+        Assert.Null(second.QueueNext);
+        Assert.False(slots.TryUnlink(first)); // Out of the queue already.
+        Assert.Null(slots.Release()); // Nobody waits: the slot is free.
 
-        var one = await Assert.ThrowsAsync<InvalidOperationException>(() => first.WaitAsync(TestHost.Patience));
-        var two = await Assert.ThrowsAsync<InvalidOperationException>(() => second.WaitAsync(TestHost.Patience));
-        var later = await Assert.ThrowsAsync<InvalidOperationException>(() => slots.WaitAsync(Timeout.InfiniteTimeSpan, TimeProvider.System, CancellationToken.None).AsTask());
-        Assert.Equal("The connection closed.", later.Message);
+        Assert.Equal(SlotQueueing.Refused, slots.Enqueue(PendingCall<int>.Rent(null!, 1, default), out Func<Exception>? refused));
+        Exception one = refused!();
+        Exception two = refused();
+        Assert.Equal("The connection closed.", one.Message);
 
         // Thrown on different threads, one shared instance would carry whichever stack trace was written last.
         Assert.NotSame(one, two);
-        Assert.NotSame(one, later);
-        Assert.NotSame(two, later);
     }
 }

@@ -1,14 +1,13 @@
 using Mux.Connection;
-using Mux.Tests.Infrastructure;
 
 namespace Mux.Tests.Races;
 
 /// <summary>
-/// A caller waiting for a call slot that gives up (its token, its deadline) while the slots fail
-/// (GoAway, the close) gives back no slot it never had. Fail takes the waiters off the list under
-/// the lock and fails them after it; a waiter that gave up in between found itself off the list,
-/// took that for a slot granted just as it gave up, and passed one on: the count of free slots
-/// went one above what the connection had for each, on a connection still draining its calls.
+/// Calls waiting for a call slot that are given up on (their token, their deadline: CallSlots.TryUnlink)
+/// while the slots fail (GoAway, the close) or while a slot is handed from call to call: each call
+/// leaves the queue exactly once, by one of those ways, and no slot is made or lost. (A waiter of
+/// the old wait that gave up as the slots failed took itself for one granted a slot and gave one
+/// back that it never had.)
 /// </summary>
 public sealed class SlotWaiterGivingUpAsSlotsFailTests
 {
@@ -16,95 +15,92 @@ public sealed class SlotWaiterGivingUpAsSlotsFailTests
     private const int Waiters = 64;
 
     [Fact]
-    public async Task WaitersCancelledAsTheSlotsFail_GiveBackNoSlot()
+    public async Task WaitersGivenUpOnAsTheSlotsFail_LeaveOnce_AndGiveBackNoSlot()
     {
-        var failure = new InvalidOperationException("The slots failed.");
         for (int round = 0; round < Rounds; round++)
         {
             var slots = new CallSlots(1);
             Assert.True(slots.TryTake()); // Held by a call in flight throughout.
+            PendingCall[] calls = Queue(slots, Waiters);
 
-            var tokens = new CancellationTokenSource[Waiters];
-            var waits = new Task[Waiters];
+            PendingCall? failed = null;
+            bool[] unlinked = await RunWhileGivingUpFromTheLast(() => failed = slots.Fail(() => new InvalidOperationException("The slots failed.")), slots, calls);
+
+            var leftByFail = new HashSet<PendingCall>(ReferenceEqualityComparer.Instance);
+            for (PendingCall? call = failed; call is not null; call = call.QueueNext)
+            {
+                Assert.True(leftByFail.Add(call), $"Round {round}: a call came twice in the failed chain.");
+            }
+
             for (int i = 0; i < Waiters; i++)
             {
-                tokens[i] = new CancellationTokenSource();
-                waits[i] = slots.WaitAsync(Timeout.InfiniteTimeSpan, TimeProvider.System, tokens[i].Token).AsTask();
+                Assert.True(unlinked[i] ^ leftByFail.Contains(calls[i]), $"Round {round}: call {i} left the queue {(unlinked[i] ? "twice" : "never")}.");
             }
 
-            // The last waiters Fail reaches give up while it works down the list.
-            await RunWhileGivingUpFromTheLast(() => slots.Fail(() => failure), tokens);
-            foreach (Task wait in waits)
-            {
-                Exception error = await Assert.ThrowsAnyAsync<Exception>(() => wait.WaitAsync(TestHost.Patience));
-                Assert.True(error is OperationCanceledException || ReferenceEquals(error, failure), $"Round {round}: {error}");
-            }
-
-            // No waiter got a slot; the one taken is still out.
+            Assert.Equal(0, slots.Queued);
             Assert.True(slots.Free == 0, $"Round {round}: {slots.Free} slots free, for none given back.");
-            foreach (CancellationTokenSource token in tokens)
-            {
-                token.Dispose();
-            }
+            Assert.Equal(SlotQueueing.Refused, slots.Enqueue(Rent(), out Func<Exception>? refused));
+            Assert.Equal("The slots failed.", refused!().Message);
         }
     }
 
     [Fact]
-    public async Task WaitersCancelledAsTheSlotIsHandedOn_LoseNoSlot_AndMakeNone()
+    public async Task WaitersGivenUpOnAsTheSlotIsHandedOn_LeaveOnce_AndLoseNoSlot()
     {
-        // The other side of the rule above: a waiter granted a slot just as it gave up still passes
-        // that slot on. One slot goes from waiter to waiter (each gives it back as soon as it has
-        // it) while the waiters give up from the last: at the end it is free, once.
+        // One slot goes from call to call (each gives it back as soon as it has it, as if answered at
+        // once) while the calls are given up on from the last: at the end it is free, once.
         for (int round = 0; round < Rounds; round++)
         {
             var slots = new CallSlots(1);
             Assert.True(slots.TryTake());
+            PendingCall[] calls = Queue(slots, Waiters);
 
-            var tokens = new CancellationTokenSource[Waiters];
-            var waits = new Task[Waiters];
-            int served = 0;
+            var served = new List<PendingCall>();
+            bool[] unlinked = await RunWhileGivingUpFromTheLast(
+                () =>
+                {
+                    PendingCall? next = slots.Release();
+                    while (next is not null)
+                    {
+                        served.Add(next);
+                        next = slots.Release();
+                    }
+                },
+                slots,
+                calls);
+
+            var servedSet = new HashSet<PendingCall>(served, ReferenceEqualityComparer.Instance);
+            Assert.Equal(served.Count, servedSet.Count);
             for (int i = 0; i < Waiters; i++)
             {
-                tokens[i] = new CancellationTokenSource();
-                waits[i] = slots.WaitAsync(Timeout.InfiniteTimeSpan, TimeProvider.System, tokens[i].Token).AsTask().ContinueWith(
-                    wait =>
-                    {
-                        if (wait.IsCompletedSuccessfully)
-                        {
-                            Interlocked.Increment(ref served);
-                            slots.Release();
-                        }
-
-                        return wait;
-                    },
-                    CancellationToken.None,
-                    TaskContinuationOptions.ExecuteSynchronously,
-                    TaskScheduler.Default).Unwrap();
+                Assert.True(unlinked[i] ^ servedSet.Contains(calls[i]), $"Round {round}: call {i} left the queue {(unlinked[i] ? "twice" : "never")}.");
             }
 
-            await RunWhileGivingUpFromTheLast(() => slots.Release(), tokens);
-            foreach (Task wait in waits)
-            {
-                try
-                {
-                    await wait.WaitAsync(TestHost.Patience);
-                }
-                catch (OperationCanceledException)
-                {
-                }
-            }
-
-            Assert.True(slots.Free == 1, $"Round {round}: {slots.Free} slots free, for the one given back ({served} waiters served).");
-            foreach (CancellationTokenSource token in tokens)
-            {
-                token.Dispose();
-            }
+            // Served oldest first.
+            int[] order = [.. served.Select(call => Array.IndexOf(calls, call))];
+            Assert.Equal(order.Order(), order);
+            Assert.Equal(0, slots.Queued);
+            Assert.True(slots.Free == 1, $"Round {round}: {slots.Free} slots free, for the one given back ({served.Count} calls served).");
         }
     }
 
-    // Runs act on a thread of its own, started at the moment this thread begins to cancel the
-    // waiters' tokens from the last to the first, and waits for it to end.
-    private static async Task RunWhileGivingUpFromTheLast(Action act, CancellationTokenSource[] tokens)
+    private static PendingCall Rent() => PendingCall<int>.Rent(null!, 1, default);
+
+    private static PendingCall[] Queue(CallSlots slots, int count)
+    {
+        var calls = new PendingCall[count];
+        for (int i = 0; i < count; i++)
+        {
+            calls[i] = Rent();
+            Assert.Equal(SlotQueueing.Queued, slots.Enqueue(calls[i], out _));
+        }
+
+        return calls;
+    }
+
+    // Runs act on a thread of its own, started at the moment this thread begins to take the calls
+    // out of the queue from the last to the first, and waits for it to end; says which it took out.
+    private static async Task<bool[]> RunWhileGivingUpFromTheLast(Action act, CallSlots slots, PendingCall[] calls)
     {
         using var start = new Barrier(2);
         Task running = Task.Factory.StartNew(
@@ -117,11 +113,13 @@ public sealed class SlotWaiterGivingUpAsSlotsFailTests
             TaskCreationOptions.LongRunning,
             TaskScheduler.Default);
         start.SignalAndWait();
-        for (int i = tokens.Length - 1; i >= 0; i--)
+        bool[] unlinked = new bool[calls.Length];
+        for (int i = calls.Length - 1; i >= 0; i--)
         {
-            tokens[i].Cancel();
+            unlinked[i] = slots.TryUnlink(calls[i]);
         }
 
-        await running.WaitAsync(TestHost.Patience);
+        await running.WaitAsync(Infrastructure.TestHost.Patience);
+        return unlinked;
     }
 }

@@ -1,4 +1,4 @@
-using System.Runtime.CompilerServices;
+using System.Diagnostics;
 
 namespace Mux.Connection;
 
@@ -7,194 +7,220 @@ namespace Mux.Connection;
 /// <c>maxConcurrentCalls</c>, honoured on the client as HTTP/2 clients honour
 /// SETTINGS_MAX_CONCURRENT_STREAMS, so the server never has to stop reading. A slot is taken
 /// before a request is sent and given back when the server's answer for it arrives.
-/// Taking a free slot is one compare-and-swap; only callers that find none take the lock and wait
-/// (asynchronously, cancellably, within their deadline), oldest first.
+/// Taking a free slot is one compare-and-swap on one count. A call that finds none waits here as
+/// itself, its Request already encoded: its <see cref="PendingCall"/> is linked in through its own
+/// fields, oldest first, so waiting allocates nothing and needs no timer (its deadline and its
+/// token reach it through the pending table, as a sent call's do). Whoever gives a slot back takes
+/// the oldest waiting call with it and sends that call's Request.
 /// </summary>
 /// <remarks>
-/// The free slots are kept in stripes, one per core, each on cache lines of its own: a taker takes
-/// from its own core's stripe first, then from the others in turn; a slot goes back to the stripe
-/// its release names (the taker's home, so that a caller on core X finds on X's line the slot an
-/// answer freed), or to the releasing core's. So no line is written by every core: one count
-/// written by every caller and the reader was the last per-call write all cores shared on this path.
-/// The total stays exact: a slot is only ever moved by one compare-and-swap out of a stripe and one
-/// increment into one. A take that scans while a slot is being released elsewhere may miss that
-/// slot, but never one whose release happened before the take began (the server's single taker,
-/// its reader loop, reads a request only after the answer that freed its slot was sent); a caller
-/// that misses one waits, and the waiter count's fence pairing with Release wakes it.
+/// The server counts the calls it runs with this type too; it never queues one.
 /// </remarks>
 internal sealed class CallSlots
 {
     private readonly Lock _lock = new();
 
-    // Callers waiting for a slot, oldest first. Guarded by _lock.
-    private readonly LinkedList<Waiter> _waiters = new();
+    // The waiting calls, oldest first, linked through PendingCall.QueuePrevious and QueueNext; each
+    // in the WaitingForSlot state. Guarded by _lock.
+    private PendingCall? _oldest;
+    private PendingCall? _newest;
 
-    // Free slots by stripe (see remarks), each never negative; the total is the free slots. Taken
-    // with compare-and-swap by takers (and by Release on a waiter's behalf); given back by Release.
-    private readonly CoreStripe[] _free = new CoreStripe[StripedCounter.StripeCount];
-    private readonly int _mask = StripedCounter.StripeCount - 1;
+    // Free slots, never negative. Taken with compare-and-swap by takers (and by Release on a
+    // waiting call's behalf); given back by Release.
+    private int _free;
 
-    // _waiters.Count, published so that Release skips the lock when nobody waits. Changed with
-    // Interlocked under _lock: the full fence pairs with Release's increment of a stripe, so either
-    // a new waiter (which scans every stripe after it) sees the freed slot or Release sees the waiter.
-    private int _waiterCount;
+    // How many calls wait, published so that Release skips the lock when none does. Changed with
+    // Interlocked under _lock: the full fence pairs with Release's increment, so either a call that
+    // queues (and tries to take after counting itself) sees the freed slot or Release sees the call.
+    private int _queued;
 
     // Set once, under _lock, when the connection can send no more calls: makes the exception each
-    // later waiter fails with, one of its own (one instance thrown on several threads would have
-    // its stack trace overwritten by each).
+    // later call that would wait fails with, one of its own (one instance thrown on several threads
+    // would have its stack trace overwritten by each).
     private Func<Exception>? _failure;
 
-    public CallSlots(int count)
-    {
-        int stripes = _free.Length;
-        for (int i = 0; i < stripes; i++)
-        {
-            _free[i].Value = (count / stripes) + (i < count % stripes ? 1 : 0);
-        }
-    }
+    public CallSlots(int count) => _free = count;
 
-    /// <summary>This core's stripe: where a slot taken here had best be given back.</summary>
-    public int HomeStripe
-    {
-        [MethodImpl(MethodImplOptions.AggressiveInlining)]
-        get => Thread.GetCurrentProcessorId() & _mask;
-    }
+    /// <summary>Free slots now.</summary>
+    public int Free => Volatile.Read(ref _free);
 
-    /// <summary>Free slots now (a sum over the stripes: exact at quiet moments).</summary>
-    public int Free => (int)CoreStripe.Sum(_free);
+    /// <summary>Calls waiting for a slot now.</summary>
+    public int Queued => Volatile.Read(ref _queued);
 
-    /// <summary>Takes a free slot if there is one, without waiting: from this core's stripe, else
-    /// from the next that has one.</summary>
+    /// <summary>Takes a free slot if there is one, without waiting.</summary>
     public bool TryTake()
     {
-        int home = HomeStripe;
-        for (int i = 0; i <= _mask; i++)
+        int seen = Volatile.Read(ref _free);
+        while (seen > 0)
         {
-            ref long free = ref _free[(home + i) & _mask].Value;
-            long seen = Volatile.Read(ref free);
-            while (seen > 0)
+            int before = Interlocked.CompareExchange(ref _free, seen - 1, seen);
+            if (before == seen)
             {
-                long before = Interlocked.CompareExchange(ref free, seen - 1, seen);
-                if (before == seen)
-                {
-                    return true;
-                }
-
-                seen = before;
+                return true;
             }
+
+            seen = before;
         }
 
         return false;
     }
 
-    /// <summary>Waits for a slot, oldest waiter first, at most <paramref name="timeout"/> by
-    /// <paramref name="clock"/> (the client's TimeProvider).</summary>
-    /// <exception cref="TimeoutException"><paramref name="timeout"/> passed first.</exception>
-    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired first.</exception>
-    /// <exception cref="MuxConnectionException">The connection closed or is going away.</exception>
-    public async ValueTask WaitAsync(TimeSpan timeout, TimeProvider clock, CancellationToken cancellationToken)
+    /// <summary>
+    /// Queues a call that found no free slot (in the pending table already, its Request encoded).
+    /// <see cref="SlotQueueing.SlotTaken"/>: a slot was freed meanwhile and the call holds it,
+    /// dequeued, for its caller to send now; <see cref="SlotQueueing.GivenUp"/>: the call was given up
+    /// on before it could queue; <see cref="SlotQueueing.Refused"/>: the slots failed, and
+    /// <paramref name="refused"/> makes the call's exception.
+    /// </summary>
+    public SlotQueueing Enqueue(PendingCall call, out Func<Exception>? refused)
     {
-        var waiter = new Waiter();
         lock (_lock)
         {
-            if (_failure is not null)
+            refused = _failure;
+            if (refused is not null)
             {
-                throw _failure();
+                return SlotQueueing.Refused;
             }
 
-            Interlocked.Increment(ref _waiterCount);
+            if (!call.TryMarkWaitingForSlot())
+            {
+                return SlotQueueing.GivenUp;
+            }
+
+            Interlocked.Increment(ref _queued);
             if (TryTake())
             {
-                Interlocked.Decrement(ref _waiterCount);
-                return;
+                Interlocked.Decrement(ref _queued);
+                call.MarkDequeued();
+                return SlotQueueing.SlotTaken;
             }
 
-            waiter.Node = _waiters.AddLast(waiter);
-        }
-
-        try
-        {
-            await waiter.Task.WaitAsync(timeout, clock, cancellationToken).ConfigureAwait(false);
-        }
-        catch when (!waiter.Task.IsFaulted)
-        {
-            bool granted;
-            lock (_lock)
+            call.QueuePrevious = _newest;
+            if (_newest is null)
             {
-                if (waiter.Node.List is not null)
-                {
-                    _waiters.Remove(waiter.Node);
-                    Interlocked.Decrement(ref _waiterCount);
-                }
-
-                // Off the list, it was granted a slot or failed (Fail takes the waiters off under
-                // the lock, and fails them after it): only a granted one has a slot to give back.
-                granted = waiter.Granted;
+                _oldest = call;
             }
-
-            if (granted)
+            else
             {
-                Release(); // A slot was granted just as we gave up: pass it on.
+                _newest.QueueNext = call;
             }
 
-            throw;
+            _newest = call;
+            return SlotQueueing.Queued;
         }
     }
 
-    /// <summary>Gives a slot back to this core's stripe; the oldest waiter, if any, gets it.</summary>
-    public void Release() => Release(HomeStripe);
-
-    /// <summary>Gives a slot back to <paramref name="stripe"/> (a <see cref="HomeStripe"/> read by
-    /// whoever took it); the oldest waiter, if any, gets it.</summary>
-    public void Release(int stripe)
+    /// <summary>Gives a slot back. When calls wait, the oldest takes it and is returned, dequeued:
+    /// the caller sends its Request (or, if it cannot, gives the slot back again).</summary>
+    public PendingCall? Release()
     {
-        Interlocked.Increment(ref _free[stripe & _mask].Value);
-        if (Volatile.Read(ref _waiterCount) == 0)
+        Interlocked.Increment(ref _free);
+        if (Volatile.Read(ref _queued) == 0)
         {
-            return;
+            return null;
         }
 
-        Waiter? granted = null;
         lock (_lock)
         {
-            if (_waiters.First is { } oldest && TryTake())
+            PendingCall? oldest = _oldest;
+            if (oldest is null || !TryTake())
             {
-                _waiters.RemoveFirst();
-                Interlocked.Decrement(ref _waiterCount);
-                granted = oldest.Value;
-                granted.Granted = true;
+                return null;
             }
-        }
 
-        granted?.TrySetResult();
+            UnlinkLocked(oldest);
+            oldest.MarkDequeued();
+            return oldest;
+        }
     }
 
-    /// <summary>Fails every waiter, and every later wait, with an exception <paramref name="failure"/>
-    /// makes for each.</summary>
-    public void Fail(Func<Exception> failure)
+    /// <summary>Takes a waiting call out of the queue unsent (its caller gave up on it, or its
+    /// deadline passed): false when it does not wait (it was dequeued to be sent, or never queued).</summary>
+    public bool TryUnlink(PendingCall call)
     {
-        Waiter[] waiters;
+        // A call leaves the queue once and never comes back; one not queued yet, given up on now,
+        // fails to queue (TryMarkWaitingForSlot). So a sent call's cancellation takes no lock.
+        if (!call.IsWaitingForSlot)
+        {
+            return false;
+        }
+
+        lock (_lock)
+        {
+            if (!call.IsWaitingForSlot)
+            {
+                return false;
+            }
+
+            UnlinkLocked(call);
+            call.MarkUnqueued();
+            return true;
+        }
+    }
+
+    /// <summary>Fails the slots: no call queues from now on (each is refused with an exception
+    /// <paramref name="failure"/> makes). Returns the calls that were waiting, oldest first, each
+    /// taken out unsent and chained to the next through <see cref="PendingCall.QueueNext"/>.</summary>
+    public PendingCall? Fail(Func<Exception> failure)
+    {
         lock (_lock)
         {
             _failure ??= failure;
-            waiters = [.. _waiters];
-            _waiters.Clear();
-            Interlocked.Exchange(ref _waiterCount, 0);
-        }
+            PendingCall? oldest = _oldest;
+            for (PendingCall? call = oldest; call is not null; call = call.QueueNext)
+            {
+                call.QueuePrevious = null;
+                call.MarkUnqueued();
+            }
 
-        foreach (Waiter waiter in waiters)
-        {
-            waiter.TrySetException(failure());
+            _oldest = null;
+            _newest = null;
+            Interlocked.Exchange(ref _queued, 0);
+            return oldest;
         }
     }
 
-    /// <summary>One caller waiting for a slot. Its continuation never runs under the lock.</summary>
-    private sealed class Waiter() : TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously)
+    private void UnlinkLocked(PendingCall call)
     {
-        // Its place in _waiters; detached (List is null) once granted, failed or given up. Guarded by _lock.
-        public LinkedListNode<Waiter> Node = null!;
+        Debug.Assert(_lock.IsHeldByCurrentThread);
+        PendingCall? previous = call.QueuePrevious;
+        PendingCall? next = call.QueueNext;
+        if (previous is null)
+        {
+            _oldest = next;
+        }
+        else
+        {
+            previous.QueueNext = next;
+        }
 
-        // Whether Release took a slot for it (and detached it). Guarded by _lock.
-        public bool Granted;
+        if (next is null)
+        {
+            _newest = previous;
+        }
+        else
+        {
+            next.QueuePrevious = previous;
+        }
+
+        call.QueuePrevious = null;
+        call.QueueNext = null;
+        Interlocked.Decrement(ref _queued);
     }
+}
+
+/// <summary>How <see cref="CallSlots.Enqueue"/> took a call that found no free slot.</summary>
+internal enum SlotQueueing : byte
+{
+    /// <summary>It waits; whoever frees a slot sends it.</summary>
+    Queued,
+
+    /// <summary>A slot was freed as it came: it holds it, for its caller to send now.</summary>
+    SlotTaken,
+
+    /// <summary>It was given up on (its deadline) before it could queue: not queued, already failed.</summary>
+    GivenUp,
+
+    /// <summary>The connection sends no more calls: not queued.</summary>
+    Refused,
 }

@@ -1,5 +1,6 @@
 using System.Buffers;
 using System.Collections.Concurrent;
+using System.Diagnostics.CodeAnalysis;
 using Mux.Protocol;
 using Mux.Streaming;
 
@@ -39,6 +40,12 @@ internal sealed partial class OutgoingCalls
     private PendingCall? TakeAnswered(uint callId)
     {
         PendingCall? call = _pending.TryRemove(callId);
+        if (call is not null && call.IsWaitingForSlot)
+        {
+            // Out of the table but still queued: the close this exception brings fails it.
+            ThrowAnswerToUnsentCall(callId);
+        }
+
         if (call is null)
         {
             lock (_abandoned)
@@ -50,10 +57,15 @@ internal sealed partial class OutgoingCalls
             }
         }
 
-        // To the caller's stripe, where its next take finds it; an abandoned call's goes to this core's.
-        _slots.Release(call?.SlotStripe ?? _slots.HomeStripe);
+        ReleaseSlot();
         return call;
     }
+
+    [DoesNotReturn]
+    private void ThrowAnswerToUnsentCall(uint callId) =>
+        throw new MuxProtocolException(
+            $"The {_connection.PeerName} answered call {callId}, which was never sent to it (it waits for one of the " +
+            $"{_connection.PeerName}'s MaxConcurrentCallsPerConnection slots).");
 
     /// <summary>A Response or Error to one of these calls.</summary>
     public void OnAnswer(in Frame frame)
@@ -141,7 +153,7 @@ internal sealed partial class OutgoingCalls
 
         _goingAway = true;
         Interlocked.MemoryBarrier(); // Pairs with StartCall's check after its table add, as OnGoAway's does.
-        _slots.Fail(GoingAwayNotSent);
+        FailWaitingCalls(GoingAwayNotSent);
         NotifyIfDrainedAfterGoAway();
         return stopped.Task;
     }
@@ -152,7 +164,7 @@ internal sealed partial class OutgoingCalls
         _peerWentAway = true;
         _goingAway = true;
         Interlocked.MemoryBarrier(); // Pairs with StartCall's check after its table add: see there.
-        _slots.Fail(GoingAwayNotSent);
+        FailWaitingCalls(GoingAwayNotSent);
         List<PendingCall>? notServed = null;
         _pending.RemoveWhere(lastServedCallId, static (call, last) => call.CallId > last, ref notServed);
         foreach (PendingCall call in notServed ?? [])
@@ -189,7 +201,7 @@ internal sealed partial class OutgoingCalls
     public void FailAll(MuxConnectionException error)
     {
         Volatile.Read(ref _expiryTimer)?.Dispose();
-        _slots.Fail(() => NotSent(error));
+        FailWaitingCalls(() => NotSent(error));
         var calls = new List<PendingCall>();
         _pending.Close(calls);
         MuxConnectionException failure = calls.Count != 0 && _stoppedSending is { Task.IsCompleted: true } ? NotSent(error) : error;

@@ -5,8 +5,8 @@ using Mux.Transport;
 
 namespace Mux.Connection;
 
-// The waits of a call: for a slot and room when it cannot be sent at once, and for its answer within its deadline and its
-// caller's token (the expiry scan, Cancel).
+// The waits of a call: for a slot (in CallSlots' queue, as itself) or for room when it cannot be sent at once, and for its
+// answer within its deadline and its caller's token (the expiry scan, Cancel).
 internal sealed partial class OutgoingCalls
 {
     // Callers that wait for room in the outbound queue queue their Requests one at a time through it: the slow path only.
@@ -22,41 +22,192 @@ internal sealed partial class OutgoingCalls
     // Written under _abandoned's lock, with the timer.
     private long _firstScanAt = long.MaxValue;
 
-    /// <summary>The peer runs as many calls as it allows, or is not reading: waits within the call's deadline and token
-    /// for a slot, then for room in the outbound queue, then sends.</summary>
-    private async ValueTask<TResult> InvokeWhenASlotIsFreeAsync<TArguments, TResult>(
+    /// <summary>
+    /// Queues a call that found no free slot, in the pending table already, so that the expiry scan and its token reach it
+    /// as they reach a sent call. Its Request is encoded now, on its caller's thread, into the call's own buffer; whoever
+    /// frees a slot sends it (<see cref="ReleaseSlot"/>). An exception when it failed before it was queued, the call then
+    /// back in its pool; null when the caller awaits the call.
+    /// </summary>
+    private Exception? Enqueue<TResult, TArguments>(
+        PendingCall<TResult> call, uint methodId, in TArguments arguments, long now, CancellationToken cancellationToken, byte[]? metadata)
+        where TArguments : struct
+    {
+        uint callId = call.CallId;
+        try
+        {
+            EncodeRequest(call, methodId, arguments, now, metadata);
+        }
+        catch (Exception ex)
+        {
+            // Never reuse a buffer a failed serializer may have left in a strange state.
+            call.QueuedFrame?.Dispose();
+            call.QueuedFrame = null;
+            if (_pending.TryRemove(callId, call))
+            {
+                call.Return();
+                NotifyIfDrainedAfterGoAway();
+                return ex is MuxConnectionException { IsSafeToRetry: false } closed ? NotSent(closed) : ex;
+            }
+
+            // Taken from the table by the close or the expiry scan, which fails it; it held no slot.
+            ReleaseIfAbandoned(callId, holdingSlot: false);
+            return null;
+        }
+
+        switch (_slots.Enqueue(call, out Func<Exception>? refused))
+        {
+            case SlotQueueing.SlotTaken:
+                if (!SendDequeued(call))
+                {
+                    ReleaseSlot();
+                }
+
+                break;
+            case SlotQueueing.GivenUp:
+                // The expiry scan failed it between its entry in the table and now: never sent.
+                call.DropQueuedRequest();
+                ReleaseIfAbandoned(callId, holdingSlot: false);
+                return null;
+            case SlotQueueing.Refused:
+                call.DropQueuedRequest();
+                if (_pending.TryRemove(callId, call))
+                {
+                    call.Return();
+                    NotifyIfDrainedAfterGoAway();
+                    return refused!();
+                }
+
+                // The close, GoAway or the expiry scan took it from the table and is failing it.
+                ReleaseIfAbandoned(callId, holdingSlot: false);
+                return null;
+        }
+
+        // After it is queued, so that a cancellation finds it there; a token cancelled already runs the callback now.
+        if (cancellationToken.CanBeCanceled)
+        {
+            call.RegisterCancellation(cancellationToken);
+        }
+
+        return null;
+    }
+
+    /// <summary>Gives a slot back: the oldest call waiting for one takes it, and this thread sends its Request, bytes its
+    /// caller encoded (nothing of the caller's runs here, so the reader loop may). One that cannot be sent passes it on.</summary>
+    private void ReleaseSlot()
+    {
+        PendingCall? next = _slots.Release();
+        while (next is not null && !SendDequeued(next))
+        {
+            next = _slots.Release();
+        }
+    }
+
+    /// <summary>
+    /// Sends a call that waited for a slot and holds one now, its deadline header brought up to date. False when it was
+    /// not sent, its slot to be passed on: its deadline passed as the slot came (before the expiry scan saw it), or it was
+    /// completed meanwhile (given up on, the close, GoAway).
+    /// </summary>
+    private bool SendDequeued(PendingCall call)
+    {
+        uint callId = call.CallId;
+        long now = 0;
+        if (call.Deadline.IsSet)
+        {
+            now = Clock.GetTimestamp();
+            if (call.Deadline.At <= now && _pending.TryRemove(callId, call))
+            {
+                call.MarkUnqueued();
+                call.DropQueuedRequest();
+                string detail = " (its time ran out while it waited to be sent; it was not sent)";
+                call.CompleteWithException(CreateTimeoutException(call.MethodId, call.Deadline, detail));
+                NotifyIfDrainedAfterGoAway();
+                return false;
+            }
+        }
+
+        if (!call.TryStartSending())
+        {
+            // Completed while dequeued, so never sent: its completion is this thread's (PendingCall.CompletedWhileSending).
+            call.DropQueuedRequest();
+            call.QueueCompletion();
+            ReleaseIfAbandoned(callId, holdingSlot: false);
+            return false;
+        }
+
+        PooledBufferWriter frame = call.QueuedFrame!;
+        BufferSegment? message = call.QueuedMessage;
+        call.QueuedMessage = null; // The writer's once queued.
+        if (call.QueuedWithDeadline)
+        {
+            uint remaining = DeadlineHeader.RemainingMilliseconds(call.Deadline.At, now, Clock.TimestampFrequency);
+            DeadlineHeader.Rewrite(message is null ? frame.Buffer : message.Array, remaining);
+        }
+
+        CallStreams? streams = call.Streams;
+        _outbound.SendEncodedRequest(frame, message, call.QueuedMessageLength, streams?.Sender is null ? null : streams);
+        call.ReleaseQueuedFrame();
+        if (!call.TryFinishSending())
+        {
+            // Completed while its Request was queued: one that failed (given up on, or ended by the connection) tells the
+            // peer now, after the Request, as a call sent at once does.
+            if (call.HasFailed)
+            {
+                SendCancel(callId);
+            }
+
+            call.QueueCompletion();
+        }
+
+        return true;
+    }
+
+    /// <summary>No call waits for a slot from now on (the connection closes, or sends no new call): each waiting fails,
+    /// never sent, with an exception <paramref name="failure"/> makes for it.</summary>
+    private void FailWaitingCalls(Func<Exception> failure)
+    {
+        PendingCall? waiting;
+        lock (_abandoned)
+        {
+            // Under this lock a cancellation or the expiry scan takes a waiting call out of the table and the queue
+            // together, so none of them finds a call in one and not the other.
+            waiting = _slots.Fail(failure);
+            for (PendingCall? call = waiting; call is not null; call = call.QueueNext)
+            {
+                _pending.TryRemove(call.CallId, call);
+            }
+        }
+
+        while (waiting is not null)
+        {
+            PendingCall call = waiting;
+            waiting = call.QueueNext;
+            call.QueueNext = null;
+            call.DropQueuedRequest();
+            call.CompleteWithException(failure());
+        }
+    }
+
+    /// <summary>What a timeout says of a call that waited for a slot all that time.</summary>
+    private string WaitedForSlotDetail => $" (it waited for one of the {_connection.PeerName}'s MaxConcurrentCallsPerConnection slots all that time)";
+
+    /// <summary>Holding a slot with the outbound queue over MaxOutboundBytesPerConnection (the peer is not reading): waits
+    /// within the call's deadline and token for room, then sends.</summary>
+    private async ValueTask<TResult> InvokeWhenThereIsRoomAsync<TArguments, TResult>(
         uint methodId, TArguments arguments, CallDeadline deadline, CancellationToken cancellationToken, CallStreams? streams, byte[]? metadata)
         where TArguments : struct
     {
-        try
-        {
-            await _slots.WaitAsync(TimeLeft(deadline), Clock, cancellationToken).ConfigureAwait(false);
-        }
-        catch (TimeoutException)
-        {
-            string detail = $" (it waited for one of the {_connection.PeerName}'s MaxConcurrentCallsPerConnection slots all that time)";
-            throw CreateTimeoutException(methodId, deadline, detail);
-        }
-
-        bool gated = _outbound.IsFull;
-        if (gated)
-        {
-            await EnterRoomGateAsync(methodId, deadline, cancellationToken).ConfigureAwait(false);
-        }
-
+        await EnterRoomGateAsync(methodId, deadline, cancellationToken).ConfigureAwait(false);
         PendingCall<TResult>? call;
         Exception? failure;
         try
         {
             long now = deadline.Now(Clock);
-            call = StartHoldingSlot<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken, streams, metadata, out failure);
+            call = StartCall<TArguments, TResult>(
+                methodId, arguments, deadline, now, cancellationToken, streams, metadata, holdingSlot: true, out failure);
         }
         finally
         {
-            if (gated)
-            {
-                _roomGate.Release();
-            }
+            _roomGate.Release();
         }
 
         return call is not null ? await new ValueTask<TResult>(call, call.Version).ConfigureAwait(false) : throw failure!;
@@ -92,7 +243,7 @@ internal sealed partial class OutgoingCalls
                 _roomGate.Release();
             }
 
-            _slots.Release(); // Nothing was sent.
+            ReleaseSlot(); // Nothing was sent.
             if (ex is OperationCanceledException && expiry is not null)
             {
                 // The deadline's token fired, or the caller's: each is reported as the caller knows it.
@@ -236,31 +387,55 @@ internal sealed partial class OutgoingCalls
 
             foreach (PendingCall call in expired)
             {
-                AbandonLocked(call.CallId);
+                // A call waiting for a slot leaves the queue with the table, never sent; a sent one waits among the
+                // abandoned for the answer that frees its slot.
+                if (!_slots.TryUnlink(call))
+                {
+                    AbandonLocked(call.CallId);
+                }
             }
         }
 
         NotifyIfDrainedAfterGoAway();
         foreach (PendingCall call in expired)
         {
-            GiveUp(call, CreateExpiredException(call));
+            if (call.IsUnqueued)
+            {
+                call.DropQueuedRequest();
+                call.CompleteWithException(CreateTimeoutException(call.MethodId, call.Deadline, WaitedForSlotDetail));
+            }
+            else
+            {
+                GiveUp(call, CreateExpiredException(call));
+            }
         }
     }
 
-    /// <summary>The caller's token fired: the call fails as cancelled, unless something completed it first.</summary>
+    /// <summary>The caller's token fired: the call fails as cancelled, unless something completed it first. A call still
+    /// waiting for a slot is never sent.</summary>
     public void Cancel(PendingCall call, CancellationToken token)
     {
         bool removed;
+        bool waiting = false;
         lock (_abandoned)
         {
             removed = _pending.TryRemove(call.CallId, call);
             if (removed)
             {
-                AbandonLocked(call.CallId);
+                waiting = _slots.TryUnlink(call);
+                if (!waiting)
+                {
+                    AbandonLocked(call.CallId);
+                }
             }
         }
 
-        if (removed)
+        if (waiting)
+        {
+            call.DropQueuedRequest();
+            call.CompleteWithException(new OperationCanceledException("The Mux call was canceled by the caller.", token));
+        }
+        else if (removed)
         {
             GiveUp(call, new OperationCanceledException("The Mux call was canceled by the caller.", token));
         }
@@ -272,13 +447,21 @@ internal sealed partial class OutgoingCalls
     /// the peer answers: the handler runs there until it sees the Cancel.</summary>
     private void GiveUp(PendingCall call, Exception failure)
     {
-        // A call taken while its Request is still being written: the caller sends the Cancel after it.
-        if (call.MayCancelNow())
+        call.RecordFailure(failure);
+        switch (call.TakeGiveUpTurn())
         {
-            SendCancel(call.CallId);
+            case GiveUpTurn.CancelNow:
+                SendCancel(call.CallId);
+                call.QueueCompletion();
+                break;
+            case GiveUpTurn.CancelAfterRequest:
+                // Its Request is still being written: the caller sends the Cancel after it.
+                call.QueueCompletion();
+                break;
+            default:
+                // A waiting call being sent: its sender completes it (SendDequeued).
+                break;
         }
-
-        call.CompleteWithException(failure);
     }
 
     /// <summary>Tells the peer a call was given up on; on a closed connection the peer cancels every handler anyway.</summary>

@@ -17,13 +17,15 @@ namespace Mux.Connection;
 /// </remarks>
 internal sealed partial class OutgoingCalls
 {
-    // About how many calls a connection has in flight: more only makes more calls share a slot of the table.
+    // About how many calls a connection has in the table, which presizes it; the calls waiting for a slot are there too,
+    // and past this the table grows (once: its size is kept).
     private const int ExpectedCalls = 1024;
 
     private readonly MuxConnection _connection;
     private readonly Outbound _outbound;
 
-    // Calls waiting for their answer, by id: added by callers, removed by whoever completes them.
+    // Calls waiting for their answer, and those waiting for a slot (see CallSlots), by id: added by callers, removed by
+    // whoever completes them.
     private readonly CallTable<PendingCall> _pending = new(ExpectedCalls);
 
     // ServerInitiated on a server's calls to its client, none on a client's: every frame of these calls carries it.
@@ -63,8 +65,9 @@ internal sealed partial class OutgoingCalls
 
     public MuxConnection Connection => _connection;
 
-    /// <summary>Calls waiting for their answer now (read without a lock; exact at quiet moments).</summary>
-    public int Count => _pending.Count;
+    /// <summary>Calls sent and waiting for their answer now, not those waiting for a slot (read without a lock; exact at
+    /// quiet moments).</summary>
+    public int Count => Math.Max(0, _pending.Count - _slots.Queued);
 
     /// <summary>Whether the peer sent GoAway, or this side stopped sending: no new call is sent.</summary>
     public bool IsGoingAway => _goingAway;
@@ -129,12 +132,12 @@ internal sealed partial class OutgoingCalls
         where TArguments : struct
     {
         PendingCall<VoidResult>? call = Start(methodId, arguments, deadline, now, cancellationToken, null, metadata, out ValueTask<VoidResult> other);
-        // Otherwise a Task already, or one more Task on the rare wait for a slot or room.
+        // Otherwise a Task already, or one more Task on the rare wait for room.
         return call is not null ? new ValueTask(call, call.Version) : new ValueTask(other.AsTask());
     }
 
-    /// <summary>The call, when it was sent at once; else null, and <paramref name="otherwise"/> is how it ends (refused
-    /// before anything was sent, or its wait for a slot and room).</summary>
+    /// <summary>The call, when it was sent at once or waits for a slot; else null, and <paramref name="otherwise"/> is how
+    /// it ends (refused before anything was sent, or its wait for room in the outbound queue).</summary>
     private PendingCall<TResult>? Start<TArguments, TResult>(
         uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken,
         CallStreams? streams, byte[]? metadata, out ValueTask<TResult> otherwise)
@@ -156,14 +159,16 @@ internal sealed partial class OutgoingCalls
             }
         }
 
-        if (_outbound.IsFull || !_slots.TryTake())
+        bool holdingSlot = _slots.TryTake();
+        if (holdingSlot && _outbound.IsFull)
         {
-            otherwise = InvokeWhenASlotIsFreeAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams, metadata);
+            otherwise = InvokeWhenThereIsRoomAsync<TArguments, TResult>(methodId, arguments, deadline, cancellationToken, streams, metadata);
             return null;
         }
 
-        PendingCall<TResult>? call = StartHoldingSlot<TArguments, TResult>(
-            methodId, arguments, deadline, now, cancellationToken, streams, metadata, out Exception? failure);
+        // Without a slot the call waits for one as itself (see CallSlots), awaited as a sent call is.
+        PendingCall<TResult>? call = StartCall<TArguments, TResult>(
+            methodId, arguments, deadline, now, cancellationToken, streams, metadata, holdingSlot, out Exception? failure);
         otherwise = call is null ? ValueTask.FromException<TResult>(failure!) : default;
         return call;
     }
@@ -196,34 +201,39 @@ internal sealed partial class OutgoingCalls
         return metadata;
     }
 
-    /// <summary>Holding a slot: rents the call, starts a client call's span, and starts it. Null, with why, when it failed
-    /// before anything was sent; its slot is then given back.</summary>
-    private PendingCall<TResult>? StartHoldingSlot<TArguments, TResult>(
+    /// <summary>Rents the call, starts a client call's span, and starts it: sent when <paramref name="holdingSlot"/>, else
+    /// queued for a slot. Null, with why, when it failed before anything was sent; a slot it held is then given back.</summary>
+    private PendingCall<TResult>? StartCall<TArguments, TResult>(
         uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken,
-        CallStreams? streams, byte[]? metadata, out Exception? failure)
+        CallStreams? streams, byte[]? metadata, bool holdingSlot, out Exception? failure)
         where TArguments : struct
     {
         PendingCall<TResult> call = PendingCall<TResult>.Rent(this, methodId, deadline);
         call.Streams = streams;
-        call.SlotStripe = _slots.HomeStripe;
 
         // A server's call to its client runs inside the handler's span, so only a client's calls get one of their own.
         CallTelemetry telemetry = call.Telemetry = _connection.IsServer ? default : CallTelemetry.StartClient(methodId, Peer, Clock, now);
-        failure = StartCall(call, methodId, arguments, now, cancellationToken, metadata);
+        failure = StartCall(call, methodId, arguments, now, cancellationToken, metadata, holdingSlot);
         if (failure is null)
         {
             return call;
         }
 
-        _slots.Release(); // Nothing was sent: the peer will not answer it.
+        if (holdingSlot)
+        {
+            ReleaseSlot(); // Nothing was sent: the peer will not answer it.
+        }
+
         telemetry.Stop(failure);
         return null;
     }
 
-    /// <summary>Publishes the call, sends its Request (its deadline measured at <paramref name="now"/>) and hooks up its
-    /// token. An exception when it failed before anything was sent, the call then back in its pool.</summary>
+    /// <summary>Publishes the call, sends its Request (its deadline measured at <paramref name="now"/>) or, without
+    /// <paramref name="holdingSlot"/>, queues it for a slot, and hooks up its token. An exception when it failed before
+    /// anything was sent or queued, the call then back in its pool.</summary>
     private Exception? StartCall<TResult, TArguments>(
-        PendingCall<TResult> call, uint methodId, in TArguments arguments, long now, CancellationToken cancellationToken, byte[]? metadata)
+        PendingCall<TResult> call, uint methodId, in TArguments arguments, long now, CancellationToken cancellationToken, byte[]? metadata,
+        bool holdingSlot)
         where TArguments : struct
     {
         if (call.Deadline.At <= now)
@@ -272,7 +282,7 @@ internal sealed partial class OutgoingCalls
         {
             if (!_pending.TryRemove(call.CallId, call))
             {
-                ReleaseIfAbandoned(call.CallId);
+                ReleaseIfAbandoned(call.CallId, holdingSlot);
                 return null;
             }
 
@@ -286,6 +296,11 @@ internal sealed partial class OutgoingCalls
         if (streams is not null)
         {
             RegisterStreams(call.CallId, streams); // Before the Request: the peer may stream at once.
+        }
+
+        if (!holdingSlot)
+        {
+            return Enqueue(call, methodId, arguments, now, cancellationToken, metadata);
         }
 
         try
@@ -306,7 +321,7 @@ internal sealed partial class OutgoingCalls
                 return ex is MuxConnectionException { IsSafeToRetry: false } closed ? NotSent(closed) : ex;
             }
 
-            ReleaseIfAbandoned(call.CallId);
+            ReleaseIfAbandoned(call.CallId, holdingSlot: true);
             return null;
         }
 
@@ -327,8 +342,8 @@ internal sealed partial class OutgoingCalls
     }
 
     /// <summary>A call whose Request never went out was taken from the table by another, which is failing it. If the
-    /// expiry scan took it, its slot waits for an answer that will never come: it is freed here.</summary>
-    private void ReleaseIfAbandoned(uint callId)
+    /// expiry scan took it, its slot (if it held one) waits for an answer that will never come: it is freed here.</summary>
+    private void ReleaseIfAbandoned(uint callId, bool holdingSlot)
     {
         bool abandoned;
         lock (_abandoned)
@@ -336,9 +351,9 @@ internal sealed partial class OutgoingCalls
             abandoned = ForgetAbandonedLocked(callId);
         }
 
-        if (abandoned)
+        if (abandoned && holdingSlot)
         {
-            _slots.Release();
+            ReleaseSlot();
         }
     }
 
@@ -365,6 +380,24 @@ internal sealed partial class OutgoingCalls
         PendingCall call, uint methodId, in TArguments arguments, long now, CallStreams? whenWritten, byte[]? metadata)
         where TArguments : struct
     {
+        var body = RequestBodyOf(call, arguments, now, metadata);
+        _outbound.SendFrame(FrameType.Request, call.CallId, methodId, ref body, _idSpace | body.Flags, whenWritten);
+    }
+
+    /// <summary>Encodes the Request <see cref="SendRequest"/> would send into the call's own buffer, for whoever frees a
+    /// slot to send: a call that waits for one.</summary>
+    private void EncodeRequest<TArguments>(PendingCall call, uint methodId, in TArguments arguments, long now, byte[]? metadata)
+        where TArguments : struct
+    {
+        var body = RequestBodyOf(call, arguments, now, metadata);
+        call.QueuedWithDeadline = (body.Flags & FrameFlags.Deadline) != 0;
+        PooledBufferWriter frame = call.QueuedFrame ??= new PooledBufferWriter();
+        _outbound.EncodeRequest(call.CallId, methodId, ref body, _idSpace | body.Flags, frame, out call.QueuedMessage, out call.QueuedMessageLength);
+    }
+
+    private RequestBody<MessagePackBody<TArguments>> RequestBodyOf<TArguments>(PendingCall call, in TArguments arguments, long now, byte[]? metadata)
+        where TArguments : struct
+    {
         uint? remaining = null;
         Activity? trace = null;
         if (_idSpace == FrameFlags.None)
@@ -384,8 +417,7 @@ internal sealed partial class OutgoingCalls
         }
 
         var message = new MessagePackBody<TArguments>(arguments, _connection.SerializerOptions);
-        var body = new RequestBody<MessagePackBody<TArguments>>(message, remaining, trace, metadata);
-        _outbound.SendFrame(FrameType.Request, call.CallId, methodId, ref body, _idSpace | body.Flags, whenWritten);
+        return new RequestBody<MessagePackBody<TArguments>>(message, remaining, trace, metadata);
     }
 
     /// <summary>The next call id; 0 is reserved for the connection.</summary>

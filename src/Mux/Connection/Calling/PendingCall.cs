@@ -24,9 +24,23 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     private const int RequestQueued = 1;
     private const int CancelOwed = 2;
 
+    // A call that found none of the peer's call slots free: linked into its connection's CallSlots
+    // queue (WaitingForSlot), then taken out either to be sent by whoever freed a slot (Dequeued,
+    // then Sending while that sender queues its Request) or unsent (Unqueued: given up on, or the
+    // slots failed). Only CallSlots moves a call into or out of WaitingForSlot, under its lock.
+    private const int WaitingForSlot = 3;
+    private const int Dequeued = 4;
+    private const int Sending = 5;
+    private const int Unqueued = 6;
+
+    // Added to Dequeued or Sending by whoever completes the call meanwhile (an answer, a failure):
+    // the outcome is recorded, and the sender queues the completion once it is done with the call,
+    // so the call cannot go back to its pool (and be rented again) under the sender's hands.
+    private const int CompletedWhileSending = 8;
+
     // The call is in the table before its Request is queued, so the expiry scan may fail it first; its Cancel must then
-    // follow the Request, or the peer drops it and runs the call. Settled once by compare-and-swap between the caller
-    // (NoteRequestQueued) and whoever gives up (MayCancelNow).
+    // follow the Request, or the peer drops it and runs the call. Settled once by compare-and-swap between the caller or
+    // the sender of a waiting call (NoteRequestQueued, TryFinishSending) and whoever gives up (TakeGiveUpTurn).
     private int _requestState;
 
     // Payloads up to this size are copied into an array the call keeps, larger ones into a rented one: many answers of a
@@ -45,8 +59,28 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     /// <summary>The call's streams when its method takes or returns one; set before the call starts.</summary>
     public CallStreams? Streams;
 
-    /// <summary>The slot stripe of the caller's core, where the answer gives the slot back for its next take.</summary>
-    public int SlotStripe;
+    /// <summary>A waiting call's Request, encoded by its caller when it found no free slot: here when
+    /// it fits one frame (the buffer stays with the pooled call, so a waiting call allocates
+    /// nothing), in <see cref="QueuedMessage"/>'s segments when it goes in fragments. Written by the
+    /// caller before the call is queued; then read only by its sender, or dropped by whoever takes
+    /// it out of the queue unsent.</summary>
+    public PooledBufferWriter? QueuedFrame;
+
+    /// <summary>A waiting call's Request in pooled segments (over the fragment size), and that
+    /// frame's size on the wire; null otherwise. Owned as <see cref="QueuedFrame"/> is.</summary>
+    public BufferSegment? QueuedMessage;
+
+    public long QueuedMessageLength;
+
+    /// <summary>Whether the encoded Request carries a deadline header, which its sender brings up to
+    /// date (the call waited since it was encoded).</summary>
+    public bool QueuedWithDeadline;
+
+    /// <summary>Its neighbours in its connection's CallSlots queue while it waits there. Guarded by
+    /// that queue's lock (and read after CallSlots.Fail by the one thread that failed the queue).</summary>
+    public PendingCall? QueuePrevious;
+
+    public PendingCall? QueueNext;
 
     /// <summary>The connection-unique id; set before the call is published in the table.</summary>
     public uint CallId { get; set; }
@@ -73,6 +107,9 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
         _requestState = RequestUnsent;
         Telemetry = default;
         Streams = null;
+        QueuedWithDeadline = false;
+        QueuePrevious = null;
+        QueueNext = null;
     }
 
     /// <summary>Registers the caller's token. Called once, after the call is in the table.</summary>
@@ -95,11 +132,89 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     public bool NoteRequestQueued() =>
         Interlocked.CompareExchange(ref _requestState, RequestQueued, RequestUnsent) == RequestUnsent;
 
-    /// <summary>The call is given up on (its remover asks, once): true when its Request is queued and
-    /// its Cancel may go now; false leaves the Cancel to the caller, which sends it once the Request
-    /// is queued (<see cref="NoteRequestQueued"/>), or never if the Request is never sent.</summary>
-    public bool MayCancelNow() =>
-        Interlocked.CompareExchange(ref _requestState, CancelOwed, RequestUnsent) != RequestUnsent;
+    /// <summary>The call is given up on (its remover asks, once, with the failure recorded): whether
+    /// its Cancel may go now, is left to whoever queues its Request, or its whole completion is left
+    /// to the sender of a waiting call (which sends the Cancel only if it sent the Request).</summary>
+    public GiveUpTurn TakeGiveUpTurn()
+    {
+        while (true)
+        {
+            int state = Volatile.Read(ref _requestState);
+            switch (state)
+            {
+                case RequestUnsent:
+                    if (Interlocked.CompareExchange(ref _requestState, CancelOwed, RequestUnsent) == RequestUnsent)
+                    {
+                        return GiveUpTurn.CancelAfterRequest;
+                    }
+
+                    break;
+                case Dequeued or Sending:
+                    if (Interlocked.CompareExchange(ref _requestState, state | CompletedWhileSending, state) == state)
+                    {
+                        return GiveUpTurn.LeftToSender;
+                    }
+
+                    break;
+                default:
+                    return GiveUpTurn.CancelNow;
+            }
+        }
+    }
+
+    /// <summary>Whether the call was taken out of the CallSlots queue unsent.</summary>
+    public bool IsUnqueued => Volatile.Read(ref _requestState) == Unqueued;
+
+    /// <summary>Whether the call waits in its connection's CallSlots queue (its Request not sent).</summary>
+    public bool IsWaitingForSlot => Volatile.Read(ref _requestState) == WaitingForSlot;
+
+    /// <summary>Enters the CallSlots queue (under its lock): false when the call was given up on
+    /// between its entry in the table and now (the expiry scan failed it; it is not queued).</summary>
+    public bool TryMarkWaitingForSlot() =>
+        Interlocked.CompareExchange(ref _requestState, WaitingForSlot, RequestUnsent) == RequestUnsent;
+
+    /// <summary>Taken out of the CallSlots queue (under its lock) to be sent by whoever freed a slot.</summary>
+    public void MarkDequeued()
+    {
+        Debug.Assert(_requestState is WaitingForSlot or RequestUnsent);
+        Volatile.Write(ref _requestState, Dequeued);
+    }
+
+    /// <summary>Taken out of the CallSlots queue unsent (under its lock), or failed by its sender
+    /// before it was sent: it will never be sent.</summary>
+    public void MarkUnqueued() => Volatile.Write(ref _requestState, Unqueued);
+
+    /// <summary>The sender of a dequeued call starts to queue its Request: false when the call was
+    /// completed meanwhile (it is then not sent, and the sender queues the completion).</summary>
+    public bool TryStartSending() =>
+        Interlocked.CompareExchange(ref _requestState, Sending, Dequeued) == Dequeued;
+
+    /// <summary>The sender queued the Request: false when the call was completed meanwhile (the
+    /// sender then sends its Cancel if it failed, and queues the completion).</summary>
+    public bool TryFinishSending() =>
+        Interlocked.CompareExchange(ref _requestState, RequestQueued, Sending) == Sending;
+
+    /// <summary>Whether the recorded outcome is a failure (given up on, or the connection ended).</summary>
+    public bool HasFailed => _outcome == CallOutcome.Failed;
+
+    /// <summary>Returns a waiting call's encoded Request to its pools: it will not be sent.</summary>
+    public void DropQueuedRequest()
+    {
+        BufferSegmentPool.Shared.ReturnChain(QueuedMessage);
+        QueuedMessage = null;
+        ReleaseQueuedFrame();
+    }
+
+    /// <summary>Done with the encoded Request (sent, or dropped): a buffer that grew for a large
+    /// frame is not kept with the pooled call.</summary>
+    public void ReleaseQueuedFrame()
+    {
+        if (QueuedFrame is { } frame && frame.Buffer.Length > MaxOwnedPayload)
+        {
+            QueuedFrame = null;
+            frame.Dispose();
+        }
+    }
 
     /// <summary>Records a Response or Error payload (copied out of the receive buffer, or taken
     /// over from <paramref name="receiver"/> when it arrived in fragments) and queues completion.
@@ -109,15 +224,49 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
         Debug.Assert(outcome is CallOutcome.Response or CallOutcome.Error);
         _payload.Take(payload, MaxOwnedPayload, outcome == CallOutcome.Response ? receiver : null);
         _outcome = outcome;
-        ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
+        if (!TryLeaveToSender())
+        {
+            QueueCompletion();
+        }
     }
 
     /// <summary>Records a failure (timeout, cancellation, connection loss) and queues completion.</summary>
     public void CompleteWithException(Exception exception)
     {
+        RecordFailure(exception);
+        if (!TryLeaveToSender())
+        {
+            QueueCompletion();
+        }
+    }
+
+    /// <summary>Records a failure, for <see cref="TakeGiveUpTurn"/> and then <see cref="QueueCompletion"/>.</summary>
+    public void RecordFailure(Exception exception)
+    {
         _exception = exception;
         _outcome = CallOutcome.Failed;
-        ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
+    }
+
+    /// <summary>Completes the call with its recorded outcome, on the thread pool.</summary>
+    public void QueueCompletion() => ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
+
+    // A call whose sender is between taking it out of the queue and queueing its Request: its
+    // completion waits for the sender (see CompletedWhileSending). One read for every other call.
+    private bool TryLeaveToSender()
+    {
+        int state = Volatile.Read(ref _requestState);
+        while (state is Dequeued or Sending)
+        {
+            int seen = Interlocked.CompareExchange(ref _requestState, state | CompletedWhileSending, state);
+            if (seen == state)
+            {
+                return true;
+            }
+
+            state = seen;
+        }
+
+        return false;
     }
 
     void IThreadPoolWorkItem.Execute()
@@ -167,6 +316,19 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     protected abstract void SetResultFromPayload(in ReadOnlySequence<byte> payload);
 
     protected abstract void SetException(Exception exception);
+}
+
+/// <summary>What whoever gives a call up does about its Cancel (<see cref="PendingCall.TakeGiveUpTurn"/>).</summary>
+internal enum GiveUpTurn : byte
+{
+    /// <summary>Its Request is queued: send the Cancel, then complete the call.</summary>
+    CancelNow,
+
+    /// <summary>Its Request is not queued yet: complete the call; its caller sends the Cancel after the Request.</summary>
+    CancelAfterRequest,
+
+    /// <summary>A waiting call being sent: its sender completes it, after its Request and Cancel if it sent the Request.</summary>
+    LeftToSender,
 }
 
 /// <summary>What ended a call; written by its single remover.</summary>

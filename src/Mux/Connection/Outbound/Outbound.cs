@@ -117,12 +117,84 @@ internal sealed partial class Outbound
         return length + ProtocolConstants.LengthPrefixSize;
     }
 
+    /// <summary>Encodes a Request that another thread sends later (<see cref="SendEncodedRequest"/>): a call that waits for
+    /// one of the peer's call slots. Into <paramref name="frame"/> (its call's own buffer) when it fits one fragment, else
+    /// into pooled segments (<paramref name="message"/>, the frame's size in <paramref name="length"/>). Checked against the
+    /// peer's limits now, so that it fails on its caller's thread, as a Request sent at once does.</summary>
+    /// <exception cref="MuxConnectionException">The connection is closed.</exception>
+    internal void EncodeRequest<TBody>(
+        uint callId, uint methodId, ref TBody body, FrameFlags flags, PooledBufferWriter frame, out BufferSegment? message, out long length)
+        where TBody : struct, IFrameBody
+    {
+        ThrowIfClosed();
+        frame.Reset();
+        MessageBufferWriter writer = MessageBufferWriter.ForCurrentThread(frame);
+        try
+        {
+            length = FrameWriter.Write(writer, FrameType.Request, callId, methodId, ref body, flags);
+            long messageLength = length - ProtocolConstants.FrameHeaderSize;
+            if (messageLength <= FragmentSizeForPeer)
+            {
+                writer.End();
+                message = null;
+                if (length - ProtocolConstants.LengthPrefixSize > _peer.MaxFrameSize)
+                {
+                    ThrowFrameTooLarge(FrameType.Request, (int)(length - ProtocolConstants.LengthPrefixSize));
+                }
+
+                return;
+            }
+
+            if (messageLength > _peer.MaxMessageSize)
+            {
+                ThrowMessageTooLarge(FrameType.Request, messageLength);
+            }
+
+            message = writer.Detach();
+        }
+        catch
+        {
+            writer.Discard();
+            frame.Reset();
+            throw;
+        }
+    }
+
+    /// <summary>Queues a Request encoded earlier (<see cref="EncodeRequest"/>), for the writer loop: never written inline,
+    /// since whoever frees a call slot sends it, the reader loop among them. The bytes of <paramref name="frame"/> are
+    /// copied; <paramref name="message"/>'s segments are the writer's from now on.</summary>
+    internal void SendEncodedRequest(PooledBufferWriter frame, BufferSegment? message, long length, CallStreams? whenWritten)
+    {
+        if (message is not null)
+        {
+            var outbound = new OutboundMessage(message, length, FragmentSizeForPeer, BufferSegmentPool.Shared) { WhenWritten = whenWritten };
+            if (_queue.EnqueueMessage(outbound))
+            {
+                WakeWriter();
+            }
+            else
+            {
+                outbound.Dispose(); // Closed: dropped, as a frame queued a moment earlier would have been.
+            }
+
+            return;
+        }
+
+        _queue.EnqueueCopy(frame.WrittenSpan);
+        WakeWriter();
+        whenWritten?.OnMessageWritten();
+    }
+
+    // The message bytes a fragment carries: the fragment size, within what the peer's frames take.
+    private int FragmentSizeForPeer =>
+        Math.Min(_fragmentSize, _peer.MaxFrameSize - ProtocolConstants.CommonHeaderSize - ProtocolConstants.FragmentTotalSize);
+
     // Queues a just-encoded Request, Response or Error in fragments when it is over the fragment size; else leaves it, whole,
     // in the staging buffer the message started on, and returns false.
     private bool TrySendMessage(MessageBufferWriter message, FrameType type, long frameLength, CallStreams? whenWritten)
     {
         long messageLength = frameLength - ProtocolConstants.FrameHeaderSize; // After the common header.
-        int fragmentSize = Math.Min(_fragmentSize, _peer.MaxFrameSize - ProtocolConstants.CommonHeaderSize - ProtocolConstants.FragmentTotalSize);
+        int fragmentSize = FragmentSizeForPeer;
         if (messageLength <= fragmentSize)
         {
             message.End();

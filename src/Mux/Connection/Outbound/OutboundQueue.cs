@@ -91,6 +91,17 @@ internal sealed class OutboundQueue
         return takeOver;
     }
 
+    // A frame encoded earlier, whose bytes stay their owner's (a call that waited for a slot): always copied.
+    public void EnqueueCopy(ReadOnlySpan<byte> frame)
+    {
+        lock (_lock)
+        {
+            AppendCopyLocked(frame);
+            _frames++;
+            _bytes += frame.Length;
+        }
+    }
+
     // Extends the last entry when it is the range just before.
     private void AppendCopyLocked(ReadOnlySpan<byte> frame)
     {
