@@ -14,7 +14,7 @@ namespace Mux.Benchmarks;
 /// <summary>
 /// The CallStructure suites' job: 3 warmup and 12 measured iterations of 200 ms, one launch, no
 /// unrolling (an invocation is already tens of thousands of operations on every thread). Their
-/// 96 rows fit in about 8 minutes; <c>--job dry</c> on the command line replaces it, as with
+/// 72 rows fit in about 6 minutes; <c>--job dry</c> on the command line replaces it, as with
 /// <see cref="MuxJobConfig"/>. The cases run, and are listed, by method, then thread count, then
 /// variant: the variants compared at one thread count run seconds apart, so a drift in the
 /// machine's speed over the run moves them together rather than favouring the variant that ran
