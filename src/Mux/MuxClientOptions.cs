@@ -134,6 +134,18 @@ public sealed class MuxClientOptions : MuxConnectionOptions
     public bool WaitForConnection { get; set; } = true;
 
     /// <summary>
+    /// How many calls the client sends again after a server reported it never ran them: refused as
+    /// <see cref="MuxStatusCode.Overloaded"/> (past <see cref="MuxServerOptions.MaxConcurrentCalls"/>) or
+    /// <see cref="MuxStatusCode.TooManyCalls"/>, or left unsent by the server's GoAway. A retry goes to another instance
+    /// when the client has several (one that refused lately is picked less), and spends from the call's own timeout, fixed
+    /// when the call was made. A call past the budget fails at once with <see cref="MuxRemoteException"/>
+    /// (<see cref="MuxStatusCode.Overloaded"/>). A call that may have run is never sent again. <see langword="null"/> sends
+    /// none again: each such call fails with what the server said. Defaults to a <see cref="MuxRetryBudget"/> with
+    /// <see cref="MuxRetryBudget.Ratio"/> 0.2 and <see cref="MuxRetryBudget.MinRetriesPerSecond"/> 10.
+    /// </summary>
+    public MuxRetryBudget? RetryBudget { get; set; } = new();
+
+    /// <summary>
     /// Run around every call the client makes, in this order (the first is the outermost); see
     /// <see cref="IMuxClientInterceptor"/>. Read when the client is created. Defaults to empty: the
     /// call path is then exactly what it is without interceptors.
@@ -196,5 +208,6 @@ public sealed class MuxClientOptions : MuxConnectionOptions
         }
 
         OptionsValidation.RequireNoNulls(Interceptors, nameof(MuxClientOptions), nameof(Interceptors), "add an interceptor instance");
+        RetryBudget?.Validate();
     }
 }
