@@ -29,6 +29,11 @@ if (options.Role == "server")
     return await ServerRole.RunAsync(options.ServerSystem!, options.Port);
 }
 
+if (options.Overload)
+{
+    return await OverloadMeasurement.RunAsync(options);
+}
+
 if (options.Streams is not null)
 {
     return await StreamMeasurement.RunAsync(options);

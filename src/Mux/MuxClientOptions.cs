@@ -59,7 +59,7 @@ public sealed class MuxClientOptions : MuxConnectionOptions
     /// Whether the client reconnects by itself when its connection is lost or the server sends
     /// GoAway. While it reconnects, new calls wait for the connection (within
     /// <see cref="CallTimeout"/> and their cancellation token), calls the server provably never ran
-    /// are sent again on the new connection, and calls that were in flight on the lost connection
+    /// are sent again on the new connection (within <see cref="RetryBudget"/>), and calls that were in flight on the lost connection
     /// fail with <see cref="MuxConnectionException"/> (they may have run, so they are never retried
     /// silently). When off, a lost connection closes the client, and so does a GoAway once the calls
     /// still running there have ended (over several instances, that instance; an

@@ -77,6 +77,8 @@ internal sealed class ServerRuntime
 
     public int CallsRunningUnderCap => Volatile.Read(ref _settings)?.ServerCallLimit?.Running ?? 0;
 
+    public long CallsRefusedOverloaded => Volatile.Read(ref _settings)?.ServerCallLimit?.Refused ?? 0;
+
     public ICollection<ServerConnection> Connections => _connections.Keys;
 
     // A server whose connections come only from its host's endpoints accepts them while it runs.

@@ -24,6 +24,15 @@ public sealed class AdmissionService : IAdmissionService
         return id;
     }
 
+    public Task<int> Echo(int id)
+    {
+        _runs.AddOrUpdate(id, 1, static (_, runs) => runs + 1);
+        return Task.FromResult(id);
+    }
+
+    /// <summary>Calls that ran, whatever their id.</summary>
+    public int TotalRuns => _runs.Values.Sum();
+
     public async Task HoldThenThrow(int id)
     {
         await HoldAsync(id, CancellationToken.None);

@@ -7,6 +7,9 @@ public interface IAdmissionService
     /// <summary>Runs until <see cref="AdmissionService.ReleaseHeld"/> (or its token fires), then returns <paramref name="id"/>.</summary>
     Task<int> Hold(int id, CancellationToken cancellationToken = default);
 
+    /// <summary>Counts the run and returns <paramref name="id"/> at once.</summary>
+    Task<int> Echo(int id);
+
     /// <summary>Like <see cref="Hold"/>, then throws InvalidOperationException.</summary>
     Task HoldThenThrow(int id);
 

@@ -20,6 +20,9 @@ internal sealed class ServerCallLimit
     // Calls of every connection holding a permit. Taken with compare-and-swap by reader loops, given back by finishers.
     private int _running;
 
+    // Every refusal so far, for the load runner and tests. Refusing reader loops only.
+    private long _refused;
+
     // Refusals not yet in a log line; the timestamp before which no line is written. Any reader loop that refuses.
     private long _unlogged;
     private long _nextLogAt;
@@ -40,6 +43,9 @@ internal sealed class ServerCallLimit
 
     /// <summary>Calls running now, across the server.</summary>
     public int Running => Volatile.Read(ref _running);
+
+    /// <summary>Calls refused so far.</summary>
+    public long Refused => Interlocked.Read(ref _refused);
 
     /// <summary>Takes a permit if fewer than the limit run. Exact: a compare-and-swap never lets the count pass the limit, not even
     /// for a moment, so a call is never refused for a permit another call only looked at.</summary>
@@ -74,6 +80,7 @@ internal sealed class ServerCallLimit
             MuxTelemetry.ServerCallsOverloaded.Add(1);
         }
 
+        Interlocked.Increment(ref _refused);
         Interlocked.Increment(ref _unlogged);
         long now = _clock.GetTimestamp();
         long next = Volatile.Read(ref _nextLogAt);
