@@ -4,8 +4,9 @@ using Mux.Connection;
 namespace Mux.Benchmarks;
 
 /// <summary>
-/// A count of calls in flight changed from <see cref="Threads"/> threads at once: the production
-/// <see cref="StripedCounter"/> (the call table's count) against one interlocked counter.
+/// A count of calls in flight changed from <see cref="Threads"/> threads at once: the per-core
+/// <see cref="CoreStripedCounter"/> the lock-free call table used against one interlocked counter
+/// (as the production <see cref="CallTable{TCall}"/> keeps).
 /// </summary>
 /// <remarks>
 /// One operation is one call: an add and a remove on the same thread (as a call is counted in and
@@ -68,7 +69,7 @@ public class CallStructureCountBenchmarks
         _threads = new WorkerThreads(Threads);
         if (Count == CountKind.Striped)
         {
-            var counter = new StripedCounter();
+            var counter = new CoreStripedCounter();
             _read = counter.Sum;
             Start(new StripedCount(counter), reads);
         }
@@ -121,7 +122,7 @@ public class CallStructureCountBenchmarks
         long Read();
     }
 
-    private readonly struct StripedCount(StripedCounter counter) : ICounter
+    private readonly struct StripedCount(CoreStripedCounter counter) : ICounter
     {
         public void Increment() => counter.Increment();
 

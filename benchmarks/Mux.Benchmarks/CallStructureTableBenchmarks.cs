@@ -7,9 +7,10 @@ namespace Mux.Benchmarks;
 
 /// <summary>
 /// The call table under its two real access patterns, with 1,024 calls in flight at most (see
-/// <see cref="CallPipeline"/>): the production <see cref="CallTable{TCall}"/> against a
-/// <see cref="Dictionary{TKey, TValue}"/> under a <see cref="Lock"/> and a
-/// <see cref="ConcurrentDictionary{TKey, TValue}"/>, each of the two with one interlocked count.
+/// <see cref="CallPipeline"/>): the lock-free <see cref="CasSlotCallTable{TCall}"/> Mux used before,
+/// the production <see cref="CallTable{TCall}"/> (a <see cref="Dictionary{TKey, TValue}"/> under a
+/// <see cref="Lock"/>) and a <see cref="ConcurrentDictionary{TKey, TValue}"/>, each of the last two
+/// with one interlocked count.
 /// </summary>
 /// <remarks>
 /// <see cref="TableCalls"/>, the caller role: <see cref="Threads"/> callers each add their call
@@ -42,12 +43,16 @@ public class CallStructureTableBenchmarks
 
     public enum TableKind
     {
-        CallTable,
+        /// <summary>The lock-free table Mux used before (<see cref="CasSlotCallTable{TCall}"/>).</summary>
+        CasSlots,
+
+        /// <summary>The production <see cref="CallTable{TCall}"/>.</summary>
         LockedDictionary,
+
         ConcurrentDictionary,
     }
 
-    [Params(TableKind.CallTable, TableKind.LockedDictionary, TableKind.ConcurrentDictionary)]
+    [Params(TableKind.CasSlots, TableKind.LockedDictionary, TableKind.ConcurrentDictionary)]
     public TableKind Table { get; set; }
 
     [Params(1, 2, 4, 8, 16, 64)]
@@ -114,11 +119,11 @@ public class CallStructureTableBenchmarks
     {
         switch (Table)
         {
-            case TableKind.CallTable:
-                Setup(new CallTableStore(new CallTable<BenchCall>(ExpectedCalls), new StrongBox<int>()), serve);
+            case TableKind.CasSlots:
+                Setup(new CasSlotStore(new CasSlotCallTable<BenchCall>(ExpectedCalls), new StrongBox<int>()), serve);
                 break;
             case TableKind.LockedDictionary:
-                Setup(new LockedStore(new LockedCallDictionary(ExpectedCalls)), serve);
+                Setup(new CallTableStore(new CallTable<BenchCall>(ExpectedCalls), new StrongBox<int>()), serve);
                 break;
             default:
                 Setup(new ConcurrentStore(new ConcurrentCallDictionary(ExpectedCalls)), serve);
@@ -287,13 +292,23 @@ internal readonly struct CallTableStore(CallTable<BenchCall> table, StrongBox<in
     public bool TryRemove(uint callId, BenchCall expected) => table.TryRemove(callId, expected);
 }
 
-internal readonly struct LockedStore(LockedCallDictionary table) : ICallStore
+/// <summary>The lock-free table Mux used before, used the same way.</summary>
+internal readonly struct CasSlotStore(CasSlotCallTable<BenchCall> table, StrongBox<int> entries) : ICallStore
 {
     public int Count => table.Count;
 
-    public int Entries => table.Entries;
+    public int Entries
+    {
+        get
+        {
+            entries.Value = 0;
+            List<BenchCall>? none = null;
+            table.RemoveWhere(entries, static (_, seen) => { seen.Value++; return false; }, ref none);
+            return entries.Value;
+        }
+    }
 
-    public bool TryAdd(BenchCall call) => table.TryAdd(call);
+    public bool TryAdd(BenchCall call) => table.TryAdd(call, out _);
 
     public BenchCall? Find(uint callId) => table.Find(callId);
 
@@ -317,101 +332,9 @@ internal readonly struct ConcurrentStore(ConcurrentCallDictionary table) : ICall
     public bool TryRemove(uint callId, BenchCall expected) => table.TryRemove(callId, expected);
 }
 
-/// <summary>
-/// The simple table: a dictionary under a lock, its count an interlocked int changed after the
-/// lock (after the add, which precedes the call's id being seen by anyone who would remove it; after
-/// the remove), and the closed flag the production table checks on every add.
-/// </summary>
-internal sealed class LockedCallDictionary(int expectedCalls)
-{
-    private readonly Lock _lock = new();
-
-    // The calls by id. Guarded by _lock.
-    private readonly Dictionary<uint, BenchCall> _calls = new(expectedCalls);
-
-    // _calls.Count, readable without the lock.
-    private int _count;
-
-    // Set by Close (never, in this suite); read per add as a closable table must.
-    private volatile bool _closed;
-
-    public int Count => Volatile.Read(ref _count);
-
-    public void Close() => _closed = true;
-
-    public int Entries
-    {
-        get
-        {
-            lock (_lock)
-            {
-                return _calls.Count;
-            }
-        }
-    }
-
-    public bool TryAdd(BenchCall call)
-    {
-        if (_closed)
-        {
-            return false;
-        }
-
-        lock (_lock)
-        {
-            if (!_calls.TryAdd(call.CallId, call))
-            {
-                return false;
-            }
-        }
-
-        Interlocked.Increment(ref _count);
-        return true;
-    }
-
-    public BenchCall? Find(uint callId)
-    {
-        lock (_lock)
-        {
-            return _calls.GetValueOrDefault(callId);
-        }
-    }
-
-    public BenchCall? TryRemove(uint callId)
-    {
-        BenchCall? call;
-        lock (_lock)
-        {
-            if (!_calls.Remove(callId, out call))
-            {
-                return null;
-            }
-        }
-
-        Interlocked.Decrement(ref _count);
-        return call;
-    }
-
-    public bool TryRemove(uint callId, BenchCall expected)
-    {
-        lock (_lock)
-        {
-            if (!_calls.TryGetValue(callId, out BenchCall? call) || !ReferenceEquals(call, expected))
-            {
-                return false;
-            }
-
-            _calls.Remove(callId);
-        }
-
-        Interlocked.Decrement(ref _count);
-        return true;
-    }
-}
-
 /// <summary>The lock-free library table: a <see cref="ConcurrentDictionary{TKey, TValue}"/> (whose
-/// own Count takes every lock) with one interlocked count beside it, changed as in
-/// <see cref="LockedCallDictionary"/>.</summary>
+/// own Count takes every lock) with one interlocked count beside it, changed after the
+/// add and after the remove.</summary>
 internal sealed class ConcurrentCallDictionary(int expectedCalls)
 {
     // The calls by id.

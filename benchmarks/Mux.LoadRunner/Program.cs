@@ -26,7 +26,12 @@ if (options.Metrics)
 
 if (options.Role == "server")
 {
-    return await ServerRole.RunAsync(options.ServerSystem!, options.Port);
+    return await ServerRole.RunAsync(options.ServerSystem!, options.Port, options.BigPayloadMib);
+}
+
+if (options.SoakSeconds is not null)
+{
+    return await SoakMeasurement.RunAsync(options);
 }
 
 if (options.Overload)

@@ -71,6 +71,35 @@ internal sealed class RunnerOptions
                            warm-up) instead of --seconds, and the full collections in it are reported
           --loh-events     also lists, per phase, the arrays allocated on the large object heap
                            (the runtime's allocation events; costs a little CPU, so measure latency without it)
+          --big-server-process  the server runs in a child process (--role server --system mux
+                           --big-payload-mib N), the client here: copies and full collections are
+                           then reported for each process
+          Each phase also reports the payload bytes Mux's own code copied per payload byte, on the
+          sending side (serializer into the message, writer into the socket's pipe) and on the
+          receiving side (reader out of the receive buffer, formatter out of the message, a whole
+          message copied out), from the counters Mux keeps at those points, and the full (gen2)
+          collections per 100 transfers.
+
+          Soak (instead of the sweep): --soak SECONDS [--servers N] [--callers C] [--pause-ms P]
+          [--restart-server-after S] [--server-down S2] [--out DIR]: mixed load on ONE Mux client
+          over N (default 3) Mux server processes (one connection each): C (default 32) callers of
+          add and list1 alternating, each pausing P ms (default 5) after every call; a server stream
+          and a client stream back to back; a 16 MiB upload or download (alternating) every 3 s;
+          calls cancelled by their caller at random points (a slow handler, an endless server
+          stream, an endless client stream); calls whose short deadline passes in a slower handler.
+          Every S seconds (default a third of the run, at most 180) one server process is killed
+          (SIGKILL, in turn) and restarted on its port S2 seconds later (default 3), and the client
+          reconnects. Every minute (every 10 s for runs under 5 minutes) one line: the runner's
+          working set and GC heap (after an aggressive full collection), its gen2 collections,
+          calls/s, calls ended by kind (ok, connection lost, timeouts and cancellations as expected,
+          other), errors outside the fault windows (a kill to 10 s after the client is back), calls
+          in flight and stuck (outstanding 10 s past their deadline), and each server's resident
+          set; the lines also go to soak-*.csv (with memory as it was before the collection, the
+          resident set split into anonymous memory and mapped files, and the thread count), and
+          memory over time to soak-*.svg. The summary compares memory at 1/6 and 5/6 of the run
+          (target: within 10%) and ends with one line "soak: ... ok" or "soak: ... FAILED (...)".
+          Exits 1 when a call was lost (made but never ended) or got stuck, when an error surfaced
+          outside a fault window, or when a killed server or the client did not come back.
 
           Overload measurement (instead of the sweep): --overload [--overload-cap N] [--seconds S] [--warmup S]:
           a Mux server in this process with MuxServerOptions.MaxConcurrentCalls N (default: the
@@ -83,6 +112,8 @@ internal sealed class RunnerOptions
           Server role: listens on 127.0.0.1:P (0 = any free port), prints "LISTENING <port>", and
           serves until stdin closes. Lines "begin"/"end" on stdin mark the measured window.
         """;
+
+    private const int MaxSoakSeconds = 7 * 24 * 3600;
 
     public string Role { get; private set; } = "orchestrator";
 
@@ -122,11 +153,17 @@ internal sealed class RunnerOptions
     /// <summary>The large-payload measurement lists the large-object-heap allocations of each phase.</summary>
     public bool LohEvents { get; private set; }
 
+    /// <summary>The large-payload measurement's server runs in a child process.</summary>
+    public bool BigServerProcess { get; private set; }
+
     /// <summary>The large-payload measurement's pause of each small caller after each call, in ms.</summary>
     public int PauseMs { get; private set; } = 5;
 
     /// <summary>How many kill-and-restart cycles the restart measurement runs.</summary>
     public int Restarts { get; private set; } = 5;
+
+    /// <summary>Set, it selects the soak: its length in seconds.</summary>
+    public double? SoakSeconds { get; private set; }
 
     /// <summary>Server counts of the several-servers measurement; set, it selects it.</summary>
     public IReadOnlyList<int>? Servers { get; private set; }
@@ -205,6 +242,11 @@ internal sealed class RunnerOptions
                         ? restarts
                         : throw new ArgumentException("--restarts needs a number from 1 to 100.");
                     break;
+                case "--soak":
+                    options.SoakSeconds = double.TryParse(Value(), NumberStyles.Float, CultureInfo.InvariantCulture, out double soak) && soak is >= 1 and <= MaxSoakSeconds
+                        ? soak
+                        : throw new ArgumentException($"--soak needs a number of seconds from 1 to {MaxSoakSeconds} (a week).");
+                    break;
                 case "--servers":
                     options.Servers = List(name, Value(), c => int.TryParse(c, NumberStyles.None, CultureInfo.InvariantCulture, out int n) && n is > 0 and <= 16
                         ? n
@@ -228,6 +270,9 @@ internal sealed class RunnerOptions
                     break;
                 case "--loh-events":
                     options.LohEvents = true;
+                    break;
+                case "--big-server-process":
+                    options.BigServerProcess = true;
                     break;
                 case "--pause-ms":
                     options.PauseMs = int.TryParse(Value(), NumberStyles.None, CultureInfo.InvariantCulture, out int pause) && pause <= 10_000

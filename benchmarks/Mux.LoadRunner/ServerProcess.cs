@@ -52,7 +52,8 @@ internal sealed class ServerProcess : IAsyncDisposable
 
     /// <param name="port">The port to listen on; 0 for any free port (a restarted server asks for
     /// the port its predecessor had).</param>
-    public static async Task<ServerProcess> StartAsync(string system, TimeSpan timeout, int port = 0)
+    /// <param name="arguments">More arguments for the server role (the large-payload measurement's).</param>
+    public static async Task<ServerProcess> StartAsync(string system, TimeSpan timeout, int port = 0, IReadOnlyList<string>? arguments = null)
     {
         (string host, string assembly) = ResolveSelf();
         var start = new ProcessStartInfo(host)
@@ -64,6 +65,11 @@ internal sealed class ServerProcess : IAsyncDisposable
         };
         start.ArgumentList.Add(assembly);
         foreach (string argument in new[] { "--role", "server", "--system", system, "--port", port.ToString(CultureInfo.InvariantCulture) })
+        {
+            start.ArgumentList.Add(argument);
+        }
+
+        foreach (string argument in arguments ?? [])
         {
             start.ArgumentList.Add(argument);
         }

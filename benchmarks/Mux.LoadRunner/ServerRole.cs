@@ -10,7 +10,9 @@ namespace Mux.LoadRunner;
 /// </summary>
 internal static class ServerRole
 {
-    public static async Task<int> RunAsync(string system, int port)
+    /// <param name="bigPayloadMib">Set (with a Mux system), the server also serves the large-payload measurement
+    /// (<see cref="IBigPayloadService"/>, a payload of that many MiB) and accepts its large frames and messages.</param>
+    public static async Task<int> RunAsync(string system, int port, int? bigPayloadMib = null)
     {
         MuxServer? mux = null;
         MuxWebSocketServer? web = null;
@@ -22,16 +24,29 @@ internal static class ServerRole
         {
             MuxServer? counted = null;
             marks = new WindowMarks(() => ConnectionCounters(counted));
-            mux = new MuxServer(PassThroughInterceptor.AddTo(new MuxServerOptions
+            var serverOptions = new MuxServerOptions
             {
                 EndPoint = new IPEndPoint(IPAddress.Loopback, port),
                 ShutdownTimeout = TimeSpan.FromSeconds(2),
                 Tls = system == BenchSystems.MuxTls ? new SslServerAuthenticationOptions { ServerCertificate = BenchCertificate.Create() } : null,
-            }));
+            };
+            if (bigPayloadMib is { } mib)
+            {
+                serverOptions.MaxFrameSize = BigPayloadMeasurement.FrameSize;
+                serverOptions.MaxMessageSize = BigPayloadMeasurement.MessageSize(mib);
+            }
+
+            mux = new MuxServer(PassThroughInterceptor.AddTo(serverOptions));
             MuxServer server = mux;
             counted = mux;
+            if (bigPayloadMib is { } payloadMib)
+            {
+                mux.AddService<IBigPayloadService>(new BigPayloadService(BigPayloadMeasurement.Payload(payloadMib)));
+            }
+
             mux.AddService<IBenchService>(new BenchService());
             mux.AddService<IBenchStreams>(new BenchStreams());
+            mux.AddService<ISoakService>(new SoakService());
             mux.AddService<IBenchControl>(new BenchControl(marks, () => server.ConnectionsAccepted));
             await mux.StartAsync();
             boundPort = ((IPEndPoint)mux.LocalEndPoint!).Port;

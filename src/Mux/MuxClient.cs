@@ -20,13 +20,13 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     // The connections, services and call path behind this public face (Client/ClientRuntime).
     private readonly ClientRuntime _runtime;
 
-    // The streaming calls of plain proxies: the path a bound proxy's take, without settings.
-    private readonly BoundCallInvoker _streams;
+    // Every call of a plain proxy goes through it: the path a bound proxy's take, without settings.
+    private readonly CallInvoker _invoker;
 
     private MuxClient(ClientRuntime runtime)
     {
         _runtime = runtime;
-        _streams = new BoundCallInvoker(runtime, null);
+        _invoker = new CallInvoker(runtime, null);
         runtime.StateChanged = OnStateChanged;
     }
 
@@ -279,7 +279,7 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     /// positive (or <see cref="Timeout.InfiniteTimeSpan"/>).</exception>
     public TService CreateProxy<TService>(MuxCallOptions options)
         where TService : class
-        => MuxServiceRegistry.CreateProxy<TService>(new BoundCallInvoker(_runtime, CallSettings.From(options)));
+        => MuxServiceRegistry.CreateProxy<TService>(new CallInvoker(_runtime, CallSettings.From(options)));
 
     /// <summary>
     /// Calls a method by id and returns its result. This is what proxies call; use a proxy instead.
@@ -305,7 +305,7 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken = default)
         where TArguments : struct
-        => _runtime.InvokeAsync<TArguments, TResult>(methodId, arguments, null, cancellationToken);
+        => _invoker.InvokeAsync<TArguments, TResult>(methodId, arguments, cancellationToken);
 
     /// <summary>Calls a method that returns no value; completes like
     /// <see cref="InvokeAsync{TArguments, TResult}(uint, in TArguments, CancellationToken)"/>.</summary>
@@ -318,7 +318,7 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken = default)
         where TArguments : struct
-        => _runtime.InvokeAsync(methodId, arguments, null, cancellationToken);
+        => _invoker.InvokeAsync(methodId, arguments, cancellationToken);
 
     /// <summary>Counters of the newest connection: frames, flushes, socket operations (of one open
     /// connection for a client over several instances: see <see cref="GetEndPointStatistics"/>).</summary>
@@ -368,23 +368,23 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public IAsyncEnumerable<TResult> InvokeServerStream<TArguments, TResult>(uint methodId, TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct
-        => _streams.InvokeServerStream<TArguments, TResult>(methodId, arguments, cancellationToken);
+        => _invoker.InvokeServerStream<TArguments, TResult>(methodId, arguments, cancellationToken);
 
     /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public IAsyncEnumerable<TResult> InvokeDuplexStream<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
-        => _streams.InvokeDuplexStream<TArguments, TItem, TResult>(methodId, arguments, items, cancellationToken);
+        => _invoker.InvokeDuplexStream<TArguments, TItem, TResult>(methodId, arguments, items, cancellationToken);
 
     /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask<TResult> InvokeClientStreamAsync<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
-        => _streams.InvokeClientStreamAsync<TArguments, TItem, TResult>(methodId, arguments, items, cancellationToken);
+        => _invoker.InvokeClientStreamAsync<TArguments, TItem, TResult>(methodId, arguments, items, cancellationToken);
 
     /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask InvokeClientStreamAsync<TArguments, TItem>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
-        => _streams.InvokeClientStreamAsync(methodId, arguments, items, cancellationToken);
+        => _invoker.InvokeClientStreamAsync(methodId, arguments, items, cancellationToken);
 }

@@ -25,17 +25,18 @@ namespace Mux;
 /// <see cref="Completion"/> says when it has closed. A client that reconnects is a new connection,
 /// and so a new <see cref="MuxRemoteClient"/>.
 /// </remarks>
-public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
+public sealed class MuxRemoteClient : IMuxCallInvoker
 {
     private readonly ServerConnection _connection;
 
-    // MuxServerOptions.ClientCallTimeout (or the bound MuxCallOptions.Timeout) in the server clock's
-    // timestamp units (ClockDeadline.Never for none). Immutable.
+    // ClientCallTimeout, or the bound options' Timeout, in the server clock's units (ClockDeadline.Never for none).
     private readonly long _clientCallTimeout;
 
     // The MuxCallOptions this object's proxies are bound to; null for the connection's own object.
-    // Immutable.
     private readonly CallSettings? _settings;
+
+    // Where its streaming calls go: always this connection, never sent again.
+    private readonly PeerCallSource _source;
 
     internal MuxRemoteClient(ServerConnection connection, TimeSpan clientCallTimeout)
         : this(connection, ClockDeadline.ToTimestampSpan(connection.TimeProvider, clientCallTimeout), null)
@@ -46,6 +47,7 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
     {
         _connection = connection;
         _settings = settings;
+        _source = new PeerCallSource(connection.Outgoing);
         _clientCallTimeout = settings?.Timeout is { } timeout ? ClockDeadline.ToTimestampSpan(connection.TimeProvider, timeout) : clientCallTimeout;
     }
 
@@ -106,7 +108,7 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public IAsyncEnumerable<TResult> InvokeServerStream<TArguments, TResult>(uint methodId, TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct =>
-        OutgoingStreamCall.ReceiveAsync<TArguments, TResult, TResult>(this, methodId, arguments, null, Metadata, cancellationToken);
+        OutgoingStreamCall.ReceiveAsync<TArguments, TResult, TResult>(_source, methodId, arguments, null, Metadata, cancellationToken);
 
     /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
@@ -114,7 +116,7 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
         where TArguments : struct
     {
         ArgumentNullException.ThrowIfNull(items);
-        return OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, Metadata, cancellationToken);
+        return OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(_source, methodId, arguments, items, Metadata, cancellationToken);
     }
 
     /// <inheritdoc/>
@@ -123,7 +125,7 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
         where TArguments : struct
     {
         ArgumentNullException.ThrowIfNull(items);
-        return OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, Metadata, cancellationToken);
+        return OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(_source, methodId, arguments, items, Metadata, cancellationToken);
     }
 
     /// <inheritdoc/>
@@ -132,10 +134,7 @@ public sealed class MuxRemoteClient : IMuxCallInvoker, IOutgoingCallsSource
         where TArguments : struct
         => VoidResult.Ignore(InvokeClientStreamAsync<TArguments, TItem, VoidResult>(methodId, arguments, items, cancellationToken));
 
-    ValueTask<OutgoingCalls> IOutgoingCallsSource.GetOutgoingCallsAsync(uint methodId, CancellationToken cancellationToken) => new(_connection.Outgoing);
-
-    /// <summary>A call's deadline: MuxServerOptions.ClientCallTimeout from now (none when infinite).
-    /// A server's call to its client inherits no deadline: the client's call it serves is another
-    /// flow, whose caller waits for its own answer.</summary>
-    private CallDeadline Deadline(out long now) => CallDeadline.Within(_connection.TimeProvider, _clientCallTimeout, _settings?.Timeout, out now);
+    /// <summary>A server's call to its client inherits no deadline: the call it serves is another flow.</summary>
+    private CallDeadline Deadline(out long now) =>
+        CallDeadline.Fix(_connection.TimeProvider, _clientCallTimeout, _settings?.Timeout, inherits: false, 0, out now);
 }

@@ -2,34 +2,23 @@ using System.Runtime.CompilerServices;
 using System.Runtime.ExceptionServices;
 using Mux.Connection;
 using Mux.Serialization;
-using Mux.Streaming;
 
 namespace Mux.Client;
 
 /// <summary>
-/// The path of a call made through a <see cref="MuxClient"/>. Its deadline is fixed once, here,
-/// when the user makes it; then it goes to the current connection, waits for one when none is up,
-/// and is sent again when the server provably never ran it, within the client's retry budget
-/// (<see cref="RetryBudget"/>): on the next connection when its own left it unsent
-/// (<see cref="MuxConnectionException.IsSafeToRetry"/>), on another instance (or the same one) when the
-/// server refused it as Overloaded or TooManyCalls. Every wait and any resend spend from that
-/// one deadline, so a call whose deadline passed while it waited is not sent again. A call made
-/// through a proxy bound to <see cref="MuxCallOptions"/> carries their <see cref="CallSettings"/>:
-/// its timeout replaces CallTimeout in that one place, its metadata goes with the Request, and
-/// without WaitForConnection it fails at once instead of waiting (ClientRuntime.Interceptors.cs has
-/// the path through the client's interceptors).
+/// The path of a client's call: its deadline fixed once when the user makes it, then the current connection, a wait for
+/// one when none is up, and a resend when the server provably never ran it, within the client's <see cref="RetryBudget"/>:
+/// on the next connection when its own left it unsent, on another instance (or the same one) when the server refused it as
+/// Overloaded or TooManyCalls. Every wait and resend spend from that one deadline. A bound proxy's
+/// <see cref="CallSettings"/> replace the client's timeout, metadata and wait.
 /// </summary>
 /// <remarks>
-/// A call that is not complete when it returns goes through <c>RetryIfNotRunAsync</c>, so its
-/// state machine box comes from a pool (<see cref="PoolingAsyncValueTaskMethodBuilder{TResult}"/>)
-/// rather than a fresh allocation per call: in steady state a call still allocates nothing.
-/// Arguments are kept by value in that box until the call completes, so that a retry can write
-/// them again; a retry happens at most once per connection.
+/// A call not complete when it returns goes through <c>RetryIfNotRunAsync</c>, whose state machine comes from a pool, so a
+/// call allocates nothing in steady state; it keeps the arguments by value so a resend can write them again.
 /// </remarks>
 internal sealed partial class ClientRuntime
 {
-    /// <summary>Calls a method and returns its result (see MuxClient.InvokeAsync);
-    /// <paramref name="settings"/> are the bound proxy's, or null.</summary>
+    /// <summary>Calls a method; <paramref name="settings"/> are the bound proxy's, or null.</summary>
     public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CallSettings? settings, CancellationToken cancellationToken)
         where TArguments : struct
     {
@@ -38,9 +27,8 @@ internal sealed partial class ClientRuntime
             return InterceptAsync<TArguments, TResult>(methodId, arguments, settings, cancellationToken);
         }
 
-        // The one place a call's deadline is fixed: every wait and any resend spend from it. A bound
-        // proxy's own Timeout replaces CallTimeout (and names itself in the timeout's message).
-        CallDeadline deadline = CallDeadline.Fix(_clock, TimeoutOf(settings), settings?.Timeout, out long now);
+        // The one place a call's deadline is fixed: every wait and any resend spend from it.
+        CallDeadline deadline = CallDeadline.Fix(_clock, TimeoutOf(settings), settings?.Timeout, inherits: true, 0, out long now);
         return SendAsync<TArguments, TResult>(methodId, arguments, deadline, now, settings?.EncodedMetadata, WaitsForConnection(settings), cancellationToken);
     }
 
@@ -53,7 +41,7 @@ internal sealed partial class ClientRuntime
             return VoidResult.Ignore(InterceptAsync<TArguments, VoidResult>(methodId, arguments, settings, cancellationToken));
         }
 
-        CallDeadline deadline = CallDeadline.Fix(_clock, TimeoutOf(settings), settings?.Timeout, out long now);
+        CallDeadline deadline = CallDeadline.Fix(_clock, TimeoutOf(settings), settings?.Timeout, inherits: true, 0, out long now);
         return SendAsync(methodId, arguments, deadline, now, settings?.EncodedMetadata, WaitsForConnection(settings), cancellationToken);
     }
 
@@ -64,8 +52,7 @@ internal sealed partial class ClientRuntime
     /// <summary>Whether the call waits for a connection: the bound proxy's say, else the client's.</summary>
     private bool WaitsForConnection(CallSettings? settings) => settings?.WaitForConnection ?? _waitForConnection;
 
-    /// <summary>Sends a call whose deadline is fixed: on the current connection, or on the next one
-    /// when <paramref name="waits"/>, else failing at once while there is none.</summary>
+    /// <summary>Sends a call on the current connection, or on the next when it <paramref name="waits"/>.</summary>
     private ValueTask<TResult> SendAsync<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
     {
@@ -104,18 +91,14 @@ internal sealed partial class ClientRuntime
     }
 
     /// <summary>Where a streaming call with <paramref name="settings"/> finds its connection.</summary>
-    private IOutgoingCallsSource SourceFor(CallSettings? settings) =>
+    private CallSource SourceFor(CallSettings? settings) =>
         settings is null ? _defaultSource : new CallsSource(this, TimeoutOf(settings), settings.Timeout, WaitsForConnection(settings));
 
-    /// <summary>Whether a call that found no connection waits for the next one: when it
-    /// <paramref name="waits"/>, and on a client that will have none again (closed or being disposed,
-    /// or closing with no reconnect), whose wait fails at once with why (not with
-    /// <see cref="NotConnected"/>'s "safe to retry", which would have a caller retry until the client
-    /// closed, or forever).</summary>
+    /// <summary>Whether a call that found no connection waits for the next: when it <paramref name="waits"/>, and on a
+    /// client that will have none again, whose wait fails at once with why instead of a "safe to retry" that never ends.</summary>
     private bool WaitsForNext(bool waits) => waits || Keeper.IsEnded;
 
-    /// <summary>The failure of a call that does not wait for a connection, made while there is none:
-    /// nothing was sent, so it is safe to retry.</summary>
+    /// <summary>A call that does not wait, made while no connection is up: nothing was sent, so it is safe to retry.</summary>
     private MuxConnectionException NotConnected(uint methodId)
     {
         ClientConnection? latest = Keeper.Latest;
@@ -202,13 +185,9 @@ internal sealed partial class ClientRuntime
         "retry later.",
         null);
 
-    /// <summary>Sends a call on the next connection, within its deadline and token: a call made while
-    /// none was up (<paramref name="failed"/> null), or one the server never ran on
-    /// <paramref name="failed"/>, which may be sent again once more on each connection after. The
-    /// next connection is the next one up when the call waits, else one already up other than
-    /// <paramref name="failed"/>, else none, and the call fails with <paramref name="notRun"/>; on a
-    /// client that will have none again (see <see cref="WaitsForNext"/>: the close of a disposing
-    /// client left it unsent) it goes the way of a call that waits, whose wait fails with why.</summary>
+    /// <summary>Sends a call on the next connection within its deadline: one made while none was up, or one the server
+    /// never ran on <paramref name="failed"/>. A call that does not wait takes one already up other than
+    /// <paramref name="failed"/>, or fails with <paramref name="notRun"/>.</summary>
     private async ValueTask<TResult> SendOnNextConnectionAsync<TArguments, TResult>(ClientConnection? failed, ExceptionDispatchInfo? notRun, uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
     {
@@ -230,11 +209,8 @@ internal sealed partial class ClientRuntime
         return await (Retries ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits, cancellationToken) : call).ConfigureAwait(false);
     }
 
-    /// <summary>Why a streaming call that its connection failed unsent (<paramref name="notRun"/>)
-    /// will not be sent, on a client that will have no connection again (see
-    /// <see cref="WaitsForNext"/>): the error of a wait for one, as for a call without a stream.
-    /// No connection comes (the client is closed, or its dispose closes it): should one, the
-    /// call still fails as it did.</summary>
+    /// <summary>Why a streaming call failed unsent on a client that will have no connection again: the error of a wait
+    /// for one, as for a unary call. Should a connection come after all, the call still fails as it did.</summary>
     private async ValueTask<Exception> WhyEndedAsync(MuxConnectionException notRun)
     {
         try
@@ -249,28 +225,23 @@ internal sealed partial class ClientRuntime
         return notRun;
     }
 
-    /// <summary>Where a streaming call finds its connection: the client's current one, or the next
-    /// one (within <paramref name="timeout"/>, in the clock's units) when <paramref name="waits"/>
-    /// (the client's, a bound proxy's, or an interceptor's choice). A streaming call is never
-    /// retried: its stream cannot be replayed.</summary>
-    private sealed class CallsSource(ClientRuntime runtime, long timeout, TimeSpan? ownTimeout, bool waits) : IOutgoingCallsSource
+    /// <summary>Where a streaming call finds its connection: the current one, or the next within
+    /// <paramref name="timeout"/> when it <paramref name="waits"/>. A stream cannot be replayed, so it is never resent.</summary>
+    private sealed class CallsSource(ClientRuntime runtime, long timeout, TimeSpan? ownTimeout, bool waits) : CallSource
     {
-        public ValueTask<OutgoingCalls> GetOutgoingCallsAsync(uint methodId, CancellationToken cancellationToken)
-        {
-            if (runtime.Keeper.Current is { } connection)
-            {
-                return new ValueTask<OutgoingCalls>(connection.Outgoing);
-            }
+        public override OutgoingCalls? CurrentCalls => runtime.Keeper.Current?.Outgoing;
 
-            return runtime.WaitsForNext(waits) ? WaitAsync(cancellationToken) : ValueTask.FromException<OutgoingCalls>(runtime.NotConnected(methodId));
-        }
-
-        public ValueTask<Exception> WhyNotRunAsync(MuxConnectionException notRun) =>
+        public override ValueTask<Exception> WhyNotRunAsync(MuxConnectionException notRun) =>
             runtime.Keeper.IsEnded ? runtime.WhyEndedAsync(notRun) : new(notRun);
+
+        protected override ValueTask<OutgoingCalls> NextAsync(uint methodId, CancellationToken cancellationToken) =>
+            runtime.WaitsForNext(waits) ? WaitAsync(cancellationToken) : ValueTask.FromException<OutgoingCalls>(runtime.NotConnected(methodId));
 
         private async ValueTask<OutgoingCalls> WaitAsync(CancellationToken cancellationToken)
         {
-            ClientConnection connection = await runtime.Keeper.WaitForConnectionAsync(null, ClockDeadline.After(runtime._clock.GetTimestamp(), timeout), ownTimeout, forCall: true, cancellationToken).ConfigureAwait(false);
+            long deadline = ClockDeadline.After(runtime._clock.GetTimestamp(), timeout);
+            ClientConnection connection = await runtime.Keeper.WaitForConnectionAsync(null, deadline, ownTimeout, forCall: true, cancellationToken)
+                .ConfigureAwait(false);
             return connection.Outgoing;
         }
     }

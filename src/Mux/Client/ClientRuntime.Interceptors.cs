@@ -31,7 +31,7 @@ internal sealed partial class ClientRuntime
     }
 
     /// <summary>A unary call through the interceptors; its deadline is fixed once they let it go,
-    /// from when it was made (see CallDeadline.FixAt).</summary>
+    /// from when it was made (see CallDeadline.Fix).</summary>
     private ValueTask<TResult> InterceptAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CallSettings? settings, CancellationToken cancellationToken)
         where TArguments : struct =>
         new UnaryChain<TArguments, TResult>(this, NewCall(methodId, settings, cancellationToken), methodId, arguments, settings).RunAsync();
@@ -233,7 +233,7 @@ internal sealed partial class ClientRuntime
 
         protected override ValueTask<TResult> SendAsync()
         {
-            CallDeadline deadline = CallDeadline.FixAt(Runtime._clock, Timeout, OwnTimeout, _madeAt);
+            CallDeadline deadline = CallDeadline.Fix(Runtime._clock, Timeout, OwnTimeout, inherits: true, _madeAt, out _);
             return Runtime.SendAsync<TArguments, TResult>(MethodId, arguments, deadline, deadline.Now(Runtime._clock), Metadata, Waits, Call.CancellationToken);
         }
     }

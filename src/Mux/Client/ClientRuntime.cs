@@ -3,7 +3,6 @@ using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Mux.Client.Balancing;
 using Mux.Connection;
-using Mux.Streaming;
 using Mux.Transport;
 
 namespace Mux.Client;
@@ -28,7 +27,7 @@ internal sealed partial class ClientRuntime
     private readonly IMuxClientInterceptor[] _interceptors;
 
     // Where a streaming call with the client's own settings finds its connection.
-    private readonly IOutgoingCallsSource _defaultSource;
+    private readonly CallSource _defaultSource;
 
     // Category Mux.Client: for the keeper or balancer and every connection.
     private readonly ILogger _logger;

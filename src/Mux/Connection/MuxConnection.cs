@@ -37,6 +37,9 @@ internal abstract partial class MuxConnection : IAsyncDisposable
 
     private PeerSettings _peer = PeerSettings.BeforeHandshake;
 
+    // Written once, by CompleteHandshake; see IsHandshakeDone.
+    private bool _handshakeAnswered;
+
     // services: what this side serves to the peer's calls.
     protected MuxConnection(IMuxTransport transport, ConnectionSettings settings, ServiceMethods services, ILogger logger, string name)
     {
@@ -88,7 +91,9 @@ internal abstract partial class MuxConnection : IAsyncDisposable
 
     public TimeProvider TimeProvider { get; }
 
-    protected bool IsHandshakeDone => Inbound.IsHandshakeDone;
+    // Set after the reader loop's flag and this side's HelloAck, if it owes one: the timer and the drains send nothing before
+    // it, as the peer takes only the handshake's frames until its answer.
+    protected bool IsHandshakeDone => Volatile.Read(ref _handshakeAnswered);
 
     public bool IsClosed => Volatile.Read(ref _closeCause) is not null;
 
@@ -130,15 +135,23 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         }
     }
 
-    /// <summary>Takes the peer's settings: calls flow from here on.</summary>
-    protected void CompleteHandshake(in PeerSettings peer)
+    /// <summary>Takes the peer's settings and sends <paramref name="helloAck"/>, if any: calls flow from here on.</summary>
+    protected void CompleteHandshake(in PeerSettings peer, HandshakeSettings? helloAck = null)
     {
         _peer = peer;
         Outbound.OnPeerSettings(peer);
         Outgoing.OnPeerSettings(peer);
 
-        // Last: the volatile write publishes every copy above to the threads that see the handshake done.
+        // The volatile write publishes every copy above to the threads that see the handshake done. Before the HelloAck: the
+        // peer may send calls as soon as it reads it, and the reader loop must take them.
         Inbound.CompleteHandshake();
+        if (helloAck is { } answer)
+        {
+            Outbound.TrySendFrame(FrameType.HelloAck, 0, ref answer); // Closed meanwhile: the client's connect fails with the close.
+        }
+
+        // After the HelloAck is queued: a Ping or GoAway the timer sends from here on goes out behind it.
+        Volatile.Write(ref _handshakeAnswered, true);
     }
 
     // Hello, HelloAck or a refusal, before any other frame is accepted. Reader loop only.

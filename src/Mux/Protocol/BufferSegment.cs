@@ -4,9 +4,11 @@ using System.Diagnostics;
 namespace Mux.Protocol;
 
 /// <summary>
-/// One pooled array of a large message, linkable into a <see cref="ReadOnlySequence{T}"/>: a message being encoded or
+/// One piece of a large message, linkable into a <see cref="ReadOnlySequence{T}"/>: a message being encoded or
 /// reassembled is a chain of these, so no array of it reaches the large object heap (see <see cref="BufferSegmentPool"/>).
-/// Owned by one message at a time; the pool takes back the array and this object together.
+/// Most are pooled arrays; a chain may also hold a large binary's own memory (<see cref="IsExternal"/>, spliced in by the
+/// sender instead of copied) or its own exact-size array (<see cref="IsLanded"/>, filled by the receiver and handed to the
+/// user). Owned by one message at a time; the pool takes back a pooled array and this object together.
 /// </summary>
 internal sealed class BufferSegment : ReadOnlySequenceSegment<byte>
 {
@@ -15,17 +17,42 @@ internal sealed class BufferSegment : ReadOnlySequenceSegment<byte>
         Array = array;
     }
 
-    /// <summary><see cref="BufferSegmentPool.SegmentSize"/> bytes, unless the segment <see cref="IsOversized"/>.</summary>
+    private BufferSegment(ReadOnlyMemory<byte> external)
+    {
+        Array = [];
+        Used = external.Length;
+        Memory = external;
+        IsExternal = true;
+    }
+
+    private BufferSegment(byte[] array, bool landed)
+    {
+        Array = array;
+        IsLanded = landed;
+    }
+
+    /// <summary><see cref="BufferSegmentPool.SegmentSize"/> bytes, unless the segment <see cref="IsOversized"/>,
+    /// <see cref="IsLanded"/> or <see cref="IsExternal"/> (then empty: its bytes are <see cref="ReadOnlySequenceSegment{T}.Memory"/>).</summary>
     public byte[] Array { get; }
 
-    /// <summary>Bytes of <see cref="Array"/> holding data, from its start.</summary>
+    /// <summary>Bytes of <see cref="Array"/> holding data, from its start; an external segment's length.</summary>
     public int Used { get; set; }
 
-    public int Free => Array.Length - Used;
+    public int Free => IsExternal ? 0 : Array.Length - Used;
 
     /// <summary>Rented for a formatter that asked for more contiguous room than a pooled segment has; its array goes
     /// back to ArrayPool.Shared, and this object with its message.</summary>
-    public bool IsOversized => Array.Length != BufferSegmentPool.SegmentSize;
+    public bool IsOversized => !IsExternal && !IsLanded && Array.Length != BufferSegmentPool.SegmentSize;
+
+    /// <summary>Memory of the sender's caller, read in place by the writer: nothing to return.</summary>
+    public bool IsExternal { get; }
+
+    /// <summary>A received binary's own array, exactly its length, which its formatter hands to the user
+    /// (<see cref="TryTakeLanded"/>): never pooled.</summary>
+    public bool IsLanded { get; }
+
+    // Set once the landed array has been handed out: a second read of the same bytes gets a copy, never the same array.
+    private int _taken;
 
     /// <summary>Back in its pool and not rented since. Only <see cref="BufferSegmentPool"/> sets it, to refuse a second
     /// return: two owners of one array would each write over the other's message.</summary>
@@ -33,20 +60,40 @@ internal sealed class BufferSegment : ReadOnlySequenceSegment<byte>
 
     public BufferSegment? NextSegment => (BufferSegment?)Next;
 
+    /// <summary>A segment over <paramref name="bytes"/>, which must stay unchanged until the chain is returned.</summary>
+    public static BufferSegment External(ReadOnlyMemory<byte> bytes) => new(bytes);
+
+    /// <summary>An empty segment over a new array of exactly <paramref name="length"/> bytes, for one received binary.</summary>
+    public static BufferSegment Landed(int length) => new(GC.AllocateUninitializedArray<byte>(length), landed: true);
+
+    /// <summary>The landed array, once: true when this segment is a landed one, full, and not taken before.</summary>
+    public bool TryTakeLanded(out byte[] array)
+    {
+        array = Array;
+        return IsLanded && Used == Array.Length && Interlocked.Exchange(ref _taken, 1) == 0;
+    }
+
     /// <summary>Links <paramref name="next"/> after this segment, which is then sealed and never written again.</summary>
     public void Link(BufferSegment next)
     {
-        Debug.Assert(Next is null && next.Used == 0, "A segment is linked once, to an empty one.");
+        Debug.Assert(Next is null && (next.Used == 0 || next.IsExternal), "A segment is linked once, to an empty or external one.");
         Seal();
         next.RunningIndex = RunningIndex + Used;
         Next = next;
     }
 
     /// <summary>Makes a sequence over the chain see the bytes written so far.</summary>
-    public void Seal() => Memory = Array.AsMemory(0, Used);
+    public void Seal()
+    {
+        if (!IsExternal)
+        {
+            Memory = Array.AsMemory(0, Used);
+        }
+    }
 
     public void Reset()
     {
+        Debug.Assert(!IsExternal && !IsLanded, "Only pooled segments are reused.");
         Used = 0;
         Memory = default;
         Next = null;

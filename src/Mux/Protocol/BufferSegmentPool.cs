@@ -97,7 +97,7 @@ internal sealed class BufferSegmentPool
     }
 
     /// <summary>Takes back the chain that starts at <paramref name="first"/> (null for none), which the caller must not
-    /// use again, and returns the bytes of its arrays.</summary>
+    /// use again, and returns the bytes of its arrays (a landed one's included, an external one's not).</summary>
     public long ReturnChain(BufferSegment? first)
     {
         long returned = 0;
@@ -114,6 +114,11 @@ internal sealed class BufferSegmentPool
 
     public void Return(BufferSegment segment)
     {
+        if (segment.IsExternal || segment.IsLanded)
+        {
+            return; // Never rented from here: the caller's memory, or the user's array.
+        }
+
         if (segment.IsReturned)
         {
             ThrowReturnedTwice();

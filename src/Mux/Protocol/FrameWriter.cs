@@ -42,9 +42,14 @@ internal static class FrameWriter
         output.GetSpan(headerSize);
         output.Advance(headerSize);
 
+        // A large binary in the body may be spliced in rather than copied (BinaryInPieces): the message is sent
+        // fragment by fragment from its segments, so its own memory is read where it is.
         var writer = new MessagePackWriter(output);
-        body.Write(ref writer);
-        writer.Flush();
+        using (output.BeginSplicing())
+        {
+            body.Write(ref writer);
+            writer.Flush();
+        }
 
         long frameSize = output.WrittenCount;
         WriteHeader(output.FirstBytes(headerSize), type, callId, methodId, frameSize, flags);

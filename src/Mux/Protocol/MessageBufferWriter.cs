@@ -21,6 +21,11 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
     [ThreadStatic]
     private static MessageBufferWriter? t_writer;
 
+    // The writer a frame is being encoded into on this thread, while FrameWriter runs its body: where a large binary may
+    // be spliced in (BinaryInPieces). Null otherwise.
+    [ThreadStatic]
+    private static MessageBufferWriter? t_splicing;
+
     private readonly BufferSegmentPool _pool;
 
     // The staging buffer the frame starts in; null when not in use. Only its thread touches it.
@@ -45,6 +50,17 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
     public bool IsInSegments => _first is not null;
 
     public long WrittenCount => IsInSegments ? _last.RunningIndex + _last.Used : _head?.WrittenCount ?? 0;
+
+    /// <summary>The writer whose frame body this thread is encoding, which takes <see cref="Splice"/>; null outside.</summary>
+    public static MessageBufferWriter? SpliceTarget => t_splicing;
+
+    /// <summary>Makes this writer the thread's <see cref="SpliceTarget"/> until the returned scope ends.</summary>
+    public SpliceScope BeginSplicing()
+    {
+        MessageBufferWriter? previous = t_splicing;
+        t_splicing = this;
+        return new SpliceScope(previous);
+    }
 
     /// <summary>This thread's writer, started on <paramref name="staging"/> (empty).</summary>
     public static MessageBufferWriter ForCurrentThread(PooledBufferWriter staging)
@@ -127,7 +143,7 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         Debug.Assert(head.WrittenCount == 0);
         for (BufferSegment? segment = _first; segment is not null; segment = segment.NextSegment)
         {
-            head.Write(segment.Array.AsSpan(0, segment.Used));
+            head.Write(segment.IsExternal ? segment.Memory.Span : segment.Array.AsSpan(0, segment.Used));
         }
 
         Discard();
@@ -142,6 +158,36 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         _last = null;
         _head = null;
         return returned;
+    }
+
+    /// <summary>Appends <paramref name="bytes"/> without copying them: linked into the chain as they are, read by whoever
+    /// sends the frame. The caller keeps them unchanged until the chain is returned, and has committed everything it wrote
+    /// before (a MessagePackWriter flushed), so they follow it.</summary>
+    public void Splice(ReadOnlyMemory<byte> bytes)
+    {
+        if (bytes.IsEmpty)
+        {
+            return;
+        }
+
+        if (!IsInSegments)
+        {
+            MoveHeadToSegments();
+        }
+
+        BufferSegment spliced = BufferSegment.External(bytes);
+        _last.Link(spliced);
+        _last = spliced; // Free is 0: the next write links a pooled segment after it.
+    }
+
+    /// <summary>Makes the next <paramref name="length"/> bytes written land in a new array of exactly that length, linked
+    /// into the chain as its own segment (see <see cref="BufferSegment.Landed"/>). Only once the writer is in segments.</summary>
+    public void Land(int length)
+    {
+        Debug.Assert(IsInSegments, "A landed binary follows its header, written before.");
+        BufferSegment landed = BufferSegment.Landed(length);
+        _last!.Link(landed);
+        _last = landed;
     }
 
     /// <summary>The segment to write <paramref name="sizeHint"/> bytes into; null while the frame still fits the head.</summary>
@@ -184,5 +230,11 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
             this.Write(_head.WrittenSpan);
             _head.Reset();
         }
+    }
+
+    /// <summary>Restores the thread's previous <see cref="SpliceTarget"/>.</summary>
+    public readonly struct SpliceScope(MessageBufferWriter? previous) : IDisposable
+    {
+        public void Dispose() => t_splicing = previous;
     }
 }

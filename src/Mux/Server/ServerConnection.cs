@@ -127,9 +127,8 @@ internal sealed class ServerConnection : MuxConnection
     private void AcceptHandshake(in HandshakeSettings client)
     {
         Incoming.RestartIdle(); // Before the handshake is done, which the idle check reads first.
-        CompleteHandshake(PeerSettings.From(client, readsTraceContext: false, client.ServerCallStreams)); // A server's calls carry no headers.
-        HandshakeSettings helloAck = Settings.Announce(authToken: null);
-        Outbound.TrySendFrame(FrameType.HelloAck, 0, ref helloAck); // Closed meanwhile: the client's connect fails with the close.
+        // A server's calls carry no headers.
+        CompleteHandshake(PeerSettings.From(client, readsTraceContext: false, client.ServerCallStreams), Settings.Announce(authToken: null));
     }
 
     private async Task AuthenticateAsync(MuxConnectionInfo info, HandshakeSettings client)

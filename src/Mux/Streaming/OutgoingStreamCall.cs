@@ -13,7 +13,7 @@ internal static class OutgoingStreamCall
 {
     /// <summary>Callee or duplex streaming: enumerates the callee's items while it sends <paramref name="items"/>, if any.</summary>
     public static async IAsyncEnumerable<TResult> ReceiveAsync<TArguments, TItem, TResult>(
-        IOutgoingCallsSource source, uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items, byte[]? metadata,
+        CallSource source, uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items, byte[]? metadata,
         [EnumeratorCancellation] CancellationToken cancellationToken)
         where TArguments : struct
     {
@@ -58,7 +58,7 @@ internal static class OutgoingStreamCall
 
     /// <summary>Caller streaming: sends <paramref name="items"/> and returns the callee's result.</summary>
     public static async ValueTask<TResult> SendAsync<TArguments, TItem, TResult>(
-        IOutgoingCallsSource source, uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, byte[]? metadata,
+        CallSource source, uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, byte[]? metadata,
         CancellationToken cancellationToken)
         where TArguments : struct
     {
@@ -97,7 +97,7 @@ internal static class OutgoingStreamCall
 
     /// <summary>The call's Response or Error comes after its last item, so every item is buffered by then. A callee that
     /// cancelled its producer ends the consumer's loop with OperationCanceledException, as a cancellation here does.</summary>
-    private static async Task EndWhenCallEndsAsync(ValueTask<VoidResult> call, StreamReceiver receiver, IOutgoingCallsSource source)
+    private static async Task EndWhenCallEndsAsync(ValueTask<VoidResult> call, StreamReceiver receiver, CallSource source)
     {
         try
         {

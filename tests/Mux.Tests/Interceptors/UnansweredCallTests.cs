@@ -38,6 +38,29 @@ public sealed class UnansweredCallTests
         Assert.Equal("IFailingService.Echo has no answer to send: its handler completed without handing back a result (MuxServerCall.ReturnAsync), or a MuxServiceActivator returned without running it.", second.Message);
     }
 
+    /// <summary>Without an interceptor, nothing noticed the missing answer: the call finished as if it had answered, no
+    /// Response or Error went, and the caller waited until its deadline (forever without one).</summary>
+    [Fact]
+    public async Task ACallThatEndsWithoutAnAnswerWithNoInterceptor_FailsAtOnce_WithWhyItHasNoAnswer()
+    {
+        var service = new FailingService();
+        service.Release();
+        await using var server = new MuxServer(new MuxServerOptions { EnableDetailedErrors = true });
+        server.AddService<IFailingService>(new SkipsTheHandlerOf("IFailingService.Echo", service));
+        await using MuxClient client = await server.ConnectInMemoryAsync(new MuxClientOptions { CallTimeout = Timeout.InfiniteTimeSpan })
+            .WaitAsync(TestHost.Patience);
+        IFailingService proxy = client.CreateProxy<IFailingService>();
+
+        MuxRemoteException failure = await Assert.ThrowsAsync<MuxRemoteException>(() => proxy.Echo(5).WaitAsync(TestHost.Patience));
+
+        Assert.Equal(MuxStatusCode.HandlerFailed, failure.StatusCode);
+        Assert.Equal("IFailingService.Echo has no answer to send: its handler completed without handing back a result (MuxServerCall.ReturnAsync), or a MuxServiceActivator returned without running it.", failure.Message);
+
+        // The call's slot and pooled object went back: the connection serves the next call.
+        MuxRemoteException next = await Assert.ThrowsAsync<MuxRemoteException>(() => proxy.Fail("the next call's failure").WaitAsync(TestHost.Patience));
+        Assert.Equal("the next call's failure", next.Message);
+    }
+
     private static object? PooledTop(IncomingCalls calls)
     {
         object pool = typeof(IncomingCalls).GetField("_pool", BindingFlags.NonPublic | BindingFlags.Instance)!.GetValue(calls)!;

@@ -94,4 +94,61 @@ public sealed class KeepAliveBeforeHandshakeTests
             await handshake.WaitAsync(TestHost.Patience);
         }
     }
+
+    /// <summary>The server's keepalive comes due as it accepts the Hello: the handshake was marked done before HelloAck was
+    /// queued, so a Ping the timer sent in between reached the client first. The window is a few instructions wide and the
+    /// old code has no seam inside it, so this is a stress test: one thread advances the clock past the interval over and
+    /// over while clients connect one after another, and each client's first frame must be the HelloAck.</summary>
+    [Fact]
+    public async Task AServerWhoseKeepAliveComesDueAsItAcceptsTheHello_SendsItsHelloAckFirst()
+    {
+        var clock = new FakeTimeProvider();
+        TimeSpan interval = TimeSpan.FromMilliseconds(1);
+        var server = new MuxServer(new MuxServerOptions
+        {
+            EndPoint = new IPEndPoint(IPAddress.Loopback, 0),
+            TimeProvider = clock,
+            HandshakeTimeout = Timeout.InfiniteTimeSpan,
+            KeepAliveInterval = interval,
+
+            // Nothing closes a connection while the clock runs: a fake timer disposed as it fires is the fake's own race.
+            KeepAliveTimeout = Timeout.InfiniteTimeSpan,
+        });
+        server.AddService<ITestService>(new TestService());
+        var clients = new List<RawMuxPeer>();
+        await using (server)
+        {
+            await server.StartAsync().WaitAsync(TestHost.Patience);
+            using var stop = new CancellationTokenSource();
+            Task ticking = Task.Factory.StartNew(
+                () =>
+                {
+                    // Each step is past the interval, so every connection whose handshake is done is due a Ping.
+                    while (!stop.IsCancellationRequested)
+                    {
+                        clock.Advance(2 * interval);
+                    }
+                },
+                CancellationToken.None,
+                TaskCreationOptions.LongRunning,
+                TaskScheduler.Default);
+            try
+            {
+                for (int i = 0; i < 1_000; i++)
+                {
+                    RawMuxPeer client = await RawMuxPeer.ConnectAsync(server.LocalEndPoint!);
+                    clients.Add(client);
+
+                    // HandshakeAsync fails unless the server's first frame is its HelloAck.
+                    await client.HandshakeAsync().WaitAsync(TestHost.Patience);
+                }
+            }
+            finally
+            {
+                stop.Cancel();
+                await ticking.WaitAsync(TestHost.Patience);
+                clients.ForEach(client => client.Dispose());
+            }
+        }
+    }
 }

@@ -7,18 +7,15 @@ namespace Mux.Tests.Races;
 /// <summary>
 /// The count of a call table is what the drain after GoAway reads: at 0, the client closes the
 /// connection, so a count that reads low while a call the peer promised to serve is still waiting
-/// fails that call. The count is changed on the changing thread's core and read by summing the
-/// cores one after another: an add on a core already summed and its remove on one not yet summed
-/// made the sum one short. That window is a few instructions wide unless the reading thread is
-/// preempted inside it, so this is a stress test: one thread adds a call, another removes it, over
-/// and over, each on a core of its own, while a third reads the count on the adder's core (which
-/// preempts it now and then, likeliest in its sum). It cannot fail on a machine with one core (one
-/// stripe).
+/// fails that call. A call must be counted before it is published and uncounted after it is taken
+/// out: counted after, a remover on another core could take it and uncount it first, and a read in
+/// between came out one short. That window is a few instructions wide, so this is a stress test:
+/// one thread adds a call, another removes it, over and over, each on a core of its own, while a
+/// third reads the count on the adder's core (which preempts it now and then).
 /// </summary>
 [Collection(SerialCollection.Name)]
 public sealed class CallCountUnderChurnTests
 {
-    // 32 expected calls make 64 slots.
     private const int Expected = 32;
 
     private static readonly TimeSpan Churn = TimeSpan.FromSeconds(5);

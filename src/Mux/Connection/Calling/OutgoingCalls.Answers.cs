@@ -1,14 +1,26 @@
 using System.Buffers;
+using System.Collections.Concurrent;
 using Mux.Protocol;
+using Mux.Streaming;
 
 namespace Mux.Connection;
 
-// The peer's answers to these calls (Response, Error, or one over MaxMessageSize): each takes its
-// call out of the table, frees its slot and completes it. Reader loop.
+// What the peer sends for these calls (answers, stream items, credit, GoAway) and the end of the connection. The reader loop
+// runs all of it except StopSending and FailAll.
 internal sealed partial class OutgoingCalls
 {
-    /// <summary>Whether an answer with this id is worth reading: a call waits for it, or a call that
-    /// gave up does (its answer frees its slot). Reader loop, for a message in fragments.</summary>
+    // Whether the peer sent GoAway, not StopSending: written before _goingAway, so whoever sees that sees this.
+    private volatile bool _peerWentAway;
+
+    // Created by StopSending, completed once no call sent before it is left: after that, a call in the table is one
+    // taking itself back unsent.
+    private TaskCompletionSource? _stoppedSending;
+
+    // The streams of streaming calls, by id: added before the Request is sent, removed by the call's owner once it ended.
+    private readonly ConcurrentDictionary<uint, CallStreams> _streams = new();
+
+    /// <summary>Whether an answer in fragments is worth reading: a call waits for it, or one given up on does (it frees
+    /// its slot).</summary>
     public bool ExpectsAnswer(uint callId)
     {
         if (_pending.Find(callId) is not null)
@@ -22,9 +34,8 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>The peer answered a call: takes it out of the table, or null when its caller gave up
-    /// on it, and frees its slot either way. An answer to an id we never sent (or already counted)
-    /// frees nothing.</summary>
+    /// <summary>Takes the answered call out of the table (null when it was given up on) and frees its slot. An answer
+    /// to an id never sent, or already counted, frees nothing.</summary>
     private PendingCall? TakeAnswered(uint callId)
     {
         PendingCall? call = _pending.TryRemove(callId);
@@ -39,13 +50,12 @@ internal sealed partial class OutgoingCalls
             }
         }
 
-        // To the caller's stripe: its next take finds the slot there, and callers on other cores
-        // never write that line (an abandoned call's goes to this core's: any stripe keeps the count).
+        // To the caller's stripe, where its next take finds it; an abandoned call's goes to this core's.
         _slots.Release(call?.SlotStripe ?? _slots.HomeStripe);
         return call;
     }
 
-    /// <summary>A Response or Error to one of these calls. Reader loop only.</summary>
+    /// <summary>A Response or Error to one of these calls.</summary>
     public void OnAnswer(in Frame frame)
     {
         CallOutcome outcome = frame.Type == FrameType.Response ? CallOutcome.Response : CallOutcome.Error;
@@ -54,8 +64,7 @@ internal sealed partial class OutgoingCalls
         {
             if (outcome == CallOutcome.Error && call.Deadline.IsSet && IsDeadlineExceeded(frame.Payload))
             {
-                // The peer saw this call's deadline pass (before our own expiry scan, which runs
-                // every tenth of the timeout, did): the caller gets the same timeout either way.
+                // The peer saw the deadline pass before the expiry scan did: the caller gets the same timeout either way.
                 call.CompleteWithException(CreateExpiredException(call));
             }
             else
@@ -67,17 +76,15 @@ internal sealed partial class OutgoingCalls
         NotifyIfDrainedAfterGoAway();
     }
 
-    /// <summary>Whether an Error body (MessagePack <c>[code, message, type]</c>) carries
-    /// <see cref="MuxStatusCode.DeadlineExceeded"/>: its first two bytes are 0x93 and the code's fixint.</summary>
+    /// <summary>Whether an Error body, MessagePack <c>[code, message, type]</c>, starts 0x93 and DeadlineExceeded's fixint.</summary>
     private static bool IsDeadlineExceeded(in ReadOnlySequence<byte> payload)
     {
         ReadOnlySpan<byte> start = payload.FirstSpan;
         return start.Length >= 2 && start[0] == 0x93 && start[1] == (byte)MuxStatusCode.DeadlineExceeded;
     }
 
-    /// <summary>An answer over this side's MaxMessageSize, from a peer that ignored the limit this
-    /// side announced: its call fails now (its remaining fragments are skipped); the connection
-    /// stays up. Reader loop only.</summary>
+    /// <summary>An answer over this side's MaxMessageSize, from a peer that ignored the limit: its call fails, its other
+    /// fragments are skipped, and the connection stays up.</summary>
     public void OnAnswerTooLarge(in Frame first)
     {
         PendingCall? call = TakeAnswered(first.CallId);
@@ -85,12 +92,153 @@ internal sealed partial class OutgoingCalls
         {
             string options = _connection.OptionsName;
             string side = _connection.IsServer ? "server" : "client";
+            int limit = _connection.Settings.MaxMessageSize;
+            string answer = first.Type == FrameType.Response ? "response" : "error";
             call.CompleteWithException(new MuxRemoteException(
                 MuxStatusCode.MessageTooLarge,
-                $"The {_connection.PeerName}'s {(first.Type == FrameType.Response ? "response" : "error")} to {MuxServiceRegistry.GetMethodDisplayName(call.MethodId)} is {first.MessageSize} bytes, over this {side}'s MaxMessageSize of {_connection.Settings.MaxMessageSize} bytes ({MuxConnection.DescribeSize(_connection.Settings.MaxMessageSize)}, {options}.MaxMessageSize); it was skipped. Raise {options}.MaxMessageSize, or ask the {_connection.PeerName} for less.",
+                $"The {_connection.PeerName}'s {answer} to {MuxServiceRegistry.GetMethodDisplayName(call.MethodId)} is {first.MessageSize} " +
+                $"bytes, over this {side}'s MaxMessageSize of {limit} bytes ({MuxConnection.DescribeSize(limit)}, {options}.MaxMessageSize); " +
+                $"it was skipped. Raise {options}.MaxMessageSize, or ask the {_connection.PeerName} for less.",
                 null));
         }
 
         NotifyIfDrainedAfterGoAway();
+    }
+
+    /// <summary>Once the last call sent before GoAway has completed, tells the connection (a client then closes it); once
+    /// the last sent before <see cref="StopSending"/> has, completes its task.</summary>
+    private void NotifyIfDrainedAfterGoAway()
+    {
+        if (!_goingAway || _pending.Count != 0)
+        {
+            return;
+        }
+
+        // The count is summed stripe by stripe, so a call added and taken back meanwhile can hide one still waiting; a look
+        // at every slot cannot miss one added before StopSending, and one added after sees _goingAway.
+        if (_stoppedSending is { Task.IsCompleted: false } stopped && _pending.Snapshot().Count == 0)
+        {
+            stopped.TrySetResult();
+        }
+
+        if (_peerWentAway)
+        {
+            _connection.OnCallsDrainedAfterGoAway();
+        }
+    }
+
+    /// <summary>
+    /// This side sends no new call, as after a GoAway (a balanced client dropped the instance): calls not yet in the table
+    /// fail as not sent, safe to send elsewhere, and those sent are left to complete. The task completes once none is left.
+    /// </summary>
+    public Task StopSending()
+    {
+        TaskCompletionSource stopped = new(TaskCreationOptions.RunContinuationsAsynchronously);
+        if (Interlocked.CompareExchange(ref _stoppedSending, stopped, null) is { } earlier)
+        {
+            return earlier.Task;
+        }
+
+        _goingAway = true;
+        Interlocked.MemoryBarrier(); // Pairs with StartCall's check after its table add, as OnGoAway's does.
+        _slots.Fail(GoingAwayNotSent);
+        NotifyIfDrainedAfterGoAway();
+        return stopped.Task;
+    }
+
+    /// <summary>The peer serves the calls up to <paramref name="lastServedCallId"/>; those above fail as never run.</summary>
+    public void OnGoAway(uint lastServedCallId)
+    {
+        _peerWentAway = true;
+        _goingAway = true;
+        Interlocked.MemoryBarrier(); // Pairs with StartCall's check after its table add: see there.
+        _slots.Fail(GoingAwayNotSent);
+        List<PendingCall>? notServed = null;
+        _pending.RemoveWhere(lastServedCallId, static (call, last) => call.CallId > last, ref notServed);
+        foreach (PendingCall call in notServed ?? [])
+        {
+            call.CompleteWithException(MuxConnectionException.NotRun(
+                $"The Mux {_connection.PeerName} at {_connection.Name} is shutting down and did not run this call; it is safe to retry.",
+                MuxCloseReason.GoAway,
+                null));
+        }
+
+        NotifyIfDrainedAfterGoAway();
+    }
+
+    /// <summary>A call not sent because the connection closed: safe to send elsewhere, unless its client is closing for
+    /// good (<see cref="LeftUnsentByClose"/>).</summary>
+    private MuxConnectionException NotSent(MuxConnectionException error) =>
+        LeftUnsentByClose?.Invoke() ?? MuxConnectionException.NotRun($"The call was not sent: {error.Message}", error.Reason, error.InnerException);
+
+    /// <summary>A call not sent after the peer's GoAway or <see cref="StopSending"/>.</summary>
+    private MuxConnectionException GoingAwayNotSent() =>
+        _peerWentAway
+            ? MuxConnectionException.NotRun(
+                $"The Mux {_connection.PeerName} at {_connection.Name} is shutting down (it sent GoAway); the call was not sent.",
+                MuxCloseReason.GoAway,
+                null)
+            : MuxConnectionException.NotRun(
+                $"This {_connection.SideName} no longer sends calls to the Mux {_connection.PeerName} at {_connection.Name} " +
+                "(it was removed from the instances calls go to); the call was not sent.",
+                MuxCloseReason.LocalShutdown,
+                null);
+
+    /// <summary>The connection closed: every call fails with <paramref name="error"/>, except those never sent (waiting
+    /// for a slot, or in the table after the drain of <see cref="StopSending"/>), which are safe to send elsewhere.</summary>
+    public void FailAll(MuxConnectionException error)
+    {
+        Volatile.Read(ref _expiryTimer)?.Dispose();
+        _slots.Fail(() => NotSent(error));
+        var calls = new List<PendingCall>();
+        _pending.Close(calls);
+        MuxConnectionException failure = calls.Count != 0 && _stoppedSending is { Task.IsCompleted: true } ? NotSent(error) : error;
+        foreach (PendingCall call in calls)
+        {
+            call.CompleteWithException(failure);
+        }
+    }
+
+    /// <summary>Calls whose streams are registered now: none once every streaming call has ended.</summary>
+    public int StreamCount => _streams.Count;
+
+    private void RegisterStreams(uint callId, CallStreams streams)
+    {
+        streams.SetCallId(callId, _idSpace, _connection.Peer.StreamWindow);
+        _streams[callId] = streams;
+    }
+
+    /// <summary>Forgets a call's streams once the call has ended: later frames for it are dropped.</summary>
+    public void UnregisterStreams(CallStreams streams)
+    {
+        if (streams.CallId != 0)
+        {
+            _streams.TryRemove(new KeyValuePair<uint, CallStreams>(streams.CallId, streams));
+        }
+    }
+
+    /// <summary>An item of the stream the peer returns for one of these calls.</summary>
+    public void OnStreamItem(in Frame frame)
+    {
+        if (!_streams.TryGetValue(frame.CallId, out CallStreams? streams))
+        {
+            return; // The call has ended here (cancelled, say): what was still on its way is dropped.
+        }
+
+        if (streams.Receiver is null)
+        {
+            throw new MuxProtocolException($"The {_connection.PeerName} sent a stream item for call {frame.CallId}, whose method returns no stream.");
+        }
+
+        streams.Receiver.OnItem(frame.Payload);
+    }
+
+    /// <summary>The peer granted credit for the stream one of these calls sends.</summary>
+    public void OnStreamCredit(uint callId, uint count)
+    {
+        if (_streams.TryGetValue(callId, out CallStreams? streams))
+        {
+            streams.Sender?.Grant(count);
+        }
     }
 }

@@ -7,11 +7,8 @@ using Mux.Streaming;
 namespace Mux.Connection;
 
 /// <summary>
-/// The client-side state of one call between sending its request and completing its task.
-/// Exactly one path completes it: whoever removes it from its pending table (<see cref="CallTable{TCall}"/>)
-/// (response, error, timeout, cancellation or connection loss) records the outcome and queues the
-/// call to the thread pool, where <see cref="IThreadPoolWorkItem.Execute"/> deserializes and
-/// completes it. The reader loop therefore never deserializes and never runs a caller's continuation.
+/// One call from its Request to its completion. Whoever removes it from the pending table records the outcome and queues
+/// it to the thread pool, where it is deserialized and completed: the reader loop never runs a caller's continuation.
 /// </summary>
 internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
 {
@@ -19,9 +16,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     private const int RegistrationActive = 1;
     private const int RegistrationReleased = 2;
 
-    // The cancellation callback, if the caller's token can be cancelled. Assigned by the caller
-    // once; disposed exactly once, by whichever of the caller and the completion comes second
-    // (arbitrated through _registrationState).
+    // The caller's token callback: disposed exactly once, by whichever of the caller and the completion comes second.
     private CancellationTokenRegistration _cancellation;
     private int _registrationState;
 
@@ -29,17 +24,13 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     private const int RequestQueued = 1;
     private const int CancelOwed = 2;
 
-    // Whether the call's Request is queued yet, and whether the call was given up on before: the
-    // call is in its table (where its answer finds it) before its Request is queued, so the expiry
-    // scan may fail it first; the Cancel that tells the peer must then wait for the Request (a peer
-    // drops a Cancel for a call it has not seen, then runs the Request). Settled once per call, by
-    // compare-and-swap, between the caller (NoteRequestQueued) and whoever gives up (MayCancelNow).
+    // The call is in the table before its Request is queued, so the expiry scan may fail it first; its Cancel must then
+    // follow the Request, or the peer drops it and runs the call. Settled once by compare-and-swap between the caller
+    // (NoteRequestQueued) and whoever gives up (MayCancelNow).
     private int _requestState;
 
-    // Payloads up to this size are copied into the array _payload keeps; larger ones into a rented
-    // array. At 4 KiB, hundreds of 5.4 KB answers in flight missed the shared array pool and
-    // allocated an 8 KiB array each (19 % of the client's bytes in a list100 profile at 500
-    // callers). A pooled call keeps at most this much, and only after a payload that size.
+    // Payloads up to this size are copied into an array the call keeps, larger ones into a rented one: many answers of a
+    // few KB in flight would miss the shared pool. A pooled call keeps at most this much.
     private const int MaxOwnedPayload = 16 * 1024;
 
     // The outcome, written by the single remover before queueing and read by Execute: the Response
@@ -48,17 +39,13 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     private ReceivedBytes _payload;
     private Exception? _exception;
 
-    /// <summary>The call's span and duration measurement: set by the caller before the request is
-    /// sent, ended by the completion (Execute) before the caller's task completes.</summary>
+    /// <summary>The call's span and duration: set before the Request is sent, ended before the caller's task completes.</summary>
     public CallTelemetry Telemetry;
 
-    /// <summary>The call's streams (Mux.Streaming), when its method takes or returns an
-    /// IAsyncEnumerable; null otherwise. Set by the caller before the call starts.</summary>
+    /// <summary>The call's streams when its method takes or returns one; set before the call starts.</summary>
     public CallStreams? Streams;
 
-    /// <summary>The stripe of the connection's <see cref="CallSlots"/> its slot goes back to when the
-    /// answer arrives (the caller's core's, so that the caller's next take finds it on its own line).
-    /// Set by the caller before the call starts.</summary>
+    /// <summary>The slot stripe of the caller's core, where the answer gives the slot back for its next take.</summary>
     public int SlotStripe;
 
     /// <summary>The connection-unique id; set before the call is published in the table.</summary>
@@ -67,8 +54,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     /// <summary>The method this call invokes, for error messages.</summary>
     public uint MethodId { get; private set; }
 
-    /// <summary>When the call times out (a timestamp of its connection's TimeProvider, or
-    /// <see cref="ClockDeadline.Never"/>), and where that came from, for the timeout message.</summary>
+    /// <summary>When the call times out, and where that came from, for the timeout's message.</summary>
     public CallDeadline Deadline { get; private set; }
 
     /// <summary>The calls of the connection this call runs on, for cancellation and for reading its result.</summary>

@@ -25,6 +25,12 @@ internal sealed partial class Inbound
 
     private readonly int _maxMessageSize;
 
+    // Bytes of landed bins (MessageReassembly) that their headers announced and that have not arrived yet. Held under
+    // MaxMessageSize, so that a peer announcing large bins and sending nothing more makes this side hold at most one
+    // message's worth of memory it was never sent; past that, a bin stays in pooled segments, which follow the bytes. The
+    // loop reserves and fills; a release of a message cut short gives back the rest.
+    private long _landingBytes;
+
     // How many of the peer's Requests, and of answers no call waits for, may arrive in fragments at once before the peer
     // is judged broken. The answers to this side's waiting calls are not counted: those calls bound them.
     private readonly int _maxMessagesInProgress;
@@ -33,6 +39,22 @@ internal sealed partial class Inbound
     internal long ReassemblyBytesRented => Interlocked.Read(ref _reassemblyBytes);
 
     internal void CountReassemblyBytes(long delta) => Interlocked.Add(ref _reassemblyBytes, delta);
+
+    // 0 once every landed bin has arrived whole or been released (for tests). Any thread.
+    internal long LandingBytesReserved => Interlocked.Read(ref _landingBytes);
+
+    internal bool TryReserveLanding(long bytes)
+    {
+        if (Interlocked.Read(ref _landingBytes) + bytes > _maxMessageSize)
+        {
+            return false;
+        }
+
+        Interlocked.Add(ref _landingBytes, bytes);
+        return true;
+    }
+
+    internal void LandedBytesArrived(long bytes) => Interlocked.Add(ref _landingBytes, -bytes);
 
     // A Request always (the peer's call cap bounds them); an answer only while its call, or a caller that gave up on it,
     // still waits. One nobody waits for (late, or made up) is skipped as it arrives and counts against MaxMessagesInProgress.

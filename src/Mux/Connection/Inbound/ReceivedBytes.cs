@@ -1,4 +1,5 @@
 using System.Buffers;
+using Mux.Diagnostics;
 
 namespace Mux.Connection;
 
@@ -54,6 +55,7 @@ internal struct ReceivedBytes
         else
         {
             _array = ArrayPool<byte>.Shared.Rent(length);
+            PayloadCopies.Taken(length);
         }
 
         bytes.CopyTo(_array);

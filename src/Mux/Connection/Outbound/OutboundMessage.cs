@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.Buffers.Binary;
 using System.Diagnostics;
+using Mux.Diagnostics;
 using Mux.Protocol;
 using Mux.Streaming;
 
@@ -8,7 +9,8 @@ namespace Mux.Connection;
 
 /// <summary>
 /// A message too large for one fragment, queued for the writer: the whole frame as FrameWriter encoded it, in the pooled
-/// segments its sender handed over (<see cref="MessageBufferWriter"/>), sent as fragments of at most
+/// segments its sender handed over (<see cref="MessageBufferWriter"/>) and the large binaries spliced between them (the
+/// caller's memory, copied here once, a fragment at a time), sent as fragments of at most
 /// <see cref="FragmentSize"/> message bytes, one per writer turn (docs/protocol.md, *Fragments*). Each segment goes back to
 /// its pool once its last byte has been written. Created by the sender; after that only the writer role holder touches it,
 /// except for the flags a Cancel sets under the queue's lock.
@@ -96,6 +98,7 @@ internal sealed class OutboundMessage : IDisposable
         BinaryPrimitives.WriteUInt32LittleEndian(header[6..], _callId);
         output.Advance(headerSize);
         CopyTo(output, chunk);
+        PayloadCopies.Written(chunk);
         _position += chunk;
         return last;
     }
@@ -117,8 +120,9 @@ internal sealed class OutboundMessage : IDisposable
                 continue;
             }
 
+            // A spliced segment is the caller's own memory, read here for the first and only time.
             int part = Math.Min(count, segment.Used - _offset);
-            output.Write(segment.Array.AsSpan(_offset, part));
+            output.Write(segment.Memory.Span.Slice(_offset, part));
             _offset += part;
             count -= part;
         }

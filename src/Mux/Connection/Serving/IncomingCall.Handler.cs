@@ -166,7 +166,7 @@ internal sealed partial class IncomingCall : IValueTaskSource
         if (pending.IsCompletedSuccessfully)
         {
             pending.GetAwaiter().GetResult();
-            Finish(null);
+            Finish(_answered ? null : NoAnswer());
             return;
         }
 
@@ -196,8 +196,14 @@ internal sealed partial class IncomingCall : IValueTaskSource
             failure = ex;
         }
 
-        Finish(failure);
+        Finish(failure ?? (_answered ? null : NoAnswer()));
     }
+
+    // A generated handler always answers: this one was written by hand, or an activator did not run it. Its caller must hear
+    // so, or it waits until its deadline. The handler's task completes after the answer it sent, if any, set _answered.
+    private InvalidOperationException NoAnswer() => new(
+        $"{MethodName} has no answer to send: its handler completed without handing back a result (MuxServerCall.ReturnAsync), " +
+        "or a MuxServiceActivator returned without running it.");
 
     private void StartPipeline(bool hasMetadata)
     {
@@ -297,10 +303,7 @@ internal sealed partial class IncomingCall : IValueTaskSource
                 }
             }
 
-            // A generated handler always answers: this one was written by hand, or an activator did not run it.
-            throw new InvalidOperationException(
-                $"{MethodName} has no answer to send: its handler completed without handing back a result (MuxServerCall.ReturnAsync), " +
-                "or a MuxServiceActivator returned without running it.");
+            throw NoAnswer();
         }
 
         answer.Send(this);

@@ -161,8 +161,8 @@ internal sealed partial class IncomingCalls
         IncomingCall call = _pool.TryRent() ?? new IncomingCall(this);
         call.Start(frame.CallId, method, frame.Payload, deadline, frame.HasMetadata);
 
-        // Counted as running before _goingAway is read (TryAdd's swap and increment are full fences that pair with
-        // BeginGoAway), so a drain cannot find the connection idle meanwhile. The table is never closed: false is a reused id.
+        // Counted as running before _goingAway is read (TryAdd's interlocked increment is a full fence that pairs with
+        // BeginGoAway's), so a drain cannot find the connection idle meanwhile. The table is never closed: false is a reused id.
         if (!_calls.TryAdd(call, out _))
         {
             // It never runs nor finishes: the pooled segments of a fragmented Request, which Start took, go back here or never,
@@ -174,9 +174,9 @@ internal sealed partial class IncomingCalls
 
         if (_connection.IsClosed || (_goingAway && IsAboveGoAway(frame.CallId)))
         {
-            // Closed since the reader loop looked (a stop out of patience, a timeout): read after the add, a full fence as is
-            // the close's publish before its CancelAll reads the table, so CancelAll cancels this call or this sees the close;
-            // run, it would wait on a token nothing cancels. Or above GoAway's id: the caller fails it ("not run, safe to retry").
+            // Closed since the reader loop looked (a stop out of patience, a timeout): read after the add, which holds the
+            // table's lock as CancelAll does after the close is published, so CancelAll cancels this call or this sees the
+            // close; run, it would wait on a token nothing cancels. Or above GoAway's id: the caller fails it ("not run, safe to retry").
             call.ReleaseArguments();
             OnCallFinished(call);
             return;
@@ -223,8 +223,8 @@ internal sealed partial class IncomingCalls
     /// <summary>Takes a finished or refused call out of the table and keeps it for reuse; frees its slot if its answer did not.</summary>
     public void OnCallFinished(IncomingCall call)
     {
-        // The remove's decrement is a full fence before _peerFinished is read; OnPeerFinishedSending writes _peerFinished
-        // before it counts, so one of the two completes the drain. Count sums stripes: read only for idle tracking or a drain.
+        // The remove's interlocked decrement is a full fence before _peerFinished is read; OnPeerFinishedSending writes
+        // _peerFinished before it reads the count, so one of the two completes the drain.
         bool removed = _calls.TryRemove(call.CallId, call);
         Debug.Assert(removed, "A call is removed once, by its finisher.");
         call.ReleaseSlot(); // Only if no answer was queued (refused after GoAway, or the connection closed).
@@ -235,7 +235,7 @@ internal sealed partial class IncomingCalls
             return;
         }
 
-        // The sum may miss a call added meanwhile: the idle clock restarts early at worst (the timer checks again); a drain adds none.
+        // A call added after the read is missed: the idle clock restarts early at worst (the timer checks again); a drain adds none.
         if (_calls.Count == 0)
         {
             if (TracksIdle)

@@ -4,12 +4,10 @@ using Mux.Serialization;
 namespace Mux.Client;
 
 /// <summary>
-/// What a proxy made by <see cref="MuxClient.CreateProxy{TService}(MuxCallOptions)"/> sends its
-/// calls through: the client's own call path, with the proxy's <see cref="CallSettings"/>. The
-/// generated proxy is the same one a plain proxy is; only its invoker differs. A plain proxy's
-/// streaming calls come here too, with no settings (MuxClient forwards them). Immutable.
+/// The one way in for a client's calls of all six shapes: the client's call path, with a bound proxy's
+/// <see cref="CallSettings"/> or none. MuxClient forwards to its own; a bound proxy gets one of its own.
 /// </summary>
-internal sealed class BoundCallInvoker(ClientRuntime runtime, CallSettings? settings) : IMuxCallInvoker
+internal sealed class CallInvoker(ClientRuntime runtime, CallSettings? settings) : IMuxCallInvoker
 {
     public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct
@@ -23,21 +21,24 @@ internal sealed class BoundCallInvoker(ClientRuntime runtime, CallSettings? sett
         where TArguments : struct
         => runtime.ReceiveStream<TArguments, TResult, TResult>(methodId, arguments, null, settings, cancellationToken);
 
-    public IAsyncEnumerable<TResult> InvokeDuplexStream<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+    public IAsyncEnumerable<TResult> InvokeDuplexStream<TArguments, TItem, TResult>(
+        uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
     {
         ArgumentNullException.ThrowIfNull(items);
         return runtime.ReceiveStream<TArguments, TItem, TResult>(methodId, arguments, items, settings, cancellationToken);
     }
 
-    public ValueTask<TResult> InvokeClientStreamAsync<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+    public ValueTask<TResult> InvokeClientStreamAsync<TArguments, TItem, TResult>(
+        uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
     {
         ArgumentNullException.ThrowIfNull(items);
         return runtime.SendStreamAsync<TArguments, TItem, TResult>(methodId, arguments, items, settings, cancellationToken);
     }
 
-    public ValueTask InvokeClientStreamAsync<TArguments, TItem>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+    public ValueTask InvokeClientStreamAsync<TArguments, TItem>(
+        uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
         => VoidResult.Ignore(InvokeClientStreamAsync<TArguments, TItem, VoidResult>(methodId, arguments, items, cancellationToken));
 }
