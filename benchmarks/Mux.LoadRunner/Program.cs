@@ -34,6 +34,11 @@ if (options.SoakSeconds is not null)
     return await SoakMeasurement.RunAsync(options);
 }
 
+if (options.Overload)
+{
+    return await OverloadMeasurement.RunAsync(options);
+}
+
 if (options.Streams is not null)
 {
     return await StreamMeasurement.RunAsync(options);

@@ -103,6 +103,14 @@ internal sealed class RunnerOptions
           Exits 1 when a call was lost (made but never ended) or got stuck, when an error surfaced
           outside a fault window, or when a killed server or the client did not come back.
 
+          Overload measurement (instead of the sweep): --overload [--overload-cap N] [--seconds S] [--warmup S]:
+          a Mux server in this process with MuxServerOptions.MaxConcurrentCalls N (default: the
+          core count) and a handler that spins 1 ms of CPU, one client connection with the default
+          RetryBudget. First N closed-loop callers (the capacity: served calls/s, p99), then calls
+          started at 10x that rate (open loop): served calls/s and p99 against the capacity, calls
+          the server refused, the client retried and that failed, and calls that ran twice (counted
+          by a unique id on the server; exits 1 if any did).
+
           Server role: listens on 127.0.0.1:P (0 = any free port), prints "LISTENING <port>", and
           serves until stdin closes. Lines "begin"/"end" on stdin mark the measured window.
         """;
@@ -163,6 +171,12 @@ internal sealed class RunnerOptions
     public IReadOnlyList<int>? Servers { get; private set; }
 
     public IReadOnlyList<(string Kind, int Count)>? Streams { get; private set; }
+
+    /// <summary>--overload: selects the overload measurement.</summary>
+    public bool Overload { get; private set; }
+
+    /// <summary>--overload-cap: the server's MaxConcurrentCalls in the overload measurement; null for the core count.</summary>
+    public int? OverloadCap { get; private set; }
 
     /// <summary>--metrics: both processes of a point listen to every instrument of the "Mux" meter.</summary>
     public bool Metrics { get; private set; }
@@ -266,6 +280,14 @@ internal sealed class RunnerOptions
                     options.PauseMs = int.TryParse(Value(), NumberStyles.None, CultureInfo.InvariantCulture, out int pause) && pause <= 10_000
                         ? pause
                         : throw new ArgumentException("--pause-ms needs a number from 0 to 10000.");
+                    break;
+                case "--overload":
+                    options.Overload = true;
+                    break;
+                case "--overload-cap":
+                    options.OverloadCap = int.TryParse(Value(), NumberStyles.None, CultureInfo.InvariantCulture, out int overloadCap) && overloadCap is > 0 and <= 100_000
+                        ? overloadCap
+                        : throw new ArgumentException("--overload-cap needs a number from 1 to 100000.");
                     break;
                 case "--out":
                     options.OutDirectory = Value();

@@ -36,6 +36,9 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     /// <summary>The newest connection under this client, for tests that drive its edges directly.</summary>
     internal ClientConnection Connection => Keeper.Latest ?? throw new InvalidOperationException("The client has not connected yet.");
 
+    /// <summary>Calls sent again within <see cref="MuxClientOptions.RetryBudget"/> so far (load runner and tests).</summary>
+    internal long RetriesMade => _runtime.RetriesMade;
+
     /// <summary>The server's address: the socket address of the connection, or the configured
     /// endpoint while connecting; null for in-memory connections and for a client over several
     /// instances (see <see cref="GetEndPointStatistics"/>).</summary>

@@ -59,7 +59,7 @@ public sealed class MuxClientOptions : MuxConnectionOptions
     /// Whether the client reconnects by itself when its connection is lost or the server sends
     /// GoAway. While it reconnects, new calls wait for the connection (within
     /// <see cref="CallTimeout"/> and their cancellation token), calls the server provably never ran
-    /// are sent again on the new connection, and calls that were in flight on the lost connection
+    /// are sent again on the new connection (within <see cref="RetryBudget"/>), and calls that were in flight on the lost connection
     /// fail with <see cref="MuxConnectionException"/> (they may have run, so they are never retried
     /// silently). When off, a lost connection closes the client, and so does a GoAway once the calls
     /// still running there have ended (over several instances, that instance; an
@@ -134,6 +134,18 @@ public sealed class MuxClientOptions : MuxConnectionOptions
     public bool WaitForConnection { get; set; } = true;
 
     /// <summary>
+    /// How many calls the client sends again after a server reported it never ran them: refused as
+    /// <see cref="MuxStatusCode.Overloaded"/> (past <see cref="MuxServerOptions.MaxConcurrentCalls"/>) or
+    /// <see cref="MuxStatusCode.TooManyCalls"/>, or left unsent by the server's GoAway. A retry goes to another instance
+    /// when the client has several (one that refused lately is picked less), and spends from the call's own timeout, fixed
+    /// when the call was made. A call past the budget fails at once with <see cref="MuxRemoteException"/>
+    /// (<see cref="MuxStatusCode.Overloaded"/>). A call that may have run is never sent again. <see langword="null"/> sends
+    /// none again: each such call fails with what the server said. Defaults to a <see cref="MuxRetryBudget"/> with
+    /// <see cref="MuxRetryBudget.Ratio"/> 0.2 and <see cref="MuxRetryBudget.MinRetriesPerSecond"/> 10.
+    /// </summary>
+    public MuxRetryBudget? RetryBudget { get; set; } = new();
+
+    /// <summary>
     /// Run around every call the client makes, in this order (the first is the outermost); see
     /// <see cref="IMuxClientInterceptor"/>. Read when the client is created. Defaults to empty: the
     /// call path is then exactly what it is without interceptors.
@@ -196,5 +208,6 @@ public sealed class MuxClientOptions : MuxConnectionOptions
         }
 
         OptionsValidation.RequireNoNulls(Interceptors, nameof(MuxClientOptions), nameof(Interceptors), "add an interceptor instance");
+        RetryBudget?.Validate();
     }
 }

@@ -149,6 +149,12 @@ public sealed class MuxServer : IAsyncDisposable
     /// <summary>Whether the server serves new connections: started, and not stopping.</summary>
     internal bool IsRunning => _runtime.IsRunning;
 
+    /// <summary>Calls holding a permit of <see cref="MuxServerOptions.MaxConcurrentCalls"/> now; 0 without the cap.</summary>
+    internal int CallsRunningUnderCap => _runtime.CallsRunningUnderCap;
+
+    /// <summary>Calls refused with <see cref="MuxStatusCode.Overloaded"/> so far.</summary>
+    internal long CallsRefusedOverloaded => _runtime.CallsRefusedOverloaded;
+
     /// <summary>Connects a client over in-memory pipes (tests and benchmarks); starts the server
     /// without a listener if it has not started.</summary>
     internal Task<MuxClient> ConnectInMemoryAsync(MuxClientOptions? clientOptions = null) => _runtime.ConnectInMemoryAsync(clientOptions);

@@ -28,6 +28,18 @@ public sealed class MuxServerOptions : MuxConnectionOptions
     /// </summary>
     public int MaxConcurrentCallsPerConnection { get; set; } = 1000;
 
+    /// <summary>
+    /// How many calls the whole server may run at once, across every connection (calls from the server to its clients not
+    /// counted). A call that arrives when that many run is refused before its handler runs, with
+    /// <see cref="MuxStatusCode.Overloaded"/>: it never ran, and a Mux client retries it within its
+    /// <see cref="MuxClientOptions.RetryBudget"/>, on another server when it has several. Refusals are counted by the
+    /// <c>mux.server.calls.overloaded</c> counter of the "Mux" meter and logged at most once a second. A streaming call counts
+    /// until it has ended. Set it to what the server can run without its calls queueing for threads (a few times the cores for
+    /// handlers that compute; more for handlers that wait on I/O), so that overload is refused at once rather than served
+    /// late. Defaults to <see langword="null"/>: no limit but <see cref="MaxConcurrentCallsPerConnection"/>.
+    /// </summary>
+    public int? MaxConcurrentCalls { get; set; }
+
     /// <summary>How long a new connection has to complete its handshake, counted from the accept on
     /// <see cref="TimeProvider"/>; a connection that has not completed it by then is closed
     /// (<see cref="MuxCloseReason.HandshakeTimeout"/>, logged). With <see cref="Tls"/>, the TLS
@@ -182,6 +194,12 @@ public sealed class MuxServerOptions : MuxConnectionOptions
         {
             throw new InvalidOperationException(
                 $"MuxServerOptions.MaxConcurrentCallsPerConnection is {MaxConcurrentCallsPerConnection}; it must be at least 1.");
+        }
+
+        if (MaxConcurrentCalls is < 1)
+        {
+            throw new InvalidOperationException(
+                $"MuxServerOptions.MaxConcurrentCalls is {MaxConcurrentCalls}; it must be at least 1, or null for no limit.");
         }
 
         if (ListenBacklog < 1)

@@ -64,4 +64,10 @@ public enum MuxStatusCode
     /// <summary>A request or response was larger than the receiving side's
     /// <see cref="MuxConnectionOptions.MaxMessageSize"/>: only this call failed; the connection stays up.</summary>
     MessageTooLarge = 15,
+
+    /// <summary>The server already ran as many calls as it allows at once across all its connections
+    /// (<see cref="MuxServerOptions.MaxConcurrentCalls"/>), so it refused this one before its handler ran. The call never ran:
+    /// it is safe to retry, best on another server. A Mux client retries it within its <see cref="MuxClientOptions.RetryBudget"/>
+    /// and fails it with this status when the budget is spent (or when it has no budget).</summary>
+    Overloaded = 16,
 }

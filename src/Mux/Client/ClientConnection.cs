@@ -28,6 +28,40 @@ internal sealed class ClientConnection : MuxConnection
 
     public int PendingCallCount => Outgoing.Count;
 
+    // Calls the server refused unrun (Overloaded, TooManyCalls) since _refusalsSince, a timestamp of the client's clock; reset
+    // once a second has passed. Written by the callers that saw a refusal, read by the balancer's pick.
+    private int _recentRefusals;
+    private long _refusalsSince;
+
+    /// <summary>How busy the instance looks to the balancer: its pending calls, plus the calls it refused in the last second,
+    /// so that an instance that sheds load gets fewer calls. The clock is read only while it has refused lately.</summary>
+    public int Load
+    {
+        get
+        {
+            int refusals = Volatile.Read(ref _recentRefusals);
+            if (refusals != 0 && TimeProvider.GetElapsedTime(Volatile.Read(ref _refusalsSince)) >= TimeSpan.FromSeconds(1))
+            {
+                refusals = 0;
+            }
+
+            return PendingCallCount + refusals;
+        }
+    }
+
+    /// <summary>The server refused a call unrun at <paramref name="now"/>.</summary>
+    public void OnRefused(long now)
+    {
+        if (TimeProvider.GetElapsedTime(Volatile.Read(ref _refusalsSince), now) >= TimeSpan.FromSeconds(1))
+        {
+            // A new second of refusals: racing writers may each restart it, which loses a few counts, never the instance's turn.
+            Volatile.Write(ref _refusalsSince, now);
+            Volatile.Write(ref _recentRefusals, 0);
+        }
+
+        Interlocked.Increment(ref _recentRefusals);
+    }
+
     // Null in memory.
     public EndPoint? RemoteEndPoint => PeerEndPoint;
 

@@ -7,8 +7,10 @@ namespace Mux.Client;
 
 /// <summary>
 /// The path of a client's call: its deadline fixed once when the user makes it, then the current connection, a wait for
-/// one when none is up, and a resend on the next when the server provably never ran it. Every wait and resend spend from
-/// that one deadline. A bound proxy's <see cref="CallSettings"/> replace the client's timeout, metadata and wait.
+/// one when none is up, and a resend when the server provably never ran it, within the client's <see cref="RetryBudget"/>:
+/// on the next connection when its own left it unsent, on another instance (or the same one) when the server refused it as
+/// Overloaded or TooManyCalls. Every wait and resend spend from that one deadline. A bound proxy's
+/// <see cref="CallSettings"/> replace the client's timeout, metadata and wait.
 /// </summary>
 /// <remarks>
 /// A call not complete when it returns goes through <c>RetryIfNotRunAsync</c>, whose state machine comes from a pool, so a
@@ -54,6 +56,7 @@ internal sealed partial class ClientRuntime
     private ValueTask<TResult> SendAsync<TArguments, TResult>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
     {
+        _retryBudget?.Deposit(now != 0 ? now : _clock.GetTimestamp()); // 0: no deadline, so the clock was not read.
         ClientConnection? connection = Keeper.Current;
         if (connection is null)
         {
@@ -63,7 +66,7 @@ internal sealed partial class ClientRuntime
         }
 
         ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken, metadata: metadata);
-        return call.IsCompletedSuccessfully || !Keeper.Reconnects
+        return call.IsCompletedSuccessfully || !Retries
             ? call
             : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits, cancellationToken);
     }
@@ -71,6 +74,7 @@ internal sealed partial class ClientRuntime
     private ValueTask SendAsync<TArguments>(uint methodId, in TArguments arguments, in CallDeadline deadline, long now, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
     {
+        _retryBudget?.Deposit(now != 0 ? now : _clock.GetTimestamp()); // 0: no deadline, so the clock was not read.
         ClientConnection? connection = Keeper.Current;
         if (connection is null)
         {
@@ -81,7 +85,7 @@ internal sealed partial class ClientRuntime
         }
 
         ValueTask call = connection.Outgoing.InvokeAsync(methodId, arguments, deadline, now, cancellationToken, metadata);
-        return call.IsCompletedSuccessfully || !Keeper.Reconnects
+        return call.IsCompletedSuccessfully || !Retries
             ? call
             : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits, cancellationToken);
     }
@@ -104,6 +108,14 @@ internal sealed partial class ClientRuntime
             latest is { IsClosed: true } ? latest.CloseError : null);
     }
 
+    /// <summary>Whether a call that did not complete at once may be sent again: a refusal within the budget, or a call the
+    /// server never ran on a connection the client replaces.</summary>
+    private bool Retries => _retryBudget is not null || Keeper.Reconnects;
+
+    /// <summary>A status that says the server did not run the call, nor any of it: it may go again, within the budget.</summary>
+    private static bool IsRefusedUnrun(MuxStatusCode status) =>
+        status is MuxStatusCode.Overloaded or MuxStatusCode.TooManyCalls or MuxStatusCode.ServerShuttingDown;
+
     [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
     private async ValueTask<TResult> RetryIfNotRunAsync<TArguments, TResult>(ValueTask<TResult> call, ClientConnection connection, uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, bool waits, CancellationToken cancellationToken)
         where TArguments : struct
@@ -112,10 +124,14 @@ internal sealed partial class ClientRuntime
         {
             return await call.ConfigureAwait(false);
         }
-        catch (MuxConnectionException ex) when (ex.IsSafeToRetry)
+        catch (MuxConnectionException ex) when (ex.IsSafeToRetry && _retryBudget is not null && Keeper.Reconnects)
         {
             // The server never ran it: send it again on the next connection.
             return await SendOnNextConnectionAsync<TArguments, TResult>(connection, ExceptionDispatchInfo.Capture(ex), methodId, arguments, deadline, metadata, waits, cancellationToken).ConfigureAwait(false);
+        }
+        catch (MuxRemoteException ex) when (_retryBudget is not null && IsRefusedUnrun(ex.StatusCode))
+        {
+            return await RetryRefusedAsync<TArguments, TResult>(connection, ex, methodId, arguments, deadline, metadata, waits, cancellationToken).ConfigureAwait(false);
         }
     }
 
@@ -127,12 +143,47 @@ internal sealed partial class ClientRuntime
         {
             await call.ConfigureAwait(false);
         }
-        catch (MuxConnectionException ex) when (ex.IsSafeToRetry)
+        catch (MuxConnectionException ex) when (ex.IsSafeToRetry && _retryBudget is not null && Keeper.Reconnects)
         {
             // The server never ran it: send it again on the next connection, the way of a call with a result.
             await SendOnNextConnectionAsync<TArguments, VoidResult>(connection, ExceptionDispatchInfo.Capture(ex), methodId, arguments, deadline, metadata, waits, cancellationToken).ConfigureAwait(false);
         }
+        catch (MuxRemoteException ex) when (_retryBudget is not null && IsRefusedUnrun(ex.StatusCode))
+        {
+            await RetryRefusedAsync<TArguments, VoidResult>(connection, ex, methodId, arguments, deadline, metadata, waits, cancellationToken).ConfigureAwait(false);
+        }
     }
+
+    /// <summary>Sends again a call the server refused unrun, if the budget has a retry: on another instance when the client
+    /// has one, within the call's own deadline. Past the budget the call fails at once, as Overloaded.</summary>
+    private async ValueTask<TResult> RetryRefusedAsync<TArguments, TResult>(ClientConnection refusedBy, MuxRemoteException refusal, uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata, bool waits, CancellationToken cancellationToken)
+        where TArguments : struct
+    {
+        long now = _clock.GetTimestamp();
+        refusedBy.OnRefused(now);
+        if (!_retryBudget!.TryWithdraw(now))
+        {
+            throw BudgetSpent(refusal, methodId);
+        }
+
+        ClientConnection? next = Keeper.ForRetry(refusedBy);
+        if (next is null)
+        {
+            // No connection now: wait for one as a new call would (the withdrawal is spent), or fail with the refusal.
+            return await SendOnNextConnectionAsync<TArguments, TResult>(null, ExceptionDispatchInfo.Capture(refusal), methodId, arguments, deadline, metadata, waits, cancellationToken).ConfigureAwait(false);
+        }
+
+        ValueTask<TResult> call = next.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata: metadata);
+        return await RetryIfNotRunAsync(call, next, methodId, arguments, deadline, metadata, waits, cancellationToken).ConfigureAwait(false);
+    }
+
+    /// <summary>The failure of a call the server never ran and the budget does not send again.</summary>
+    private static MuxRemoteException BudgetSpent(Exception notRun, uint methodId) => new(
+        MuxStatusCode.Overloaded,
+        $"{MuxServiceRegistry.GetMethodDisplayName(methodId)} was not run: {notRun.Message} The client did not send it again: its retry budget " +
+        "(MuxClientOptions.RetryBudget) is spent, as happens when servers refuse more calls than they serve. The call never ran; it is safe to " +
+        "retry later.",
+        null);
 
     /// <summary>Sends a call on the next connection within its deadline: one made while none was up, or one the server
     /// never ran on <paramref name="failed"/>. A call that does not wait takes one already up other than
@@ -148,8 +199,14 @@ internal sealed partial class ClientRuntime
             notRun!.Throw(); // A call that waits never gets here: the wait gives it another connection or throws.
         }
 
+        if (failed is not null && !_retryBudget!.TryWithdraw(_clock.GetTimestamp()))
+        {
+            // Sent once and left unsent by its connection: a second send spends from the budget like any retry.
+            throw BudgetSpent(notRun!.SourceException, methodId);
+        }
+
         ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(_clock), cancellationToken, metadata: metadata);
-        return await (Keeper.Reconnects ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits, cancellationToken) : call).ConfigureAwait(false);
+        return await (Retries ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, waits, cancellationToken) : call).ConfigureAwait(false);
     }
 
     /// <summary>Why a streaming call failed unsent on a client that will have no connection again: the error of a wait

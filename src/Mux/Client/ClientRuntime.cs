@@ -38,6 +38,9 @@ internal sealed partial class ClientRuntime
     // The options mapped into the engine once, for every connection the client opens.
     private readonly ConnectionSettings _settings;
 
+    // Calls the server reported as never run are sent again only within it; null: never.
+    private readonly RetryBudget? _retryBudget;
+
     private ClientRuntime(MuxClientOptions options, EndPoint? endPoint)
     {
         options.Validate();
@@ -51,7 +54,11 @@ internal sealed partial class ClientRuntime
         _waitForConnection = options.WaitForConnection;
         _interceptors = [.. options.Interceptors];
         _defaultSource = new CallsSource(this, _callTimeout, null, _waitForConnection);
+        _retryBudget = options.RetryBudget is { } budget ? new RetryBudget(budget, _clock) : null;
     }
+
+    /// <summary>Calls sent again so far within the retry budget, for the load runner and tests.</summary>
+    public long RetriesMade => _retryBudget?.Withdrawn ?? 0;
 
     // Set once, by the factory that made this runtime, right after the constructor.
     public ConnectionSource Keeper { get; private set; } = null!;

@@ -43,6 +43,10 @@ internal abstract class ConnectionSource : IAsyncDisposable
     /// <summary>The connection for a new call, or null when the caller must wait. Read by every call: no lock, no allocation.</summary>
     public abstract ClientConnection? Current { get; }
 
+    /// <summary>Where a call <paramref name="refusedBy"/> refused unrun goes again: over several instances, the least busy
+    /// other usable one; else <paramref name="refusedBy"/> itself while it is usable; else the current connection or none.</summary>
+    public virtual ClientConnection? ForRetry(ClientConnection refusedBy) => refusedBy.IsUsable ? refusedBy : Current;
+
     /// <summary>The newest connection, open or not; null before the first one.</summary>
     public abstract ClientConnection? Latest { get; }
 

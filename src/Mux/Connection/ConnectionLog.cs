@@ -5,7 +5,7 @@ namespace Mux.Connection;
 /// <summary>
 /// What a connection and its serving role log, on either end (category "Mux.Client" or "Mux.Server", the logger of the
 /// client or server that owns it). Methods are named "IService.Method". Event ids are fixed across versions and unique
-/// within Mux: 1–2, 6–7, 11 and 28–29 here (ServerLog has 3–5, 8–10 and 40, ClientLog 20–27 and 30–39, MuxHostingLog 100–).
+/// within Mux: 1–2, 6–7, 11–12 and 28–29 here (ServerLog has 3–5, 8–10 and 40, ClientLog 20–27 and 30–39, MuxHostingLog 100–).
 /// </summary>
 internal static partial class ConnectionLog
 {
@@ -38,6 +38,12 @@ internal static partial class ConnectionLog
         Message = "A callback registered on the CancellationToken of the stream a call on connection {Connection} sends threw when that token was "
             + "cancelled; the call went on ending.")]
     public static partial void StreamCancellationCallbackFailed(ILogger logger, string connection, Exception error);
+
+    // At most one line a second for the whole server (ServerCallLimit), however many calls it refuses.
+    [LoggerMessage(EventId = 12, EventName = "CallsOverloaded", Level = LogLevel.Warning,
+        Message = "The server refused {Refused} calls since the last such line: it already ran {Limit} calls at once "
+            + "(MuxServerOptions.MaxConcurrentCalls). Callers were told Overloaded (never ran, safe to retry).")]
+    public static partial void CallsOverloaded(ILogger logger, long refused, int limit);
 
     // error: the AggregateException of the callbacks that threw.
     [LoggerMessage(EventId = 28, EventName = "CancellationCallbackFailed", Level = LogLevel.Warning,

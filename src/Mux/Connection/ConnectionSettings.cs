@@ -53,6 +53,9 @@ internal sealed class ConnectionSettings(MuxConnectionOptions options, bool isSe
 
     public bool TracksIdle { get; private init; }
 
+    // A server's MaxConcurrentCalls, one object for all its connections; null when it has none (a client never has one).
+    public ServerCallLimit? ServerCallLimit { get; private init; }
+
     public static ConnectionSettings ForClient(MuxClientOptions options) => new(options, isServer: false, options.CallTimeout, int.MaxValue);
 
     public static ConnectionSettings ForServer(MuxServerOptions options, IMuxServerInterceptor[] interceptors) =>
@@ -62,6 +65,7 @@ internal sealed class ConnectionSettings(MuxConnectionOptions options, bool isSe
             PropagatesCallContext = options.EnableCallContextPropagation,
             Interceptors = interceptors,
             TracksIdle = options.IdleTimeout != Timeout.InfiniteTimeSpan,
+            ServerCallLimit = options.MaxConcurrentCalls is { } limit ? new ServerCallLimit(limit, options.TimeProvider) : null,
         };
 
     /// <summary>The Hello or HelloAck this side sends: its limits, and a client's token.</summary>

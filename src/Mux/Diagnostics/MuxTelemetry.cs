@@ -32,6 +32,10 @@ internal static class MuxTelemetry
 
     public static readonly Counter<long> Reads = Meter.CreateCounter<long>("mux.reads", "{read}", "Reads of connection input by the frame parser.");
 
+    public static readonly Counter<long> ServerCallsOverloaded = Meter.CreateCounter<long>(
+        "mux.server.calls.overloaded", "{call}",
+        "Calls the server refused with status Overloaded, unrun, because it already ran MuxServerOptions.MaxConcurrentCalls calls at once.");
+
     // Call durations are sub-millisecond on a LAN; the default buckets (which start at 5 ms for
     // seconds) would put every call in the first one.
     private static readonly InstrumentAdvice<double> s_durationAdvice = new()

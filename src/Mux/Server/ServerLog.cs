@@ -5,7 +5,7 @@ namespace Mux.Server;
 /// <summary>
 /// What a server logs (category "Mux.Server"): its lifecycle, its connections' handshakes, and calls
 /// that failed. Methods are named "IService.Method". Event ids are fixed across versions and unique
-/// within Mux (ConnectionLog has 1–2, 6–7, 11 and 28–29, MuxHostingLog 100–; 40 is Authenticate's).
+/// within Mux (ConnectionLog has 1–2, 6–7, 11–12 and 28–29, MuxHostingLog 100–; 40 is Authenticate's).
 /// </summary>
 internal static partial class ServerLog
 {

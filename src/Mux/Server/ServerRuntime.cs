@@ -75,6 +75,10 @@ internal sealed class ServerRuntime
 
     public int ActiveConnections => _connections.Count;
 
+    public int CallsRunningUnderCap => Volatile.Read(ref _settings)?.ServerCallLimit?.Running ?? 0;
+
+    public long CallsRefusedOverloaded => Volatile.Read(ref _settings)?.ServerCallLimit?.Refused ?? 0;
+
     public ICollection<ServerConnection> Connections => _connections.Keys;
 
     // A server whose connections come only from its host's endpoints accepts them while it runs.

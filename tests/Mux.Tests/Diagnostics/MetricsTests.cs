@@ -18,7 +18,7 @@ public class MetricsTests
         "mux.client.active_calls", "mux.server.active_calls",
         "mux.client.active_connections", "mux.server.active_connections",
         "mux.outbound.queued_bytes", "mux.flush.frames", "mux.bytes.sent", "mux.bytes.received",
-        "mux.frames.sent", "mux.flushes", "mux.frames.received", "mux.reads",
+        "mux.frames.sent", "mux.flushes", "mux.frames.received", "mux.reads", "mux.server.calls.overloaded",
     ];
 
     [Fact]

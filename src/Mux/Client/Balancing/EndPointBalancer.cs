@@ -170,7 +170,7 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             ConnectionKeeper endPoint = endPoints[index < length ? index : index - length];
             if (endPoint.Current is { IsUsable: true } connection)
             {
-                int pending = connection.PendingCallCount;
+                int pending = connection.Load;
                 if (pending < bestPending)
                 {
                     best = connection;
@@ -204,13 +204,39 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             return null;
         }
 
-        bool takeFirst = b is null || (a is not null && a.PendingCallCount <= b.PendingCallCount);
+        bool takeFirst = b is null || (a is not null && a.Load <= b.Load);
         if (count)
         {
             endPoints[takeFirst ? first : second].CountCall();
         }
 
         return takeFirst ? a : b;
+    }
+
+    /// <summary>The least busy usable instance other than <paramref name="refusedBy"/>, counting each one's recent refusals;
+    /// without one, as over one endpoint.</summary>
+    public override ClientConnection? ForRetry(ClientConnection refusedBy)
+    {
+        ConnectionKeeper[] endPoints = _endPoints;
+        int length = endPoints.Length;
+        int start = length <= 1 ? 0 : Random.Shared.Next(length);
+        ClientConnection? best = null;
+        ConnectionKeeper? bestEndPoint = null;
+        int bestLoad = int.MaxValue;
+        for (int i = 0; i < length; i++)
+        {
+            int index = start + i;
+            ConnectionKeeper endPoint = endPoints[index < length ? index : index - length];
+            if (endPoint.Current is { IsUsable: true } connection && connection != refusedBy && connection.Load < bestLoad)
+            {
+                best = connection;
+                bestEndPoint = endPoint;
+                bestLoad = connection.Load;
+            }
+        }
+
+        bestEndPoint?.CountCall();
+        return best ?? base.ForRetry(refusedBy);
     }
 
     /// <summary>Waits until some instance is connected (ConnectAsync); sends nothing.</summary>

@@ -13,11 +13,19 @@ internal sealed partial class IncomingCalls
             $"runs {_maxConcurrentCalls} calls, the most it allows ({_connection.OptionsName}.MaxConcurrentCallsPerConnection, advertised " +
             $"in the handshake). A {_connection.PeerName} must wait for an answer before sending more.");
 
+    /// <summary>A request past the server's MaxConcurrentCalls: never run, so its caller may retry it (elsewhere).</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void RefuseOverloaded(uint callId, ServerCallLimit limit)
+    {
+        limit.OnRefused(_connection.Logger);
+        SendError(callId, MuxStatusCode.Overloaded, limit.RefusalMessage);
+    }
+
     /// <summary>A request whose deadline header says 0 ms: nobody waits for its answer.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private void RefuseExpired(uint callId, ServiceMethod method)
     {
-        _slots.Release();
+        ReleaseSlot();
         SendError(callId, MuxStatusCode.DeadlineExceeded,
             $"The {_connection.SideName} did not run {method.Name}: the caller's deadline had passed when the request arrived.");
     }

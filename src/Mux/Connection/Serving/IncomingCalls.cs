@@ -21,6 +21,9 @@ internal sealed partial class IncomingCalls
     private readonly CallSlots _slots;
     private readonly int _maxConcurrentCalls;
 
+    // The server's cap across its connections, taken after the slot and given back with it; null without one (and on a client).
+    private readonly ServerCallLimit? _serverLimit;
+
     // Running calls by id, for Cancel, stream frames and the close. Added by the reader loop only, removed by each finisher.
     private readonly CallTable<IncomingCall> _calls;
 
@@ -56,6 +59,7 @@ internal sealed partial class IncomingCalls
         _maxConcurrentCalls = settings.MaxConcurrentCalls;
         _slots = new CallSlots(_maxConcurrentCalls);
         _calls = new CallTable<IncomingCall>(_maxConcurrentCalls);
+        _serverLimit = settings.ServerCallLimit;
         IdSpace = settings.IsServer ? FrameFlags.None : FrameFlags.ServerInitiated;
         SendsDetailedErrors = settings.SendsDetailedErrors;
         PropagatesCallContext = settings.PropagatesCallContext;
@@ -112,6 +116,12 @@ internal sealed partial class IncomingCalls
         {
             RefuseOverLimit(frame);
         }
+        else if (_serverLimit is { } limit && !limit.TryEnter())
+        {
+            // Before the method is looked up or anything is rented: the refusal costs the server one Error frame.
+            _slots.Release();
+            RefuseOverloaded(frame.CallId, limit);
+        }
         else
         {
             Dispatch(frame);
@@ -131,7 +141,7 @@ internal sealed partial class IncomingCalls
     {
         if (!_methods.TryGet(frame.MethodId, out ServiceMethod? method))
         {
-            _slots.Release();
+            ReleaseSlot();
             RefuseUnknownMethod(frame.CallId, frame.MethodId);
             return;
         }
@@ -155,8 +165,10 @@ internal sealed partial class IncomingCalls
         // BeginGoAway's), so a drain cannot find the connection idle meanwhile. The table is never closed: false is a reused id.
         if (!_calls.TryAdd(call, out _))
         {
-            // It never runs nor finishes: the pooled segments of a fragmented Request, which Start took, go back here or never.
+            // It never runs nor finishes: the pooled segments of a fragmented Request, which Start took, go back here or never,
+            // and so does a server-wide permit, which outlives this connection.
             call.ReleaseArguments();
+            call.ReleaseSlot();
             ThrowCallIdReused(frame.CallId);
         }
 
@@ -201,7 +213,12 @@ internal sealed partial class IncomingCalls
 
     public void OnStreamCredit(uint callId, uint count) => _calls.Find(callId)?.OnStreamCredit(count);
 
-    public void ReleaseSlot() => _slots.Release();
+    /// <summary>Gives back what a dispatched call holds: its slot on this connection and, under a server-wide cap, its permit.</summary>
+    public void ReleaseSlot()
+    {
+        _slots.Release();
+        _serverLimit?.Exit();
+    }
 
     /// <summary>Takes a finished or refused call out of the table and keeps it for reuse; frees its slot if its answer did not.</summary>
     public void OnCallFinished(IncomingCall call)
