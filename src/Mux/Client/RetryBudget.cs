@@ -16,7 +16,8 @@ internal sealed class RetryBudget
 {
     public const int WindowSeconds = 10;
 
-    private readonly TimeProvider _clock;
+    // The clock's ticks per second, read once: every call's deposit divides by it.
+    private readonly long _ticksPerSecond;
     private readonly double _ratio;
     private readonly long _reserve;
 
@@ -33,7 +34,7 @@ internal sealed class RetryBudget
 
     public RetryBudget(MuxRetryBudget options, TimeProvider clock)
     {
-        _clock = clock;
+        _ticksPerSecond = clock.TimestampFrequency;
         _ratio = options.Ratio;
         _reserve = (long)options.MinRetriesPerSecond * WindowSeconds;
         for (int i = 0; i < WindowSeconds; i++)
@@ -113,7 +114,7 @@ internal sealed class RetryBudget
         }
     }
 
-    private long SecondOf(long timestamp) => timestamp / _clock.TimestampFrequency;
+    private long SecondOf(long timestamp) => timestamp / _ticksPerSecond;
 
     private static int SlotOf(long second) => (int)(((second % WindowSeconds) + WindowSeconds) % WindowSeconds);
 
