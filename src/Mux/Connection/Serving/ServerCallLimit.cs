@@ -41,10 +41,8 @@ internal sealed class ServerCallLimit
 
     public string RefusalMessage { get; }
 
-    /// <summary>Calls running now, across the server.</summary>
     public int Running => Volatile.Read(ref _running);
 
-    /// <summary>Calls refused so far.</summary>
     public long Refused => Interlocked.Read(ref _refused);
 
     /// <summary>Takes a permit if fewer than the limit run. Exact: a compare-and-swap never lets the count pass the limit, not even
