@@ -23,7 +23,9 @@ internal static class MetadataSection
     /// <summary>Why a key cannot be metadata, or null when it can.</summary>
     public static string? DescribeInvalidKey(string key) =>
         DescribeInvalidCharacters(key)
-        ?? (IsReserved(key) ? $"The Mux metadata key '{key}' starts with '{ReservedPrefix}', which is reserved for Mux's own keys; choose another name." : null);
+        ?? (IsReserved(key)
+            ? $"The Mux metadata key '{key}' starts with '{ReservedPrefix}', which is reserved for Mux's own keys; choose another name."
+            : null);
 
     private static bool IsReserved(string key) => key.StartsWith(ReservedPrefix, StringComparison.OrdinalIgnoreCase);
 
@@ -38,7 +40,8 @@ internal static class MetadataSection
         {
             if (c is < '!' or > '~')
             {
-                return $"The Mux metadata key '{key}' has the character U+{(int)c:X4}; keys are printable ASCII without spaces (0x21-0x7E), compared case-insensitively.";
+                return $"The Mux metadata key '{key}' has the character U+{(int)c:X4}; " +
+                    "keys are printable ASCII without spaces (0x21-0x7E), compared case-insensitively.";
             }
         }
 
@@ -71,7 +74,10 @@ internal static class MetadataSection
     /// The size is checked against <paramref name="maxSize"/> before anything else is read. <paramref name="entries"/>
     /// holds the keys not reserved for Mux; <paramref name="consumed"/> is where the arguments start.
     /// </summary>
-    public static ReadStatus Read(in ReadOnlySequence<byte> payload, int maxSize, out Dictionary<string, string>? entries, out long consumed, out long size, out string? problem)
+    public static ReadStatus Read(
+        in ReadOnlySequence<byte> payload, int maxSize, out Dictionary<string, string>? entries, out long consumed, out long size,
+        out string? problem)
+
     {
         entries = null;
         consumed = 0;

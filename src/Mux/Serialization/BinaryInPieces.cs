@@ -41,7 +41,9 @@ internal static class BinaryInPieces
         PayloadCopies.Serialized(bytes.Length);
     }
 
-    /// <summary>Writes a sequence of bytes as one bin, as <see cref="Write(ref MessagePackWriter, ReadOnlyMemory{byte}, MessagePackSerializerOptions)"/>.</summary>
+    /// <summary>Writes a sequence of bytes as one bin, as
+    /// <see cref="Write(ref MessagePackWriter, ReadOnlyMemory{byte}, MessagePackSerializerOptions)"/>.</summary>
+
     public static void Write(ref MessagePackWriter writer, in ReadOnlySequence<byte> bytes, MessagePackSerializerOptions options)
     {
         if (bytes.Length < InPiecesFrom || writer.OldSpec)

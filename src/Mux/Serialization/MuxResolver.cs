@@ -29,7 +29,9 @@ internal sealed class MuxResolver : IFormatterResolver
     public IFormatterResolver Fallback { get; }
 
     public IMessagePackFormatter<T>? GetFormatter<T>() =>
-        GeneratedFormatter<T>.Instance ?? (ReferenceEquals(this, Default) ? StandardFormatter<T>.Instance : BinaryInPieces.Replace(Fallback.GetFormatter<T>()));
+        GeneratedFormatter<T>.Instance
+        ?? (ReferenceEquals(this, Default) ? StandardFormatter<T>.Instance : BinaryInPieces.Replace(Fallback.GetFormatter<T>()));
+
 
     // StandardResolver's formatter of T, read once: a string member of a [MessagePackObject] type is
     // looked up on every call, and this saves that lookup a second generic virtual call.

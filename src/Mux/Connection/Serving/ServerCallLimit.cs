@@ -82,7 +82,9 @@ internal sealed class ServerCallLimit
         Interlocked.Increment(ref _unlogged);
         long now = _clock.GetTimestamp();
         long next = Volatile.Read(ref _nextLogAt);
-        if (now < next || Interlocked.CompareExchange(ref _nextLogAt, now + (long)(s_logInterval.TotalSeconds * _clock.TimestampFrequency), next) != next)
+        if (now < next
+            || Interlocked.CompareExchange(ref _nextLogAt, now + (long)(s_logInterval.TotalSeconds * _clock.TimestampFrequency), next) != next)
+
         {
             return; // Logged less than a second ago, or another reader loop writes this line.
         }
