@@ -12,14 +12,12 @@ namespace Mux;
 public interface IMuxEndPointResolver
 {
     /// <summary>
-    /// Returns the current instances. An empty result is ignored (the client keeps the instances it has); an exception is
-    /// logged and the client keeps them too, and asks again at the next <see cref="MuxClientOptions.ResolveInterval"/>.
-    /// While the client knows no instance yet, the next ask comes sooner, after <see cref="MuxClientOptions.ReconnectInitialDelay"/>,
-    /// doubling up to <see cref="MuxClientOptions.ReconnectMaxDelay"/> (never later than the interval): calls wait for an
-    /// instance meanwhile, and one that finds none within its <see cref="MuxClientOptions.CallTimeout"/> fails with a
-    /// <see cref="MuxConnectionException"/> (<see cref="MuxConnectionException.IsSafeToRetry"/>) that says what the last ask
-    /// gave, with its exception as the inner exception.
+    /// Returns the current instances. An empty result or an exception (logged) leaves the client with the instances it
+    /// has. While it knows none, it asks again on the reconnect backoff, and calls wait for an instance; one that finds
+    /// none within its timeout fails with a <see cref="MuxConnectionException"/>
+    /// (<see cref="MuxConnectionException.IsSafeToRetry"/>) that says what the last ask gave.
     /// </summary>
+
     /// <param name="cancellationToken">Fires when the client is disposed.</param>
     /// <returns>One endpoint per server instance.</returns>
     ValueTask<IReadOnlyList<EndPoint>> ResolveAsync(CancellationToken cancellationToken);

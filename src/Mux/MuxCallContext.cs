@@ -5,12 +5,10 @@ using Mux.Server;
 namespace Mux;
 
 /// <summary>
-/// The Mux call a server handler is serving: its method, its cancellation token, the caller's
-/// deadline, its metadata, and who is calling (<see cref="User"/>, <see cref="Connection"/>).
-/// Server interceptors (<see cref="IMuxServerInterceptor"/>) get it too. A <see cref="MuxServiceAttribute">[MuxService]</see> method gets it by declaring a
-/// parameter of this type, which the generated dispatcher fills (like a
-/// <see cref="System.Threading.CancellationToken"/>, it never travels on the wire and is not part
-/// of the method id); code without such a parameter reads <see cref="MuxServerCall.Context"/>.
+/// The Mux call a server handler or interceptor is serving: its method, cancellation token, deadline, metadata, and who
+/// is calling. A <see cref="MuxServiceAttribute">[MuxService]</see> method gets it by declaring a parameter of this
+/// type, which the generated dispatcher fills (like a <see cref="System.Threading.CancellationToken"/>, it is not sent
+/// and not part of the method id); other code reads <see cref="MuxServerCall.Context"/>.
 /// </summary>
 /// <remarks>
 /// <para>One object per call, created only when a handler asks for it, so handlers that never do
@@ -23,9 +21,7 @@ namespace Mux;
 /// </remarks>
 public sealed class MuxCallContext
 {
-    // The context of the handler running on this logical flow, when its server propagates call
-    // contexts: set by MuxServerCall around the handler's invocation (the handler's awaits carry
-    // it on), read by ClientConnection when it starts a call.
+    // Set by MuxServerCall around the handler's invocation (its awaits carry it on), read by a client call as it starts.
     private static readonly AsyncLocal<MuxCallContext?> s_current = new();
 
     // Whether any server in this process propagates call contexts; until one does, a client call
@@ -48,50 +44,41 @@ public sealed class MuxCallContext
     }
 
     /// <summary>
-    /// The call whose handler is running on this flow (across its awaits), or
-    /// <see langword="null"/>: outside a handler, in a handler whose server does not set
-    /// <see cref="MuxServerOptions.EnableCallContextPropagation"/>, and in the handler of a call
-    /// that carries no deadline (there is nothing to pass on). A <see cref="MuxClient"/> call made
-    /// while it is set, and while that call <see cref="IsCallRunning">is running</see>, inherits its
-    /// deadline when that comes sooner than the client's own CallTimeout. Work that must not
-    /// inherit it (it outlives the handler) starts under <see cref="ExecutionContext.SuppressFlow"/>.
+    /// The call whose handler is running on this flow, or <see langword="null"/>: outside a handler, without
+    /// <see cref="MuxServerOptions.EnableCallContextPropagation"/>, or for a call with no deadline. A
+    /// <see cref="MuxClient"/> call made while that call <see cref="IsCallRunning">is running</see> inherits its deadline
+    /// when sooner than its own CallTimeout. Work that outlives the handler starts under
+    /// <see cref="ExecutionContext.SuppressFlow"/>.
     /// </summary>
     public static MuxCallContext? Current => s_propagating ? s_current.Value : null;
 
-    /// <summary>Whether a client call must look for a served call to inherit a deadline from.</summary>
     internal static bool IsPropagating => s_propagating;
 
     /// <summary>"IService.Method" of the call being served.</summary>
     public string MethodName { get; }
 
     /// <summary>
-    /// The metadata the caller sent with the call (<see cref="MuxCallOptions.Metadata"/>, and what its
-    /// client interceptors added): keys compared case-insensitively, never one reserved for Mux
-    /// (<c>mux-</c>). Empty when it sent none. Kept after the call has finished.
+    /// The metadata the caller sent (<see cref="MuxCallOptions.Metadata"/> and what its interceptors added): keys compared
+    /// case-insensitively, none reserved for Mux (<c>mux-</c>). Empty when it sent none. Kept after the call has finished.
     /// </summary>
     public IReadOnlyDictionary<string, string> Metadata { get; }
 
     /// <summary>
-    /// Who is calling: the principal <see cref="MuxServerOptions.Authenticate"/> returned for the
-    /// call's connection, or, without Authenticate (and in the handlers of a client, for calls its
-    /// server makes), an anonymous one (<c>User.Identity.IsAuthenticated</c> is false). The same
-    /// object for every call of a connection.
+    /// The principal <see cref="MuxServerOptions.Authenticate"/> returned for the connection, or an anonymous one without
+    /// Authenticate and in a client's handlers. The same object for every call of a connection.
     /// </summary>
     public ClaimsPrincipal User => _call.Connection.PeerUser;
 
     /// <summary>
-    /// The connection the call arrived on: the caller's address, the auth token and TLS certificate it
-    /// presented, and the <see cref="MuxConnectionInfo.Properties"/> the application keeps for it. The
-    /// same object for every call of a connection.
+    /// The caller's address, auth token and TLS certificate, and the <see cref="MuxConnectionInfo.Properties"/> the
+    /// application keeps for it. The same object for every call of a connection.
     /// </summary>
     public MuxConnectionInfo Connection => _call.Connection.PeerInfo;
 
     /// <summary>
-    /// Cancelled when the caller gives up (cancellation, timeout, or its <see cref="Deadline"/>),
-    /// when the connection is lost, or when the server stops without waiting for the call. Read
-    /// once the call has finished, it is already cancelled. A token read while the call runs is
-    /// this call's own and may be kept by work the handler leaves running: it fires only for this
-    /// call, never for a later one, and no longer fires once the call has finished.
+    /// Cancelled when the caller gives up (cancellation, timeout, or its <see cref="Deadline"/>), when the connection is
+    /// lost, or when the server stops without waiting for the call. Read once the call has finished, it is already
+    /// cancelled. A token read while the call runs fires only for this call, never for a later one.
     /// </summary>
     public CancellationToken CancellationToken
     {
@@ -103,8 +90,7 @@ public sealed class MuxCallContext
                 {
                     CancellationToken token = _call.CancellationToken;
 
-                    // Checked again: had the call finished meanwhile, the (pooled) call object may
-                    // already serve another request, and the token could be that one's.
+                    // Checked again: had the call finished meanwhile, the pooled call may serve another request.
                     if (IsCallRunning)
                     {
                         return token;
@@ -112,8 +98,7 @@ public sealed class MuxCallContext
                 }
                 catch (ObjectDisposedException)
                 {
-                    // The call is finishing: its finish disposes the source just before it ends the
-                    // call (IncomingCall.Finish), and the token is then over like the call.
+                    // IncomingCall.Finish disposes the source just before it ends the call.
                 }
             }
 
@@ -122,10 +107,9 @@ public sealed class MuxCallContext
     }
 
     /// <summary>
-    /// When the caller gives up on the call, by the server's clock
-    /// (<see cref="MuxConnectionOptions.TimeProvider"/>), or <see langword="null"/> when the caller sent
-    /// no deadline. The caller sends its remaining time rather than a point in time, so the two
-    /// machines' clocks never need to agree. <see cref="CancellationToken"/> fires then.
+    /// When the caller gives up on the call, by the server's clock (<see cref="MuxConnectionOptions.TimeProvider"/>), or
+    /// <see langword="null"/> when it sent no deadline. The caller sends its remaining time, so the two machines' clocks
+    /// never need to agree. <see cref="CancellationToken"/> fires then.
     /// </summary>
     public DateTimeOffset? Deadline => DeadlineTimestamp == long.MaxValue ? null : Clock.GetUtcNow() + RemainingTimeCore(Clock);
 
@@ -146,7 +130,10 @@ public sealed class MuxCallContext
     /// served by a client: a client cannot be called back from there.</exception>
     public MuxRemoteClient Client => _call.Connection is ServerConnection server
         ? server.RemoteClient
-        : throw new InvalidOperationException($"{MethodName} is a call from the server, served by this client; MuxCallContext.Client exists only in a server's handlers. Make calls to the server through your MuxClient.");
+        : throw new InvalidOperationException(
+            $"{MethodName} is a call from the server, served by this client; MuxCallContext.Client exists only in a " +
+            "server's handlers. Make calls to the server through your MuxClient.");
+
 
     /// <summary>A proxy of a service the calling client serves; the same as
     /// <c>Client.CreateProxy&lt;TService&gt;()</c>.</summary>
@@ -159,20 +146,14 @@ public sealed class MuxCallContext
         where TService : class
         => Client.CreateProxy<TService>();
 
-    /// <summary>
-    /// The deadline as a <see cref="TimeProvider"/> timestamp of the server's
-    /// <see cref="MuxConnectionOptions.TimeProvider"/>; <see cref="long.MaxValue"/> when the caller sent none.
-    /// </summary>
+    /// <summary>A timestamp of the server's clock; <see cref="long.MaxValue"/> when the caller sent none.</summary>
     internal long DeadlineTimestamp { get; }
 
     private TimeProvider Clock => _call.TimeProvider;
 
-    /// <summary>Turns on the client side's look-up of <see cref="Current"/>: a server that
-    /// propagates call contexts was created.</summary>
+    /// <summary>Called when a server that propagates call contexts is created.</summary>
     internal static void EnablePropagation() => s_propagating = true;
 
-    /// <summary>Makes <paramref name="context"/> the current one on this flow; returns the previous
-    /// one, for <see cref="Restore"/>.</summary>
     internal static MuxCallContext? Enter(MuxCallContext context)
     {
         MuxCallContext? previous = s_current.Value;
@@ -184,13 +165,10 @@ public sealed class MuxCallContext
     internal static void Restore(MuxCallContext? previous) => s_current.Value = previous;
 
     /// <summary>
-    /// The deadline a client call started now on this flow must keep, as a timestamp of the
-    /// client's <paramref name="clock"/> (<paramref name="now"/> is its reading), or
-    /// <see cref="long.MaxValue"/> when there is none to inherit (no current context, its call is
-    /// over, or it carries no deadline). A client on the server's own clock (the usual
-    /// <see cref="TimeProvider.System"/>) keeps the served call's deadline exactly; another clock
-    /// gets what is left of it, measured now.
+    /// A timestamp of the client's <paramref name="clock"/>, or <see cref="long.MaxValue"/> when there is nothing to
+    /// inherit. A client on the server's own clock keeps the deadline exactly; another gets what is left of it now.
     /// </summary>
+
     internal static long InheritableDeadline(TimeProvider clock, long now, out MuxCallContext? from)
     {
         from = s_current.Value;

@@ -10,19 +10,16 @@ namespace Mux;
 public sealed class MuxClientOptions : MuxConnectionOptions
 {
     /// <summary>
-    /// The server to connect to, for <see cref="MuxClient.ConnectAsync(MuxClientOptions, CancellationToken)"/>
-    /// and Mux.Hosting's AddMuxClient: a TCP endpoint, a Unix domain socket, or a
-    /// <see cref="MuxWebSocketEndPoint"/> for a server on ASP.NET Core. Defaults to <see langword="null"/> (must be set there).
+    /// The server to connect to: a TCP endpoint, a Unix domain socket, or a <see cref="MuxWebSocketEndPoint"/> for a
+    /// server on ASP.NET Core. Defaults to <see langword="null"/>.
     /// </summary>
     public EndPoint? EndPoint { get; set; }
 
     /// <summary>
-    /// How long a call may wait for its response before it fails with <see cref="TimeoutException"/>,
-    /// counted from when the call is made: waiting for a connection or a call slot, and a resend
-    /// after a failure the server never ran, all spend from it. <see cref="Timeout.InfiniteTimeSpan"/>
-    /// disables the deadline (a lost connection still fails the call). For a streaming call (an
-    /// <see cref="System.Collections.Generic.IAsyncEnumerable{T}"/> argument or result) it bounds
-    /// only the wait for a connection; the call's token ends the stream. Defaults to 30 seconds.
+    /// How long a call may wait for its response before it fails with <see cref="TimeoutException"/>, counted from when
+    /// it is made: waiting for a connection or a call slot, and resends, spend from it.
+    /// <see cref="Timeout.InfiniteTimeSpan"/> disables it. For a streaming call it bounds only the wait for a connection;
+    /// the call's token ends the stream. Defaults to 30 seconds.
     /// </summary>
     public TimeSpan CallTimeout { get; set; } = TimeSpan.FromSeconds(30);
 
@@ -35,45 +32,36 @@ public sealed class MuxClientOptions : MuxConnectionOptions
     public string? AuthToken { get; set; }
 
     /// <summary>
-    /// Encrypts the connection with TLS and authenticates the server, using the BCL's own options:
-    /// set <see cref="SslClientAuthenticationOptions.TargetHost"/> to the name on the server's
-    /// certificate (when it is not set, the endpoint's host name or IP address is used), add
-    /// <see cref="SslClientAuthenticationOptions.ClientCertificates"/> if the server asks for one, and
-    /// <see cref="SslClientAuthenticationOptions.RemoteCertificateValidationCallback"/> to decide trust
-    /// yourself. Mux offers the ALPN protocol <c>mux/1</c> when
-    /// <see cref="SslClientAuthenticationOptions.ApplicationProtocols"/> is null (a list you set must
-    /// include it) and fails the connection if the server does not choose it. The object is not
-    /// modified. Applies to endpoints and to streams given to
-    /// <see cref="MuxClient.ConnectAsync(Stream, MuxClientOptions?, CancellationToken)"/>; the server
-    /// must set <see cref="MuxServerOptions.Tls"/>. Defaults to <see langword="null"/> (plaintext).
+    /// Encrypts the connection with TLS, also over streams given to
+    /// <see cref="MuxClient.ConnectAsync(Stream, MuxClientOptions?, CancellationToken)"/>: set
+    /// <see cref="SslClientAuthenticationOptions.TargetHost"/> to the name on the server's certificate (else the
+    /// endpoint's host name or address is used), <see cref="SslClientAuthenticationOptions.ClientCertificates"/> if the
+    /// server asks for one, and <see cref="SslClientAuthenticationOptions.RemoteCertificateValidationCallback"/> to decide
+    /// trust yourself. Mux offers and requires the ALPN protocol <c>mux/1</c> (a list you set in
+    /// <see cref="SslClientAuthenticationOptions.ApplicationProtocols"/> must include it). The object is not modified.
+    /// Defaults to <see langword="null"/> (plaintext).
     /// </summary>
     public SslClientAuthenticationOptions? Tls { get; set; }
 
-    // 0 until the warning that AuthToken travels in plaintext has been logged for these options;
-    // claimed with Interlocked by whichever connect logs it, so it is logged once.
+    // Claimed with Interlocked by whichever connect logs the plaintext AuthToken warning, so it is logged once.
     private int _plaintextTokenWarned;
 
     internal bool TryClaimPlaintextTokenWarning() => Interlocked.Exchange(ref _plaintextTokenWarned, 1) == 0;
 
     /// <summary>
-    /// Whether the client reconnects by itself when its connection is lost or the server sends
-    /// GoAway. While it reconnects, new calls wait for the connection (within
-    /// <see cref="CallTimeout"/> and their cancellation token), calls the server provably never ran
-    /// are sent again on the new connection (within <see cref="RetryBudget"/>), and calls that were in flight on the lost connection
-    /// fail with <see cref="MuxConnectionException"/> (they may have run, so they are never retried
-    /// silently). When off, a lost connection closes the client, and so does a GoAway once the calls
-    /// still running there have ended (over several instances, that instance; an
-    /// <see cref="EndPointResolver"/> answer that names it again connects it afresh); new calls then
-    /// fail at once, not safe to retry. Defaults to <see langword="true"/>.
+    /// Whether the client reconnects by itself when its connection is lost or the server sends GoAway. Meanwhile new
+    /// calls wait (within their timeout and token), calls the server provably never ran are sent again (within
+    /// <see cref="RetryBudget"/>), and calls in flight on the lost connection fail with
+    /// <see cref="MuxConnectionException"/>, since they may have run. When off, a lost connection, or a GoAway once its
+    /// calls have ended, closes the client (over several instances, that instance); new calls then fail at once.
+    /// Defaults to <see langword="true"/>.
     /// </summary>
     public bool AutoReconnect { get; set; } = true;
 
     /// <summary>
-    /// How long the client waits after a failed reconnect attempt (a lost connection is replaced at
-    /// once); each further failed attempt doubles the wait up to <see cref="ReconnectMaxDelay"/>,
-    /// with up to 20% random jitter so that many clients of one restarted server do not all return
-    /// at once. A connection lost within this long of being made, right after another one lost as
-    /// soon (a server that accepts and then drops), counts as a failed attempt. Defaults to 100
+    /// How long the client waits after a failed reconnect attempt (a lost connection is replaced at once); each further
+    /// failure doubles it up to <see cref="ReconnectMaxDelay"/>, with up to 20% jitter so the clients of a restarted
+    /// server do not all return at once. A server that accepts and then drops at once counts as failing. Defaults to 100
     /// milliseconds.
     /// </summary>
     public TimeSpan ReconnectInitialDelay { get; set; } = TimeSpan.FromMilliseconds(100);
@@ -85,75 +73,61 @@ public sealed class MuxClientOptions : MuxConnectionOptions
     public TimeSpan ReconnectMaxDelay { get; set; } = TimeSpan.FromSeconds(5);
 
     /// <summary>
-    /// Several instances of the same server: the client keeps one multiplexed connection to each
-    /// (each reconnecting on its own) and sends every call to the less busy (fewer calls pending) of
-    /// two instances picked at random, so a slow instance receives less. A call an instance provably
-    /// never ran is sent to another; an instance that sends GoAway gets no new calls. Instances over
-    /// WebSocket are <see cref="MuxWebSocketEndPoint"/>s. Leave <see cref="EndPoint"/> null when you set this. Defaults to an empty list (one server, <see cref="EndPoint"/>).
+    /// Several instances of the same server: the client keeps a connection to each and sends every call to the less
+    /// busy of two picked at random, so a slow instance receives less. A call an instance provably never ran is sent to
+    /// another; an instance that sends GoAway gets no new calls. Leave <see cref="EndPoint"/> null when you set this.
+    /// Defaults to an empty list.
     /// </summary>
     public IList<EndPoint> EndPoints { get; } = new List<EndPoint>();
 
     /// <summary>
-    /// Finds the server instances at run time (for example through Microsoft.Extensions.ServiceDiscovery,
-    /// see Mux.Hosting); the client balances over them like over <see cref="EndPoints"/>, which must
-    /// then be empty, and re-resolves every <see cref="ResolveInterval"/> and when a connection is
-    /// lost. A resolver that throws or finds nothing leaves the known instances in use; while none is
-    /// known, the client asks again on the reconnect backoff and calls wait (within
-    /// <see cref="CallTimeout"/>) for the first instance: see <see cref="IMuxEndPointResolver.ResolveAsync"/>.
-    /// Defaults to <see langword="null"/> (none).
+    /// Finds the server instances at run time (for example through Microsoft.Extensions.ServiceDiscovery); the client
+    /// balances over them like over <see cref="EndPoints"/>, which must then be empty, and re-resolves every
+    /// <see cref="ResolveInterval"/> and when a connection is lost. See <see cref="IMuxEndPointResolver.ResolveAsync"/>.
+    /// Defaults to <see langword="null"/>.
     /// </summary>
     public IMuxEndPointResolver? EndPointResolver { get; set; }
 
     /// <summary>
-    /// The logical name of a service with several instances, for example <c>mux://users</c>
-    /// (plaintext) or <c>muxs://users</c> (TLS). Mux.Hosting's AddMuxClient resolves it through
-    /// Microsoft.Extensions.ServiceDiscovery (the configuration section <c>Services:users:mux</c>,
-    /// or <c>Services:users:muxs</c>) and sets <see cref="EndPointResolver"/>; a client created
-    /// without Mux.Hosting needs <see cref="EndPointResolver"/> set too, and then uses the name in its
-    /// logs and errors only. Leave <see cref="EndPoint"/> and <see cref="EndPoints"/> empty when you set
-    /// this. Defaults to <see langword="null"/> (none).
+    /// The logical name of a service with several instances, for example <c>mux://users</c> (plaintext) or
+    /// <c>muxs://users</c> (TLS). Mux.Hosting's AddMuxClient resolves it through Microsoft.Extensions.ServiceDiscovery
+    /// and sets <see cref="EndPointResolver"/>; without Mux.Hosting, set <see cref="EndPointResolver"/> too, and the name
+    /// is used in logs and errors only. Leave <see cref="EndPoint"/> and <see cref="EndPoints"/> empty. Defaults to
+    /// <see langword="null"/>.
     /// </summary>
     public string? Service { get; set; }
 
-    /// <summary>How often <see cref="EndPointResolver"/> is asked for the current instances, also
-    /// after an ask that failed or found none while instances are known (it is asked sooner while
-    /// none is, on the reconnect backoff, and soon after a connection is lost). Defaults to 30 seconds.</summary>
+    /// <summary>How often <see cref="EndPointResolver"/> is asked for the current instances (sooner while none is known,
+    /// and after a connection is lost). Defaults to 30 seconds.</summary>
     public TimeSpan ResolveInterval { get; set; } = TimeSpan.FromSeconds(30);
 
     /// <summary>
-    /// Whether a call made while the client has no connection (it is connecting, or reconnecting
-    /// after a loss or the server's GoAway) waits for one, within its timeout and token.
+    /// Whether a call made while the client has no connection waits for one, within its timeout and token.
     /// <see langword="false"/> fails such a call at once with <see cref="MuxConnectionException"/>
-    /// (<see cref="MuxConnectionException.IsSafeToRetry"/> true: nothing was sent), like
-    /// StackExchange.Redis's fail-fast backlog policy; so does a call the server provably never ran
-    /// (sent just before the connection was lost, or above the server's GoAway), instead of waiting
-    /// to be sent again on the next connection. A proxy bound to <see cref="MuxCallOptions"/> may
-    /// choose otherwise for its calls (<see cref="MuxCallOptions.WaitForConnection"/>). Defaults to
-    /// <see langword="true"/>.
+    /// (<see cref="MuxConnectionException.IsSafeToRetry"/> true), and so a call the server provably never ran, instead
+    /// of sending it again on the next connection. <see cref="MuxCallOptions.WaitForConnection"/> overrides it per
+    /// proxy. Defaults to <see langword="true"/>.
     /// </summary>
     public bool WaitForConnection { get; set; } = true;
 
     /// <summary>
-    /// How many calls the client sends again after a server reported it never ran them: refused as
-    /// <see cref="MuxStatusCode.Overloaded"/> (past <see cref="MuxServerOptions.MaxConcurrentCalls"/>) or
-    /// <see cref="MuxStatusCode.TooManyCalls"/>, or left unsent by the server's GoAway. A retry goes to another instance
-    /// when the client has several (one that refused lately is picked less), and spends from the call's own timeout, fixed
-    /// when the call was made. A call past the budget fails at once with <see cref="MuxRemoteException"/>
-    /// (<see cref="MuxStatusCode.Overloaded"/>). A call that may have run is never sent again. <see langword="null"/> sends
-    /// none again: each such call fails with what the server said. Defaults to a <see cref="MuxRetryBudget"/> with
-    /// <see cref="MuxRetryBudget.Ratio"/> 0.2 and <see cref="MuxRetryBudget.MinRetriesPerSecond"/> 10.
+    /// How many calls the client sends again after a server reported it never ran them (refused as
+    /// <see cref="MuxStatusCode.Overloaded"/> or <see cref="MuxStatusCode.TooManyCalls"/>, or left unsent by GoAway). A
+    /// retry goes to another instance when there are several, and spends from the call's own timeout. A call past the
+    /// budget fails at once with <see cref="MuxRemoteException"/> (<see cref="MuxStatusCode.Overloaded"/>). A call that may
+    /// have run is never sent again. <see langword="null"/> sends none again. Defaults to a <see cref="MuxRetryBudget"/>
+    /// with <see cref="MuxRetryBudget.Ratio"/> 0.2 and <see cref="MuxRetryBudget.MinRetriesPerSecond"/> 10.
     /// </summary>
     public MuxRetryBudget? RetryBudget { get; set; } = new();
 
     /// <summary>
-    /// Run around every call the client makes, in this order (the first is the outermost); see
-    /// <see cref="IMuxClientInterceptor"/>. Read when the client is created. Defaults to empty: the
-    /// call path is then exactly what it is without interceptors.
+    /// Run around every call the client makes, the first outermost; see <see cref="IMuxClientInterceptor"/>. Read when
+    /// the client is created. Defaults to empty.
     /// </summary>
     public IList<IMuxClientInterceptor> Interceptors { get; } = new List<IMuxClientInterceptor>();
 
-    /// <summary>How a call picks its instance among several; the default, power of two choices, was
-    /// measured to spread more evenly (see Balancing/EndPointBalancer).</summary>
+    /// <summary>Power of two choices spreads calls more evenly than the alternatives (see EndPointBalancer).</summary>
+
     internal BalancingPolicy Balancing { get; set; } = BalancingPolicy.PowerOfTwoChoices;
 
     internal bool IsBalanced => EndPoints.Count > 0 || EndPointResolver is not null || Service is not null;

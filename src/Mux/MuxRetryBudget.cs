@@ -1,15 +1,13 @@
 namespace Mux;
 
 /// <summary>
-/// How many calls a <see cref="MuxClient"/> may send again after a server reported it never ran them
-/// (<see cref="MuxStatusCode.Overloaded"/>, <see cref="MuxStatusCode.TooManyCalls"/>, or unsent when the server sent GoAway):
-/// a token bucket in the style of Finagle's retry budget and gRPC's retry throttling. Every call made deposits
-/// <see cref="Ratio"/> of a retry, kept for ten seconds; every retry withdraws one, and <see cref="MinRetriesPerSecond"/>
-/// over those ten seconds may be spent even when few calls were made. So when every server refuses, retries add at most
-/// <see cref="Ratio"/> of the calls plus the minimum to the load instead of multiplying it; a call past the budget fails
-/// at once with <see cref="MuxRemoteException"/> (<see cref="MuxStatusCode.Overloaded"/>). Set through
-/// <see cref="MuxClientOptions.RetryBudget"/>; read when the client is created.
+/// How many calls a <see cref="MuxClient"/> may send again after a server reported it never ran them: a token bucket
+/// in the style of Finagle's retry budget and gRPC's retry throttling. Every call deposits <see cref="Ratio"/> of a
+/// retry, kept for ten seconds; every retry withdraws one. So when every server refuses, retries add at most
+/// <see cref="Ratio"/> of the calls plus <see cref="MinRetriesPerSecond"/> to the load instead of multiplying it. Read
+/// when the client is created.
 /// </summary>
+
 public sealed class MuxRetryBudget
 {
     /// <summary>The retries each call earns, from 0 (only <see cref="MinRetriesPerSecond"/>) to 1000. Defaults to 0.2:

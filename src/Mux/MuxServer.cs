@@ -40,14 +40,12 @@ public sealed class MuxServer : IAsyncDisposable
     /// <summary>The open connections, for tests that drive their edges directly.</summary>
     internal ICollection<ServerConnection> Connections => _runtime.Connections;
 
-    /// <summary>Whether the server is accepting connections: started with a listening socket (or, without an
-    /// <see cref="MuxServerOptions.EndPoint"/>, serving its ASP.NET Core host's MapMux endpoints), not stopping or stopped,
-    /// and its accept loop still running. An accept that fails for a reason that passes (out of file descriptors or
-    /// buffers, a connection aborted in the backlog) is retried after a short wait; any other accept failure ends the
-    /// loop. Both are logged.</summary>
+    /// <summary>Whether the server is accepting connections: started with a listening socket (or serving its ASP.NET Core
+    /// host's MapMux endpoints), not stopping, and its accept loop running. An accept that fails for a passing reason
+    /// (out of file descriptors, a connection aborted in the backlog) is retried; any other failure ends the loop.</summary>
     public bool IsListening => _runtime.IsListening;
 
-    /// <summary>How the accept loop takes a connection off the listener; tests make it fail.</summary>
+    /// <summary>Tests make it fail.</summary>
     internal Func<Socket, ValueTask<Socket>> AcceptSocket { set => _runtime.AcceptSocket = value; }
 
     /// <summary>Serves <typeparamref name="TService"/> with one shared implementation (it must be
@@ -79,11 +77,9 @@ public sealed class MuxServer : IAsyncDisposable
         return this;
     }
 
-    /// <summary>Serves <typeparamref name="TService"/> with instances that
-    /// <paramref name="activator"/> provides per call. Name the service when you call it,
-    /// <c>AddService&lt;IMyService&gt;(activator)</c>: C# does not infer it from the activator's base
-    /// class, and without it binds to <see cref="AddService{TService}(TService)"/>, which refuses an
-    /// activator with an <see cref="ArgumentException"/>.</summary>
+    /// <summary>Serves <typeparamref name="TService"/> with instances that <paramref name="activator"/> provides per call.
+    /// Name the service, <c>AddService&lt;IMyService&gt;(activator)</c>: C# does not infer it from the activator's base
+    /// class.</summary>
     /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface.</typeparam>
     /// <param name="activator">Provides (and releases) the instance that serves each call.</param>
     /// <returns>This server, for chaining.</returns>
@@ -103,23 +99,17 @@ public sealed class MuxServer : IAsyncDisposable
     /// <param name="cancellationToken">Not used for binding, which does not wait; kept for the hosting pattern.</param>
     /// <returns>A task that completes once the server is listening.</returns>
     /// <exception cref="InvalidOperationException">The options are invalid or the server was already started.</exception>
-    /// <exception cref="ObjectDisposedException">The server has been stopped or disposed (a stopped
-    /// server does not start again), also by a stop that came while this start was binding: nothing
-    /// listens then.</exception>
+    /// <exception cref="ObjectDisposedException">The server has been stopped or disposed (a stopped server does not start
+    /// again), also by a stop that came while this start was binding.</exception>
     /// <exception cref="SocketException">The endpoint cannot be bound (for example, the port is in use).</exception>
     public Task StartAsync(CancellationToken cancellationToken = default) => _runtime.StartAsync();
 
     /// <summary>
-    /// Connects a client to this server inside the process, with no listener and no port: the two
-    /// ends run over a pair of pipes, so an application's tests can call the real server without a
-    /// socket. The connection behaves as a TCP one does: the handshake (with
-    /// <see cref="MuxServerOptions.AuthToken"/> and <see cref="MuxServerOptions.Authenticate"/>, whose
-    /// <see cref="MuxConnectionInfo"/> has no address or certificate), the server's limits and
-    /// interceptors, keepalive, GoAway and the drain when the server stops, and the close when
-    /// either side is disposed. A server that has not been started starts without a listener (so
-    /// <see cref="MuxServerOptions.EndPoint"/> may be null); add services before. Neither side's
-    /// <c>Tls</c> applies. The client cannot reconnect: once its connection closes (the server
-    /// stopped, or it was disposed), it is closed.
+    /// Connects a client to this server over a pair of pipes, with no listener and no port, so an application's tests can
+    /// call the real server. The connection behaves as a TCP one does (handshake and authentication, limits,
+    /// interceptors, keepalive, GoAway and drain), but its <see cref="MuxConnectionInfo"/> has no address or certificate
+    /// and neither side's <c>Tls</c> applies. A server not yet started starts without a listener (so
+    /// <see cref="MuxServerOptions.EndPoint"/> may be null); add services before. The client cannot reconnect.
     /// </summary>
     /// <example><code>
     /// await using var server = new MuxServer(new MuxServerOptions());
@@ -139,9 +129,7 @@ public sealed class MuxServer : IAsyncDisposable
     public Task<MuxClient> ConnectInProcessAsync(MuxClientOptions? options = null, CancellationToken cancellationToken = default) =>
         _runtime.ConnectInProcessAsync(options, cancellationToken);
 
-    /// <summary>Serves one connection over a WebSocket that an ASP.NET Core endpoint accepted
-    /// (Mux.AspNetCore's MapMux), as <paramref name="user"/> when the host authenticated one; the
-    /// task completes when the connection has closed.</summary>
+    /// <summary>For Mux.AspNetCore's MapMux; completes when the connection has closed.</summary>
     /// <exception cref="ObjectDisposedException">The server is not running; nothing was done with the WebSocket.</exception>
     internal Task ServeWebSocketAsync(WebSocket webSocket, EndPoint? remoteEndPoint, X509Certificate2? clientCertificate, ClaimsPrincipal? user) =>
         _runtime.ServeWebSocketAsync(webSocket, remoteEndPoint, clientCertificate, user);
@@ -152,11 +140,9 @@ public sealed class MuxServer : IAsyncDisposable
     /// <summary>Calls holding a permit of <see cref="MuxServerOptions.MaxConcurrentCalls"/> now; 0 without the cap.</summary>
     internal int CallsRunningUnderCap => _runtime.CallsRunningUnderCap;
 
-    /// <summary>Calls refused with <see cref="MuxStatusCode.Overloaded"/> so far.</summary>
     internal long CallsRefusedOverloaded => _runtime.CallsRefusedOverloaded;
 
-    /// <summary>Connects a client over in-memory pipes (tests and benchmarks); starts the server
-    /// without a listener if it has not started.</summary>
+    /// <summary>For tests and benchmarks; starts the server without a listener if it has not started.</summary>
     internal Task<MuxClient> ConnectInMemoryAsync(MuxClientOptions? clientOptions = null) => _runtime.ConnectInMemoryAsync(clientOptions);
 
     internal void StartWithoutListener() => _runtime.StartWithoutListener();
@@ -165,11 +151,9 @@ public sealed class MuxServer : IAsyncDisposable
     internal void Accept(Transport.IMuxTransport transport, string name) => _runtime.Accept(transport, name);
 
     /// <summary>
-    /// Serves one connection over a stream you have accepted yourself (a named pipe, a tunnel, any
-    /// bidirectional <see cref="Stream"/>). With <see cref="MuxServerOptions.Tls"/> set, TLS is
-    /// authenticated over the stream first. A server that has not been started starts without a
-    /// listener (so <see cref="MuxServerOptions.EndPoint"/> may be null); add services before. The
-    /// server owns the stream from now on and disposes it when the connection closes.
+    /// Serves one connection over a stream you accepted yourself (a named pipe, a tunnel), with TLS over it when
+    /// <see cref="MuxServerOptions.Tls"/> is set. A server not yet started starts without a listener; add services
+    /// before. The server owns the stream and disposes it when the connection closes.
     /// </summary>
     /// <param name="stream">A connected, readable and writable stream whose other end is a Mux client.</param>
     /// <param name="cancellationToken">Abandons the TLS handshake (not used without TLS).</param>
@@ -177,35 +161,29 @@ public sealed class MuxServer : IAsyncDisposable
     /// <exception cref="MuxConnectionException">The TLS handshake failed, timed out
     /// (<see cref="MuxServerOptions.HandshakeTimeout"/>) or was cancelled; the stream is closed.</exception>
     /// <exception cref="InvalidOperationException">The options are invalid.</exception>
-    /// <exception cref="ObjectDisposedException">The server is stopping or stopped (or disposed):
-    /// nothing was done with the stream, unless the stop came during the TLS handshake, which
-    /// closes it.</exception>
+    /// <exception cref="ObjectDisposedException">The server is stopping or stopped: nothing was done with the stream,
+    /// unless the stop came during the TLS handshake, which closes it.</exception>
     /// <exception cref="ArgumentException">The stream cannot both read and write.</exception>
     public Task AcceptAsync(Stream stream, CancellationToken cancellationToken = default) => _runtime.AcceptAsync(stream, cancellationToken);
 
     /// <summary>
-    /// Serves one connection over a duplex pipe you provide (any transport that offers
-    /// System.IO.Pipelines). The pipe is used as it is, so <see cref="MuxServerOptions.Tls"/> must not
-    /// be set (use <see cref="AcceptAsync(Stream, CancellationToken)"/> for TLS). A server that has not
-    /// been started starts without a listener; add services before. The server completes both ends of
-    /// the pipe when the connection closes.
+    /// Serves one connection over a duplex pipe you provide, used as it is, so <see cref="MuxServerOptions.Tls"/> must
+    /// not be set. A server not yet started starts without a listener; add services before. The server completes both
+    /// ends of the pipe when the connection closes.
     /// </summary>
     /// <param name="pipe">The pipe: <see cref="IDuplexPipe.Input"/> carries the client's bytes,
     /// <see cref="IDuplexPipe.Output"/> carries ours.</param>
     /// <exception cref="InvalidOperationException">The options are invalid, or set
     /// <see cref="MuxServerOptions.Tls"/>.</exception>
-    /// <exception cref="ObjectDisposedException">The server is stopping or stopped (or disposed);
-    /// nothing was done with the pipe.</exception>
+    /// <exception cref="ObjectDisposedException">The server is stopping or stopped; nothing was done with the pipe.</exception>
     public void Accept(IDuplexPipe pipe) => _runtime.Accept(pipe);
 
     /// <summary>
-    /// Stops accepting, tells every client GoAway, waits for the calls in flight to finish, and
-    /// closes every connection. Calls still running when <paramref name="cancellationToken"/> fires
-    /// are cancelled and their connections closed. Safe to call more than once, and at once. From
-    /// its start on, <see cref="StartAsync"/>, <see cref="Accept(IDuplexPipe)"/> and
-    /// <see cref="AcceptAsync(Stream, CancellationToken)"/> throw <see cref="ObjectDisposedException"/>;
-    /// a connection handed over as it starts is either refused so or drained with the rest.
+    /// Stops accepting, tells every client GoAway, waits for the calls in flight, and closes every connection. Calls still
+    /// running when <paramref name="cancellationToken"/> fires are cancelled. Safe to call more than once, and at once.
+    /// From its start on, <see cref="StartAsync"/> and the Accept methods throw <see cref="ObjectDisposedException"/>.
     /// </summary>
+
     /// <param name="cancellationToken">Ends the wait for calls in flight.</param>
     /// <returns>A task that completes when every connection is closed.</returns>
     public Task StopAsync(CancellationToken cancellationToken = default) => _runtime.StopAsync(cancellationToken);

@@ -4,16 +4,13 @@ using Mux.Connection;
 namespace Mux;
 
 /// <summary>
-/// One call being served: its arguments, its cancellation token, and the way back to the caller.
-/// A <see cref="MuxMethodHandler{TService}"/> reads the arguments, invokes the service and hands
-/// the result to one of the <c>ReturnAsync</c> methods. Run on the thread pool, never on the
-/// connection's reader loop, so a slow handler delays only its own call. Valid only until the
-/// handler's task completes: the object is then reused for a later request of the same connection
-/// (the <see cref="CancellationToken"/> a handler took is its own call's, and may be kept).
+/// One call being served: a <see cref="MuxMethodHandler{TService}"/> reads the arguments, invokes the service and hands
+/// the result to a <c>ReturnAsync</c> method. Runs on the thread pool, never on the reader loop, so a slow handler
+/// delays only its own call. Valid until the handler's task completes: the object is then reused for a later request
+/// (the <see cref="CancellationToken"/> a handler took stays its own call's).
 /// </summary>
 public sealed class MuxServerCall
 {
-    // The call's state and machinery (Connection/Serving); one for the life of this object.
     private readonly IncomingCall _call;
 
     internal MuxServerCall(IncomingCall call) => _call = call;
@@ -28,26 +25,21 @@ public sealed class MuxServerCall
     public string MethodName => _call.MethodName;
 
     /// <summary>
-    /// The call's <see cref="MuxCallContext"/> (its method, token and deadline), made on first use:
-    /// a generated dispatcher asks for it only for a method that declares a
+    /// Made on first use: a generated dispatcher asks for it only for a method that declares a
     /// <see cref="MuxCallContext"/> parameter. Valid until the handler's task completes.
     /// </summary>
     public MuxCallContext Context => _call.Context;
 
     /// <summary>
-    /// Cancelled when the caller gives up (cancellation or timeout on the client), at the deadline
-    /// the caller sent (see <see cref="MuxCallContext.Deadline"/>), when the connection is lost, or
-    /// when the server stops without waiting for the call. Read it while the handler runs. Each call
-    /// has a token of its own, so work the handler leaves running may keep it: it fires only for
-    /// its own call, never for a later one, and once the handler's task has completed it no longer
-    /// fires at all (a cancellation that arrives just as the call ends may still reach it).
+    /// Cancelled when the caller gives up, at its <see cref="MuxCallContext.Deadline"/>, when the connection is lost, or
+    /// when the server stops without waiting for the call. Read it while the handler runs. Each call has a token of its
+    /// own, which work the handler leaves running may keep: it never fires for a later call.
     /// </summary>
     public CancellationToken CancellationToken => _call.CancellationToken;
 
     /// <summary>
-    /// Reads the request's argument list (one MessagePack array) into <typeparamref name="TArguments"/>
-    /// with the server's serializer options. A request whose arguments cannot be read fails with
-    /// <see cref="MuxStatusCode.InvalidArguments"/>; the connection stays up.
+    /// Reads the request's argument list with the server's serializer options. A request whose arguments cannot be read
+    /// fails with <see cref="MuxStatusCode.InvalidArguments"/>; the connection stays up.
     /// </summary>
     /// <typeparam name="TArguments">The method's argument list: generated code passes the struct it
     /// generated, whose formatter the generated resolver provides.</typeparam>
@@ -81,13 +73,11 @@ public sealed class MuxServerCall
     [EditorBrowsable(EditorBrowsableState.Never)] // Generated dispatchers call it.
     public ValueTask ReturnAsync(Task result) => result is null ? throw _call.NullTask() : _call.ReturnAsync(new ValueTask(result));
 
-    /// <summary>The caller's stream for a handler's <see cref="IAsyncEnumerable{T}"/> parameter:
-    /// its items in order, read with this side's serializer options. It ends when the caller's
-    /// stream ends, throws <see cref="MuxRemoteException"/> when the caller's producer failed, and
-    /// <see cref="OperationCanceledException"/> when the call is cancelled or its connection lost.
-    /// Call it before the service method (as generated dispatchers do): a handler that hands
-    /// <c>ReturnAsync</c> a pending result, or <c>ReturnStreamAsync</c> its stream, without having
-    /// opened the caller's stream takes none, and the items the caller sends are dropped.</summary>
+    /// <summary>The caller's stream for a handler's <see cref="IAsyncEnumerable{T}"/> parameter. It throws
+    /// <see cref="MuxRemoteException"/> when the caller's producer failed, and <see cref="OperationCanceledException"/>
+    /// when the call is cancelled or its connection lost. Call it before the service method, as generated dispatchers
+    /// do: a handler that returns without having opened the caller's stream takes none, and its items are dropped.</summary>
+
     /// <typeparam name="T">The item type.</typeparam>
     /// <returns>The caller's stream.</returns>
     /// <exception cref="InvalidOperationException">The call has finished, or its handler returned

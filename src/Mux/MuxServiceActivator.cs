@@ -19,9 +19,9 @@ public abstract class MuxServiceActivator<TService> : IServiceActivator
     public abstract ValueTask InvokeAsync(MuxServerCall call, MuxMethodHandler<TService> handler);
 }
 
-/// <summary>Any <see cref="MuxServiceActivator{TService}"/>, whatever its service: lets
-/// <see cref="MuxServer.AddService{TService}(TService)"/> recognise an activator passed where C#
-/// inferred the activator's own class as the service.</summary>
+/// <summary>Lets <see cref="MuxServer.AddService{TService}(TService)"/> recognise an activator passed where C# inferred
+/// the activator's own class as the service.</summary>
+
 internal interface IServiceActivator
 {
     Type ServiceType { get; }

@@ -4,11 +4,8 @@ using Mux.Diagnostics;
 namespace Mux;
 
 /// <summary>
-/// Where generated code registers the proxy factory and the server definition of each
-/// <see cref="MuxServiceAttribute"/> interface (from a module initializer, so no reflection is
-/// needed at run time). <see cref="MuxClient.CreateProxy{TService}()"/> and
-/// <see cref="MuxServer.AddService{TService}(TService)"/> look them up here.
-/// Generated code's plumbing: hidden from IntelliSense, since users never call it.
+/// Where generated module initializers register the proxy factory and server definition of each
+/// <see cref="MuxServiceAttribute"/> interface, so no reflection is needed at run time. Users never call it.
 /// </summary>
 [EditorBrowsable(EditorBrowsableState.Never)]
 public static class MuxServiceRegistry
@@ -39,7 +36,8 @@ public static class MuxServiceRegistry
     internal static string GetMethodDisplayName(uint methodId) =>
         MethodNames.TryGet(methodId, out MethodTelemetryName? name) ? name.DisplayName : $"method 0x{methodId:x8}";
 
-    /// <summary>The interface's own name without its namespace: messages say "IUserService.Add".</summary>
+    /// <summary>Messages say "IUserService.Add".</summary>
+
     internal static string ShortServiceName(string serviceName)
     {
         int dot = serviceName.LastIndexOf('.');

@@ -13,34 +13,28 @@ public enum MuxStatusCode
     /// <summary>The server has no method with the requested id (the client and server contracts differ).</summary>
     UnknownMethod = 2,
 
-    /// <summary>The arguments could not be deserialized into the method's parameter types (nor the
-    /// call's metadata, or an item of the stream the caller sent, be read).</summary>
+    /// <summary>The arguments, the metadata or an item of the caller's stream could not be read.</summary>
     InvalidArguments = 3,
 
     /// <summary>The handler observed cancellation (the caller cancelled, or the server is stopping).</summary>
     Canceled = 4,
 
-    /// <summary>A stream item was larger than the receiving side's maximum frame size (stream items
-    /// are never sent in fragments; a larger request or response is, so it never fails this way).</summary>
+    /// <summary>A stream item was larger than the receiving side's maximum frame size (stream items are never sent in
+    /// fragments).</summary>
     FrameTooLarge = 5,
 
-    /// <summary>The server is shutting down and did not run the call; it is safe to retry elsewhere.
-    /// Reserved: no Mux server of protocol version 2 sends it (one that stops sends GoAway, and the
-    /// client fails the calls it never ran with <see cref="MuxConnectionException"/>,
-    /// <see cref="MuxConnectionException.IsSafeToRetry"/> true).</summary>
+    /// <summary>Reserved: a Mux server that stops sends GoAway instead, and the client fails the calls it never ran with
+    /// <see cref="MuxConnectionException"/> (<see cref="MuxConnectionException.IsSafeToRetry"/> true).</summary>
     ServerShuttingDown = 6,
 
     /// <summary>The peer broke the protocol (for example a bad handshake).</summary>
     ProtocolError = 7,
 
-    /// <summary>The connection already ran as many calls as the server allows
-    /// (<see cref="MuxServerOptions.MaxConcurrentCallsPerConnection"/>, advertised in the handshake),
-    /// so the server did not run this one. A Mux client waits for a free slot instead of sending,
-    /// so only a client that ignores the advertised limit sees this.</summary>
+    /// <summary>The connection already ran <see cref="MuxServerOptions.MaxConcurrentCallsPerConnection"/> calls, so the
+    /// server did not run this one. A Mux client waits for a free slot instead, so only one that ignores it sees this.</summary>
     TooManyCalls = 8,
 
-    /// <summary>The handler reports that what the call names does not exist (thrown as a
-    /// <see cref="MuxRemoteException"/> by the handler).</summary>
+    /// <summary>The handler reports that what the call names does not exist.</summary>
     NotFound = 9,
 
     /// <summary>The handler reports that the caller may not do this.</summary>
@@ -56,18 +50,17 @@ public enum MuxStatusCode
     /// <summary>The handler reports a transient condition (a dependency is down); retrying later may succeed.</summary>
     Unavailable = 13,
 
-    /// <summary>The caller's deadline passed on the server: the request arrived after it (the
-    /// handler did not run), or the handler stopped when its token fired at it. A Mux client
-    /// reports this as the <see cref="TimeoutException"/> of its own call.</summary>
+    /// <summary>The caller's deadline passed on the server, before or while the handler ran. A Mux client reports this
+    /// as the <see cref="TimeoutException"/> of its own call.</summary>
     DeadlineExceeded = 14,
 
     /// <summary>A request or response was larger than the receiving side's
     /// <see cref="MuxConnectionOptions.MaxMessageSize"/>: only this call failed; the connection stays up.</summary>
     MessageTooLarge = 15,
 
-    /// <summary>The server already ran as many calls as it allows at once across all its connections
-    /// (<see cref="MuxServerOptions.MaxConcurrentCalls"/>), so it refused this one before its handler ran. The call never ran:
-    /// it is safe to retry, best on another server. A Mux client retries it within its <see cref="MuxClientOptions.RetryBudget"/>
-    /// and fails it with this status when the budget is spent (or when it has no budget).</summary>
+    /// <summary>The server already ran <see cref="MuxServerOptions.MaxConcurrentCalls"/> calls, so it refused this one
+    /// before its handler ran: it is safe to retry, best on another server. A Mux client retries it within its
+    /// <see cref="MuxClientOptions.RetryBudget"/> and fails with this status when the budget is spent.</summary>
+
     Overloaded = 16,
 }

@@ -3,13 +3,12 @@ using System.Net;
 namespace Mux;
 
 /// <summary>
-/// A Mux server reached over WebSocket: an ASP.NET Core endpoint mapped with <c>MapMux</c> (package
-/// Mux.AspNetCore), at <c>ws://host:port/path</c>, or <c>wss://</c> for TLS. Use it wherever a client takes
-/// an endpoint: <see cref="MuxClientOptions.EndPoint"/>, <see cref="MuxClientOptions.EndPoints"/> to balance
-/// over several such servers, or an <see cref="IMuxEndPointResolver"/>'s answer. It is a
-/// <see cref="DnsEndPoint"/> of the URI's host and port, so spans, metrics and a balancer's statistics name
-/// it by them; two are equal when their URIs are.
+/// A Mux server reached over WebSocket, an ASP.NET Core endpoint mapped with <c>MapMux</c> (Mux.AspNetCore), at
+/// <c>ws://host:port/path</c> or <c>wss://</c>. Use it wherever a client takes an endpoint. It is a
+/// <see cref="DnsEndPoint"/> of the URI's host and port, so spans and metrics name it by them; two are equal when their
+/// URIs are.
 /// </summary>
+
 /// <example><code>
 /// var options = new MuxClientOptions();
 /// options.EndPoints.Add(new MuxWebSocketEndPoint(new Uri("wss://a.example/mux")));

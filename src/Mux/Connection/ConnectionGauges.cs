@@ -5,10 +5,10 @@ using Mux.Diagnostics;
 namespace Mux.Connection;
 
 /// <summary>
-/// What is open right now, per side: active connections, active calls and queued outbound bytes. Observable instruments
-/// read from the live connections when a listener collects, so calls and frames pay nothing for them, and a listener
-/// that starts late still sees the true values, which counting up and down as things happen would not give it.
+/// Observable instruments read from the live connections when a listener collects, so calls and frames pay nothing, and
+/// a listener that starts late still sees the true values.
 /// </summary>
+
 internal static class ConnectionGauges
 {
     private const string SideTag = "mux.side";

@@ -3,10 +3,10 @@ using Microsoft.Extensions.Logging;
 namespace Mux.Connection;
 
 /// <summary>
-/// What a connection and its serving role log, on either end (category "Mux.Client" or "Mux.Server", the logger of the
-/// client or server that owns it). Methods are named "IService.Method". Event ids are fixed across versions and unique
-/// within Mux: 1–2, 6–7, 11–12 and 28–29 here (ServerLog has 3–5, 8–10 and 40, ClientLog 20–27 and 30–39, MuxHostingLog 100–).
+/// Category "Mux.Client" or "Mux.Server". Event ids are fixed across versions and unique within Mux: 1–2, 6–7, 11–12 and
+/// 28–29 here (ServerLog has 3–5, 8–10 and 40, ClientLog 20–27 and 30–39, MuxHostingLog 100–).
 /// </summary>
+
 internal static partial class ConnectionLog
 {
     public static void ConnectionClosed(ILogger logger, string connection, MuxCloseReason reason, Exception? error)

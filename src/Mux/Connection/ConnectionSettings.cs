@@ -4,10 +4,8 @@ using Mux.Serialization;
 
 namespace Mux.Connection;
 
-/// <summary>
-/// This side's limits and behaviour, mapped from its options once, when the client or server starts (after validation),
-/// and shared by every connection it opens: a change to the options after that changes no connection.
-/// </summary>
+/// <summary>Mapped from the options once, at start: a change to the options after that changes no connection.</summary>
+
 internal sealed class ConnectionSettings(MuxConnectionOptions options, bool isServer, TimeSpan callTimeout, int maxConcurrentCalls)
 {
     public bool IsServer { get; } = isServer;

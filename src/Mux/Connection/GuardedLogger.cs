@@ -4,10 +4,10 @@ using Microsoft.Extensions.Logging.Abstractions;
 namespace Mux.Connection;
 
 /// <summary>
-/// The user's logger with its failures swallowed. A connection logs on work items, its timer and its reader loop, in the
-/// middle of answering or failing calls and of closing; a logger that throws there (Microsoft.Extensions.Logging rethrows
-/// its providers' failures) would crash the process or leave calls unanswered. Losing the line is the lesser harm.
+/// A connection logs in the middle of answering calls and of closing, where a logger that throws would crash the process
+/// or leave calls unanswered. Losing the line is the lesser harm.
 /// </summary>
+
 internal sealed class GuardedLogger(ILogger inner) : ILogger
 {
     public static ILogger Wrap(ILogger logger) => logger is NullLogger or GuardedLogger ? logger : new GuardedLogger(logger);

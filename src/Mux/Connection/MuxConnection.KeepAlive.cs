@@ -4,11 +4,9 @@ using Mux.Transport;
 
 namespace Mux.Connection;
 
-// Dead-peer detection, on either end, with one timer per connection and no work per frame: the reader loop stamps each
-// socket read (Inbound.LastSignOfLife); the timer, re-armed for the next moment anything can be due, sends a Ping once
-// nothing has arrived for KeepAliveInterval and closes the connection when nothing (Pong or any other byte) follows within
-// KeepAliveTimeout. While the reader loop waits for outbound room, room the peer makes counts as a read. A subclass adds
-// its own deadlines to the same timer (the server's handshake timeout and idle close).
+// One timer per connection and no work per frame: the reader loop stamps each socket read, and the timer, re-armed for
+// the next moment anything can be due, pings and closes. While the reader loop waits for outbound room, room the peer
+// makes counts as a read. A subclass adds its own deadlines to the same timer.
 internal abstract partial class MuxConnection
 {
     // Null when neither keepalive nor a subclass deadline is on. One-shot and re-armed only by its own callback, so callbacks
@@ -26,7 +24,7 @@ internal abstract partial class MuxConnection
 
     private TimeSpan KeepAliveTimeout => Settings.KeepAliveTimeout;
 
-    /// <summary>Whether a keepalive Ping was sent and nothing has arrived since (for tests and diagnostics).</summary>
+    /// <summary>For tests and diagnostics.</summary>
     internal bool IsAwaitingPong
     {
         get
@@ -36,7 +34,7 @@ internal abstract partial class MuxConnection
         }
     }
 
-    /// <summary>Starts the connection's timer if keepalive or a subclass deadline needs it. Once, before the reader loop.</summary>
+    /// <summary>Once, before the reader loop.</summary>
     private void StartTimer()
     {
         long now = TimeProvider.GetTimestamp();
@@ -61,8 +59,7 @@ internal abstract partial class MuxConnection
         _timer.Change(due, Timeout.InfiniteTimeSpan);
     }
 
-    /// <summary>A subclass's own deadlines, checked on the connection's timer: returns how long until it wants to be asked
-    /// again (infinite: never). May close the connection.</summary>
+    /// <summary>Returns how long until it wants to be asked again (infinite: never). May close the connection.</summary>
     protected virtual TimeSpan CheckDeadlines(long now) => Timeout.InfiniteTimeSpan;
 
     private void OnTimer()
@@ -89,8 +86,8 @@ internal abstract partial class MuxConnection
         }
     }
 
-    /// <summary>Sends a Ping after KeepAliveInterval of silence (once the handshake is done) and closes the connection when
-    /// nothing answers it within KeepAliveTimeout. Returns the time until the next check.</summary>
+    /// <summary>Returns the time until the next check.</summary>
+
     private TimeSpan CheckKeepAlive(long now)
     {
         if (!_keepAliveOn)

@@ -9,12 +9,9 @@ using Mux.Transport;
 namespace Mux.Connection;
 
 /// <summary>
-/// One multiplexed connection, the engine both ends share; this type owns its life: the start, the close (once), the
-/// keepalive timer (MuxConnection.KeepAlive.cs) and the handshake's hooks. It is symmetric: either end calls
-/// (<see cref="Outgoing"/>) and either end serves (<see cref="Incoming"/>); calls the server starts carry ServerInitiated,
-/// so the two id spaces never meet. Frames go out through <see cref="Outbound"/> and come in through
-/// <see cref="Inbound"/>'s reader loop. The client and server subclasses add only the handshake, and what GoAway and a
-/// close mean to them.
+/// Owns a connection's life: the start, the close (once), the keepalive timer and the handshake's hooks. Symmetric: either
+/// end calls and either end serves; calls the server starts carry ServerInitiated, so the two id spaces never meet. The
+/// subclasses add only the handshake, and what GoAway and a close mean to them.
 /// </summary>
 internal abstract partial class MuxConnection : IAsyncDisposable
 {
@@ -135,7 +132,8 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         }
     }
 
-    /// <summary>Takes the peer's settings and sends <paramref name="helloAck"/>, if any: calls flow from here on.</summary>
+    /// <summary>Calls flow from here on.</summary>
+
     protected void CompleteHandshake(in PeerSettings peer, HandshakeSettings? helloAck = null)
     {
         _peer = peer;
@@ -176,18 +174,16 @@ internal abstract partial class MuxConnection : IAsyncDisposable
         Inbound.Start();
     }
 
-    /// <summary>Closes the connection once (any thread, any number of times): fails or cancels what is pending and tears the
-    /// transport down. <see cref="MuxCloseReason.LocalShutdown"/> closes gracefully; any other reason drops it at once.</summary>
+    /// <summary>Any thread, any number of times. <see cref="MuxCloseReason.LocalShutdown"/> closes gracefully; any other
+    /// reason drops the connection at once.</summary>
     public void Close(MuxCloseReason reason, Exception? error) =>
         CloseCore(reason, error, reason == MuxCloseReason.LocalShutdown ? DefaultDrainTimeout : TimeSpan.Zero);
 
-    /// <summary>Drops the connection at once, whatever <paramref name="reason"/> is, and cuts short a graceful close already
-    /// under way: for a connection with nothing worth a drain, or whose time has run out.</summary>
+    /// <summary>Also cuts short a graceful close already under way, for a connection whose time has run out.</summary>
     public void Abort(MuxCloseReason reason, Exception? error) => CloseCore(reason, error, drainTimeout: null);
 
-    /// <summary>Closes without losing anything in flight: what is queued is written (by a server) or dropped (by a client,
-    /// whose calls the close fails), the send side is shut down, and the reader discards until the peer ends the stream or
-    /// <paramref name="drainTimeout"/> passes (zero drops the connection at once); then the socket closes.</summary>
+    /// <summary>What is queued is written (by a server) or dropped (by a client, whose calls the close fails), and the
+    /// reader discards until the peer ends the stream or <paramref name="drainTimeout"/> passes.</summary>
     public void CloseGracefully(MuxCloseReason reason, TimeSpan drainTimeout) => CloseCore(reason, null, drainTimeout);
 
     // drainTimeout: how long a graceful close waits for the peer to end its stream; zero drops the connection at once;

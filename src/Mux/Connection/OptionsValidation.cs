@@ -18,7 +18,8 @@ internal static class OptionsValidation
         }
     }
 
-    /// <summary>Checks a list option (Interceptors, EndPoints) for null items; <paramref name="fix"/> says what to put there instead.</summary>
+    /// <summary><paramref name="fix"/> says what to put in place of a null item.</summary>
+
     public static void RequireNoNulls<T>(IList<T> items, string owner, string name, string fix)
         where T : class
     {

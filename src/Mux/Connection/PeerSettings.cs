@@ -3,10 +3,10 @@ using Mux.Protocol;
 namespace Mux.Connection;
 
 /// <summary>
-/// The peer's limits from its handshake, and what this side's calls may carry to it. Written once, by
-/// MuxConnection.CompleteHandshake, before the handshake is published; until then <see cref="BeforeHandshake"/>: the
-/// protocol's minimum frame (which any handshake fits), and no metadata (a peer that announces none reads none).
+/// Written once, before the handshake is published; until then <see cref="BeforeHandshake"/>: the protocol's minimum frame
+/// (which any handshake fits), and no metadata.
 /// </summary>
+
 internal readonly record struct PeerSettings(
     int MaxFrameSize, int MaxMessageSize, int MaxMetadataSize, int StreamWindow, int MaxConcurrentCalls, bool EndsFragmentsOnCancel,
     bool ReadsTraceContext, bool TakesStreams)

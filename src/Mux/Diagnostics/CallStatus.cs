@@ -1,10 +1,10 @@
 namespace Mux.Diagnostics;
 
 /// <summary>
-/// The values of the <c>rpc.response.status_code</c> tag on spans and duration histograms: the <see cref="MuxStatusCode"/>
-/// names for outcomes the server reported, plus the ways a call can end on the client without one. Constant strings, so
-/// tagging a call allocates nothing.
+/// Values of the <c>rpc.response.status_code</c> tag: the <see cref="MuxStatusCode"/> names, plus the ways a call can end
+/// on the client without one. Constants, so tagging a call allocates nothing.
 /// </summary>
+
 internal static class CallStatus
 {
     public const string Ok = nameof(MuxStatusCode.Ok);

@@ -7,10 +7,8 @@ using Mux.Protocol;
 namespace Mux.Diagnostics;
 
 /// <summary>
-/// The span and duration measurement of one call: a client's from sending the request to completing the caller's task,
-/// a server's from reading the request to the end of its handler. It lives in the pooled call object (PendingCall,
-/// IncomingCall), so observing a call allocates nothing and writes only the call's own memory. <c>default</c> when
-/// nobody listened as the call started (<see cref="IsObserved"/>).
+/// It lives in the pooled call object, so observing a call allocates nothing and writes only the call's own memory.
+/// <c>default</c> when nobody listened as the call started.
 /// </summary>
 internal struct CallTelemetry
 {
@@ -31,8 +29,8 @@ internal struct CallTelemetry
     /// <summary>The span; a client's is the context its request carries to the server.</summary>
     public readonly Activity? Activity => _activity;
 
-    /// <summary>Whether a Start observed the call and it has not yet been stopped.</summary>
-    public readonly bool IsStarted => _name is not null;
+    public
+ readonly bool IsStarted => _name is not null;
 
     /// <summary>Whether a call starting now on the side of <paramref name="duration"/> is observed: one read of each
     /// listener flag.</summary>

@@ -4,10 +4,10 @@ using System.Diagnostics.CodeAnalysis;
 namespace Mux.Diagnostics;
 
 /// <summary>
-/// The names of every method Mux knows, by wire id, so telemetry and messages on the client, which sends only ids, can
-/// name calls. Filled by <see cref="MuxServiceDefinition{TService}.AddMethod"/>, which generated code runs from a module
-/// initializer for every <see cref="MuxServiceAttribute"/> interface, so proxies and servers both find their methods here.
+/// By wire id, so the client, which sends only ids, can name calls. Filled from generated module initializers through
+/// <see cref="MuxServiceDefinition{TService}.AddMethod"/>.
 /// </summary>
+
 internal static class MethodNames
 {
     // Written as definitions are built at start-up, read per call while telemetry is on. Ids hash full names; the first name wins.

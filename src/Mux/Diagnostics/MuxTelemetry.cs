@@ -6,11 +6,10 @@ using System.IO.Pipelines;
 namespace Mux.Diagnostics;
 
 /// <summary>
-/// Mux's traces and call metrics, named after the OpenTelemetry RPC semantic conventions: an <see cref="ActivitySource"/>
-/// named "Mux" and, on the "Mux" meter, the call duration histograms and Mux's own transport instruments. Everything here
-/// is checked for a listener first (<see cref="ActivitySource.HasListeners"/>, <see cref="Instrument.Enabled"/>), so a
-/// process nobody observes pays a flag test per call and allocates nothing.
+/// Named after the OpenTelemetry RPC semantic conventions. Everything is checked for a listener first, so a process nobody
+/// observes pays a flag test per call and allocates nothing.
 /// </summary>
+
 internal static class MuxTelemetry
 {
     public const string Name = "Mux";

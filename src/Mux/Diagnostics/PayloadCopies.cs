@@ -1,10 +1,10 @@
 namespace Mux.Diagnostics;
 
 /// <summary>
-/// Bytes of large messages that Mux's own code paths copied in user space, by copy point, for the load runner to report
-/// copies per payload byte. Counted at most once per 64 KiB fragment or per large binary, never per small call: the
-/// points are the fragment writer, the reassembly, and the bin formatters' copies of binaries of 16 KiB or more.
+/// Bytes of large messages Mux copied in user space, by copy point, for the load runner. Counted at most once per
+/// fragment or large binary, never per small call.
 /// </summary>
+
 internal static class PayloadCopies
 {
     // Process-wide totals, Interlocked: whoever copies adds.

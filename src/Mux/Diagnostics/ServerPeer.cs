@@ -2,9 +2,8 @@ using System.Net;
 
 namespace Mux.Diagnostics;
 
-/// <summary>
-/// The server.address and server.port tags of a client's spans, computed once per connection, the port boxed once.
-/// </summary>
+/// <summary>Computed once per connection, the port boxed once.</summary>
+
 internal sealed class ServerPeer
 {
     private ServerPeer(string address, int port)

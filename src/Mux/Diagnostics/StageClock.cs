@@ -3,12 +3,11 @@ using System.Runtime.InteropServices;
 namespace Mux.Diagnostics;
 
 /// <summary>
-/// The time one of a connection's two serial stages spends working, so a benchmark can tell how close the connection is to
-/// the ceiling the busier stage puts on it (1 / its time per call). The reader loop counts each read from its buffer in hand
-/// to its AdvanceTo, less any backpressure wait; the writer role each turn from gathering frames to the return of its flush
-/// call. Two clock reads per read or turn, never per frame; plain stores by the stage that owns it, read racily. The
-/// counters sit a cache line away from the fields around them, so the stage's stores never invalidate a line others write.
+/// The time one of a connection's two serial stages spends working, which bounds the connection at 1 / its time per call.
+/// Two clock reads per read or writer turn, never per frame; plain stores by the owning stage, read racily. The counters
+/// sit a cache line away from the fields around them, so the stage's stores never invalidate a line others write.
 /// </summary>
+
 [StructLayout(LayoutKind.Explicit, Size = 152)]
 internal struct StageClock
 {

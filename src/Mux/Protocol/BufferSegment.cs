@@ -4,11 +4,9 @@ using System.Diagnostics;
 namespace Mux.Protocol;
 
 /// <summary>
-/// One piece of a large message, linkable into a <see cref="ReadOnlySequence{T}"/>: a message being encoded or
-/// reassembled is a chain of these, so no array of it reaches the large object heap (see <see cref="BufferSegmentPool"/>).
-/// Most are pooled arrays; a chain may also hold a large binary's own memory (<see cref="IsExternal"/>, spliced in by the
-/// sender instead of copied) or its own exact-size array (<see cref="IsLanded"/>, filled by the receiver and handed to the
-/// user). Owned by one message at a time; the pool takes back a pooled array and this object together.
+/// One piece of a large message, so no array of it reaches the large object heap. Most are pooled arrays; a chain may
+/// also hold a binary's own memory (<see cref="IsExternal"/>) or its own exact-size array (<see cref="IsLanded"/>).
+/// Owned by one message at a time.
 /// </summary>
 internal sealed class BufferSegment : ReadOnlySequenceSegment<byte>
 {
@@ -31,31 +29,29 @@ internal sealed class BufferSegment : ReadOnlySequenceSegment<byte>
         IsLanded = landed;
     }
 
-    /// <summary><see cref="BufferSegmentPool.SegmentSize"/> bytes, unless the segment <see cref="IsOversized"/>,
-    /// <see cref="IsLanded"/> or <see cref="IsExternal"/> (then empty: its bytes are <see cref="ReadOnlySequenceSegment{T}.Memory"/>).</summary>
+    /// <summary><see cref="BufferSegmentPool.SegmentSize"/> bytes unless oversized or landed; empty when external.</summary>
     public byte[] Array { get; }
 
-    /// <summary>Bytes of <see cref="Array"/> holding data, from its start; an external segment's length.</summary>
+    /// <summary>Bytes of <see cref="Array"/> holding data; an external segment's length.</summary>
     public int Used { get; set; }
 
     public int Free => IsExternal ? 0 : Array.Length - Used;
 
-    /// <summary>Rented for a formatter that asked for more contiguous room than a pooled segment has; its array goes
-    /// back to ArrayPool.Shared, and this object with its message.</summary>
+    /// <summary>Rented from ArrayPool.Shared for a formatter that asked for more contiguous room than a segment has.</summary>
     public bool IsOversized => !IsExternal && !IsLanded && Array.Length != BufferSegmentPool.SegmentSize;
 
     /// <summary>Memory of the sender's caller, read in place by the writer: nothing to return.</summary>
     public bool IsExternal { get; }
 
-    /// <summary>A received binary's own array, exactly its length, which its formatter hands to the user
-    /// (<see cref="TryTakeLanded"/>): never pooled.</summary>
+    /// <summary>A received binary's own exact-size array, handed to the user (<see cref="TryTakeLanded"/>): never pooled.</summary>
     public bool IsLanded { get; }
 
     // Set once the landed array has been handed out: a second read of the same bytes gets a copy, never the same array.
     private int _taken;
 
-    /// <summary>Back in its pool and not rented since. Only <see cref="BufferSegmentPool"/> sets it, to refuse a second
-    /// return: two owners of one array would each write over the other's message.</summary>
+    /// <summary>Set by <see cref="BufferSegmentPool"/> to refuse a second return: two owners of one array would each
+    /// write over the other's message.</summary>
+
     public bool IsReturned { get; set; }
 
     public BufferSegment? NextSegment => (BufferSegment?)Next;

@@ -5,24 +5,20 @@ using System.Diagnostics.CodeAnalysis;
 namespace Mux.Protocol;
 
 /// <summary>
-/// The segments large messages are kept in, on both sides: a message being encoded on its sender's thread
-/// (<see cref="MessageBufferWriter"/>) and one arriving in fragments (MessageReassembly).
+/// The segments large messages are encoded and reassembled in. A 64 KiB segment stays below the large object heap,
+/// which only a full collection (pausing every call) reclaims.
 /// </summary>
 /// <remarks>
-/// <para>An array of 85,000 bytes or more goes to the large object heap, which only a full collection reclaims, and
-/// every full collection pauses every call of the process. A 64 KiB segment stays below that threshold, so even one
-/// the pool cannot give is a short-lived small object.</para>
-/// <para>ArrayPool.Shared keeps about 32 arrays of a size per core, fewer than a 16 MiB message needs (256 segments),
-/// and the rest would live long enough to be promoted. This pool keeps up to <see cref="MaxRetained"/> segments
-/// (32 MiB) and, at each full collection, drops those nobody rented since the previous one, so what a burst of large
-/// messages kept is released once it ends. Renting and returning take a lock once per 64 KiB: nothing per small call.</para>
+/// ArrayPool.Shared keeps about 32 arrays of a size per core, fewer than a 16 MiB message needs. This pool keeps up to
+/// <see cref="MaxRetained"/> and, at each full collection, drops those nobody rented since the previous one, so a burst
+/// of large messages is released once it ends. The lock is taken once per 64 KiB, never per small call.
 /// </remarks>
 internal sealed class BufferSegmentPool
 {
     /// <summary>65,560 bytes with the array's header, below the large object heap's 85,000.</summary>
     public const int SegmentSize = 64 * 1024;
 
-    /// <summary>At most this many free segments are kept by <see cref="Shared"/> (32 MiB).</summary>
+    /// <summary>Free segments kept by <see cref="Shared"/> (32 MiB).</summary>
     public const int MaxRetained = 512;
 
     private readonly Lock _lock = new();
@@ -40,15 +36,13 @@ internal sealed class BufferSegmentPool
     // Segments rented (oversized ones included) and not yet returned; tests check a message gave back all it took. Interlocked.
     private long _outstanding;
 
-    /// <summary>Keeps up to <paramref name="maxRetained"/> free segments. Only <see cref="Shared"/> trims itself at full
-    /// collections.</summary>
+    /// <summary>Only <see cref="Shared"/> trims itself at full collections.</summary>
     public BufferSegmentPool(int maxRetained)
     {
         ArgumentOutOfRangeException.ThrowIfNegativeOrZero(maxRetained);
         _free = new BufferSegment[maxRetained];
     }
 
-    /// <summary>The pool of every connection in the process.</summary>
     public static BufferSegmentPool Shared { get; } = CreateShared();
 
     public long Created => Interlocked.Read(ref _created);
@@ -66,8 +60,7 @@ internal sealed class BufferSegmentPool
         }
     }
 
-    /// <summary>An empty, unlinked segment of <see cref="SegmentSize"/> bytes; for a formatter that asks for more
-    /// contiguous room, an oversized one of at least <paramref name="size"/> bytes from ArrayPool.Shared.</summary>
+    /// <summary>An empty, unlinked segment; oversized, from ArrayPool.Shared, when <paramref name="size"/> needs it.</summary>
     public BufferSegment Rent(int size = SegmentSize)
     {
         Interlocked.Increment(ref _outstanding);
@@ -96,8 +89,7 @@ internal sealed class BufferSegmentPool
         return new BufferSegment(GC.AllocateUninitializedArray<byte>(SegmentSize));
     }
 
-    /// <summary>Takes back the chain that starts at <paramref name="first"/> (null for none), which the caller must not
-    /// use again, and returns the bytes of its arrays (a landed one's included, an external one's not).</summary>
+    /// <summary>Takes back a chain (null for none); returns the bytes of its arrays, a landed one's included.</summary>
     public long ReturnChain(BufferSegment? first)
     {
         long returned = 0;
@@ -151,7 +143,6 @@ internal sealed class BufferSegmentPool
         throw new InvalidOperationException(
             "A pooled buffer segment was returned twice; its first return gave it to the pool, which may have rented it out again.");
 
-    /// <summary>Drops the free segments that no one rented since the previous trim.</summary>
     internal void Trim()
     {
         lock (_lock)
@@ -173,10 +164,9 @@ internal sealed class BufferSegmentPool
         return pool;
     }
 
-    /// <summary>
-    /// Trims a pool at every full collection: an unreferenced object whose finalizer registers itself again, which, once
-    /// in the oldest generation, runs at full collections only (as ArrayPool.Shared trims).
-    /// </summary>
+    /// <summary>An unreferenced object whose finalizer registers itself again: once in the oldest generation it runs at
+    /// full collections only, as ArrayPool.Shared's trim does.</summary>
+
     private sealed class TrimAtFullCollections(BufferSegmentPool pool)
     {
         ~TrimAtFullCollections()

@@ -4,13 +4,8 @@ using MessagePack;
 namespace Mux.Protocol;
 
 /// <summary>
-/// The optional deadline header of a Request (docs/protocol.md, "Deadlines"), straight after the method id when the
-/// frame's <see cref="FrameFlags.Deadline"/> flag is set:
-/// <code>
-/// u32  the caller's remaining time in milliseconds (0: already expired)
-/// </code>
-/// A duration rather than a point in time, as grpc-timeout is, so the two machines' clocks never have to agree; the
-/// server measures it from the socket read that brought the Request.
+/// A Request's u32 remaining milliseconds after the method id (docs/protocol.md, "Deadlines"). A duration, as
+/// grpc-timeout is, so the two machines' clocks never have to agree; the server counts it from the read that brought it.
 /// </summary>
 internal static class DeadlineHeader
 {
@@ -26,8 +21,7 @@ internal static class DeadlineHeader
         writer.Advance(Size);
     }
 
-    /// <summary>Rewrites the header of an encoded Request (<paramref name="frame"/> from its length prefix on) that
-    /// carries one: a Request encoded before it waits to be sent tells the time left when it goes.</summary>
+    /// <summary>A Request that waited to be sent tells the time left when it goes.</summary>
     public static void Rewrite(Span<byte> frame, uint remainingMilliseconds)
     {
         const int Offset = ProtocolConstants.FrameHeaderSize + ProtocolConstants.RequestHeaderSize;
@@ -47,8 +41,7 @@ internal static class DeadlineHeader
         return milliseconds >= MaxMilliseconds ? uint.MaxValue : (uint)milliseconds;
     }
 
-    /// <summary>The receiver's deadline: <paramref name="remainingMilliseconds"/> after
-    /// <paramref name="arrival"/>, both in <paramref name="clock"/>'s timestamps.</summary>
-    public static long ToTimestamp(TimeProvider clock, long arrival, uint remainingMilliseconds) =>
+    public
+ static long ToTimestamp(TimeProvider clock, long arrival, uint remainingMilliseconds) =>
         arrival + (long)(remainingMilliseconds * (clock.TimestampFrequency / 1000.0));
 }

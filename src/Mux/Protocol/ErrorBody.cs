@@ -2,9 +2,7 @@ using MessagePack;
 
 namespace Mux.Protocol;
 
-/// <summary>
-/// The body of an Error frame: a MessagePack array [code, message, remote exception type or nil].
-/// </summary>
+/// <summary>A MessagePack array [code, message, remote exception type or nil].</summary>
 internal readonly struct ErrorBody(MuxStatusCode code, string message, string? remoteType) : IFrameBody
 {
     public MuxStatusCode Code { get; } = code;
@@ -21,8 +19,8 @@ internal readonly struct ErrorBody(MuxStatusCode code, string message, string? r
         writer.Write(RemoteType);
     }
 
-    /// <summary>Reads an error body; one that cannot be read becomes a ProtocolError. Either side reads these (Error,
-    /// or a StreamEnd that carries an error), so the description says "peer", not which side sent it.</summary>
+    /// <summary>One that cannot be read becomes a ProtocolError. Either side reads these, so messages say "peer".</summary>
+
     public static ErrorBody Read(ReadOnlyMemory<byte> payload)
     {
         try

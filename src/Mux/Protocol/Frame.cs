@@ -24,7 +24,7 @@ internal readonly struct Frame(
     /// (whose magic and version are left at its start), raw bytes otherwise.</summary>
     public ReadOnlySequence<byte> Payload { get; } = payload;
 
-    /// <summary>A Request's trace-context header, a slice of the receive buffer like <see cref="Payload"/>.</summary>
+    /// <summary>A slice of the receive buffer like <see cref="Payload"/>.</summary>
     public ReadOnlySequence<byte> TraceContext { get; } = traceContext;
 
     public bool HasDeadline => (Flags & FrameFlags.Deadline) != 0;
@@ -32,15 +32,13 @@ internal readonly struct Frame(
     /// <summary>Whether a Request's body starts with the call's <see cref="MetadataSection"/>.</summary>
     public bool HasMetadata => (Flags & FrameFlags.Metadata) != 0;
 
-    /// <summary>A Request's <see cref="DeadlineHeader"/>; 0 when <see cref="HasDeadline"/> is false.</summary>
     public uint RemainingMilliseconds { get; } = remainingMilliseconds;
 
-    /// <summary>A first fragment's announced size of the whole message (every byte after the common header, in all its
-    /// fragments, less this field itself); 0 for any other frame.</summary>
+    /// <summary>A first fragment's announced size of the whole message after the common header, less this field.</summary>
     public uint MessageSize { get; } = messageSize;
 
-    /// <summary>A first fragment's size of the whole <see cref="Payload"/> once reassembled: the message size less the
-    /// type-specific header this fragment carried; 0 for any other frame.</summary>
+    /// <summary>A first fragment's <see cref="MessageSize"/> less the type-specific header it carried.</summary>
+
     public long PayloadSize { get; } = payloadSize;
 
     public bool IsFirstFragment => (Flags & FrameFlags.MoreFragments) != 0 && Type != FrameType.Continuation;

@@ -12,8 +12,7 @@ internal static class FrameReader
 {
     private const FrameFlags RequestFlags = FrameFlags.TraceContext | FrameFlags.Deadline | FrameFlags.Metadata;
 
-    /// <summary>Reads one complete frame off the start of <paramref name="buffer"/>; its payload is a slice of the buffer,
-    /// not a copy. On a partial frame nothing is consumed and it returns false.</summary>
+    /// <summary>The payload is a slice of the buffer, not a copy. On a partial frame nothing is consumed.</summary>
     /// <exception cref="MuxProtocolException">The bytes cannot be a valid frame. The length prefix is checked against
     /// <paramref name="maxFrameSize"/> before the rest of the frame is awaited, so a hostile length is never buffered.</exception>
     public static bool TryRead(ref ReadOnlySequence<byte> buffer, int maxFrameSize, out Frame frame)
@@ -30,8 +29,7 @@ internal static class FrameReader
             return false;
         }
 
-        // The fixed header, a first fragment's total size and a Request's method id and deadline are read straight from
-        // the first segment when it holds them, the usual case; they are copied only when they straddle segments.
+        // The fixed-size headers are copied only when they straddle segments.
         const int MaxHeaderSize = ProtocolConstants.FrameHeaderSize + ProtocolConstants.FragmentTotalSize +
             ProtocolConstants.RequestHeaderSize + DeadlineHeader.Size;
         Span<byte> copy = stackalloc byte[MaxHeaderSize];
@@ -186,8 +184,7 @@ internal static class FrameReader
         }
     }
 
-    /// <summary>Takes the u32 <paramref name="what"/> off the start of <paramref name="body"/>, reading it from
-    /// <paramref name="header"/> at <paramref name="offset"/> rather than from the sequence.</summary>
+    /// <summary>Takes a u32 off <paramref name="body"/>, read from <paramref name="header"/> rather than the sequence.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     private static uint TakeUInt32(ReadOnlySpan<byte> header, ref int offset, ref ReadOnlySequence<byte> body, FrameType type, string what)
     {
@@ -222,8 +219,8 @@ internal static class FrameReader
         }
     }
 
-    /// <summary>The little-endian u32 at the start of <paramref name="buffer"/>, which holds at least 4 bytes, maybe
-    /// across segments.</summary>
+    /// <summary><paramref name="buffer"/> holds at least 4 bytes, maybe across segments.</summary>
+
     internal static uint ReadUInt32(in ReadOnlySequence<byte> buffer)
     {
         Span<byte> bytes = stackalloc byte[4];

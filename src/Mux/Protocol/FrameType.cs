@@ -23,7 +23,7 @@ internal enum FrameType : byte
     /// <summary>u32: how many more items of the call's stream the sender of this frame accepts.</summary>
     StreamCredit = 12,
 
-    /// <summary>A later fragment of a message split across frames (docs/protocol.md, *Fragments*): just the next bytes
-    /// of the message, with flag MoreFragments on every fragment but the last.</summary>
+    /// <summary>The next bytes of a message split across frames.</summary>
+
     Continuation = 14,
 }

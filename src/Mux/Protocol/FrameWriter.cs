@@ -6,13 +6,12 @@ using MessagePack;
 namespace Mux.Protocol;
 
 /// <summary>
-/// Encodes frames. A MessagePack body is serialized straight after a reserved header, and the length prefix, known only
-/// afterwards, is patched in by offset: the buffer may be reallocated, or the frame moved into segments, while the body
-/// grows, so no span of the header is held across the body.
+/// The length prefix is patched in by offset after the body: the buffer may be reallocated, or moved into segments,
+/// while the body grows, so no span of the header is held across it.
 /// </summary>
 internal static class FrameWriter
 {
-    /// <summary>Appends a frame whose body is MessagePack. Returns the frame's size on the wire.</summary>
+    /// <summary>Returns the frame's size on the wire.</summary>
     public static int Write<TBody>(
         PooledBufferWriter output, FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None)
         where TBody : struct, IFrameBody
@@ -31,8 +30,7 @@ internal static class FrameWriter
         return (int)frameSize;
     }
 
-    /// <summary>Encodes a frame that may be a large message into <paramref name="output"/>, which has just been started and
-    /// moves into pooled segments as the body grows. Returns the frame's size on the wire.</summary>
+    /// <summary>For a frame that may be a large message: <paramref name="output"/> moves into segments as it grows.</summary>
     public static long Write<TBody>(
         MessageBufferWriter output, FrameType type, uint callId, uint methodId, ref TBody body, FrameFlags flags = FrameFlags.None)
         where TBody : struct, IFrameBody
@@ -42,8 +40,7 @@ internal static class FrameWriter
         output.GetSpan(headerSize);
         output.Advance(headerSize);
 
-        // A large binary in the body may be spliced in rather than copied (BinaryInPieces): the message is sent
-        // fragment by fragment from its segments, so its own memory is read where it is.
+        // A large binary may be spliced in rather than copied (BinaryInPieces): the fragments read its memory in place.
         var writer = new MessagePackWriter(output);
         using (output.BeginSplicing())
         {
@@ -56,8 +53,8 @@ internal static class FrameWriter
         return frameSize;
     }
 
-    /// <summary>Writes a frame whose body is the given raw bytes (Cancel, Ping, Pong, GoAway).</summary>
-    public static int WriteRaw(IBufferWriter<byte> output, FrameType type, uint callId, ReadOnlySpan<byte> body, FrameFlags flags = FrameFlags.None)
+    public
+ static int WriteRaw(IBufferWriter<byte> output, FrameType type, uint callId, ReadOnlySpan<byte> body, FrameFlags flags = FrameFlags.None)
     {
         int frameSize = ProtocolConstants.FrameHeaderSize + body.Length;
         Span<byte> span = output.GetSpan(frameSize);

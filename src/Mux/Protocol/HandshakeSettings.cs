@@ -4,35 +4,24 @@ using MessagePack;
 
 namespace Mux.Protocol;
 
-/// <summary>
-/// What each side announces in Hello / HelloAck, and the body of those frames. Unknown keys are skipped so that later
-/// versions can add settings without breaking version-1 peers.
-/// </summary>
+/// <summary>The body of Hello and HelloAck. Unknown keys are skipped so later versions can add settings.</summary>
 internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSize, int MaxConcurrentCalls, string? AuthToken) : IFrameBody
 {
-    /// <summary>The stream window a peer that does not announce <c>streamWindow</c> is taken to grant.</summary>
     public const int DefaultStreamWindow = 64;
 
-    /// <summary>How many items of each stream this side buffers for a call before the producer must wait for credit: the
-    /// initial credit the peer starts each stream with.</summary>
+    /// <summary>Items of each stream this side buffers: the initial credit the peer starts each stream with.</summary>
     public int StreamWindow { get; init; } = DefaultStreamWindow;
 
     /// <summary>The largest message (all its fragments) this side accepts; int.MaxValue when the peer did not say.</summary>
     public int MaxMessageSize { get; init; } = int.MaxValue;
 
-    /// <summary>Whether this side takes a Cancel to end a Request still in fragments (docs/protocol.md, *Fragments*): it
-    /// sends no fragment of its Request after the Request's Cancel, and expects none after a received Request's Cancel.
-    /// In force when both sides announce it; false when the peer did not say.</summary>
+    /// <summary>No fragment of a Request follows its Cancel. In force when both sides announce it.</summary>
     public bool CancelEndsFragments { get; init; } = true;
 
-    /// <summary>Whether this side takes streams on the calls a server starts to its client (docs/protocol.md, *Calls from
-    /// server to client*). Only a client's Hello carries it; a server calls a streaming method of its client only when the
-    /// client said true. False when the peer did not say.</summary>
+    /// <summary>Whether a client takes streams on the calls its server starts; only a client's Hello carries it.</summary>
     public bool ServerCallStreams { get; init; } = true;
 
-    /// <summary>The largest metadata section (its map's bytes, docs/protocol.md "Metadata") this side accepts in a
-    /// Request; 0 when the peer did not announce the key: it does not read the section, closes the connection on the
-    /// Metadata flag, and is sent no metadata.</summary>
+    /// <summary>The largest metadata map this side accepts; 0 when the peer did not announce it, so it is sent none.</summary>
     public int MaxMetadataSize { get; init; }
 
     private const string MaxFrameSizeKey = "maxFrameSize";
@@ -45,7 +34,6 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
     private const string ServerCallStreamsKey = "serverCallStreams";
     private const string MaxMetadataSizeKey = "maxMetadataSize";
 
-    /// <summary>Writes the body of Hello or HelloAck: magic, version, then the settings map.</summary>
     public void Write(ref MessagePackWriter writer)
     {
         Span<byte> prefix = writer.GetSpan(ProtocolConstants.HelloHeaderSize);
@@ -80,13 +68,12 @@ internal readonly record struct HandshakeSettings(ushort Version, int MaxFrameSi
         }
     }
 
-    /// <summary>Parses the payload of a Hello or HelloAck frame (magic, version, settings map).</summary>
     /// <exception cref="MuxProtocolException">Wrong magic, or a settings map that is not valid.</exception>
     public static HandshakeSettings Parse(in ReadOnlySequence<byte> payload) => Parse(payload, out _);
 
-    /// <summary>Parses like <see cref="Parse(in ReadOnlySequence{byte})"/>, and says whether the peer announced
-    /// <c>traceContext</c> (it reads the trace-context header of Requests). A peer that did not must never receive that
-    /// flag, which version-1 readers reject.</summary>
+    /// <summary>A peer that did not announce <c>traceContext</c> must never receive that flag, which version-1 readers
+    /// reject.</summary>
+
     public static HandshakeSettings Parse(in ReadOnlySequence<byte> payload, out bool readsTraceContext)
     {
         byte[] bytes = payload.ToArray(); // Once per connection: simplicity beats pooling here.

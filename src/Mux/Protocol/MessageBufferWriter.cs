@@ -5,24 +5,20 @@ using System.Diagnostics.CodeAnalysis;
 namespace Mux.Protocol;
 
 /// <summary>
-/// Where a frame that may be a large message (Request, Response or Error) is encoded on its sender's thread. It starts in
-/// the thread's staging buffer, as every small frame does; once it would outgrow one segment (64 KiB) it moves into a
-/// chain of pooled segments (<see cref="BufferSegmentPool"/>), so a message of any size is encoded with no array on the
-/// large object heap and no copy of what is written as it grows. <see cref="Detach"/> hands the chain to the fragments.
+/// Where a frame that may be a large message is encoded. It starts in the thread's staging buffer; once it would outgrow
+/// one segment it moves into pooled segments, so no array reaches the large object heap and nothing written is copied
+/// as it grows.
 /// </summary>
 /// <remarks>
-/// One per thread (<see cref="ForCurrentThread"/>), one frame at a time; and one per message arriving in fragments
-/// (MessageReassembly), which has no head. A formatter that asks for more contiguous room than a segment has
-/// (MessagePack-CSharp asks for a string's worst-case length at once) gets an oversized segment; Mux's own formatters
-/// for bytes write in pieces (BinaryInPieces).
+/// One per thread, one frame at a time; and one per message arriving in fragments, which has no head. MessagePack-CSharp
+/// asks for a string's worst-case length at once, which can take an oversized segment.
 /// </remarks>
 internal sealed class MessageBufferWriter : IBufferWriter<byte>
 {
     [ThreadStatic]
     private static MessageBufferWriter? t_writer;
 
-    // The writer a frame is being encoded into on this thread, while FrameWriter runs its body: where a large binary may
-    // be spliced in (BinaryInPieces). Null otherwise.
+    // Set while FrameWriter runs a body on this thread: where a large binary may be spliced in.
     [ThreadStatic]
     private static MessageBufferWriter? t_splicing;
 
@@ -31,7 +27,7 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
     // The staging buffer the frame starts in; null when not in use. Only its thread touches it.
     private PooledBufferWriter? _head;
 
-    // The segments, once the frame has outgrown the head; null before. One thread at a time, like the head.
+    // Null until the frame outgrows the head. One thread at a time, like the head.
     private BufferSegment? _first;
 
     // Where writing goes; its RunningIndex counts the bytes of the segments before it (see BufferSegment.Link).
@@ -51,10 +47,8 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
 
     public long WrittenCount => IsInSegments ? _last.RunningIndex + _last.Used : _head?.WrittenCount ?? 0;
 
-    /// <summary>The writer whose frame body this thread is encoding, which takes <see cref="Splice"/>; null outside.</summary>
     public static MessageBufferWriter? SpliceTarget => t_splicing;
 
-    /// <summary>Makes this writer the thread's <see cref="SpliceTarget"/> until the returned scope ends.</summary>
     public SpliceScope BeginSplicing()
     {
         MessageBufferWriter? previous = t_splicing;
@@ -62,7 +56,6 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         return new SpliceScope(previous);
     }
 
-    /// <summary>This thread's writer, started on <paramref name="staging"/> (empty).</summary>
     public static MessageBufferWriter ForCurrentThread(PooledBufferWriter staging)
     {
         MessageBufferWriter writer = t_writer ??= new MessageBufferWriter(BufferSegmentPool.Shared);
@@ -70,7 +63,6 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         return writer;
     }
 
-    /// <summary>Starts a frame in <paramref name="head"/>, which must be empty.</summary>
     public void Start(PooledBufferWriter head)
     {
         Debug.Assert(_first is null, "The previous frame was detached, moved or discarded.");
@@ -113,8 +105,7 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         return segment is null ? _head!.GetSpan(sizeHint) : segment.Array.AsSpan(segment.Used);
     }
 
-    /// <summary>The segments holding the whole frame, moved there now if it was still in the head. The caller owns them
-    /// and returns them to this writer's pool; the writer is free for the next frame and the head is empty.</summary>
+    /// <summary>The caller owns the segments and returns them to this writer's pool; the head is left empty.</summary>
     public BufferSegment Detach()
     {
         if (!IsInSegments)
@@ -129,8 +120,7 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         return first;
     }
 
-    /// <summary>Ends a frame that is sent whole after all, leaving it in the head: one that moved into segments (only
-    /// with a FragmentSize raised past 64 KiB) is copied back there and its segments are returned.</summary>
+    /// <summary>Ends a frame sent whole after all: one in segments (a FragmentSize past 64 KiB) is copied back to the head.</summary>
     public void End()
     {
         if (!IsInSegments)
@@ -149,8 +139,7 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         Discard();
     }
 
-    /// <summary>Returns the segments of a frame that will not be sent (its serializer threw) and frees the writer; returns
-    /// the bytes of their arrays.</summary>
+    /// <summary>For a frame that will not be sent (its serializer threw); returns the bytes of its arrays.</summary>
     public long Discard()
     {
         long returned = _pool.ReturnChain(_first);
@@ -160,9 +149,8 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         return returned;
     }
 
-    /// <summary>Appends <paramref name="bytes"/> without copying them: linked into the chain as they are, read by whoever
-    /// sends the frame. The caller keeps them unchanged until the chain is returned, and has committed everything it wrote
-    /// before (a MessagePackWriter flushed), so they follow it.</summary>
+    /// <summary>Links <paramref name="bytes"/> in without copying: the caller keeps them unchanged until the chain is
+    /// returned, and has flushed what it wrote before.</summary>
     public void Splice(ReadOnlyMemory<byte> bytes)
     {
         if (bytes.IsEmpty)
@@ -180,8 +168,7 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         _last = spliced; // Free is 0: the next write links a pooled segment after it.
     }
 
-    /// <summary>Makes the next <paramref name="length"/> bytes written land in a new array of exactly that length, linked
-    /// into the chain as its own segment (see <see cref="BufferSegment.Landed"/>). Only once the writer is in segments.</summary>
+    /// <summary>The next <paramref name="length"/> bytes land in their own exact-size array (<see cref="BufferSegment.Landed"/>).</summary>
     public void Land(int length)
     {
         Debug.Assert(IsInSegments, "A landed binary follows its header, written before.");
@@ -190,14 +177,12 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         _last = landed;
     }
 
-    /// <summary>The segment to write <paramref name="sizeHint"/> bytes into; null while the frame still fits the head.</summary>
+    /// <summary>Null while the frame still fits the head.</summary>
     private BufferSegment? SegmentFor(int sizeHint)
     {
         int needed = Math.Max(sizeHint, 1);
         if (!IsInSegments)
         {
-            // The head grows by doubling up to one segment's size, like any staging buffer; a frame
-            // that needs more moves out of it.
             if (_head is not null && _head.WrittenCount + (long)needed <= BufferSegmentPool.SegmentSize)
             {
                 return null;
@@ -224,7 +209,6 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         _first = first;
         _last = first;
 
-        // Written through this writer, now in segments: it links a new one each time one is full.
         if (_head is not null)
         {
             this.Write(_head.WrittenSpan);
@@ -232,8 +216,8 @@ internal sealed class MessageBufferWriter : IBufferWriter<byte>
         }
     }
 
-    /// <summary>Restores the thread's previous <see cref="SpliceTarget"/>.</summary>
-    public readonly struct SpliceScope(MessageBufferWriter? previous) : IDisposable
+    public
+ readonly struct SpliceScope(MessageBufferWriter? previous) : IDisposable
     {
         public void Dispose() => t_splicing = previous;
     }

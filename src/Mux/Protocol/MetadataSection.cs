@@ -5,42 +5,30 @@ using MessagePack;
 namespace Mux.Protocol;
 
 /// <summary>
-/// The optional metadata section of a Request (docs/protocol.md, "Metadata"): present when the
-/// frame's <see cref="FrameFlags.Metadata"/> flag is set, at the start of the body, after the
-/// deadline and trace-context headers and before the arguments:
-/// <code>
-/// u32  n   the size of the map that follows
-/// n        MessagePack map: str key → str value (keys ASCII, compared case-insensitively, sent lower-case)
-/// </code>
-/// Keys starting with <see cref="ReservedPrefix"/> belong to Mux; a receiver skips the ones it does
-/// not know. The section travels inside the body rather than the frame's header, so it may be as
-/// large as the receiver's limit (not bounded by a first fragment) and is read by the call's
-/// worker thread rather than the reader loop.
+/// A Request's u32 size and MessagePack map of string keys to string values, before the arguments (docs/protocol.md,
+/// "Metadata"). It travels in the body rather than the frame's header, so it is bounded only by the receiver's limit
+/// and is read by the call's worker thread rather than the reader loop.
 /// </summary>
 internal static class MetadataSection
 {
-    /// <summary>Keys starting with this (compared case-insensitively) are Mux's own.</summary>
+    /// <summary>Keys starting with this (in any case) are Mux's own; a receiver skips those it does not know.</summary>
     public const string ReservedPrefix = "mux-";
 
-    /// <summary>The u32 size before the map.</summary>
     public const int LengthSize = 4;
 
-    /// <summary>What a receiver takes as its limit when it does not say: the default of
-    /// MuxServerOptions.MaxMetadataSize and MuxClientOptions.MaxMetadataSize (8 KiB, as common HTTP
-    /// servers bound a request's headers).</summary>
+    /// <summary>The options' default: 8 KiB, as common HTTP servers bound a request's headers.</summary>
+
     public const int DefaultMaxSize = 8 * 1024;
 
-    /// <summary>Why a key cannot be metadata, or null when it can: one or more printable ASCII
-    /// characters without spaces (0x21-0x7E), not starting with <see cref="ReservedPrefix"/>.</summary>
+    /// <summary>Why a key cannot be metadata, or null when it can.</summary>
     public static string? DescribeInvalidKey(string key) =>
         DescribeInvalidCharacters(key)
-        ?? (IsReserved(key) ? $"The Mux metadata key '{key}' starts with '{ReservedPrefix}', which is reserved for Mux's own keys; choose another name." : null);
+        ?? (IsReserved(key)
+            ? $"The Mux metadata key '{key}' starts with '{ReservedPrefix}', which is reserved for Mux's own keys; choose another name."
+            : null);
 
-    /// <summary>Whether the key is one of Mux's own (<see cref="ReservedPrefix"/>, any case).</summary>
     private static bool IsReserved(string key) => key.StartsWith(ReservedPrefix, StringComparison.OrdinalIgnoreCase);
 
-    /// <summary>Why a key, reserved or not, is not a key at all, or null: it must be one or more
-    /// printable ASCII characters without spaces (0x21-0x7E).</summary>
     private static string? DescribeInvalidCharacters(string key)
     {
         if (key.Length == 0)
@@ -52,16 +40,15 @@ internal static class MetadataSection
         {
             if (c is < '!' or > '~')
             {
-                return $"The Mux metadata key '{key}' has the character U+{(int)c:X4}; keys are printable ASCII without spaces (0x21-0x7E), compared case-insensitively.";
+                return $"The Mux metadata key '{key}' has the character U+{(int)c:X4}; " +
+                    "keys are printable ASCII without spaces (0x21-0x7E), compared case-insensitively.";
             }
         }
 
         return null;
     }
 
-    /// <summary>The whole section (the u32 size, then the map) for <paramref name="entries"/>,
-    /// whose keys are valid (<see cref="DescribeInvalidKey"/>) and distinct case-insensitively;
-    /// keys are sent lower-case.</summary>
+    /// <summary>Keys must be valid (<see cref="DescribeInvalidKey"/>) and distinct in any case; they are sent lower-case.</summary>
     public static byte[] Encode(IReadOnlyCollection<KeyValuePair<string, string>> entries)
     {
         var buffer = new ArrayBufferWriter<byte>(64);
@@ -80,16 +67,17 @@ internal static class MetadataSection
         return section;
     }
 
-    /// <summary>The size of the map in an encoded section (what a receiver's limit counts).</summary>
+    /// <summary>What a receiver's limit counts.</summary>
     public static int MapSize(byte[] section) => section.Length - LengthSize;
 
     /// <summary>
-    /// Reads the section at the start of a Request's <paramref name="payload"/>. The size is checked
-    /// against <paramref name="maxSize"/> before anything else is read. On <see cref="ReadStatus.Ok"/>,
-    /// <paramref name="entries"/> holds the keys not reserved for Mux (case-insensitive) and
-    /// <paramref name="consumed"/> the bytes of the section (where the arguments start).
+    /// The size is checked against <paramref name="maxSize"/> before anything else is read. <paramref name="entries"/>
+    /// holds the keys not reserved for Mux; <paramref name="consumed"/> is where the arguments start.
     /// </summary>
-    public static ReadStatus Read(in ReadOnlySequence<byte> payload, int maxSize, out Dictionary<string, string>? entries, out long consumed, out long size, out string? problem)
+    public static ReadStatus Read(
+        in ReadOnlySequence<byte> payload, int maxSize, out Dictionary<string, string>? entries, out long consumed, out long size,
+        out string? problem)
+
     {
         entries = null;
         consumed = 0;
@@ -120,9 +108,8 @@ internal static class MetadataSection
             int count = reader.ReadMapHeader();
             entries = new Dictionary<string, string>(Math.Min(count, 16), StringComparer.OrdinalIgnoreCase);
 
-            // Mux's own keys have no meaning in this build and are dropped, but only once they pass
-            // the same checks as the others (a later version's key is still a valid, single key).
-            // Made on the first one: a section without reserved keys costs nothing more.
+            // Mux's own keys are dropped, but only once they pass the same checks as the others (a later version's key
+            // is still a valid, single key).
             HashSet<string>? reserved = null;
             for (int i = 0; i < count; i++)
             {
@@ -165,8 +152,8 @@ internal static class MetadataSection
         return ReadStatus.Ok;
     }
 
-    /// <summary>The outcome of <see cref="Read"/>.</summary>
-    public enum ReadStatus
+    public enum
+ ReadStatus
     {
         Ok,
 

@@ -3,10 +3,7 @@ using System.Diagnostics.CodeAnalysis;
 
 namespace Mux.Protocol;
 
-/// <summary>
-/// A growable <see cref="IBufferWriter{T}"/> over arrays rented from <see cref="ArrayPool{T}.Shared"/>,
-/// used to serialize a frame on the caller's thread without allocating.
-/// </summary>
+/// <summary>A growable <see cref="IBufferWriter{T}"/> over arrays rented from <see cref="ArrayPool{T}.Shared"/>.</summary>
 internal sealed class PooledBufferWriter : IBufferWriter<byte>, IDisposable
 {
     // The rented array; after Dispose an empty one from no pool, so a second Dispose returns nothing and nothing checks null.
@@ -25,10 +22,8 @@ internal sealed class PooledBufferWriter : IBufferWriter<byte>, IDisposable
 
     public ReadOnlyMemory<byte> WrittenMemory => _buffer.AsMemory(0, _written);
 
-    /// <summary>The current rented array; bytes [0, <see cref="WrittenCount"/>) are valid.</summary>
     public byte[] Buffer => _buffer;
 
-    /// <summary>Forgets what was written but keeps the array for reuse.</summary>
     public void Reset() => _written = 0;
 
     /// <inheritdoc/>
@@ -91,8 +86,8 @@ internal sealed class PooledBufferWriter : IBufferWriter<byte>, IDisposable
             ThrowTooLarge(needed);
         }
 
-        // Doubling keeps the number of copies logarithmic in the frame size.
-        int newSize = (int)Math.Min(Math.Max(needed, (long)old.Length * 2), Array.MaxLength);
+        int
+ newSize = (int)Math.Min(Math.Max(needed, (long)old.Length * 2), Array.MaxLength);
         byte[] grown = ArrayPool<byte>.Shared.Rent(newSize);
         old.AsSpan(0, _written).CopyTo(grown);
         _buffer = grown;

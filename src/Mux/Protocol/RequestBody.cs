@@ -4,9 +4,8 @@ using MessagePack;
 namespace Mux.Protocol;
 
 /// <summary>
-/// A Request body: the optional headers its call needs (deadline, trace context, the encoded metadata section that every
-/// call made with the same options shares), each null when absent and in the order docs/protocol.md gives, then the
-/// arguments. A struct passed by generic type, like the arguments it wraps, so a call allocates nothing for it.
+/// The optional headers, each null when absent, then the arguments. A struct passed by generic type, so a call allocates
+/// nothing for it.
 /// </summary>
 internal readonly struct RequestBody<TArguments>(
     TArguments arguments, uint? remainingMilliseconds, Activity? traceContext, byte[]? metadata) : IFrameBody
@@ -17,8 +16,8 @@ internal readonly struct RequestBody<TArguments>(
     private readonly Activity? _traceContext = traceContext;
     private readonly byte[]? _metadata = metadata;
 
-    /// <summary>The flags that announce the headers this body writes.</summary>
-    public FrameFlags Flags =>
+    public
+ FrameFlags Flags =>
         (_remainingMilliseconds.HasValue ? FrameFlags.Deadline : FrameFlags.None)
         | (_traceContext is null ? FrameFlags.None : FrameFlags.TraceContext)
         | (_metadata is null ? FrameFlags.None : FrameFlags.Metadata);

@@ -7,16 +7,13 @@ using MessagePack;
 namespace Mux.Protocol;
 
 /// <summary>
-/// The optional trace-context header of a Request (docs/protocol.md, "Trace context"), between the method id and the
-/// arguments when the frame's <c>TraceContext</c> flag is set:
+/// A Request's W3C trace context, before the arguments (docs/protocol.md, "Trace context"):
 /// <code>
 /// u8   n   length of traceparent
 /// n        traceparent, ASCII (W3C Trace Context, for example 00-&lt;trace id&gt;-&lt;span id&gt;-01)
 /// u16  m   length of tracestate (0 when there is none)
 /// m        tracestate, ASCII
 /// </code>
-/// Only sent to servers that announced <c>traceContext</c> in their HelloAck: a server that does not read it rejects the
-/// flag.
 /// </summary>
 internal static class TraceContextHeader
 {
@@ -44,7 +41,7 @@ internal static class TraceContextHeader
         writer.Advance(size);
     }
 
-    /// <summary>Splits the header off the front of a Request body; false when its lengths run past the body.</summary>
+    /// <summary>False when its lengths run past the body.</summary>
     public static bool TrySplit(ref ReadOnlySequence<byte> body, out ReadOnlySequence<byte> header)
     {
         header = default;
@@ -72,10 +69,8 @@ internal static class TraceContextHeader
         return true;
     }
 
-    /// <summary>
-    /// Reads the context the caller sent. An invalid traceparent is ignored, as W3C Trace Context asks: the server span
-    /// then starts a new trace, and the call is unaffected.
-    /// </summary>
+    /// <summary>An invalid traceparent is ignored, as W3C Trace Context asks: the server span starts a new trace.</summary>
+
     public static bool TryParse(in ReadOnlySequence<byte> header, out ActivityContext context)
     {
         context = default;

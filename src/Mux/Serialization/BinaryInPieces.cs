@@ -8,26 +8,17 @@ using Mux.Protocol;
 namespace Mux.Serialization;
 
 /// <summary>
-/// Writes bytes (<c>byte[]</c>, <c>ReadOnlyMemory&lt;byte&gt;</c>, <c>Memory&lt;byte&gt;</c>,
-/// <c>ArraySegment&lt;byte&gt;</c>, <c>ReadOnlySequence&lt;byte&gt;</c>) as MessagePack bin, byte
-/// for byte as MessagePack-CSharp's own formatters write them, but in pieces. Its writer asks its
-/// buffer for the header and the whole payload as one contiguous span (16 MiB and 5 bytes for a
-/// 16 MiB array), which would force a large message's buffer to be one large array again; written
-/// in pieces, the bytes flow into the 64 KiB segments of a MessageBufferWriter, and a large binary
-/// is not copied there at all but linked in (spliced) for the connection's writer to copy once,
-/// a fragment per turn. Reading is theirs, except that a large bin that a reassembled message
-/// landed in an array of its own is returned as that array. Used in place of MessagePack's own
-/// formatters only where the resolver would return exactly those (see <see cref="MuxResolver"/>);
-/// a user's formatter for these types is kept.
+/// Writes bytes as MessagePack bin exactly as MessagePack-CSharp's formatters do, but in pieces: theirs ask for the whole
+/// payload as one contiguous span, which would force a large message into one large array again. A large binary is not
+/// copied at all but spliced in, for the writer to copy once. Reading is theirs, except that a bin that landed in its own
+/// array is returned as that array. Used only where the resolver would return MessagePack's own formatters.
 /// </summary>
 internal static class BinaryInPieces
 {
     // Below this, MessagePack's own one-span write is as good (and one span is at most 16 KiB).
     private const int InPiecesFrom = 16 * 1024;
 
-    // From this size a binary in a message being encoded into a MessageBufferWriter is spliced in, not copied: the writer
-    // copies it once, fragment by fragment, into the socket's pipe. One pooled segment's worth, so that the segment a
-    // splice leaves half empty costs at most as much again as the binary.
+    // One pooled segment's worth, so the segment a splice leaves half empty costs at most as much again as the binary.
     internal const int SpliceFrom = BufferSegmentPool.SegmentSize;
 
     /// <summary>Writes <paramref name="bytes"/> as bin: a bin16 or bin32 header, then the bytes in as many pieces as the
@@ -50,7 +41,9 @@ internal static class BinaryInPieces
         PayloadCopies.Serialized(bytes.Length);
     }
 
-    /// <summary>Writes a sequence of bytes as one bin, as <see cref="Write(ref MessagePackWriter, ReadOnlyMemory{byte}, MessagePackSerializerOptions)"/>.</summary>
+    /// <summary>Writes a sequence of bytes as one bin, as
+    /// <see cref="Write(ref MessagePackWriter, ReadOnlyMemory{byte}, MessagePackSerializerOptions)"/>.</summary>
+
     public static void Write(ref MessagePackWriter writer, in ReadOnlySequence<byte> bytes, MessagePackSerializerOptions options)
     {
         if (bytes.Length < InPiecesFrom || writer.OldSpec)
@@ -79,10 +72,9 @@ internal static class BinaryInPieces
         }
     }
 
-    /// <summary>Writes the bin header of <paramref name="length"/> bytes. Returns the message the writer writes into when
-    /// the bytes may be spliced there: the frame's body is being encoded into it on this thread (FrameWriter), not through
-    /// compression, and this writer is the one writing into it (its header, flushed, is exactly what the message grew by:
-    /// a formatter may serialize into a scratch writer of its own). Else null, and the caller copies.</summary>
+    /// <summary>Returns the message to splice into when this writer writes straight into it (not through compression nor a
+    /// formatter's scratch writer: its flushed header is exactly what the message grew by). Else null, and the caller
+    /// copies.</summary>
     private static MessageBufferWriter? WriteHeaderForSplice(ref MessagePackWriter writer, int length, MessagePackSerializerOptions options)
     {
         MessageBufferWriter? message = MessageBufferWriter.SpliceTarget;
@@ -140,9 +132,8 @@ internal static class BinaryInPieces
             : null;
     }
 
-    /// <summary>The array a large bin arrived in, when the reader's next value is a bin whose bytes are exactly a landed
-    /// segment of a reassembled message (MessageReassembly), not taken before: then the reader is moved past it. Else
-    /// false, the reader unmoved, and the caller copies as MessagePack's own formatter does.</summary>
+    /// <summary>When the next value is a bin whose bytes are exactly a landed segment not taken before, the reader moves
+    /// past it. Else the reader is unmoved and the caller copies.</summary>
     internal static bool TryTakeLanded(ref MessagePackReader reader, out byte[] array)
     {
         array = [];
@@ -178,9 +169,8 @@ internal static class BinaryInPieces
         return segment is BufferSegment { IsLanded: true } landed && index == 0 && landed.Array.Length == bytes.Length ? landed : null;
     }
 
-    /// <summary>Writes <typeparamref name="T"/> in pieces; reading is <paramref name="standard"/>'s, MessagePack's own
-    /// formatter of <typeparamref name="T"/>, which this one replaces, except that a bin that landed in its own array is
-    /// returned as that array, not copied again.</summary>
+    /// <summary>Reading is <paramref name="standard"/>'s, except that a bin that landed in its own array is returned as it.</summary>
+
     private abstract class InPieces<T>(IMessagePackFormatter<T> standard) : IMessagePackFormatter<T>
     {
         public IMessagePackFormatter<T> Standard { get; } = standard;

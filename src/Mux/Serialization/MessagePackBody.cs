@@ -3,9 +3,8 @@ using Mux.Protocol;
 
 namespace Mux.Serialization;
 
-/// <summary>One value as a frame body, written by MessagePack: a Request's argument struct (its generated
-/// formatter writes one MessagePack array), a Response's result, a stream item. A struct passed by
-/// generic type, so nothing boxes.</summary>
+/// <summary>A struct passed by generic type, so nothing boxes.</summary>
+
 internal readonly struct MessagePackBody<T>(T value, MessagePackSerializerOptions options) : IFrameBody
 {
     private readonly T _value = value;

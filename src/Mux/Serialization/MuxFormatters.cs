@@ -4,15 +4,13 @@ using MessagePack.Formatters;
 namespace Mux.Serialization;
 
 /// <summary>
-/// Where the formatters that the Mux source generator emits are registered. Generated code calls
-/// <see cref="Register{T}"/> from a module initializer; the resolver behind every Mux connection
-/// consults these formatters before the configured <c>SerializerOptions.Resolver</c>, so that
-/// argument lists and <c>[MessagePackObject]</c> types reached from a <c>[MuxService]</c> contract
-/// never need MessagePack's run-time code generation (which Native AOT cannot do).
+/// Where generated module initializers register the formatters the Mux generator emits. Every Mux connection consults
+/// them before the configured <c>SerializerOptions.Resolver</c>, so contract types never need MessagePack's run-time code
+/// generation, which Native AOT cannot do.
 /// </summary>
-/// <remarks>Plumbing for generated code: applications do not call it. To supply formatters of your
-/// own, put them in the resolver of the client's and the server's
-/// <see cref="MuxConnectionOptions.SerializerOptions"/>.</remarks>
+/// <remarks>Applications do not call it: put formatters of your own in the resolver of
+/// <see cref="MuxConnectionOptions.SerializerOptions"/> on both sides.</remarks>
+
 [EditorBrowsable(EditorBrowsableState.Never)]
 public static class MuxFormatters
 {

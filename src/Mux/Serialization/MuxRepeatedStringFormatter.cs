@@ -5,22 +5,17 @@ using MessagePack.Formatters;
 namespace Mux;
 
 /// <summary>
-/// A MessagePack formatter for a string member whose values repeat (a city, a status, a country
-/// code): reading a value it read recently returns the same <see cref="string"/> instance instead
-/// of a new one, so a list of 100 records with the same city allocates one string, not 100. It
-/// writes exactly what MessagePack's own string formatter writes, and reads every value back equal;
-/// only the object identity of equal strings changes. Opt a member in with
-/// <c>[MessagePackFormatter(typeof(MuxRepeatedStringFormatter))]</c>.
+/// A MessagePack formatter for a string member whose values repeat (a city, a status): reading a value it read recently
+/// returns the same <see cref="string"/> instance, so 100 records with the same city allocate one string, not 100. It
+/// writes exactly what MessagePack's string formatter writes; only the identity of equal strings changes. Opt a member in
+/// with <c>[MessagePackFormatter(typeof(MuxRepeatedStringFormatter))]</c>.
 /// </summary>
 /// <remarks>
 /// <para>
-/// Each member keeps its own small table (64 entries) of the values it read last, found by a hash
-/// of their UTF-8 bytes; a hit costs a hash and a byte comparison, which is cheaper than decoding
-/// and allocating the string (and far cheaper than <see cref="StringInterningFormatter"/>'s global
-/// weak table). A value not in the table is decoded as usual and replaces what its entry held, which
-/// allocates the entry: on a member whose values rarely repeat (a name, an id) this formatter costs
-/// more than MessagePack's, so use it only where they do. Values longer than 64 UTF-8 bytes are
-/// never cached. Nothing is held beyond the 64 most recent entries per member.
+/// Each member keeps a table of the 64 values it read last, by a hash of their UTF-8 bytes; a hit costs a hash and a byte
+/// comparison, cheaper than decoding and allocating the string (and than <see cref="StringInterningFormatter"/>'s global
+/// weak table). A miss allocates an entry, so on a member whose values rarely repeat this costs more than MessagePack's.
+/// Values longer than 64 UTF-8 bytes are never cached.
 /// </para>
 /// <para>
 /// A type with a member-level <c>[MessagePackFormatter]</c> is serialized by MessagePack's
@@ -37,9 +32,9 @@ public sealed class MuxRepeatedStringFormatter : IMessagePackFormatter<string?>
     // Longer values are compared at a cost that approaches decoding them, and are rarely repeated.
     private const int MaxCachedBytes = 64;
 
-    // Written by any thread that reads a value missing from its entry, read by every reader. Each
-    // entry is immutable and a reference is written atomically, so a racing reader sees the old
-    // entry or the new one, both complete and correct; losing a race only costs a later miss.
+    // Written by any reader that misses. Each entry is immutable and a reference is written atomically, so a racing
+    // reader sees the old entry or the new one, both complete; losing a race only costs a later miss.
+
     private readonly Entry?[] _entries = new Entry?[EntryCount];
 
     /// <summary>Writes <paramref name="value"/> as MessagePack's string formatter does (nil for null).</summary>

@@ -5,15 +5,11 @@ using MessagePack.Resolvers;
 namespace Mux.Serialization;
 
 /// <summary>
-/// The resolver every Mux connection serializes with: the formatters the Mux generator emitted
-/// first (argument lists, <c>[MessagePackObject]</c> types of the contracts, the collections and
-/// enums they use), then the resolver the user configured (<see cref="StandardResolver"/> unless
-/// they chose another). Generated formatters come first because they need no run-time code
-/// generation, which keeps Native AOT working, and write exactly what MessagePack's own dynamic
-/// formatters write. MessagePack's own formatters of bytes are replaced by ones that write the same
-/// bytes in pieces (<see cref="BinaryInPieces"/>), so that a large message is encoded into pooled
-/// segments rather than one large array.
+/// Generated formatters first, since they need no run-time code generation (Native AOT) and write exactly what
+/// MessagePack's dynamic ones write; then the user's resolver. MessagePack's formatters of bytes are replaced by
+/// <see cref="BinaryInPieces"/>, so a large message is encoded into pooled segments rather than one large array.
 /// </summary>
+
 internal sealed class MuxResolver : IFormatterResolver
 {
     /// <summary>Generated formatters, then <see cref="StandardResolver"/>.</summary>
@@ -33,7 +29,9 @@ internal sealed class MuxResolver : IFormatterResolver
     public IFormatterResolver Fallback { get; }
 
     public IMessagePackFormatter<T>? GetFormatter<T>() =>
-        GeneratedFormatter<T>.Instance ?? (ReferenceEquals(this, Default) ? StandardFormatter<T>.Instance : BinaryInPieces.Replace(Fallback.GetFormatter<T>()));
+        GeneratedFormatter<T>.Instance
+        ?? (ReferenceEquals(this, Default) ? StandardFormatter<T>.Instance : BinaryInPieces.Replace(Fallback.GetFormatter<T>()));
+
 
     // StandardResolver's formatter of T, read once: a string member of a [MessagePackObject] type is
     // looked up on every call, and this saves that lookup a second generic virtual call.

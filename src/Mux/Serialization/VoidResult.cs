@@ -11,7 +11,6 @@ internal readonly struct VoidResult
     public static async ValueTask Ignore(ValueTask<VoidResult> call) => await call.ConfigureAwait(false);
 }
 
-/// <summary>Reads and writes <see cref="VoidResult"/> as MessagePack nil.</summary>
 internal sealed class VoidResultFormatter : IMessagePackFormatter<VoidResult>
 {
     public static readonly VoidResultFormatter Instance = new();

@@ -10,8 +10,8 @@ using Mux.Transport;
 namespace Mux.Server;
 
 /// <summary>
-/// The server's end of a connection: the engine, plus what only a server does: the handshake as the side that accepts
-/// (and its timeout), the host's user in place of Authenticate, the idle close, and the drain with GoAway on shutdown.
+/// What only a server does: the handshake as the side that accepts (and its timeout), the host's user in place of
+/// Authenticate, the idle close, and the drain with GoAway on shutdown.
 /// </summary>
 internal sealed class ServerConnection : MuxConnection
 {
@@ -45,7 +45,6 @@ internal sealed class ServerConnection : MuxConnection
         _acceptedAt = TimeProvider.GetTimestamp();
     }
 
-    /// <summary>The client at the other end, for handlers to call back.</summary>
     internal MuxRemoteClient RemoteClient =>
         Volatile.Read(ref _remoteClient)
         ?? Interlocked.CompareExchange(ref _remoteClient, new MuxRemoteClient(this, Settings.CallTimeout), null)
@@ -250,12 +249,11 @@ internal sealed class ServerConnection : MuxConnection
     }
 
     /// <summary>
-    /// Closes without losing anything: sends GoAway with the highest call id received, serves every call up to that id
-    /// (ones still on their way too), waits until they have finished and the client has ended its stream, then sends the
-    /// last responses and closes. When <paramref name="cancellationToken"/> fires first, the handlers still running are
-    /// cancelled and the connection is dropped at once, and so is a graceful close still sending to a client that does not
-    /// read: the token bounds it all. <paramref name="reason"/> is LocalShutdown, or IdleTimeout for the idle close.
+    /// Sends GoAway with the highest call id received, serves every call up to it (ones still on their way too), waits for
+    /// them and for the client to end its stream, then closes. <paramref name="cancellationToken"/> bounds it all: when it
+    /// fires, running handlers are cancelled and the connection is dropped.
     /// </summary>
+
     public async Task DrainAndCloseAsync(CancellationToken cancellationToken, MuxCloseReason reason = MuxCloseReason.LocalShutdown)
     {
         uint goAwayCallId = Incoming.BeginGoAway();

@@ -13,10 +13,7 @@ using Mux.Transport;
 
 namespace Mux.Server;
 
-/// <summary>
-/// What a <see cref="MuxServer"/> is made of behind its public face: the services it serves, the listening socket and its
-/// accept loop (TLS handshakes off the loop), the open connections, and the stop that drains them all with GoAway.
-/// </summary>
+/// <summary>The services, the accept loop, the open connections, and the stop that drains them all with GoAway.</summary>
 internal sealed class ServerRuntime
 {
     private readonly MuxServerOptions _options;
@@ -152,7 +149,6 @@ internal sealed class ServerRuntime
         return Task.CompletedTask;
     }
 
-    /// <summary>Starts without a listening socket, to serve in-memory transports (tests and benchmarks).</summary>
     public void StartWithoutListener() => Begin(requireEndPoint: false);
 
     private void Begin(bool requireEndPoint)
@@ -176,8 +172,6 @@ internal sealed class ServerRuntime
             nameof(MuxServer),
             "The Mux server is stopping or stopped (or disposed): it accepts no more connections and cannot start again. Create a new MuxServer.");
 
-    /// <summary>Connects a client to this server over a pair of pipes sized and scheduled as a socket's are, starting the
-    /// server without a listener first if it has not started.</summary>
     public Task<MuxClient> ConnectInProcessAsync(MuxClientOptions? clientOptions, CancellationToken cancellationToken)
     {
         clientOptions ??= new MuxClientOptions();
@@ -189,8 +183,7 @@ internal sealed class ServerRuntime
         return MuxClient.ConnectAsync(clientSide, clientOptions, "in-process server", cancellationToken);
     }
 
-    /// <summary>Serves a connection over a WebSocket its host accepted, as <paramref name="user"/> when the host
-    /// authenticated one; returns the task that completes once the connection has closed (the host's request lasts as long).</summary>
+    /// <summary>Completes once the connection has closed: the host's request lasts as long.</summary>
     /// <exception cref="ObjectDisposedException">The server is not running; nothing was done with the WebSocket.</exception>
     public Task ServeWebSocketAsync(WebSocket webSocket, EndPoint? remoteEndPoint, X509Certificate2? clientCertificate, ClaimsPrincipal? user)
     {
@@ -282,9 +275,8 @@ internal sealed class ServerRuntime
             or SocketError.ConnectionReset or SocketError.Interrupted,
     };
 
-    // Authenticates TLS within HandshakeTimeout (counted from acceptedAt), then serves the stream; returns whether it is
-    // served. A client that fails, does not ask for mux/1 or times out, or a stop meanwhile, costs only this connection: the
-    // stream is closed and why is logged. Listed in _handshakes until served, so that StopAsync waits for it.
+    // A client that fails its TLS handshake or times out, or a stop meanwhile, costs only this connection. Listed in
+    // _handshakes until served, so that StopAsync waits for it.
     private async Task<bool> AcceptTlsAsync(Stream stream, string name, long acceptedAt, CancellationToken cancellationToken)
     {
         var handshake = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
@@ -375,15 +367,14 @@ internal sealed class ServerRuntime
         Accept(new DuplexPipeTransport(pipe), CountUserConnection("pipe"));
     }
 
-    // Counts a connection handed to the server (starting it without a listener if need be) and names it.
     private string CountUserConnection(string kind)
     {
         EnsureStarted();
         return $"{kind} #{Interlocked.Increment(ref _connectionsAccepted)}";
     }
 
-    // For a connection handed to the server; throws if it is stopping or stopped.
-    private void EnsureStarted()
+    private
+ void EnsureStarted()
     {
         if (Volatile.Read(ref _state) == 0)
         {

@@ -36,8 +36,8 @@ internal sealed class CallStreams(StreamReceiver? receiver, StreamSendWindow? se
         }
     }
 
-    /// <summary>The Request is out whole (in fragments, a few writer turns after it was queued): the Sender may now send up to
-    /// the peer's window, and none of its frames can go out between two fragments of the Request. Called once, on the
-    /// sender's thread or the writer's, never for a Request dropped on closing: it must not block, run user code or throw.</summary>
+    /// <summary>The Request is out whole, so no stream frame can go out between two of its fragments. Called once, on the
+    /// sender's thread or the writer's: it must not block, run user code or throw.</summary>
+
     public void OnMessageWritten() => Sender?.Open();
 }

@@ -5,10 +5,8 @@ using Mux.Serialization;
 
 namespace Mux.Streaming;
 
-/// <summary>Sends a producer's items as one stream of a call, within the consumer's credit. Small items that come quickly are
-/// queued without waking the writer and flushed as one batch (one socket send, one wake-up of the peer's reader): when the
-/// producer is about to wait, at <see cref="MaxBatchBytes"/>, or by a timer. Slowly made items, and items after a large one,
-/// go out at once.</summary>
+/// <summary>Small items that come quickly are flushed as one batch (one socket send, one wake-up of the peer's reader): when
+/// the producer is about to wait, at <see cref="MaxBatchBytes"/>, or by a timer. Slowly made and large items go at once.</summary>
 internal static class StreamProducer
 {
     // Large items gain nothing from waiting for more, and the peer starts reading them sooner.
@@ -25,9 +23,9 @@ internal static class StreamProducer
     // Flushes a batch whose producer is still making the next item; a batch already flushed leaves nothing to send.
     private static readonly TimerCallback s_flushBatch = static state => ((Outbound)state!).SendQueuedFrames();
 
-    /// <summary>Sends each item within <paramref name="window"/>'s credit, and flushes everything sent before it returns or
-    /// throws. <paramref name="holdsCredit"/>: the caller took the first item's credit. <paramref name="servedCall"/>: the
-    /// served call whose result this is, cancelled here when the connection is lost.</summary>
+    /// <summary>Flushes everything sent before it returns or throws. <paramref name="holdsCredit"/>: the caller took the
+    /// first item's credit. <paramref name="servedCall"/> is cancelled here when the connection is lost.</summary>
+
     /// <exception cref="MuxConnectionException">The connection closed.</exception>
     public static async ValueTask SendAsync<T>(
         MuxConnection connection, IAsyncEnumerable<T> items, StreamSendWindow window, CancellationToken cancellationToken,

@@ -6,13 +6,10 @@ using System.Security.Cryptography.X509Certificates;
 
 namespace Mux.Transport;
 
-/// <summary>
-/// Pumps bytes between a socket or stream and a pair of pipes (<see cref="TransportPipes"/>, whose readers resume inline):
-/// the receive loop fills <see cref="Input"/>; the send loop sends everything flushed to <see cref="Output"/> at once.
-/// </summary>
+/// <summary>Pumps bytes between a socket or stream and a pair of pipes: the send loop sends everything flushed at once.</summary>
 internal abstract class ByteTransport : IMuxTransport
 {
-    /// <summary>How long a close waits for the peer to take what was flushed before dropping it.</summary>
+    // How long a close waits for the peer to take what was flushed before dropping it.
     private static readonly TimeSpan s_sendGracePeriod = TimeSpan.FromSeconds(5);
 
     private readonly Pipe _input;
@@ -34,9 +31,6 @@ internal abstract class ByteTransport : IMuxTransport
     // 0 until DisposeAsync, Abort or a fault closes the transport; set with Interlocked.
     private int _shutdown;
 
-    /// <param name="socket">The socket that carries the bytes, under any stream; null when there is none.</param>
-    /// <param name="maxFrameSize">The largest frame the reader accepts, which sizes the input pipe.</param>
-    /// <param name="clock">The side's clock, for the close's grace period.</param>
     protected ByteTransport(Socket? socket, int maxFrameSize, TimeProvider clock)
     {
         _socket = socket;
@@ -53,18 +47,16 @@ internal abstract class ByteTransport : IMuxTransport
     // Set by the constructor from the socket; a transport without one may set it from what its host knows.
     public EndPoint? RemoteEndPoint { get; protected init; }
 
-    // Declared here, not by StreamConnection alone: the class that implements IMuxTransport is
-    // this one, so a subclass's own property would be hidden behind the interface's default (null).
+    // Declared here: a subclass's own property would be hidden behind the interface's default (null).
     public X509Certificate2? RemoteCertificate { get; protected init; }
 
     public long SocketReceives => Volatile.Read(ref _receives);
 
     public long SocketSends => Volatile.Read(ref _sends);
 
-    /// <summary>The receive loop, which ends when the peer ends its stream or the transport fails; null before Start.</summary>
+    /// <summary>Null before Start.</summary>
     protected Task? ReceiveLoop => _receiveLoop;
 
-    /// <summary>Whether the transport has been closed (after which its errors say nothing).</summary>
     private bool IsShutDown => Volatile.Read(ref _shutdown) != 0;
 
     public void Start()
@@ -73,14 +65,13 @@ internal abstract class ByteTransport : IMuxTransport
         _sendLoop = SendLoopAsync();
     }
 
-    /// <summary>Receives into <paramref name="memory"/>; 0 when the peer closed its side.</summary>
+    /// <summary>0 when the peer closed its side.</summary>
     protected abstract ValueTask<int> ReceiveAsync(Memory<byte> memory);
 
-    /// <summary>Sends all of <paramref name="buffer"/> (not empty), counting each write with <see cref="CountSend"/>.</summary>
+    /// <summary>Counts each write with <see cref="CountSend"/>.</summary>
     protected abstract ValueTask SendAsync(ReadOnlySequence<byte> buffer);
 
-    /// <summary>Everything the owner wrote has been sent: tell the peer (FIN), but keep receiving.
-    /// Without a socket nothing can half-close, so the transport closes whole.</summary>
+    /// <summary>Sends FIN but keeps receiving. Without a socket nothing can half-close, so the transport closes whole.</summary>
     protected virtual ValueTask FinishSendingAsync()
     {
         if (_socket is null)
@@ -95,10 +86,10 @@ internal abstract class ByteTransport : IMuxTransport
         return ValueTask.CompletedTask;
     }
 
-    /// <summary>Closes what carries the bytes, the socket (if any) having been shut down both ways; runs once.</summary>
+    /// <summary>Runs once, after the socket (if any) is shut down both ways.</summary>
     protected abstract void Close();
 
-    /// <summary>Whether <paramref name="error"/> is the transport failing, rather than a fault of the loop itself.</summary>
+    /// <summary>The transport failing, rather than a fault of the loop itself.</summary>
     protected abstract bool IsTransportError(Exception error);
 
     private async Task ReceiveLoopAsync()
@@ -150,7 +141,6 @@ internal abstract class ByteTransport : IMuxTransport
                 ReadOnlySequence<byte> buffer = result.Buffer;
                 if (!buffer.IsEmpty)
                 {
-                    // Everything that was flushed since the last send goes out together.
                     await SendAsync(buffer).ConfigureAwait(false);
                 }
 
@@ -164,8 +154,8 @@ internal abstract class ByteTransport : IMuxTransport
 
             if (finished)
             {
-                // Closing a socket with unread bytes makes the kernel send a reset, which can destroy
-                // our last bytes before the peer reads them: so only the send side is closed here.
+                // Closing a socket with unread bytes sends a reset, which can destroy our last bytes before the peer
+                // reads them.
                 await FinishSendingAsync().ConfigureAwait(false);
             }
         }
@@ -179,8 +169,7 @@ internal abstract class ByteTransport : IMuxTransport
             await reader.CompleteAsync(error).ConfigureAwait(false);
             if (!finished)
             {
-                // A connection that cannot send is of no use; closing also wakes the receive loop
-                // so that pending calls fail now rather than at their deadlines.
+                // Closing wakes the receive loop, so pending calls fail now rather than at their deadlines.
                 Abort();
             }
         }
@@ -189,8 +178,7 @@ internal abstract class ByteTransport : IMuxTransport
     /// <summary>Send loop only.</summary>
     protected void CountSend() => _sends++;
 
-    /// <summary>Closes at once, both ways, dropping pending output; the loops end on their own and DisposeAsync waits
-    /// for them.</summary>
+    /// <summary>Drops pending output; the loops end on their own and DisposeAsync waits for them.</summary>
     public void Abort()
     {
         if (Interlocked.Exchange(ref _shutdown, 1) == 0)
@@ -236,8 +224,7 @@ internal abstract class ByteTransport : IMuxTransport
 
     /// <summary>
     /// Lets the send loop finish what was flushed, then closes. The owner completes <see cref="Output"/> first (only it
-    /// knows when no writer is active); a peer that stops reading is abandoned after a grace period rather than hanging
-    /// the close, and an owner with no time left for that calls <see cref="Abort"/> to end the wait at once.
+    /// knows when no writer is active); a peer that stops reading is abandoned after a grace period.
     /// </summary>
     public async ValueTask DisposeAsync()
     {
@@ -263,6 +250,7 @@ internal abstract class ByteTransport : IMuxTransport
         ReleaseSendBuffers();
     }
 
-    /// <summary>Releases what the send loop sends with, once it has ended; may run twice.</summary>
+    /// <summary>Runs once the send loop has ended; may run twice.</summary>
+
     protected abstract void ReleaseSendBuffers();
 }

@@ -7,12 +7,10 @@ using Microsoft.Extensions.Logging;
 
 namespace Mux.Transport;
 
-/// <summary>Opens the byte stream under a client's connection: a socket to the endpoint, with TLS on top when
-/// <see cref="MuxClientOptions.Tls"/> is set; a WebSocket for a ws:// or wss:// URI; or TLS over a stream the user opened.</summary>
+/// <summary>A socket (with TLS when configured), a WebSocket for a ws:// or wss:// URI, or TLS over the user's stream.</summary>
 internal static class ClientTransport
 {
-    /// <summary>Connects to <paramref name="endPoint"/> (TCP or Unix domain socket) and, with TLS configured, authenticates
-    /// the server, all within <see cref="MuxClientOptions.ConnectTimeout"/>.</summary>
+    /// <summary>Connects and authenticates TLS within <see cref="MuxClientOptions.ConnectTimeout"/>.</summary>
     /// <exception cref="MuxConnectionException">The server refused, did not answer in time, or failed the TLS handshake.</exception>
     public static async Task<IMuxTransport> ConnectAsync(
         EndPoint endPoint, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken)
@@ -59,7 +57,6 @@ internal static class ClientTransport
         }
     }
 
-    /// <summary>Wraps a stream the user connected, authenticating TLS over it first when configured.</summary>
     public static async Task<IMuxTransport> OverStreamAsync(
         Stream stream, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken)
     {
@@ -86,11 +83,8 @@ internal static class ClientTransport
         }
     }
 
-    /// <summary>
-    /// Opens a WebSocket to <paramref name="endPoint"/> offering the subprotocol <c>mux</c>, within ConnectTimeout. Over
-    /// wss://, TLS is the HTTP handler's: it takes <see cref="MuxClientOptions.Tls"/> but for its ALPN list (HTTP negotiates
-    /// its own), and the URI's host is the name checked.
-    /// </summary>
+    /// <summary>Over wss://, TLS is the HTTP handler's: it takes <see cref="MuxClientOptions.Tls"/> but for its ALPN list
+    /// (HTTP negotiates its own), and the URI's host is the name checked.</summary>
     private static async Task<IMuxTransport> ConnectWebSocketAsync(
         MuxWebSocketEndPoint endPoint, MuxClientOptions options, ILogger logger, CancellationToken cancellationToken)
     {
@@ -147,8 +141,6 @@ internal static class ClientTransport
         }
     }
 
-    /// <summary>What a failed WebSocket connect means to a Mux user: an HTTP status instead of the upgrade, a TLS failure,
-    /// or a server that could not be reached.</summary>
     private static MuxConnectionException DescribeRefusal(Uri uri, ClientWebSocket webSocket, WebSocketException error)
     {
         if (webSocket.HttpStatusCode is HttpStatusCode status and not 0 and not HttpStatusCode.SwitchingProtocols)
@@ -181,7 +173,8 @@ internal static class ClientTransport
         return new MuxConnectionException($"Could not connect to the Mux server at {uri}: {reason}", error);
     }
 
-    /// <summary>The user's TLS options for an HTTP handler: a copy, without the ALPN list (HTTP offers its own).</summary>
+    /// <summary>Without the ALPN list: HTTP offers its own.</summary>
+
     private static SslClientAuthenticationOptions CopyForHttp(SslClientAuthenticationOptions tls)
     {
         SslClientAuthenticationOptions copy = TlsHandshake.CopyForMux(tls, defaultTargetHost: null);

@@ -2,10 +2,7 @@ using System.IO.Pipelines;
 
 namespace Mux.Transport;
 
-/// <summary>
-/// A transport over an existing pair of pipes, to run a client and a server against each other in memory for fast,
-/// deterministic tests and benchmarks.
-/// </summary>
+/// <summary>A client and a server in memory, for fast, deterministic tests and benchmarks.</summary>
 internal sealed class DuplexPipeTransport : IMuxTransport
 {
     public DuplexPipeTransport(IDuplexPipe pipe)
@@ -27,8 +24,8 @@ internal sealed class DuplexPipeTransport : IMuxTransport
 
     public long SocketSends => 0;
 
-    /// <summary>Creates two connected transports: what one writes, the other reads.</summary>
-    public static (DuplexPipeTransport A, DuplexPipeTransport B) CreatePair()
+    public
+ static (DuplexPipeTransport A, DuplexPipeTransport B) CreatePair()
     {
         var options = new PipeOptions(readerScheduler: PipeScheduler.Inline, writerScheduler: PipeScheduler.Inline,
             pauseWriterThreshold: 64L * 1024 * 1024, resumeWriterThreshold: 32L * 1024 * 1024, useSynchronizationContext: false);

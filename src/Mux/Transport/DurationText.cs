@@ -2,8 +2,8 @@ using System.Globalization;
 
 namespace Mux.Transport;
 
-/// <summary>Writes a <see cref="TimeSpan"/> the way a person reads it in an error message:
-/// "300 ms", "30 s", "2 min", not "00:00:00.3000000".</summary>
+/// <summary>"300 ms", "30 s", "2 min" in an error message, not "00:00:00.3000000".</summary>
+
 internal static class DurationText
 {
     public static string Format(TimeSpan value)

@@ -3,14 +3,11 @@ using System.IO.Pipelines;
 namespace Mux.Transport;
 
 /// <summary>
-/// The two crossed pipes of an in-process connection, set up as a socket's are: a reader loop resumes on the thread pool,
-/// never on the thread of the peer that flushed, and each direction holds its receiver's largest frame before it pauses
-/// the writer, so flow control, large frames and a peer that stops reading behave as they do over TCP.
+/// Set up as a socket's pipes are: a reader resumes on the thread pool, never on the peer's flushing thread, and each
+/// direction holds its receiver's largest frame before it pauses the writer, so flow control behaves as over TCP.
 /// </summary>
 internal static class InProcessPipes
 {
-    /// <param name="clientMaxFrameSize">The largest frame the client accepts (what the server sends it).</param>
-    /// <param name="serverMaxFrameSize">The largest frame the server accepts.</param>
     public static (DuplexPipeTransport Client, DuplexPipeTransport Server) CreatePair(int clientMaxFrameSize, int serverMaxFrameSize)
     {
         Pipe toServer = Create(serverMaxFrameSize);
@@ -19,8 +16,8 @@ internal static class InProcessPipes
             new DuplexPipeTransport(new Direction(toServer.Reader, toClient.Writer)));
     }
 
-    // Sized as a socket's input pipe: a largest frame and the start of the next fit before the writer pauses, or a
-    // reader waiting for the rest of a frame and a writer waiting for room would wait for each other.
+    // Sized as a socket's input pipe (TransportPipes.CreateInput), for the same deadlock.
+
     private static Pipe Create(int receiverMaxFrameSize)
     {
         long pause = Math.Max(1024L * 1024, (long)receiverMaxFrameSize + TransportPipes.ReceiveBufferSize * 2);

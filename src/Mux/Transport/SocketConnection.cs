@@ -3,10 +3,8 @@ using System.Net.Sockets;
 
 namespace Mux.Transport;
 
-/// <summary>
-/// A <see cref="ByteTransport"/> over a connected socket: everything flushed since the last send
-/// goes out in one socket write (a gather write for a multi-segment buffer, see <see cref="SocketSender"/>).
-/// </summary>
+/// <summary>Everything flushed since the last send goes out in one socket write (<see cref="SocketSender"/>).</summary>
+
 internal sealed class SocketConnection : ByteTransport
 {
     private readonly Socket _socket;

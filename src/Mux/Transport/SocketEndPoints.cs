@@ -3,8 +3,6 @@ using System.Net.Sockets;
 
 namespace Mux.Transport;
 
-/// <summary>What the kind of an <see cref="EndPoint"/> means for its socket: TCP for IP and DNS
-/// endpoints, a stream socket without a protocol for a <see cref="UnixDomainSocketEndPoint"/>.</summary>
 internal static class SocketEndPoints
 {
     public static Socket CreateSocket(EndPoint endPoint) => endPoint switch
@@ -17,11 +15,10 @@ internal static class SocketEndPoints
         _ => new Socket(endPoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp),
     };
 
-    /// <summary>Whether bytes sent to <paramref name="endPoint"/> cross a network, where a secret sent in plaintext can be
-    /// read; a Unix domain socket never leaves the machine.</summary>
+    /// <summary>Where a secret sent in plaintext can be read; a Unix domain socket never leaves the machine.</summary>
     public static bool CrossesNetwork(EndPoint endPoint) => endPoint is IPEndPoint or DnsEndPoint;
 
-    /// <summary>The host name a server's TLS certificate is checked against when the options name none.</summary>
+    /// <summary>Used when the options name no TargetHost.</summary>
     public static string? TlsTargetHost(EndPoint endPoint) => endPoint switch
     {
         DnsEndPoint dns => dns.Host,
@@ -29,7 +26,8 @@ internal static class SocketEndPoints
         _ => null,
     };
 
-    /// <summary>The path of a Unix domain socket's file; null for other endpoints and abstract sockets, which have none.</summary>
+    /// <summary>Null for other endpoints and abstract sockets, which have no file.</summary>
+
     public static string? UnixSocketFile(EndPoint? endPoint)
     {
         if (endPoint is not UnixDomainSocketEndPoint)

@@ -7,10 +7,10 @@ using System.Threading.Tasks.Sources;
 namespace Mux.Transport;
 
 /// <summary>
-/// Sends a whole <see cref="ReadOnlySequence{T}"/> in one socket operation: a multi-segment buffer goes out through
-/// <see cref="SocketAsyncEventArgs.BufferList"/>, one gather write (sendmsg). One instance per connection, reused for
-/// every send, so a send allocates nothing.
+/// Sends a whole <see cref="ReadOnlySequence{T}"/> in one gather write (sendmsg). One per connection, reused, so a send
+/// allocates nothing.
 /// </summary>
+
 internal sealed class SocketSender : SocketAsyncEventArgs, IValueTaskSource
 {
     // Completion of the send in progress. Only the send loop touches it, one send at a time.

@@ -6,9 +6,8 @@ using System.Security.Cryptography.X509Certificates;
 namespace Mux.Transport;
 
 /// <summary>
-/// A <see cref="ByteTransport"/> over a <see cref="Stream"/> (a TLS <see cref="SslStream"/>, or any stream a user hands
-/// us). Everything flushed since the last send goes out in one stream write, gathered first: over TLS each write becomes
-/// at least one record and one socket send, so writing segment by segment would undo the batching.
+/// Everything flushed since the last send goes out in one stream write, gathered first: over TLS each write becomes at
+/// least one record and one socket send, so writing segment by segment would undo the batching.
 /// </summary>
 internal sealed class StreamConnection : ByteTransport
 {
@@ -25,7 +24,6 @@ internal sealed class StreamConnection : ByteTransport
     // sometimes allocate. Only the send loop touches it until then.
     private byte[]? _gather;
 
-    /// <summary>Checks a stream a user hands to Mux before anything is done with it.</summary>
     public static void RequireDuplex(Stream stream)
     {
         ArgumentNullException.ThrowIfNull(stream);
@@ -35,8 +33,8 @@ internal sealed class StreamConnection : ByteTransport
         }
     }
 
-    /// <summary>Owns <paramref name="stream"/>. <paramref name="socket"/> is the one under it when the caller knows it (an
-    /// <see cref="SslStream"/> hides its inner stream); a <see cref="NetworkStream"/>'s is found here.</summary>
+    /// <summary>Owns <paramref name="stream"/>. Pass <paramref name="socket"/> when known: an <see cref="SslStream"/>
+    /// hides its inner stream.</summary>
     public StreamConnection(Stream stream, Socket? socket, int maxFrameSize, TimeProvider clock)
         : base(socket ?? (stream as NetworkStream)?.Socket, maxFrameSize, clock)
     {
@@ -97,9 +95,8 @@ internal sealed class StreamConnection : ByteTransport
         }
     }
 
-    /// <summary>Disposes <paramref name="stream"/>, which may be a user's: whatever it throws, it is closed as far as we
-    /// are concerned.</summary>
-    public static void CloseQuietly(Stream stream)
+    public
+ static void CloseQuietly(Stream stream)
     {
         try
         {

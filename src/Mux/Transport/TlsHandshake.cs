@@ -4,9 +4,8 @@ using System.Security.Authentication;
 namespace Mux.Transport;
 
 /// <summary>
-/// TLS for Mux connections with the BCL's own option types. Both sides offer and require the ALPN protocol <c>mux/1</c>,
-/// so a peer that speaks another protocol fails in the handshake instead of receiving frames it cannot read. The user's
-/// options are never modified: each handshake uses a copy with Mux's defaults filled in.
+/// Both sides offer and require the ALPN protocol <c>mux/1</c>, so a peer of another protocol fails in the handshake
+/// instead of receiving frames it cannot read. Each handshake uses a copy of the user's options.
 /// </summary>
 internal static class TlsHandshake
 {
@@ -14,11 +13,9 @@ internal static class TlsHandshake
 
     public static readonly SslApplicationProtocol Protocol = new(ProtocolName);
 
-    /// <summary>Checks client TLS options at connect time, with messages that say how to fix them.</summary>
     public static void ValidateClient(SslClientAuthenticationOptions tls) =>
         RequireMuxProtocol(tls.ApplicationProtocols, "MuxClientOptions", "offers");
 
-    /// <summary>Checks server TLS options at start, with messages that say how to fix them.</summary>
     public static void ValidateServer(SslServerAuthenticationOptions tls)
     {
         if (tls.ServerCertificate is null && tls.ServerCertificateContext is null && tls.ServerCertificateSelectionCallback is null)
@@ -48,11 +45,8 @@ internal static class TlsHandshake
         }
     }
 
-    /// <summary>
-    /// Authenticates the client side of <paramref name="inner"/>, which the returned stream owns (and disposes if the
-    /// handshake fails), checking the certificate against <paramref name="defaultTargetHost"/> unless TargetHost is set.
-    /// The caller's cancellation surfaces as <see cref="OperationCanceledException"/>.
-    /// </summary>
+    /// <summary>The returned stream owns <paramref name="inner"/> and disposes it if the handshake fails. The caller's
+    /// cancellation surfaces as <see cref="OperationCanceledException"/>.</summary>
     /// <exception cref="MuxConnectionException">The handshake failed; the message says why, naming <paramref name="peerName"/>.</exception>
     public static async Task<SslStream> AuthenticateAsClientAsync(
         Stream inner, SslClientAuthenticationOptions configured, string? defaultTargetHost, string peerName, CancellationToken cancellationToken)
@@ -88,26 +82,22 @@ internal static class TlsHandshake
         }
     }
 
-    /// <summary>
-    /// Authenticates the server side of <paramref name="inner"/>, which the returned stream owns. Throws
-    /// <see cref="AuthenticationException"/> (or the transport's exception), having disposed the stream, when the client
-    /// fails the handshake or did not ask for <c>mux/1</c>.
-    /// </summary>
+    /// <summary>Throws <see cref="AuthenticationException"/> (or the transport's exception), having disposed the stream,
+    /// when the client fails the handshake or did not ask for <c>mux/1</c>.</summary>
     public static Task<SslStream> AuthenticateAsServerAsync(
         Stream inner, SslServerAuthenticationOptions configured, CancellationToken cancellationToken)
     {
         SslServerAuthenticationOptions options = CopyForMux(configured);
 
-        // A client without ALPN fails the protocol check (one that offered only other protocols
-        // fails inside the handshake already): it would not understand Mux frames.
+        // A client without ALPN fails here; one that offered only other protocols fails inside the handshake.
         return AuthenticateAsync(
             inner,
             ssl => ssl.AuthenticateAsServerAsync(options, cancellationToken),
             chosen => new AuthenticationException($"The client did not ask for the ALPN protocol \"{ProtocolName}\" (it negotiated \"{chosen}\")."));
     }
 
-    /// <summary>Runs one side's handshake and checks that it agreed on <c>mux/1</c>, else throws what
-    /// <paramref name="notMux"/> makes of the protocol chosen; the stream and <paramref name="inner"/> are disposed on failure.</summary>
+    /// <summary>The stream and <paramref name="inner"/> are disposed on failure.</summary>
+
     private static async Task<SslStream> AuthenticateAsync(Stream inner, Func<SslStream, Task> authenticate, Func<string, Exception> notMux)
     {
         var ssl = new SslStream(inner, leaveInnerStreamOpen: false);

@@ -2,20 +2,15 @@ using System.IO.Pipelines;
 
 namespace Mux.Transport;
 
-/// <summary>
-/// The pipe settings every byte-pumping transport (socket or stream) uses, so that the reader's and
-/// writer's batching behave the same whatever carries the bytes.
-/// </summary>
+/// <summary>Shared by socket and stream, so batching behaves the same whatever carries the bytes.</summary>
 internal static class TransportPipes
 {
     /// <summary>One receive takes up to this much: enough for hundreds of small frames under load.</summary>
     public const int ReceiveBufferSize = 64 * 1024;
 
     /// <summary>
-    /// The pipe a receive loop fills and the frame reader drains. The reader waits for whole frames,
-    /// so the pipe must hold one of the largest allowed frames plus the start of the next before it
-    /// pauses the receive loop; otherwise a large frame would deadlock (writer paused, reader waiting
-    /// for more). The reader resumes inline: the parser only slices and dispatches, never user code.
+    /// The pipe holds a largest frame plus the start of the next before it pauses the receive loop, or a large frame
+    /// would deadlock (writer paused, reader waiting for more). The reader resumes inline: it never runs user code.
     /// </summary>
     public static Pipe CreateInput(int maxFrameSize)
     {
@@ -30,11 +25,10 @@ internal static class TransportPipes
     }
 
     /// <summary>
-    /// The pipe the connection writes frames into and a send loop drains. The send loop resumes
-    /// inline, so a flush sends on the flushing thread (no hop when idle). Output pauses writers
-    /// when the peer cannot keep up; a large frame is written whole before the flush, so the
-    /// threshold only bounds what piles up behind it.
+    /// The send loop resumes inline, so a flush sends on the flushing thread. A large frame is written whole before the
+    /// flush, so the pause threshold only bounds what piles up behind it.
     /// </summary>
+
     public static Pipe CreateOutput() => new(new PipeOptions(
         readerScheduler: PipeScheduler.Inline,
         writerScheduler: PipeScheduler.ThreadPool,

@@ -7,17 +7,14 @@ using System.Security.Cryptography.X509Certificates;
 namespace Mux.Transport;
 
 /// <summary>
-/// A <see cref="ByteTransport"/> over a client's <see cref="ClientWebSocket"/> or one an ASP.NET Core endpoint accepted.
-/// The frames travel as one byte stream cut into binary messages with no meaning of their own, received straight into
-/// the input pipe's memory and sent straight from the output pipe's buffers. A close sends the WebSocket Close (the
-/// stream's end, as a FIN is over TCP) and keeps reading until the peer's Close.
+/// The frames travel as one byte stream cut into binary messages with no meaning of their own. A close sends the
+/// WebSocket Close (the stream's end, as a FIN is over TCP) and keeps reading until the peer's Close.
 /// </summary>
 internal sealed class WebSocketConnection : ByteTransport
 {
-    /// <summary>The WebSocket subprotocol of Mux, which a client offers and a server chooses.</summary>
     public const string SubProtocol = "mux";
 
-    /// <summary>How long a close waits for the peer to end its stream before it aborts the WebSocket.</summary>
+    // How long a close waits for the peer to end its stream before it aborts the WebSocket.
     private static readonly TimeSpan s_peerGracePeriod = TimeSpan.FromSeconds(1);
 
     private readonly WebSocket _webSocket;
@@ -27,7 +24,6 @@ internal sealed class WebSocketConnection : ByteTransport
     // What the WebSocket was opened through and must outlive it (the client's HTTP handler); disposed by the close.
     private readonly IDisposable? _owned;
 
-    /// <summary>Owns <paramref name="webSocket"/>; <paramref name="maxFrameSize"/> sizes the input pipe.</summary>
     public WebSocketConnection(
         WebSocket webSocket, EndPoint? remoteEndPoint, X509Certificate2? remoteCertificate, int maxFrameSize, TimeProvider clock,
         IDisposable? owned = null)
@@ -107,8 +103,7 @@ internal sealed class WebSocketConnection : ByteTransport
         await _webSocket.SendAsync(segment, WebSocketMessageType.Binary, endOfMessage: true, CancellationToken.None).ConfigureAwait(false);
     }
 
-    /// <summary>The WebSocket Close: the peer reads the end of the stream, and this side keeps receiving until the peer's
-    /// own Close.</summary>
+    /// <summary>This side keeps receiving until the peer's own Close.</summary>
     protected override async ValueTask FinishSendingAsync()
     {
         if (_webSocket.State is WebSocketState.Open or WebSocketState.CloseReceived)
@@ -118,9 +113,8 @@ internal sealed class WebSocketConnection : ByteTransport
     }
 
     /// <summary>
-    /// Lets go of the WebSocket once the peer has ended its stream, or 1 s after the close at most: unlike a socket's
-    /// kernel, a web server may still hold what was handed to its WebSocket (the last responses, the Close), and
-    /// aborting an accepted WebSocket aborts its HTTP connection and drops that output.
+    /// Waits for the peer to end its stream, 1 s at most: unlike a socket's kernel, a web server may still hold the last
+    /// output, and aborting an accepted WebSocket aborts its HTTP connection and drops it.
     /// </summary>
     protected override void Close()
     {
@@ -147,8 +141,8 @@ internal sealed class WebSocketConnection : ByteTransport
         Release();
     }
 
-    /// <summary>Disposes the WebSocket, aborting it first unless the Close handshake is done: a web server then ends
-    /// its request gracefully, flushing what it holds.</summary>
+    /// <summary>Aborts only before the Close handshake is done, so a web server ends its request gracefully.</summary>
+
     private void Release()
     {
         if (_webSocket.State != WebSocketState.Closed)

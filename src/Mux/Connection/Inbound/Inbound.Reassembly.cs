@@ -4,9 +4,8 @@ using Mux.Protocol;
 
 namespace Mux.Connection;
 
-// Messages that arrive in fragments (docs/protocol.md, *Fragments*): the loop hands every fragment here, and a message goes
-// on to OnFrameAsync only once whole, as one frame whose payload is pooled segments instead of a slice of the receive
-// buffer. Frames of other calls keep flowing in between. Reader loop only, except where a member says otherwise.
+// A message in fragments goes on to OnFrameAsync only once whole, its payload in pooled segments; frames of other calls
+// keep flowing in between. Reader loop only, except where a member says otherwise.
 internal sealed partial class Inbound
 {
     // Messages whose first fragment has arrived and whose last has not, by ReassemblyKey. One per key: a call's Request
@@ -25,10 +24,9 @@ internal sealed partial class Inbound
 
     private readonly int _maxMessageSize;
 
-    // Bytes of landed bins (MessageReassembly) that their headers announced and that have not arrived yet. Held under
-    // MaxMessageSize, so that a peer announcing large bins and sending nothing more makes this side hold at most one
-    // message's worth of memory it was never sent; past that, a bin stays in pooled segments, which follow the bytes. The
-    // loop reserves and fills; a release of a message cut short gives back the rest.
+    // Bytes of landed bins announced and not yet arrived, held under MaxMessageSize, so a peer that announces large bins
+    // and sends nothing makes this side hold at most one message's worth; past that, a bin stays in pooled segments.
+
     private long _landingBytes;
 
     // How many of the peer's Requests, and of answers no call waits for, may arrive in fragments at once before the peer

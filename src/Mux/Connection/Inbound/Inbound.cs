@@ -6,11 +6,11 @@ using Mux.Protocol;
 namespace Mux.Connection;
 
 /// <summary>
-/// A connection's way in: one loop that splits every complete frame out of each read and routes it to the role it belongs
-/// to. Payloads stay slices of the pipe buffer until a role copies what must outlive the loop. The loop runs inline on the
-/// socket's receive completion, so it never blocks and never runs user code. Everything here runs on the reader loop
-/// unless a member says otherwise; messages in fragments are reassembled in Inbound.Reassembly.cs.
+/// One loop splits every complete frame out of each read and routes it to its role; payloads stay slices of the pipe
+/// buffer until a role copies what must outlive the loop. It runs inline on the socket's receive completion, so it never
+/// blocks and never runs user code. Reader loop only, unless a member says otherwise.
 /// </summary>
+
 internal sealed partial class Inbound
 {
     private readonly MuxConnection _connection;

@@ -7,24 +7,19 @@ using Mux.Serialization;
 namespace Mux.Connection;
 
 /// <summary>
-/// One message arriving in fragments (docs/protocol.md, *Fragments*): what its first fragment said, and its payload so far
-/// in 64 KiB segments from <see cref="BufferSegmentPool"/>, added as bytes arrive (so memory follows what the peer sent,
-/// never what it announced) and returned once the message has been handed on, or by the call that took it over
-/// (<see cref="Inbound.TakeDeliveredMessage"/>) and deserializes straight from them. A message over MaxMessageSize keeps
-/// no bytes: it is only counted until its last fragment. Filled by the reader loop only.
+/// One message arriving in fragments: its payload so far in pooled segments, added as bytes arrive (so memory follows what
+/// the peer sent, never what it announced), returned once handed on or by the call that took it over. A message over
+/// MaxMessageSize keeps no bytes: it is only counted until its last fragment. Filled by the reader loop only.
 /// </summary>
 /// <remarks>
-/// <para>Segments, never one growing array: growing one put a copy of up to 64 MiB on the reader loop, during which no
-/// small call's frame was read; and 64 KiB stays below the large object heap, from a pool that keeps enough of them for a
-/// message rented on the reader loop and returned by a call on a worker.</para>
-/// <para>A large bin (a <c>byte[]</c> argument or result, say) lands in an array of its own instead: as bytes arrive, the
-/// first MessagePack values of the payload are scanned (headers only, a few dozen values at most before a large bin, and
-/// again after each), and the bytes of a bin32 of 64 KiB or more go, fragment by fragment, into a new array of exactly its
-/// length, linked into the chain as one segment. The bin formatters return that array itself (BinaryInPieces), so its
-/// bytes are copied once in all on this side. The scan reads MessagePack's value headers as a flat sequence (a container's
-/// header is a value with no bytes of its own), so where the bin sits in the arguments does not matter. What lands is only
-/// storage: the payload reads back byte for byte whatever the scan decided.</para>
+/// <para>Segments, never one growing array: growing one would put a copy of up to 64 MiB on the reader loop, during which
+/// no small call's frame is read.</para>
+/// <para>A bin32 of 64 KiB or more lands in an array of its own, which the bin formatters return itself, so its bytes are
+/// copied once on this side. The scan reads MessagePack's value headers as a flat sequence (a container's header is a
+/// value with no bytes of its own), so where the bin sits does not matter. What lands is only storage: the payload reads
+/// back byte for byte whatever the scan decided.</para>
 /// </remarks>
+
 internal sealed class MessageReassembly
 {
     // Values scanned for a large bin before the scan gives up (a payload of many small values has none worth landing).

@@ -4,12 +4,11 @@ using Mux.Diagnostics;
 namespace Mux.Connection;
 
 /// <summary>
-/// A message's bytes taken out of the receive buffer, which the reader loop reuses once it moves on: a served call's
-/// arguments (IncomingCall), or the answer to one of this side's calls (PendingCall). A small message is copied into an
-/// array kept across the lives of the pooled call that holds this, so copying allocates nothing in steady state; a message
-/// that arrived in fragments is taken over whole from the reader loop, which would otherwise copy all of it while every
-/// other call's frame waited; any other is copied into a rented array.
+/// A message's bytes taken out of the receive buffer. A small one is copied into an array the pooled call keeps, so
+/// copying allocates nothing in steady state; one in fragments is taken over whole, where copying it would hold up every
+/// other call's frame; any other is copied into a rented array.
 /// </summary>
+
 internal struct ReceivedBytes
 {
     // Kept across the lives of the pooled call: grown to the largest small message.

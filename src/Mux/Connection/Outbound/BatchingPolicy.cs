@@ -1,12 +1,9 @@
 namespace Mux.Connection;
 
 /// <summary>
-/// When the writer loop lets a small batch wait for more frames instead of flushing it at once. With free cores, the
-/// handlers and continuations producing frames run beside the loop, so what it finds queued after each send is a few
-/// frames, each small batch paying a flush and a send of its own. So a batch under <see cref="SmallBatchFrames"/> frames
-/// and <see cref="SmallBatchBytes"/> bytes goes once to the back of the thread pool's queue, holding the role, while more
-/// frames are expected (calls in flight, pool work queued), and is then flushed whatever its size. It never waits twice,
-/// nor once its oldest frame may have waited <see cref="Bound"/>, and a lone call never waits: its sender writes inline.
+/// With free cores, the producers run beside the writer loop, so each small batch would pay a flush and a send of its
+/// own. So a small batch goes once to the back of the thread pool's queue, holding the role, while more frames are
+/// expected. It never waits twice, nor past <see cref="Bound"/>, and a lone call never waits: its sender writes inline.
 /// </summary>
 internal static class BatchingPolicy
 {
@@ -28,8 +25,8 @@ internal static class BatchingPolicy
         && load.Clock.GetElapsedTime(load.TurnStartedAt) < Bound;
 }
 
-/// <summary>What <see cref="BatchingPolicy"/> asks of a connection, each answer read only when needed (a struct, so the
-/// policy is compiled for each with no call through an interface).</summary>
+/// <summary>Implemented by a struct, so the policy is compiled for each with no call through an interface.</summary>
+
 internal interface IBatchLoad
 {
     int QueuedFrames { get; }

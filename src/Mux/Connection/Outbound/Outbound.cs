@@ -8,11 +8,9 @@ using Mux.Streaming;
 namespace Mux.Connection;
 
 /// <summary>
-/// A connection's way out, which any thread sends through. A frame is encoded on its sender's thread
-/// (<see cref="StagingBuffers"/>), so serialization runs on every caller's core and a serializer that throws fails only its
-/// call. A sender on a quiet connection then takes the writer role and flushes itself (no thread hop for a lone call);
-/// otherwise it queues the frame (<see cref="OutboundQueue"/>) and the role holder writes everything queued meanwhile in
-/// one flush (Outbound.Writer.cs). A message over the fragment size goes out one fragment per writer turn.
+/// A frame is encoded on its sender's thread, so serialization runs on every caller's core and a serializer that throws
+/// fails only its call. A sender on a quiet connection takes the writer role and flushes itself (no thread hop for a lone
+/// call); otherwise it queues the frame and the role holder writes everything queued meanwhile in one flush.
 /// </summary>
 internal sealed partial class Outbound
 {
@@ -80,8 +78,7 @@ internal sealed partial class Outbound
         {
             if (callId != 0 && type is FrameType.Request or FrameType.Response or FrameType.Error)
             {
-                // May be a large message: encoded into the staging buffer while it fits one segment, then into pooled
-                // segments (MessageBufferWriter), never into one large array.
+                // May be a large message: never encoded into one large array.
                 message = MessageBufferWriter.ForCurrentThread(staging);
                 long encoded = FrameWriter.Write(message, type, callId, methodId, ref body, flags);
                 if (TrySendMessage(message, type, encoded, whenWritten))
@@ -117,10 +114,8 @@ internal sealed partial class Outbound
         return length + ProtocolConstants.LengthPrefixSize;
     }
 
-    /// <summary>Encodes a Request that another thread sends later (<see cref="SendEncodedRequest"/>): a call that waits for
-    /// one of the peer's call slots. Into <paramref name="frame"/> (its call's own buffer) when it fits one fragment, else
-    /// into pooled segments (<paramref name="message"/>, the frame's size in <paramref name="length"/>). Checked against the
-    /// peer's limits now, so that it fails on its caller's thread, as a Request sent at once does.</summary>
+    /// <summary>For a call that waits for one of the peer's call slots: another thread sends it later. Checked against the
+    /// peer's limits now, so it fails on its caller's thread, as a Request sent at once does.</summary>
     /// <exception cref="MuxConnectionException">The connection is closed.</exception>
     internal void EncodeRequest<TBody>(
         uint callId, uint methodId, ref TBody body, FrameFlags flags, PooledBufferWriter frame, out BufferSegment? message, out long length)
@@ -160,9 +155,8 @@ internal sealed partial class Outbound
         }
     }
 
-    /// <summary>Queues a Request encoded earlier (<see cref="EncodeRequest"/>), for the writer loop: never written inline,
-    /// since whoever frees a call slot sends it, the reader loop among them. The bytes of <paramref name="frame"/> are
-    /// copied; <paramref name="message"/>'s segments are the writer's from now on.</summary>
+    /// <summary>Never written inline, since whoever frees a call slot sends it, the reader loop among them.
+    /// <paramref name="message"/>'s segments are the writer's from now on.</summary>
     internal void SendEncodedRequest(PooledBufferWriter frame, BufferSegment? message, long length, CallStreams? whenWritten)
     {
         if (message is not null)
@@ -189,8 +183,7 @@ internal sealed partial class Outbound
     private int FragmentSizeForPeer =>
         Math.Min(_fragmentSize, _peer.MaxFrameSize - ProtocolConstants.CommonHeaderSize - ProtocolConstants.FragmentTotalSize);
 
-    // Queues a just-encoded Request, Response or Error in fragments when it is over the fragment size; else leaves it, whole,
-    // in the staging buffer the message started on, and returns false.
+    // False when the message fits one fragment: it is left whole in its staging buffer.
     private bool TrySendMessage(MessageBufferWriter message, FrameType type, long frameLength, CallStreams? whenWritten)
     {
         long messageLength = frameLength - ProtocolConstants.FrameHeaderSize; // After the common header.
@@ -213,16 +206,14 @@ internal sealed partial class Outbound
         }
         else
         {
-            // Closed since this sender's check, its last writer turn over: dropped, as it would have been had it been
-            // queued a moment earlier.
+            // Closed since this sender's check: dropped, as it would have been had it been queued a moment earlier.
             outbound.Dispose();
         }
 
         return true;
     }
 
-    /// <summary>Sends a frame whose body is raw bytes. A Cancel of a Request still being sent in fragments never goes out
-    /// before its first fragment (see OutboundQueue.AbortRequest).</summary>
+    /// <summary>A Cancel of a Request still in fragments never goes out before its first fragment.</summary>
     internal void SendRawFrame(FrameType type, uint callId, ReadOnlySpan<byte> body, FrameFlags flags = FrameFlags.None)
     {
         ThrowIfClosed();
@@ -265,8 +256,8 @@ internal sealed partial class Outbound
         }
     }
 
-    /// <summary>Sends an Error, or a StreamEnd that carries one. A message too long for the peer's frames is cut to 1,024
-    /// characters, which fit any frame: the peer must learn that the call or stream failed, or it waits forever.</summary>
+    /// <summary>A message too long for the peer's frames is cut to 1,024 characters, which fit any frame: the peer must
+    /// learn that the call or stream failed, or it waits forever.</summary>
     internal void TrySendError(FrameType type, uint callId, MuxStatusCode code, string message, string? remoteType, FrameFlags flags)
     {
         var body = new ErrorBody(code, message, remoteType);
@@ -294,8 +285,8 @@ internal sealed partial class Outbound
         // is read only when the connection may really be idle.
         if (!defer && _queue.QueuedFrames == 0 && IsWriterFree && IsQuiet && TryAcquireWriter())
         {
-            // Idle fast path: write our frame and whatever queued meanwhile, then flush ourselves.
-            _output.Write(staging.WrittenSpan);
+            _output
+.Write(staging.WrittenSpan);
             StagingBuffers.ReleaseIfOversized(staging);
             FlushAndReleaseLocked(1 + DrainQueueIntoOutputLocked(), handOffRemainingWork: true);
             return;

@@ -8,13 +8,11 @@ using Mux.Streaming;
 namespace Mux.Connection;
 
 /// <summary>
-/// A message too large for one fragment, queued for the writer: the whole frame as FrameWriter encoded it, in the pooled
-/// segments its sender handed over (<see cref="MessageBufferWriter"/>) and the large binaries spliced between them (the
-/// caller's memory, copied here once, a fragment at a time), sent as fragments of at most
-/// <see cref="FragmentSize"/> message bytes, one per writer turn (docs/protocol.md, *Fragments*). Each segment goes back to
-/// its pool once its last byte has been written. Created by the sender; after that only the writer role holder touches it,
-/// except for the flags a Cancel sets under the queue's lock.
+/// A whole encoded frame in pooled and spliced segments, sent one fragment per writer turn; each segment goes back to its
+/// pool once its last byte is written. After its sender queues it, only the writer role holder touches it, except for the
+/// flags a Cancel sets under the queue's lock.
 /// </summary>
+
 internal sealed class OutboundMessage : IDisposable
 {
     private readonly BufferSegmentPool _pool;

@@ -5,16 +5,13 @@ using Mux.Protocol;
 namespace Mux.Connection;
 
 /// <summary>
-/// What a connection's senders have queued for its writer role, in the order they queued it: whole frames, and messages
-/// over the fragment size, which go out one fragment per writer turn, round robin, so that the frames of other calls go
-/// out between any two of their fragments. Any thread queues under one short lock; only the writer role takes from it.
-/// A message's first fragment is written only once every frame queued before it has been, so a call's frames reach the
-/// wire in the order the call queued them, whatever their size.
+/// Whole frames, and messages over the fragment size, which go out one fragment per writer turn, round robin, so other
+/// calls' frames go out between their fragments. Any thread queues under one short lock; only the writer role takes.
+/// A message's first fragment follows every frame queued before it, so a call's frames reach the wire in its order.
 /// </summary>
 /// <remarks>
-/// A small frame is copied into a byte buffer the queue owns, double-buffered with the one the writer is writing, so
-/// queueing it is one short lock and one copy and allocates nothing. A large frame's staging buffer is taken over instead
-/// (<see cref="StagingBuffers"/>), so the lock is held for a pointer store, whatever the size.
+/// A small frame is copied into a buffer double-buffered with the one the writer is writing, so queueing allocates
+/// nothing. A large frame's staging buffer is taken over instead, so the lock is held for a pointer store.
 /// </remarks>
 internal sealed class OutboundQueue
 {
@@ -204,9 +201,8 @@ internal sealed class OutboundQueue
         }
     }
 
-    /// <summary>Writes one fragment of the message at the head of the queue and puts it back at the tail unless that was its
-    /// last (or drops every message), after the frames queued before it if it is its first. Returns the frames written;
-    /// <paramref name="madeRoom"/> says frames were taken or a message left the queue. Writer role only.</summary>
+    /// <summary>Writes one fragment of the head message and puts it back at the tail unless that was its last. Returns
+    /// the frames written; <paramref name="madeRoom"/> says frames were taken or a message left. Writer role only.</summary>
     public int WriteNextFragment(IBufferWriter<byte> output, bool drop, out bool madeRoom)
     {
         madeRoom = false;
@@ -303,13 +299,11 @@ internal sealed class OutboundQueue
     }
 
     /// <summary>
-    /// Before a Cancel is queued: finds the call's Request if it is being sent in fragments. One that has not begun takes the
-    /// Cancel itself (returns true: queue no Cancel frame), which the writer writes right after the first fragment, since
-    /// the peer drops a Cancel for a call it has not seen; with <paramref name="endsFragments"/> (the peer's
-    /// cancelEndsFragments) that fragment is the last. One that has begun is marked, with <paramref name="endsFragments"/>,
-    /// so the writer sends no more of it: the writer checks the mark under the lock before each fragment, and the Cancel is
-    /// queued after, so it follows the last fragment written.
+    /// A Request in fragments that has not begun takes the Cancel itself (returns true), written right after its first
+    /// fragment, since the peer drops a Cancel for a call it has not seen. One that has begun is marked so the writer,
+    /// which checks under the lock before each fragment, sends no more; the Cancel queued after follows its last fragment.
     /// </summary>
+
     public bool AbortRequest(uint callId, FrameFlags idSpace, bool endsFragments)
     {
         lock (_lock)

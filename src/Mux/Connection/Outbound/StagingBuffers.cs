@@ -4,11 +4,10 @@ using Mux.Protocol;
 namespace Mux.Connection;
 
 /// <summary>
-/// The buffers frames are encoded into on their sender's thread, before they are known to be complete and valid: one per
-/// thread, so serialization runs in parallel on every caller's core and a serializer that throws leaves nothing
-/// half-written in any queue. A large frame's buffer is handed to the writer whole (OutboundQueue) and its thread takes a
-/// spare one, which the writer gives back once it has written the frame.
+/// One per thread, so serialization runs in parallel on every caller's core and a serializer that throws leaves nothing
+/// half-written in any queue. A large frame's buffer is handed to the writer whole and its thread takes a spare one.
 /// </summary>
+
 internal static class StagingBuffers
 {
     // A staging buffer that grew past this after a large frame is dropped rather than kept per thread.

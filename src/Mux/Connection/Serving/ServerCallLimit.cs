@@ -41,10 +41,8 @@ internal sealed class ServerCallLimit
 
     public string RefusalMessage { get; }
 
-    /// <summary>Calls running now, across the server.</summary>
     public int Running => Volatile.Read(ref _running);
 
-    /// <summary>Calls refused so far.</summary>
     public long Refused => Interlocked.Read(ref _refused);
 
     /// <summary>Takes a permit if fewer than the limit run. Exact: a compare-and-swap never lets the count pass the limit, not even
@@ -84,7 +82,9 @@ internal sealed class ServerCallLimit
         Interlocked.Increment(ref _unlogged);
         long now = _clock.GetTimestamp();
         long next = Volatile.Read(ref _nextLogAt);
-        if (now < next || Interlocked.CompareExchange(ref _nextLogAt, now + (long)(s_logInterval.TotalSeconds * _clock.TimestampFrequency), next) != next)
+        if (now < next
+            || Interlocked.CompareExchange(ref _nextLogAt, now + (long)(s_logInterval.TotalSeconds * _clock.TimestampFrequency), next) != next)
+
         {
             return; // Logged less than a second ago, or another reader loop writes this line.
         }

@@ -12,7 +12,6 @@ internal abstract class ServiceMethod(string serviceName, uint id, string method
     public abstract ValueTask InvokeAsync(MuxServerCall call);
 }
 
-/// <summary>A method served by a single shared implementation instance.</summary>
 internal sealed class SingletonServiceMethod<TService>(string serviceName, MuxMethodDefinition<TService> method, TService implementation)
     : ServiceMethod(serviceName, method.Id, method.Name)
     where TService : class
