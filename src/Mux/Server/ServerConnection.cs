@@ -203,7 +203,9 @@ internal sealed class ServerConnection : MuxConnection
     // The handshake timeout, counted from the accept, until the handshake is done; then the idle close.
     protected override TimeSpan CheckDeadlines(long now)
     {
-        TimeSpan handshakeLeft = IsHandshakeDone ? Timeout.InfiniteTimeSpan : _options.HandshakeTimeLeft(_acceptedAt, now);
+        // The reader's flag, set before the HelloAck is queued: a client may have read its HelloAck before this side marks
+        // the handshake answered, and a handshake it completed in time is never timed out.
+        TimeSpan handshakeLeft = Inbound.IsHandshakeDone ? Timeout.InfiniteTimeSpan : _options.HandshakeTimeLeft(_acceptedAt, now);
         if (handshakeLeft == TimeSpan.Zero)
         {
             Close(MuxCloseReason.HandshakeTimeout, new TimeoutException(
