@@ -20,13 +20,13 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     // The connections, services and call path behind this public face (Client/ClientRuntime).
     private readonly ClientRuntime _runtime;
 
-    // Every call of a plain proxy goes through it: the path a bound proxy's take, without settings.
+    // Every call of a plain proxy goes through it; a bound proxy's go through one with the bound settings.
     private readonly CallInvoker _invoker;
 
     private MuxClient(ClientRuntime runtime)
     {
         _runtime = runtime;
-        _invoker = new CallInvoker(runtime, null);
+        _invoker = new CallInvoker(runtime, runtime.CallSettings);
         runtime.StateChanged = OnStateChanged;
     }
 
@@ -279,7 +279,7 @@ public sealed class MuxClient : IMuxCallInvoker, IAsyncDisposable
     /// positive (or <see cref="Timeout.InfiniteTimeSpan"/>).</exception>
     public TService CreateProxy<TService>(MuxCallOptions options)
         where TService : class
-        => MuxServiceRegistry.CreateProxy<TService>(new CallInvoker(_runtime, CallSettings.From(options)));
+        => MuxServiceRegistry.CreateProxy<TService>(_invoker.Bind(options));
 
     /// <summary>
     /// Calls a method by id and returns its result. This is what proxies call; use a proxy instead.

@@ -29,30 +29,25 @@ public sealed class MuxRemoteClient : IMuxCallInvoker
 {
     private readonly ServerConnection _connection;
 
-    // ClientCallTimeout, or the bound options' Timeout, in the server clock's units (ClockDeadline.Never for none).
-    private readonly long _clientCallTimeout;
-
-    // The MuxCallOptions this object's proxies are bound to; null for the connection's own object.
-    private readonly CallSettings? _settings;
+    // ClientCallTimeout, or the bound options in its place; a server's call inherits no deadline.
+    private readonly CallSettings _settings;
 
     // Where its streaming calls go: always this connection, never sent again.
     private readonly PeerCallSource _source;
 
     internal MuxRemoteClient(ServerConnection connection, TimeSpan clientCallTimeout)
-        : this(connection, ClockDeadline.ToTimestampSpan(connection.TimeProvider, clientCallTimeout), null)
+        : this(connection, CallSettings.ForServer(connection.TimeProvider, clientCallTimeout))
     {
     }
 
-    private MuxRemoteClient(ServerConnection connection, long clientCallTimeout, CallSettings? settings)
+    private MuxRemoteClient(ServerConnection connection, CallSettings settings)
     {
         _connection = connection;
         _settings = settings;
         _source = new PeerCallSource(connection.Outgoing);
-        _clientCallTimeout = settings?.Timeout is { } timeout ? ClockDeadline.ToTimestampSpan(connection.TimeProvider, timeout) : clientCallTimeout;
     }
 
-    // The bound options' metadata section, if any.
-    private byte[]? Metadata => _settings?.EncodedMetadata;
+    private byte[]? Metadata => _settings.EncodedMetadata;
 
     /// <summary>Whether the connection to this client is still open.</summary>
     public bool IsConnected => !_connection.IsClosed;
@@ -84,14 +79,14 @@ public sealed class MuxRemoteClient : IMuxCallInvoker
     /// positive (or <see cref="Timeout.InfiniteTimeSpan"/>).</exception>
     public TService CreateProxy<TService>(MuxCallOptions options)
         where TService : class
-        => MuxServiceRegistry.CreateProxy<TService>(new MuxRemoteClient(_connection, _clientCallTimeout, CallSettings.From(options)));
+        => MuxServiceRegistry.CreateProxy<TService>(new MuxRemoteClient(_connection, _settings.Bind(options)));
 
     /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
     public ValueTask<TResult> InvokeAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        CallDeadline deadline = Deadline(out long now);
+        CallDeadline deadline = _settings.FixDeadline(0, out long now);
         return _connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken, metadata: Metadata);
     }
 
@@ -100,7 +95,7 @@ public sealed class MuxRemoteClient : IMuxCallInvoker
     public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        CallDeadline deadline = Deadline(out long now);
+        CallDeadline deadline = _settings.FixDeadline(0, out long now);
         return _connection.Outgoing.InvokeAsync(methodId, arguments, deadline, now, cancellationToken, Metadata);
     }
 
@@ -133,8 +128,4 @@ public sealed class MuxRemoteClient : IMuxCallInvoker
     public ValueTask InvokeClientStreamAsync<TArguments, TItem>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
         => VoidResult.Ignore(InvokeClientStreamAsync<TArguments, TItem, VoidResult>(methodId, arguments, items, cancellationToken));
-
-    /// <summary>A server's call to its client inherits no deadline: the call it serves is another flow.</summary>
-    private CallDeadline Deadline(out long now) =>
-        CallDeadline.Fix(_connection.TimeProvider, _clientCallTimeout, _settings?.Timeout, inherits: false, 0, out now);
 }

@@ -6,49 +6,30 @@ using Mux.Streaming;
 
 namespace Mux.Client;
 
-// Calls through the client's interceptors (MuxClientOptions.Interceptors). A client without any
-// never comes here: its calls go straight to ClientRuntime.Calls.cs.
-internal sealed partial class ClientRuntime
+// Calls through the client's interceptors (MuxClientOptions.Interceptors). A client without any never comes here.
+internal sealed partial class CallInvoker
 {
-    /// <summary>Calls a method that returns a stream (callee or duplex streaming), through the
-    /// interceptors when the client has any.</summary>
-    public IAsyncEnumerable<TResult> ReceiveStream<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items, CallSettings? settings, CancellationToken cancellationToken)
+    private IAsyncEnumerable<TResult> ReceiveStream<TArguments, TItem, TResult>(
+        uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items, CancellationToken cancellationToken)
         where TArguments : struct =>
         _interceptors.Length != 0
-            ? InterceptStreamAsync<TArguments, TItem, TResult>(methodId, arguments, items, settings, cancellationToken)
-            : OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(SourceFor(settings), methodId, arguments, items, settings?.EncodedMetadata, cancellationToken);
+            ? InterceptStreamAsync<TArguments, TItem, TResult>(methodId, arguments, items, cancellationToken)
+            : OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, _settings.EncodedMetadata, cancellationToken);
 
-    /// <summary>Calls a method that takes a stream and returns one value (caller streaming).</summary>
-    public ValueTask<TResult> SendStreamAsync<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CallSettings? settings, CancellationToken cancellationToken)
-        where TArguments : struct
-    {
-        if (_interceptors.Length == 0)
-        {
-            return OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(SourceFor(settings), methodId, arguments, items, settings?.EncodedMetadata, cancellationToken);
-        }
-
-        return new ClientStreamChain<TArguments, TItem, TResult>(this, NewCall(methodId, settings, cancellationToken), methodId, arguments, items, settings).RunAsync();
-    }
-
-    /// <summary>A unary call through the interceptors; its deadline is fixed once they let it go,
-    /// from when it was made (see CallDeadline.Fix).</summary>
-    private ValueTask<TResult> InterceptAsync<TArguments, TResult>(uint methodId, in TArguments arguments, CallSettings? settings, CancellationToken cancellationToken)
-        where TArguments : struct =>
-        new UnaryChain<TArguments, TResult>(this, NewCall(methodId, settings, cancellationToken), methodId, arguments, settings).RunAsync();
-
-    /// <summary>What the interceptors of one call see, starting from the bound proxy's settings.</summary>
-    private MuxClientCall NewCall(uint methodId, CallSettings? settings, CancellationToken cancellationToken) =>
-        new(MuxServiceRegistry.GetMethodDisplayName(methodId), settings?.Metadata ?? [], settings?.Timeout ?? _callTimeoutSpan, cancellationToken);
+    /// <summary>What the interceptors of one call see, starting from this invoker's settings.</summary>
+    private MuxClientCall NewCall(uint methodId, CancellationToken cancellationToken) =>
+        new(MuxServiceRegistry.GetMethodDisplayName(methodId), _settings.Metadata, _settings.TimeoutSpan, cancellationToken);
 
     /// <summary>
     /// A streaming call through the interceptors, run once around the whole call: the last
     /// interceptor's next() starts the stream and completes when the caller's enumeration has ended
     /// (throwing what it failed with); the caller sees what the interceptors made of it at the end.
     /// </summary>
-    private async IAsyncEnumerable<TResult> InterceptStreamAsync<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items, CallSettings? settings, [EnumeratorCancellation] CancellationToken cancellationToken)
+    private async IAsyncEnumerable<TResult> InterceptStreamAsync<TArguments, TItem, TResult>(
+        uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items, [EnumeratorCancellation] CancellationToken cancellationToken)
         where TArguments : struct
     {
-        var chain = new ReceiveStreamChain<TArguments, TItem, TResult>(this, NewCall(methodId, settings, cancellationToken), methodId, arguments, items, settings);
+        var chain = new ReceiveStreamChain<TArguments, TItem, TResult>(this, NewCall(methodId, cancellationToken), methodId, arguments, items);
         Task interceptors = chain.RunAsync();
         IAsyncEnumerator<TResult>? stream = await chain.Started.ConfigureAwait(false);
         if (stream is null)
@@ -107,8 +88,8 @@ internal sealed partial class ClientRuntime
 
     /// <summary>The interceptors of one call whose answer is a value: the last next() sends it, and
     /// returns a task of the call that this chain is the source of.</summary>
-    private abstract class ValueChain<TResult>(ClientRuntime runtime, MuxClientCall call, uint methodId, CallSettings? settings)
-        : CallChain(runtime, call, methodId, settings), IValueTaskSource
+    private abstract class ValueChain<TResult>(CallInvoker invoker, MuxClientCall call, uint methodId)
+        : CallChain(invoker, call, methodId), IValueTaskSource
     {
         // The call's result, and whether it has one: a call that failed has none, and neither has
         // one still running. Written by the call's completion; read after the chain.
@@ -224,33 +205,35 @@ internal sealed partial class ClientRuntime
     }
 
     /// <summary>A call with arguments and one answer.</summary>
-    private sealed class UnaryChain<TArguments, TResult>(ClientRuntime runtime, MuxClientCall call, uint methodId, TArguments arguments, CallSettings? settings)
-        : ValueChain<TResult>(runtime, call, methodId, settings)
+    private sealed class UnaryChain<TArguments, TResult>(CallInvoker invoker, MuxClientCall call, uint methodId, TArguments arguments)
+        : ValueChain<TResult>(invoker, call, methodId)
         where TArguments : struct
     {
         // When the user made the call: its deadline counts from here. Only a unary call has one.
-        private readonly long _madeAt = runtime._clock.GetTimestamp();
+        private readonly long _madeAt = invoker.Clock.GetTimestamp();
 
         protected override ValueTask<TResult> SendAsync()
         {
-            CallDeadline deadline = CallDeadline.Fix(Runtime._clock, Timeout, OwnTimeout, inherits: true, _madeAt, out _);
-            return Runtime.SendAsync<TArguments, TResult>(MethodId, arguments, deadline, deadline.Now(Runtime._clock), Metadata, Waits, Call.CancellationToken);
+            CallDeadline deadline = Settings.FixDeadline(_madeAt, out _);
+            return Invoker.SendAsync<TArguments, TResult>(MethodId, arguments, deadline, deadline.Now(Invoker.Clock), Metadata, Call.CancellationToken);
         }
     }
 
     /// <summary>A call that streams its arguments and has one answer.</summary>
-    private sealed class ClientStreamChain<TArguments, TItem, TResult>(ClientRuntime runtime, MuxClientCall call, uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CallSettings? settings)
-        : ValueChain<TResult>(runtime, call, methodId, settings)
+    private sealed class ClientStreamChain<TArguments, TItem, TResult>(
+        CallInvoker invoker, MuxClientCall call, uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items)
+        : ValueChain<TResult>(invoker, call, methodId)
         where TArguments : struct
     {
         protected override ValueTask<TResult> SendAsync() =>
-            OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(new CallsSource(Runtime, Timeout, OwnTimeout, Waits), MethodId, arguments, items, Metadata, Call.CancellationToken);
+            OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(Source, MethodId, arguments, items, Metadata, Call.CancellationToken);
     }
 
     /// <summary>A call whose answer is a stream: next() starts it (<see cref="Started"/>) and lasts
     /// until the caller's enumeration has ended (<see cref="End"/>).</summary>
-    private sealed class ReceiveStreamChain<TArguments, TItem, TResult>(ClientRuntime runtime, MuxClientCall call, uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items, CallSettings? settings)
-        : CallChain(runtime, call, methodId, settings)
+    private sealed class ReceiveStreamChain<TArguments, TItem, TResult>(
+        CallInvoker invoker, MuxClientCall call, uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items)
+        : CallChain(invoker, call, methodId)
         where TArguments : struct
     {
         // The stream once next() has started it; null when the chain ended without starting it.
@@ -292,42 +275,38 @@ internal sealed partial class ClientRuntime
 
         protected override async ValueTask InvokeCallAsync()
         {
-            IAsyncEnumerable<TResult> stream = OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(new CallsSource(Runtime, Timeout, OwnTimeout, Waits), MethodId, arguments, items, Metadata, Call.CancellationToken);
+            IAsyncEnumerable<TResult> stream =
+                OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(Source, MethodId, arguments, items, Metadata, Call.CancellationToken);
             _started.TrySetResult(stream.GetAsyncEnumerator());
             await _ended.Task.ConfigureAwait(false);
         }
     }
 
     /// <summary>What every client chain shares: the interceptors, and what they leave of the call.</summary>
-    private abstract class CallChain(ClientRuntime runtime, MuxClientCall call, uint methodId, CallSettings? settings)
-        : InterceptorChain
+    private abstract class CallChain(CallInvoker invoker, MuxClientCall call, uint methodId) : InterceptorChain
     {
-        protected ClientRuntime Runtime { get; } = runtime;
+        protected CallInvoker Invoker { get; } = invoker;
 
         public MuxClientCall Call { get; } = call;
 
         protected uint MethodId { get; } = methodId;
 
-        protected CallSettings? Settings { get; } = settings;
-
         /// <summary>Why the call fails when the interceptors returned without reaching it.</summary>
         public InvalidOperationException NotInvoked() => NotInvoked(Call.MethodName, "A client interceptor stops a call by throwing.");
 
         /// <summary>The metadata section to send: encoded again only when an interceptor changed it.</summary>
-        protected byte[]? Metadata => Call.IsMetadataModified ? Call.CallMetadata.Encode() : Settings?.EncodedMetadata;
+        protected byte[]? Metadata => Call.IsMetadataModified ? Call.CallMetadata.Encode() : Invoker._settings.EncodedMetadata;
 
-        /// <summary>The call's timeout as the interceptors left it, in the clock's units.</summary>
-        protected long Timeout => ClockDeadline.ToTimestampSpan(Runtime._clock, Call.Timeout);
+        /// <summary>The settings as the interceptors left them: they may have changed the timeout.</summary>
+        protected CallSettings Settings => Invoker._settings.WithTimeout(Call.Timeout);
 
-        protected bool Waits => Runtime.WaitsForConnection(Settings);
+        /// <summary>Where a streaming call waits for its connection, within the timeout the interceptors left.</summary>
+        protected CallSource Source => new CallInvoker(Invoker._runtime, Settings);
 
-        /// <summary>The call's timeout when it is its own (the bound proxy's, or an interceptor's), for messages.</summary>
-        protected TimeSpan? OwnTimeout => Call.Timeout != Runtime._callTimeoutSpan || Settings?.Timeout is not null ? Call.Timeout : null;
+        protected override int Count => Invoker._interceptors.Length;
 
-        protected override int Count => Runtime._interceptors.Length;
+        protected override ValueTask InvokeInterceptorAsync(int index, Func<ValueTask> next) => Invoker._interceptors[index].InvokeAsync(Call, next);
 
-        protected override ValueTask InvokeInterceptorAsync(int index, Func<ValueTask> next) => Runtime._interceptors[index].InvokeAsync(Call, next);
-
-        protected override string DescribeInterceptor(int index) => Runtime._interceptors[index].GetType().FullName ?? "?";
+        protected override string DescribeInterceptor(int index) => Invoker._interceptors[index].GetType().FullName ?? "?";
     }
 }
