@@ -7,23 +7,19 @@ using Mux.Streaming;
 namespace Mux;
 
 /// <summary>
-/// The client at the other end of a server connection, as the server calls it: a handler gets it
-/// from its <see cref="MuxCallContext"/> (<see cref="MuxCallContext.Client"/>) and calls the
-/// services that client added with <see cref="MuxClient.AddService{TService}(TService)"/> through
-/// <see cref="CreateProxy{TService}()"/>, on the same connection. Such calls complete exactly once,
-/// like calls the other way: with the result; with <see cref="MuxRemoteException"/> when the
-/// client's handler failed or the client has no such service
-/// (<see cref="MuxStatusCode.UnknownMethod"/>); with <see cref="TimeoutException"/> after
-/// <see cref="MuxServerOptions.ClientCallTimeout"/>; with <see cref="OperationCanceledException"/>
-/// when the caller's token fires (the client is told to cancel its handler); or with
-/// <see cref="MuxConnectionException"/> when the connection is lost. Methods that take or return
-/// an <see cref="IAsyncEnumerable{T}"/> stream both ways, as on calls to a server.
+/// The client at the other end of a server connection, as the server calls it: a handler gets it from its <see cref="MuxCallContext"/>
+/// (<see cref="MuxCallContext.Client"/>) and calls the services that client added with
+/// <see cref="MuxClient.AddService{TService}(TService)"/> through <see cref="CreateProxy{TService}()"/>, on the same connection. Such calls
+/// complete exactly once, like calls the other way: with the result; with <see cref="MuxRemoteException"/> when the client's handler failed
+/// or the client has no such service (<see cref="MuxStatusCode.UnknownMethod"/>); with <see cref="TimeoutException"/> after
+/// <see cref="MuxServerOptions.ClientCallTimeout"/>; with <see cref="OperationCanceledException"/> when the caller's token fires (the
+/// client is told to cancel its handler); or with <see cref="MuxConnectionException"/> when the connection is lost. Methods that take or
+/// return an <see cref="IAsyncEnumerable{T}"/> stream both ways, as on calls to a server.
 /// </summary>
 /// <remarks>
-/// The object may be kept after the handler returns (a chat server keeps one per member, to push
-/// messages): it stays usable while its connection is open (<see cref="IsConnected"/>), and
-/// <see cref="Completion"/> says when it has closed. A client that reconnects is a new connection,
-/// and so a new <see cref="MuxRemoteClient"/>.
+/// The object may be kept after the handler returns (a chat server keeps one per member, to push messages): it stays usable while its
+/// connection is open (<see cref="IsConnected"/>), and <see cref="Completion"/> says when it has closed. A client that reconnects is a new
+/// connection, and so a new <see cref="MuxRemoteClient"/>.
 /// </remarks>
 public sealed class MuxRemoteClient : IMuxCallInvoker
 {
@@ -56,27 +52,23 @@ public sealed class MuxRemoteClient : IMuxCallInvoker
     public Task Completion => _connection.Completion;
 
     /// <summary>Creates a proxy whose methods call this client.</summary>
-    /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface the client
-    /// implements (MuxClient.AddService).</typeparam>
+    /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface the client implements (MuxClient.AddService).</typeparam>
     /// <returns>The proxy. Cheap to create; all proxies of this client share its connection.</returns>
     /// <exception cref="InvalidOperationException">No proxy is registered for the interface.</exception>
     public TService CreateProxy<TService>()
         where TService : class
         => MuxServiceRegistry.CreateProxy<TService>(this);
 
-    /// <summary>Creates a proxy whose calls to this client carry <paramref name="options"/>: their
-    /// <see cref="MuxCallOptions.Metadata"/> (the client's handler reads it as
-    /// <see cref="MuxCallContext.Metadata"/>) and <see cref="MuxCallOptions.Timeout"/> (in place of
-    /// <see cref="MuxServerOptions.ClientCallTimeout"/>); <see cref="MuxCallOptions.WaitForConnection"/>
-    /// does not apply (a client's connection is there or gone). Cheap: the options are checked,
-    /// copied and their metadata encoded once, here.</summary>
-    /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface the client
-    /// implements (MuxClient.AddService).</typeparam>
+    /// <summary>Creates a proxy whose calls to this client carry <paramref name="options"/>: their <see cref="MuxCallOptions.Metadata"/>
+    /// (the client's handler reads it as <see cref="MuxCallContext.Metadata"/>) and <see cref="MuxCallOptions.Timeout"/> (in place of
+    /// <see cref="MuxServerOptions.ClientCallTimeout"/>); <see cref="MuxCallOptions.WaitForConnection"/> does not apply (a client's
+    /// connection is there or gone). Cheap: the options are checked, copied and their metadata encoded once, here.</summary>
+    /// <typeparam name="TService">A <see cref="MuxServiceAttribute"/> interface the client implements (MuxClient.AddService).</typeparam>
     /// <param name="options">The settings of the proxy's calls.</param>
     /// <returns>The proxy; its calls travel on this client's connection.</returns>
     /// <exception cref="InvalidOperationException">No proxy is registered for the interface.</exception>
-    /// <exception cref="ArgumentOutOfRangeException"><see cref="MuxCallOptions.Timeout"/> is not
-    /// positive (or <see cref="Timeout.InfiniteTimeSpan"/>).</exception>
+    /// <exception cref="ArgumentOutOfRangeException"><see cref="MuxCallOptions.Timeout"/> is not positive (or
+    /// <see cref="Timeout.InfiniteTimeSpan"/>).</exception>
     public TService CreateProxy<TService>(MuxCallOptions options)
         where TService : class
         => MuxServiceRegistry.CreateProxy<TService>(new MuxRemoteClient(_connection, _settings.Bind(options)));
@@ -107,7 +99,8 @@ public sealed class MuxRemoteClient : IMuxCallInvoker
 
     /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
-    public IAsyncEnumerable<TResult> InvokeDuplexStream<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+    public IAsyncEnumerable<TResult> InvokeDuplexStream<TArguments, TItem, TResult>(
+        uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
     {
         ArgumentNullException.ThrowIfNull(items);
@@ -116,7 +109,8 @@ public sealed class MuxRemoteClient : IMuxCallInvoker
 
     /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
-    public ValueTask<TResult> InvokeClientStreamAsync<TArguments, TItem, TResult>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+    public ValueTask<TResult> InvokeClientStreamAsync<TArguments, TItem, TResult>(
+        uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
     {
         ArgumentNullException.ThrowIfNull(items);
@@ -125,7 +119,8 @@ public sealed class MuxRemoteClient : IMuxCallInvoker
 
     /// <inheritdoc/>
     [EditorBrowsable(EditorBrowsableState.Never)] // Proxies call it; users call the proxy.
-    public ValueTask InvokeClientStreamAsync<TArguments, TItem>(uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
+    public ValueTask InvokeClientStreamAsync<TArguments, TItem>(
+        uint methodId, TArguments arguments, IAsyncEnumerable<TItem> items, CancellationToken cancellationToken)
         where TArguments : struct
         => VoidResult.Ignore(InvokeClientStreamAsync<TArguments, TItem, VoidResult>(methodId, arguments, items, cancellationToken));
 }

@@ -14,16 +14,17 @@ internal sealed partial class CallInvoker
         where TArguments : struct =>
         _interceptors.Length != 0
             ? InterceptStreamAsync<TArguments, TItem, TResult>(methodId, arguments, items, cancellationToken)
-            : OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(this, methodId, arguments, items, _settings.EncodedMetadata, cancellationToken);
+            : OutgoingStreamCall.ReceiveAsync<TArguments, TItem, TResult>(
+                this, methodId, arguments, items, _settings.EncodedMetadata, cancellationToken);
 
     /// <summary>What the interceptors of one call see, starting from this invoker's settings.</summary>
     private MuxClientCall NewCall(uint methodId, CancellationToken cancellationToken) =>
         new(MuxServiceRegistry.GetMethodDisplayName(methodId), _settings.Metadata, _settings.TimeoutSpan, cancellationToken);
 
     /// <summary>
-    /// A streaming call through the interceptors, run once around the whole call: the last
-    /// interceptor's next() starts the stream and completes when the caller's enumeration has ended
-    /// (throwing what it failed with); the caller sees what the interceptors made of it at the end.
+    /// A streaming call through the interceptors, run once around the whole call: the last interceptor's next() starts the stream and
+    /// completes when the caller's enumeration has ended (throwing what it failed with); the caller sees what the interceptors made of it
+    /// at the end.
     /// </summary>
     private async IAsyncEnumerable<TResult> InterceptStreamAsync<TArguments, TItem, TResult>(
         uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items, [EnumeratorCancellation] CancellationToken cancellationToken)
@@ -67,8 +68,8 @@ internal sealed partial class CallInvoker
         {
             await stream.DisposeAsync().ConfigureAwait(false);
 
-            // next() lasts until End: interceptors that returned already did not await it, and none
-            // of them can take the stream's failure, which stays the caller's.
+            // next() lasts until End: interceptors that returned already did not await it, and none of them can take the stream's failure,
+            // which stays the caller's.
             returnedEarly = interceptors.IsCompleted;
             chain.End(failure);
             await interceptors.ConfigureAwait(false);
@@ -82,32 +83,33 @@ internal sealed partial class CallInvoker
             }
 
             // As for a call with a result: a stream cut off by a failure does not end as if complete.
-            throw new InvalidOperationException($"The stream of {chain.Call.MethodName} failed, and a client interceptor caught the exception without throwing one of its own.", failure);
+            throw new InvalidOperationException(
+                $"The stream of {chain.Call.MethodName} failed, and a client interceptor caught the exception without throwing one of its own.",
+                failure);
         }
     }
 
-    /// <summary>The interceptors of one call whose answer is a value: the last next() sends it, and
-    /// returns a task of the call that this chain is the source of.</summary>
+    /// <summary>The interceptors of one call whose answer is a value: the last next() sends it, and returns a task of the call that this
+    /// chain is the source of.</summary>
     private abstract class ValueChain<TResult>(CallInvoker invoker, MuxClientCall call, uint methodId)
         : CallChain(invoker, call, methodId), IValueTaskSource
     {
-        // The call's result, and whether it has one: a call that failed has none, and neither has
-        // one still running. Written by the call's completion; read after the chain.
+        // The call's result, and whether it has one: a call that failed has none, and neither has one still running. Written by the call's
+        // completion; read after the chain.
         private TResult? _result;
         private bool _hasResult;
 
         // The task of the last next(), completed with the call; reset never, as a chain is one call's.
         private ManualResetValueTaskSourceCore<bool> _sent;
 
-        // The call's completion, while it runs; default when it completed at once. An interceptor
-        // that returns without awaiting next() leaves it running: the caller waits for it here.
-        // Awaited exactly once (by RunAsync, whatever the interceptors did with next()), so its
-        // state machine, from a pool, goes back to it. Set by the last next(), on whatever thread
-        // it runs, and read only once that next() has returned (WhenCallReturned).
+        // The call's completion, while it runs; default when it completed at once. An interceptor that returns without awaiting next()
+        // leaves it running: the caller waits for it here. Awaited exactly once (by RunAsync, whatever the interceptors did with next()),
+        // so its state machine, from a pool, goes back to it. Set by the last next(), on whatever thread it runs, and read only once that
+        // next() has returned (WhenCallReturned).
         private ValueTask _running;
 
-        // Whether an interceptor took the call's outcome from the task of next(): a failure it did
-        // not rethrow was caught, where one nobody took is still the caller's.
+        // Whether an interceptor took the call's outcome from the task of next(): a failure it did not rethrow was caught, where one nobody
+        // took is still the caller's.
         private bool _taken;
 
         [AsyncMethodBuilder(typeof(PoolingAsyncValueTaskMethodBuilder<>))]
@@ -122,10 +124,9 @@ internal sealed partial class CallInvoker
                 Close(); // See InterceptorChain.Close: a next() kept past here is refused.
             }
 
-            // An interceptor that returned without awaiting next() left the call running (next()
-            // run on another thread may even be in its synchronous part still): it is still the
-            // caller's, so its outcome is theirs too, whenever it comes, and nothing of it outlives
-            // their await. Awaited when complete too: see _running.
+            // An interceptor that returned without awaiting next() left the call running (next() run on another thread may even be in its
+            // synchronous part still): it is still the caller's, so its outcome is theirs too, whenever it comes, and nothing of it
+            // outlives their await. Awaited when complete too: see _running.
             await WhenCallReturned().ConfigureAwait(false);
             await _running.ConfigureAwait(false);
 
@@ -143,7 +144,10 @@ internal sealed partial class CallInvoker
                 catch (Exception failure) when (Volatile.Read(ref _taken))
                 {
                     // As on the server: the caller is not handed a default(TResult) nobody sent.
-                    throw new InvalidOperationException($"The call to {Call.MethodName} has no result to return: it failed, and a client interceptor caught the exception without throwing one of its own.", failure);
+                    throw new InvalidOperationException(
+                        $"The call to {Call.MethodName} has no result to return: it failed, and a client interceptor caught the exception " +
+                        "without throwing one of its own.",
+                        failure);
                 }
             }
 
@@ -215,7 +219,8 @@ internal sealed partial class CallInvoker
         protected override ValueTask<TResult> SendAsync()
         {
             CallDeadline deadline = Settings.FixDeadline(_madeAt, out _);
-            return Invoker.SendAsync<TArguments, TResult>(MethodId, arguments, deadline, deadline.Now(Invoker.Clock), Metadata, Call.CancellationToken);
+            long now = deadline.Now(Invoker.Clock);
+            return Invoker.SendAsync<TArguments, TResult>(MethodId, arguments, deadline, now, Metadata, Call.CancellationToken);
         }
     }
 
@@ -229,8 +234,8 @@ internal sealed partial class CallInvoker
             OutgoingStreamCall.SendAsync<TArguments, TItem, TResult>(Source, MethodId, arguments, items, Metadata, Call.CancellationToken);
     }
 
-    /// <summary>A call whose answer is a stream: next() starts it (<see cref="Started"/>) and lasts
-    /// until the caller's enumeration has ended (<see cref="End"/>).</summary>
+    /// <summary>A call whose answer is a stream: next() starts it (<see cref="Started"/>) and lasts until the caller's enumeration has
+    /// ended (<see cref="End"/>).</summary>
     private sealed class ReceiveStreamChain<TArguments, TItem, TResult>(
         CallInvoker invoker, MuxClientCall call, uint methodId, TArguments arguments, IAsyncEnumerable<TItem>? items)
         : CallChain(invoker, call, methodId)
@@ -252,9 +257,8 @@ internal sealed partial class CallInvoker
             }
             finally
             {
-                // A next() called after this is refused rather than left waiting for an enumeration
-                // that never comes. One that made the call sets its stream before it returns, which
-                // may come after the interceptors' own return (next() run on another thread).
+                // A next() called after this is refused rather than left waiting for an enumeration that never comes. One that made the
+                // call sets its stream before it returns, which may come after the interceptors' own return (next() run on another thread).
                 Close();
                 await WhenCallReturned().ConfigureAwait(false);
                 _started.TrySetResult(null);

@@ -7,16 +7,16 @@ using Mux.Streaming;
 namespace Mux.Client;
 
 /// <summary>
-/// The one way in for a client's calls of all six shapes, each with this invoker's <see cref="CallSettings"/>: MuxClient
-/// forwards to the client's own, and a bound proxy calls one of its own. A unary call's deadline is fixed once when the user
-/// makes it; then it takes the current connection, waits for one when none is up, and is sent again when the server
-/// provably never ran it, within the client's <see cref="RetryBudget"/>: on the next connection when its own left it unsent,
-/// on another instance (or the same one) when the server refused it as Overloaded or TooManyCalls. Every wait and resend
-/// spend from that one deadline. As a <see cref="CallSource"/> it is where its streaming calls find their connection.
+/// The one way in for a client's calls of all six shapes, each with this invoker's <see cref="CallSettings"/>: MuxClient forwards to the
+/// client's own, and a bound proxy calls one of its own. A unary call's deadline is fixed once when the user makes it; then it takes the
+/// current connection, waits for one when none is up, and is sent again when the server provably never ran it, within the client's
+/// <see cref="RetryBudget"/>: on the next connection when its own left it unsent, on another instance (or the same one) when the server
+/// refused it as Overloaded or TooManyCalls. Every wait and resend spend from that one deadline. As a <see cref="CallSource"/> it is where
+/// its streaming calls find their connection.
 /// </summary>
 /// <remarks>
-/// A call not complete when it returns goes through <c>RetryIfNotRunAsync</c>, whose state machine comes from a pool, so a
-/// call allocates nothing in steady state; it keeps the arguments by value so a resend can write them again.
+/// A call not complete when it returns goes through <c>RetryIfNotRunAsync</c>, whose state machine comes from a pool, so a call allocates
+/// nothing in steady state; it keeps the arguments by value so a resend can write them again.
 /// </remarks>
 internal sealed partial class CallInvoker : CallSource, IMuxCallInvoker
 {
@@ -64,7 +64,8 @@ internal sealed partial class CallInvoker : CallSource, IMuxCallInvoker
     {
         if (_interceptors.Length != 0)
         {
-            return VoidResult.Ignore(new UnaryChain<TArguments, VoidResult>(this, NewCall(methodId, cancellationToken), methodId, arguments).RunAsync());
+            var chain = new UnaryChain<TArguments, VoidResult>(this, NewCall(methodId, cancellationToken), methodId, arguments);
+            return VoidResult.Ignore(chain.RunAsync());
         }
 
         CallDeadline deadline = _settings.FixDeadline(0, out long now);
@@ -110,8 +111,11 @@ internal sealed partial class CallInvoker : CallSource, IMuxCallInvoker
             return SendWithoutConnection<TArguments, TResult>(methodId, arguments, deadline, metadata, cancellationToken);
         }
 
-        ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, now, cancellationToken, metadata: metadata);
-        return call.IsCompletedSuccessfully || !Retries ? call : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, cancellationToken);
+        ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(
+            methodId, arguments, deadline, now, cancellationToken, null, metadata);
+        return call.IsCompletedSuccessfully || !Retries
+            ? call
+            : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, cancellationToken);
     }
 
     private ValueTask SendAsync<TArguments>(
@@ -127,7 +131,9 @@ internal sealed partial class CallInvoker : CallSource, IMuxCallInvoker
         }
 
         ValueTask call = connection.Outgoing.InvokeAsync(methodId, arguments, deadline, now, cancellationToken, metadata);
-        return call.IsCompletedSuccessfully || !Retries ? call : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, cancellationToken);
+        return call.IsCompletedSuccessfully || !Retries
+            ? call
+            : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, cancellationToken);
     }
 
     private ValueTask<TResult> SendWithoutConnection<TArguments, TResult>(
@@ -137,8 +143,8 @@ internal sealed partial class CallInvoker : CallSource, IMuxCallInvoker
             ? SendOnNextConnectionAsync<TArguments, TResult>(null, null, methodId, arguments, deadline, metadata, cancellationToken)
             : ValueTask.FromException<TResult>(NotConnected(methodId));
 
-    /// <summary>Whether a call that found no connection waits for the next: when it waits, and on a client that will have none
-    /// again, whose wait fails at once with why instead of a "safe to retry" that never ends.</summary>
+    /// <summary>Whether a call that found no connection waits for the next: when it waits, and on a client that will have none again, whose
+    /// wait fails at once with why instead of a "safe to retry" that never ends.</summary>
     private bool WaitsForNext => _settings.WaitsForConnection || _keeper.IsEnded;
 
     /// <summary>A call that does not wait, made while no connection is up: nothing was sent, so it is safe to retry.</summary>
@@ -153,17 +159,17 @@ internal sealed partial class CallInvoker : CallSource, IMuxCallInvoker
             latest is { IsClosed: true } ? latest.CloseError : null);
     }
 
-    /// <summary>Whether a call that did not complete at once may be sent again: a refusal within the budget, or a call the
-    /// server never ran on a connection the client replaces.</summary>
+    /// <summary>Whether a call that did not complete at once may be sent again: a refusal within the budget, or a call the server never ran
+    /// on a connection the client replaces.</summary>
     private bool Retries => _retryBudget is not null || _keeper.Reconnects;
 
-    /// <summary>Whether <paramref name="failure"/> says the server never ran the call, nor any of it, so that it may go again
-    /// within the budget: left unsent by a connection the client replaces, or refused.</summary>
+    /// <summary>Whether <paramref name="failure"/> says the server never ran the call, nor any of it, so that it may go again within the
+    /// budget: left unsent by a connection the client replaces, or refused.</summary>
     private bool SendsAgain(Exception failure) =>
         _retryBudget is not null && failure switch
         {
             MuxConnectionException notRun => notRun.IsSafeToRetry && _keeper.Reconnects,
-            MuxRemoteException refusal => refusal.StatusCode is MuxStatusCode.Overloaded or MuxStatusCode.TooManyCalls or MuxStatusCode.ServerShuttingDown,
+            MuxRemoteException { StatusCode: MuxStatusCode.Overloaded or MuxStatusCode.TooManyCalls or MuxStatusCode.ServerShuttingDown } => true,
             _ => false,
         };
 
@@ -179,7 +185,8 @@ internal sealed partial class CallInvoker : CallSource, IMuxCallInvoker
         }
         catch (Exception ex) when (SendsAgain(ex))
         {
-            return await SendAgainAsync<TArguments, TResult>(connection, ex, methodId, arguments, deadline, metadata, cancellationToken).ConfigureAwait(false);
+            return await SendAgainAsync<TArguments, TResult>(connection, ex, methodId, arguments, deadline, metadata, cancellationToken)
+                .ConfigureAwait(false);
         }
     }
 
@@ -195,7 +202,8 @@ internal sealed partial class CallInvoker : CallSource, IMuxCallInvoker
         }
         catch (Exception ex) when (SendsAgain(ex))
         {
-            await SendAgainAsync<TArguments, VoidResult>(connection, ex, methodId, arguments, deadline, metadata, cancellationToken).ConfigureAwait(false);
+            await SendAgainAsync<TArguments, VoidResult>(connection, ex, methodId, arguments, deadline, metadata, cancellationToken)
+                .ConfigureAwait(false);
         }
     }
 
@@ -206,10 +214,11 @@ internal sealed partial class CallInvoker : CallSource, IMuxCallInvoker
         where TArguments : struct
         => notRun is MuxRemoteException refusal
             ? RetryRefusedAsync<TArguments, TResult>(connection, refusal, methodId, arguments, deadline, metadata, cancellationToken)
-            : SendOnNextConnectionAsync<TArguments, TResult>(connection, ExceptionDispatchInfo.Capture(notRun), methodId, arguments, deadline, metadata, cancellationToken);
+            : SendOnNextConnectionAsync<TArguments, TResult>(
+                connection, ExceptionDispatchInfo.Capture(notRun), methodId, arguments, deadline, metadata, cancellationToken);
 
-    /// <summary>Sends again a call the server refused unrun, if the budget has a retry: on another instance when the client
-    /// has one, within the call's own deadline. Past the budget the call fails at once, as Overloaded.</summary>
+    /// <summary>Sends again a call the server refused unrun, if the budget has a retry: on another instance when the client has one, within
+    /// the call's own deadline. Past the budget the call fails at once, as Overloaded.</summary>
     private async ValueTask<TResult> RetryRefusedAsync<TArguments, TResult>(
         ClientConnection refusedBy, MuxRemoteException refusal, uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata,
         CancellationToken cancellationToken)
@@ -230,7 +239,8 @@ internal sealed partial class CallInvoker : CallSource, IMuxCallInvoker
                 null, ExceptionDispatchInfo.Capture(refusal), methodId, arguments, deadline, metadata, cancellationToken).ConfigureAwait(false);
         }
 
-        ValueTask<TResult> call = next.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(Clock), cancellationToken, metadata: metadata);
+        ValueTask<TResult> call =
+            next.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(Clock), cancellationToken, null, metadata);
         return await RetryIfNotRunAsync(call, next, methodId, arguments, deadline, metadata, cancellationToken).ConfigureAwait(false);
     }
 
@@ -242,8 +252,8 @@ internal sealed partial class CallInvoker : CallSource, IMuxCallInvoker
         "retry later.",
         null);
 
-    /// <summary>Sends a call on the next connection within its deadline: one made while none was up, or one the server
-    /// never ran on <paramref name="failed"/>. A call that does not wait takes one already up other than
+    /// <summary>Sends a call on the next connection within its deadline: one made while none was up, or one the server never ran on
+    /// <paramref name="failed"/>. A call that does not wait takes one already up other than
     /// <paramref name="failed"/>, or fails with <paramref name="notRun"/>.</summary>
     private async ValueTask<TResult> SendOnNextConnectionAsync<TArguments, TResult>(
         ClientConnection? failed, ExceptionDispatchInfo? notRun, uint methodId, TArguments arguments, CallDeadline deadline, byte[]? metadata,
@@ -264,12 +274,13 @@ internal sealed partial class CallInvoker : CallSource, IMuxCallInvoker
             throw BudgetSpent(notRun!.SourceException, methodId);
         }
 
-        ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(methodId, arguments, deadline, deadline.Now(Clock), cancellationToken, metadata: metadata);
-        return await (Retries ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, cancellationToken) : call).ConfigureAwait(false);
+        ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(
+            methodId, arguments, deadline, deadline.Now(Clock), cancellationToken, null, metadata);
+        return await (Retries ? RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, cancellationToken) : call)
+            .ConfigureAwait(false);
     }
 
-    // As a CallSource: where this invoker's streaming calls find their connection. A stream cannot be replayed, so it is never
-    // resent.
+    // As a CallSource: where this invoker's streaming calls find their connection. A stream cannot be replayed, so it is never resent.
     public override OutgoingCalls? CurrentCalls => _keeper.Current?.Outgoing;
 
     public override ValueTask<Exception> WhyNotRunAsync(MuxConnectionException notRun) => _keeper.IsEnded ? WhyEndedAsync(notRun) : new(notRun);
@@ -285,8 +296,8 @@ internal sealed partial class CallInvoker : CallSource, IMuxCallInvoker
         return connection.Outgoing;
     }
 
-    /// <summary>Why a streaming call failed unsent on a client that will have no connection again: the error of a wait for
-    /// one, as for a unary call. Should a connection come after all, the call still fails as it did.</summary>
+    /// <summary>Why a streaming call failed unsent on a client that will have no connection again: the error of a wait for one, as for a
+    /// unary call. Should a connection come after all, the call still fails as it did.</summary>
     private async ValueTask<Exception> WhyEndedAsync(MuxConnectionException notRun)
     {
         try

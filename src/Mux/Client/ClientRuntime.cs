@@ -9,8 +9,8 @@ namespace Mux.Client;
 
 /// <summary>
 /// What a <see cref="MuxClient"/> is made of behind its public face: the source of its connections (one endpoint's
-/// <see cref="ConnectionKeeper"/>, or an <see cref="EndPointBalancer"/> over several instances), the services it serves to
-/// its server, and what its calls share (their <see cref="CallInvoker"/> is the path of each). Immutable once made.
+/// <see cref="ConnectionKeeper"/>, or an <see cref="EndPointBalancer"/> over several instances), the services it serves to its server, and
+/// what its calls share (their <see cref="CallInvoker"/> is the path of each). Immutable once made.
 /// </summary>
 internal sealed class ClientRuntime
 {
@@ -74,8 +74,9 @@ internal sealed class ClientRuntime
         return runtime;
     }
 
-    /// <summary>A client over a transport opened by the caller (a stream, a pipe, in-memory pipes): it cannot reconnect. The
-    /// handshake waits until <paramref name="deadline"/> (by default ConnectTimeout from now).</summary>
+    /// <summary>A client over a transport opened by the caller (a stream, a pipe, in-memory pipes): it cannot reconnect. The handshake
+    /// waits until
+    /// <paramref name="deadline"/> (by default ConnectTimeout from now).</summary>
     public static async Task<ClientRuntime> ConnectAsync(
         IMuxTransport transport, MuxClientOptions options, string name, CancellationToken cancellationToken, long? deadline = null)
     {

@@ -3,8 +3,8 @@ using System.Runtime.CompilerServices;
 namespace Mux.Connection;
 
 /// <summary>
-/// When a call must end, fixed once when the user makes it (<see cref="Fix"/>): every wait and any resend spend from it,
-/// and the Request carries what is left. A timestamp of the side's clock, plus where it came from for the timeout's message.
+/// When a call must end, fixed once when the user makes it (<see cref="Fix"/>): every wait and any resend spend from it, and the Request
+/// carries what is left. A timestamp of the side's clock, plus where it came from for the timeout's message.
 /// </summary>
 internal readonly struct CallDeadline
 {
@@ -34,10 +34,10 @@ internal readonly struct CallDeadline
 
     /// <summary>
     /// The deadline of a call made at <paramref name="madeAt"/> (0 for now): <paramref name="timeout"/> after it, in
-    /// <paramref name="clock"/>'s units, or, when the call <paramref name="inherits"/> and a server propagates call
-    /// contexts, the served call's deadline if that comes first. <paramref name="now"/> is the reading the deadline counts
-    /// from, 0 when none was needed, so a Request sent at once reads the clock no more. <paramref name="ownTimeout"/> is
-    /// the call's own timeout when <paramref name="timeout"/> is it, for the timeout's message.
+    /// <paramref name="clock"/>'s units, or, when the call <paramref name="inherits"/> and a server propagates call contexts, the served
+    /// call's deadline if that comes first. <paramref name="now"/> is the reading the deadline counts from, 0 when none was needed, so a
+    /// Request sent at once reads the clock no more. <paramref name="ownTimeout"/> is the call's own timeout when
+    /// <paramref name="timeout"/> is it, for the timeout's message.
     /// </summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public static CallDeadline Fix(TimeProvider clock, long timeout, TimeSpan? ownTimeout, bool inherits, long madeAt, out long now)

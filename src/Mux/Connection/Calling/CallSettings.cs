@@ -3,9 +3,9 @@ using System.Runtime.CompilerServices;
 namespace Mux.Connection;
 
 /// <summary>
-/// What every call of one invoker is made with, resolved once: a client's or a server connection's own, or those bound to
-/// a proxy's <see cref="MuxCallOptions"/> (checked and copied when the proxy was made, so a later change to the options
-/// changes no proxy, with the metadata encoded once). Immutable.
+/// What every call of one invoker is made with, resolved once: a client's or a server connection's own, or those bound to a proxy's
+/// <see cref="MuxCallOptions"/> (checked and copied when the proxy was made, so a later change to the options changes no proxy, with the
+/// metadata encoded once). Immutable.
 /// </summary>
 internal sealed class CallSettings
 {
@@ -38,8 +38,8 @@ internal sealed class CallSettings
     /// <summary>Whether a call that finds no connection waits for the next one (a server's connection is there or gone).</summary>
     public bool WaitsForConnection { get; }
 
-    /// <summary>Whether a call made while serving one inherits its deadline: a client's calls do, and a server's call to its
-    /// client does not, since the call it serves is another flow.</summary>
+    /// <summary>Whether a call made while serving one inherits its deadline: a client's calls do, and a server's call to its client does
+    /// not, since the call it serves is another flow.</summary>
     public bool InheritsDeadline { get; }
 
     /// <summary>The metadata, keys checked (what client interceptors start from).</summary>
@@ -63,27 +63,31 @@ internal sealed class CallSettings
 
         // The options' own dictionary checked its keys as they were set; the property has no setter.
         var metadata = (CallMetadata)options.Metadata;
-        return new CallSettings(
-            Clock, timeout ?? TimeoutSpan, timeout, options.WaitForConnection ?? WaitsForConnection, InheritsDeadline, metadata.ToArray(), metadata.Encode());
+        bool waits = options.WaitForConnection ?? WaitsForConnection;
+        return new CallSettings(Clock, timeout ?? TimeoutSpan, timeout, waits, InheritsDeadline, metadata.ToArray(), metadata.Encode());
     }
 
-    /// <summary>These settings with the timeout the interceptors left on a call, resolved again once they let it go: its own
-    /// when it differs from these settings' or these had their own.</summary>
-    public CallSettings WithTimeout(TimeSpan timeout) =>
-        new(Clock, timeout, timeout != TimeoutSpan || OwnTimeout is not null ? timeout : null, WaitsForConnection, InheritsDeadline, Metadata, EncodedMetadata);
+    /// <summary>These settings with the timeout the interceptors left on a call, resolved again once they let it go: its own when it
+    /// differs from these settings' or these had their own.</summary>
+    public CallSettings WithTimeout(TimeSpan timeout)
+    {
+        TimeSpan? own = timeout != TimeoutSpan || OwnTimeout is not null ? timeout : null;
+        return new(Clock, timeout, own, WaitsForConnection, InheritsDeadline, Metadata, EncodedMetadata);
+    }
 
     /// <summary>The deadline of a call made at <paramref name="madeAt"/> (0 for now); see <see cref="CallDeadline.Fix"/>.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public CallDeadline FixDeadline(long madeAt, out long now) => CallDeadline.Fix(Clock, Timeout, OwnTimeout, InheritsDeadline, madeAt, out now);
 
-    /// <summary><paramref name="value"/>, when it can be a call's timeout: positive (up to what a timer takes, about 24.8 days),
-    /// or <see cref="System.Threading.Timeout.InfiniteTimeSpan"/>.</summary>
+    /// <summary><paramref name="value"/>, when it can be a call's timeout: positive (up to what a timer takes, about 24.8 days), or
+    /// <see cref="System.Threading.Timeout.InfiniteTimeSpan"/>.</summary>
     public static TimeSpan CheckTimeout(TimeSpan value, string name)
     {
         if (value != System.Threading.Timeout.InfiniteTimeSpan && (value <= TimeSpan.Zero || value.TotalMilliseconds > int.MaxValue))
         {
+            TimeSpan most = TimeSpan.FromMilliseconds(int.MaxValue);
             throw new ArgumentOutOfRangeException(
-                name, value, $"{name} is {value}; it must be positive and at most {TimeSpan.FromMilliseconds(int.MaxValue)}, or Timeout.InfiniteTimeSpan for none.");
+                name, value, $"{name} is {value}; it must be positive and at most {most}, or Timeout.InfiniteTimeSpan for none.");
         }
 
         return value;
