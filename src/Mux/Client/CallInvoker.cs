@@ -59,17 +59,24 @@ internal sealed partial class CallInvoker : CallSource, IMuxCallInvoker
         return SendAsync<TArguments, TResult>(methodId, arguments, deadline, now, _settings.EncodedMetadata, cancellationToken);
     }
 
+    /// <summary>A call without a result goes the way of one with (VoidResult) on the rare paths, through interceptors or without a
+    /// connection; sent at once, it is awaited through its own call object, without the hop a VoidResult.Ignore would add.</summary>
     public ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct
     {
-        if (_interceptors.Length != 0)
+        ClientConnection? connection = _interceptors.Length == 0 ? _keeper.Current : null;
+        if (connection is null)
         {
-            var chain = new UnaryChain<TArguments, VoidResult>(this, NewCall(methodId, cancellationToken), methodId, arguments);
-            return VoidResult.Ignore(chain.RunAsync());
+            return VoidResult.Ignore(InvokeAsync<TArguments, VoidResult>(methodId, arguments, cancellationToken));
         }
 
         CallDeadline deadline = _settings.FixDeadline(0, out long now);
-        return SendAsync(methodId, arguments, deadline, now, _settings.EncodedMetadata, cancellationToken);
+        _retryBudget?.Deposit(now != 0 ? now : Clock.GetTimestamp()); // 0: no deadline, so the clock was not read.
+        byte[]? metadata = _settings.EncodedMetadata;
+        ValueTask call = connection.Outgoing.InvokeAsync(methodId, arguments, deadline, now, cancellationToken, metadata);
+        return call.IsCompletedSuccessfully || !Retries
+            ? call
+            : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, cancellationToken);
     }
 
     public IAsyncEnumerable<TResult> InvokeServerStream<TArguments, TResult>(uint methodId, TArguments arguments, CancellationToken cancellationToken)
@@ -108,7 +115,9 @@ internal sealed partial class CallInvoker : CallSource, IMuxCallInvoker
         ClientConnection? connection = _keeper.Current;
         if (connection is null)
         {
-            return SendWithoutConnection<TArguments, TResult>(methodId, arguments, deadline, metadata, cancellationToken);
+            return WaitsForNext
+                ? SendOnNextConnectionAsync<TArguments, TResult>(null, null, methodId, arguments, deadline, metadata, cancellationToken)
+                : ValueTask.FromException<TResult>(NotConnected(methodId));
         }
 
         ValueTask<TResult> call = connection.Outgoing.InvokeAsync<TArguments, TResult>(
@@ -117,31 +126,6 @@ internal sealed partial class CallInvoker : CallSource, IMuxCallInvoker
             ? call
             : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, cancellationToken);
     }
-
-    private ValueTask SendAsync<TArguments>(
-        uint methodId, in TArguments arguments, in CallDeadline deadline, long now, byte[]? metadata, CancellationToken cancellationToken)
-        where TArguments : struct
-    {
-        _retryBudget?.Deposit(now != 0 ? now : Clock.GetTimestamp()); // 0: no deadline, so the clock was not read.
-        ClientConnection? connection = _keeper.Current;
-        if (connection is null)
-        {
-            // The rare path: it goes the way of a call with a result.
-            return VoidResult.Ignore(SendWithoutConnection<TArguments, VoidResult>(methodId, arguments, deadline, metadata, cancellationToken));
-        }
-
-        ValueTask call = connection.Outgoing.InvokeAsync(methodId, arguments, deadline, now, cancellationToken, metadata);
-        return call.IsCompletedSuccessfully || !Retries
-            ? call
-            : RetryIfNotRunAsync(call, connection, methodId, arguments, deadline, metadata, cancellationToken);
-    }
-
-    private ValueTask<TResult> SendWithoutConnection<TArguments, TResult>(
-        uint methodId, in TArguments arguments, in CallDeadline deadline, byte[]? metadata, CancellationToken cancellationToken)
-        where TArguments : struct
-        => WaitsForNext
-            ? SendOnNextConnectionAsync<TArguments, TResult>(null, null, methodId, arguments, deadline, metadata, cancellationToken)
-            : ValueTask.FromException<TResult>(NotConnected(methodId));
 
     /// <summary>Whether a call that found no connection waits for the next: when it waits, and on a client that will have none again, whose
     /// wait fails at once with why instead of a "safe to retry" that never ends.</summary>
