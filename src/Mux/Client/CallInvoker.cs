@@ -143,9 +143,8 @@ internal sealed partial class CallInvoker : CallSource, IMuxCallInvoker
             latest is { IsClosed: true } ? latest.CloseError : null);
     }
 
-    /// <summary>Whether a call that did not complete at once may be sent again: a refusal within the budget, or a call the server never ran
-    /// on a connection the client replaces.</summary>
-    private bool Retries => _retryBudget is not null || _keeper.Reconnects;
+    /// <summary>Whether a call that did not complete at once may be sent again: only within a budget (see <see cref="SendsAgain"/>).</summary>
+    private bool Retries => _retryBudget is not null;
 
     /// <summary>Whether <paramref name="failure"/> says the server never ran the call, nor any of it, so that it may go again within the
     /// budget: left unsent by a connection the client replaces, or refused.</summary>

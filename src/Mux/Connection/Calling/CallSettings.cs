@@ -23,7 +23,6 @@ internal sealed class CallSettings
         EncodedMetadata = encodedMetadata;
     }
 
-    /// <summary>The clock deadlines are fixed and kept on.</summary>
     public TimeProvider Clock { get; }
 
     /// <summary>The calls' timeout in <see cref="Clock"/>'s units; <see cref="ClockDeadline.Never"/> for none.</summary>
