@@ -218,7 +218,7 @@ internal sealed partial class CallInvoker
 
         protected override ValueTask<TResult> SendAsync()
         {
-            CallDeadline deadline = Settings.FixDeadline(_madeAt, out _);
+            CallDeadline deadline = Invoker._settings.FixDeadline(Call.Timeout, _madeAt);
             long now = deadline.Now(Invoker.Clock);
             return Invoker.SendAsync<TArguments, TResult>(MethodId, arguments, deadline, now, Metadata, Call.CancellationToken);
         }
@@ -301,11 +301,8 @@ internal sealed partial class CallInvoker
         /// <summary>The metadata section to send: encoded again only when an interceptor changed it.</summary>
         protected byte[]? Metadata => Call.IsMetadataModified ? Call.CallMetadata.Encode() : Invoker._settings.EncodedMetadata;
 
-        /// <summary>The settings as the interceptors left them: they may have changed the timeout.</summary>
-        protected CallSettings Settings => Invoker._settings.WithTimeout(Call.Timeout);
-
         /// <summary>Where a streaming call waits for its connection, within the timeout the interceptors left.</summary>
-        protected CallSource Source => new CallInvoker(Invoker._runtime, Settings);
+        protected CallSource Source => new CallInvoker(Invoker._runtime, Invoker._settings.WithTimeout(Call.Timeout));
 
         protected override int Count => Invoker._interceptors.Length;
 

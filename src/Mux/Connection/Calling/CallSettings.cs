@@ -66,17 +66,20 @@ internal sealed class CallSettings
         return new CallSettings(Clock, timeout ?? TimeoutSpan, timeout, waits, InheritsDeadline, metadata.ToArray(), metadata.Encode());
     }
 
-    /// <summary>These settings with the timeout the interceptors left on a call, resolved again once they let it go: its own when it
-    /// differs from these settings' or these had their own.</summary>
-    public CallSettings WithTimeout(TimeSpan timeout)
-    {
-        TimeSpan? own = timeout != TimeoutSpan || OwnTimeout is not null ? timeout : null;
-        return new(Clock, timeout, own, WaitsForConnection, InheritsDeadline, Metadata, EncodedMetadata);
-    }
+    /// <summary>These settings with the timeout the interceptors left on a streaming call, for its wait for a connection.</summary>
+    public CallSettings WithTimeout(TimeSpan timeout) =>
+        new(Clock, timeout, OwnTimeoutFor(timeout), WaitsForConnection, InheritsDeadline, Metadata, EncodedMetadata);
 
     /// <summary>The deadline of a call made at <paramref name="madeAt"/> (0 for now); see <see cref="CallDeadline.Fix"/>.</summary>
     [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public CallDeadline FixDeadline(long madeAt, out long now) => CallDeadline.Fix(Clock, Timeout, OwnTimeout, InheritsDeadline, madeAt, out now);
+
+    /// <summary>The deadline of a call whose interceptors left <paramref name="timeout"/> on it, made at <paramref name="madeAt"/>.</summary>
+    public CallDeadline FixDeadline(TimeSpan timeout, long madeAt) =>
+        CallDeadline.Fix(Clock, ClockDeadline.ToTimestampSpan(Clock, timeout), OwnTimeoutFor(timeout), InheritsDeadline, madeAt, out _);
+
+    // A timeout an interceptor left is the call's own when it differs from these settings' or these had their own (for the message).
+    private TimeSpan? OwnTimeoutFor(TimeSpan timeout) => timeout != TimeoutSpan || OwnTimeout is not null ? timeout : null;
 
     /// <summary><paramref name="value"/>, when it can be a call's timeout: positive (up to what a timer takes, about 24.8 days), or
     /// <see cref="System.Threading.Timeout.InfiniteTimeSpan"/>.</summary>
