@@ -3,9 +3,8 @@ using System.ComponentModel;
 namespace Mux;
 
 /// <summary>
-/// What a generated proxy sends its calls through: a <see cref="MuxClient"/> (calls to a server),
-/// or a <see cref="MuxRemoteClient"/> (calls from a server handler to the client that called it).
-/// Generated code's plumbing: users call the proxy.
+/// What a generated proxy sends its calls through: a <see cref="MuxClient"/> (calls to a server), or a <see cref="MuxRemoteClient"/> (calls
+/// from a server handler to the client that called it). Generated code's plumbing: users call the proxy.
 /// </summary>
 [EditorBrowsable(EditorBrowsableState.Never)]
 public interface IMuxCallInvoker
@@ -31,8 +30,8 @@ public interface IMuxCallInvoker
     ValueTask InvokeAsync<TArguments>(uint methodId, in TArguments arguments, CancellationToken cancellationToken)
         where TArguments : struct;
 
-    /// <summary>Calls a method that returns a stream (callee streaming). The call starts when the
-    /// stream is enumerated; each enumeration is a call of its own.</summary>
+    /// <summary>Calls a method that returns a stream (callee streaming). The call starts when the stream is enumerated; each enumeration is
+    /// a call of its own.</summary>
     /// <typeparam name="TArguments">The argument list (the stream parameter, if any, left out).</typeparam>
     /// <typeparam name="TResult">The type of the items the other side streams.</typeparam>
     /// <param name="methodId">The method's wire id.</param>

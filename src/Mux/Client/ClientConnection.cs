@@ -9,13 +9,13 @@ using Mux.Transport;
 namespace Mux.Client;
 
 /// <summary>
-/// The client's end of a connection: the engine, plus what only a client does: the handshake as the side that connects,
-/// and closing once a server that sent GoAway has answered every call it promised to.
+/// The client's end of a connection: the engine, plus what only a client does: the handshake as the side that connects, and closing once a
+/// server that sent GoAway has answered every call it promised to.
 /// </summary>
 internal sealed class ClientConnection : MuxConnection
 {
-    // Completed by HelloAck, or failed by a refusal or the close. Asynchronous continuations: ConnectAsync's caller must
-    // never run on the reader loop.
+    // Completed by HelloAck, or failed by a refusal or the close. Asynchronous continuations: ConnectAsync's caller must never run on the
+    // reader loop.
     private readonly TaskCompletionSource _handshake = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     private ClientConnection(IMuxTransport transport, ConnectionSettings settings, ServiceMethods services, ILogger logger, string name)
@@ -28,13 +28,13 @@ internal sealed class ClientConnection : MuxConnection
 
     public int PendingCallCount => Outgoing.Count;
 
-    // Calls the server refused unrun (Overloaded, TooManyCalls) since _refusalsSince, a timestamp of the client's clock; reset
-    // once a second has passed. Written by the callers that saw a refusal, read by the balancer's pick.
+    // Calls the server refused unrun (Overloaded, TooManyCalls) since _refusalsSince, a timestamp of the client's clock; reset once a
+    // second has passed. Written by the callers that saw a refusal, read by the balancer's pick.
     private int _recentRefusals;
     private long _refusalsSince;
 
-    /// <summary>How busy the instance looks to the balancer: its pending calls, plus the calls it refused in the last second,
-    /// so that an instance that sheds load gets fewer calls. The clock is read only while it has refused lately.</summary>
+    /// <summary>How busy the instance looks to the balancer: its pending calls, plus the calls it refused in the last second, so that an
+    /// instance that sheds load gets fewer calls. The clock is read only while it has refused lately.</summary>
     public int Load
     {
         get
@@ -65,10 +65,10 @@ internal sealed class ClientConnection : MuxConnection
     // Null in memory.
     public EndPoint? RemoteEndPoint => PeerEndPoint;
 
-    /// <summary>Opens a connection to <paramref name="endPoint"/>: the transport (socket, TLS), then the handshake. For the
-    /// first connection and every reconnect.</summary>
-    /// <exception cref="MuxConnectionException">The server refused, did not answer within
-    /// <see cref="MuxClientOptions.ConnectTimeout"/>, failed TLS, or is not a Mux server.</exception>
+    /// <summary>Opens a connection to <paramref name="endPoint"/>: the transport (socket, TLS), then the handshake. For the first
+    /// connection and every reconnect.</summary>
+    /// <exception cref="MuxConnectionException">The server refused, did not answer within <see cref="MuxClientOptions.ConnectTimeout"/>,
+    /// failed TLS, or is not a Mux server.</exception>
     public static async Task<ClientConnection> OpenAsync(
         EndPoint endPoint, MuxClientOptions options, ConnectionSettings settings, ServiceMethods services, ILogger logger,
         CancellationToken cancellationToken)
@@ -83,8 +83,8 @@ internal sealed class ClientConnection : MuxConnection
 
     /// <summary>Starts the loops, sends Hello, and waits for the server's HelloAck until <paramref name="deadline"/> (a
     /// <see cref="ClockDeadline"/> timestamp; by default ConnectTimeout from now).</summary>
-    // services: what the connection serves to the server's calls. peer: the server's address and port, which the connection
-    // is counted and its calls measured under (null in memory); set before the start, which counts it open.
+    // services: what the connection serves to the server's calls. peer: the server's address and port, which the connection is counted and
+    // its calls measured under (null in memory); set before the start, which counts it open.
     public static async Task<ClientConnection> ConnectAsync(
         IMuxTransport transport, MuxClientOptions options, ConnectionSettings settings, ServiceMethods services, ILogger logger, string name,
         CancellationToken cancellationToken, long? deadline = null, ServerPeer? peer = null)
@@ -99,8 +99,8 @@ internal sealed class ClientConnection : MuxConnection
         {
             HandshakeSettings hello = settings.Announce(options.AuthToken);
 
-            // The wait, and with it the timeout's timer, starts before Hello goes out: a server that answers, or a clock
-            // that moves, the moment Hello arrives must find the timer running.
+            // The wait, and with it the timeout's timer, starts before Hello goes out: a server that answers, or a clock that moves, the
+            // moment Hello arrives must find the timer running.
             Task answered = connection._handshake.Task.WaitAsync(wait, clock, cancellationToken);
             try
             {
@@ -132,8 +132,8 @@ internal sealed class ClientConnection : MuxConnection
         }
         catch (Exception ex)
         {
-            // Cancelled (the client is being disposed) or refused. No call rides on a connection whose handshake never
-            // completed, so it is dropped: a graceful close would wait for a server that may never answer.
+            // Cancelled (the client is being disposed) or refused. No call rides on a connection whose handshake never completed, so it is
+            // dropped: a graceful close would wait for a server that may never answer.
             connection.Abort(MuxCloseReason.LocalShutdown, ex is OperationCanceledException ? null : ex);
             await connection.Completion.ConfigureAwait(false);
             throw;

@@ -3,10 +3,9 @@ using Microsoft.Extensions.Logging;
 namespace Mux.Client;
 
 /// <summary>
-/// What a <see cref="MuxClient"/> logs about its connections (category "Mux.Client"): each state transition once,
-/// failed attempts once per outage (the rest at Debug), and changes to the set of instances (30–39).
-/// Event ids are fixed across versions and unique within Mux (ConnectionLog has 1–2, 6–7, 11–12 and 28–29, ServerLog 3–10
-/// and 40, ClientLog 20–27 and 30–39, MuxHostingLog 100–).
+/// What a <see cref="MuxClient"/> logs about its connections (category "Mux.Client"): each state transition once, failed attempts once per
+/// outage (the rest at Debug), and changes to the set of instances (30–39). Event ids are fixed across versions and unique within Mux
+/// (ConnectionLog has 1–2, 6–7, 11–12 and 28–29, ServerLog 3–10 and 40, ClientLog 20–27 and 30–39, MuxHostingLog 100–).
 /// </summary>
 internal static partial class ClientLog
 {

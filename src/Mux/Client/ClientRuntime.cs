@@ -9,26 +9,11 @@ namespace Mux.Client;
 
 /// <summary>
 /// What a <see cref="MuxClient"/> is made of behind its public face: the source of its connections (one endpoint's
-/// <see cref="ConnectionKeeper"/>, or an <see cref="EndPointBalancer"/> over several instances), the services it serves to
-/// its server, and the path of each call (its deadline fixed once, the wait for a connection, the resend of a call the
-/// server never ran: ClientRuntime.Calls.cs). Everything here is immutable once made.
+/// <see cref="ConnectionKeeper"/>, or an <see cref="EndPointBalancer"/> over several instances), the services it serves to its server, and
+/// what its calls share (their <see cref="CallInvoker"/> is the path of each). Immutable once made.
 /// </summary>
-internal sealed partial class ClientRuntime
+internal sealed class ClientRuntime
 {
-    // The clock calls' deadlines are fixed and kept on, and CallTimeout in its timestamp units (ClockDeadline.Never for
-    // none) and as the options gave it (for MuxClientCall.Timeout).
-    private readonly TimeProvider _clock;
-    private readonly long _callTimeout;
-    private readonly TimeSpan _callTimeoutSpan;
-
-    private readonly bool _waitForConnection;
-
-    // Outermost first; empty for a client without any, whose calls then never look at them again.
-    private readonly IMuxClientInterceptor[] _interceptors;
-
-    // Where a streaming call with the client's own settings finds its connection.
-    private readonly CallSource _defaultSource;
-
     // Category Mux.Client: for the keeper or balancer and every connection.
     private readonly ILogger _logger;
 
@@ -38,9 +23,6 @@ internal sealed partial class ClientRuntime
     // The options mapped into the engine once, for every connection the client opens.
     private readonly ConnectionSettings _settings;
 
-    // Calls the server reported as never run are sent again only within it; null: never.
-    private readonly RetryBudget? _retryBudget;
-
     private ClientRuntime(MuxClientOptions options, EndPoint? endPoint)
     {
         options.Validate();
@@ -48,17 +30,22 @@ internal sealed partial class ClientRuntime
         _logger = CreateLogger(options);
         Services = new ServiceMethods();
         _endPoint = endPoint;
-        _clock = options.TimeProvider;
-        _callTimeout = ClockDeadline.ToTimestampSpan(_clock, options.CallTimeout);
-        _callTimeoutSpan = options.CallTimeout;
-        _waitForConnection = options.WaitForConnection;
-        _interceptors = [.. options.Interceptors];
-        _defaultSource = new CallsSource(this, _callTimeout, null, _waitForConnection);
-        _retryBudget = options.RetryBudget is { } budget ? new RetryBudget(budget, _clock) : null;
+        CallSettings = CallSettings.ForClient(options);
+        Interceptors = [.. options.Interceptors];
+        RetryBudget = options.RetryBudget is { } budget ? new RetryBudget(budget, options.TimeProvider) : null;
     }
 
+    // The settings of calls through a plain proxy.
+    public CallSettings CallSettings { get; }
+
+    // Outermost first.
+    public IMuxClientInterceptor[] Interceptors { get; }
+
+    // Calls the server reported as never run are sent again only within it; null: never.
+    public RetryBudget? RetryBudget { get; }
+
     /// <summary>Calls sent again so far within the retry budget, for the load runner and tests.</summary>
-    public long RetriesMade => _retryBudget?.Withdrawn ?? 0;
+    public long RetriesMade => RetryBudget?.Withdrawn ?? 0;
 
     // Set once, by the factory that made this runtime, right after the constructor.
     public ConnectionSource Keeper { get; private set; } = null!;
@@ -87,8 +74,9 @@ internal sealed partial class ClientRuntime
         return runtime;
     }
 
-    /// <summary>A client over a transport opened by the caller (a stream, a pipe, in-memory pipes): it cannot reconnect. The
-    /// handshake waits until <paramref name="deadline"/> (by default ConnectTimeout from now).</summary>
+    /// <summary>A client over a transport opened by the caller (a stream, a pipe, in-memory pipes): it cannot reconnect. The handshake
+    /// waits until
+    /// <paramref name="deadline"/> (by default ConnectTimeout from now).</summary>
     public static async Task<ClientRuntime> ConnectAsync(
         IMuxTransport transport, MuxClientOptions options, string name, CancellationToken cancellationToken, long? deadline = null)
     {

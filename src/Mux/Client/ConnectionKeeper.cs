@@ -6,14 +6,14 @@ using Mux.Transport;
 namespace Mux.Client;
 
 /// <summary>
-/// Keeps a <see cref="MuxClient"/> connected. One background loop owns the connection's life: it connects (with backoff),
-/// publishes the connection to callers, waits until it closes or the server sends GoAway, and starts over. Callers read
-/// <see cref="Current"/> without a lock; only one that finds no usable connection waits.
+/// Keeps a <see cref="MuxClient"/> connected. One background loop owns the connection's life: it connects (with backoff), publishes the
+/// connection to callers, waits until it closes or the server sends GoAway, and starts over. Callers read <see cref="Current"/> without a
+/// lock; only one that finds no usable connection waits.
 /// </summary>
 /// <remarks>
-/// Without an endpoint to connect to again (a given transport), or with <see cref="MuxClientOptions.AutoReconnect"/> off,
-/// the keeper never replaces its connection: its loss, or a GoAway once the server's calls have ended, closes the client,
-/// and from then on new calls fail at once with why, as not safe to retry.
+/// Without an endpoint to connect to again (a given transport), or with <see cref="MuxClientOptions.AutoReconnect"/> off, the keeper never
+/// replaces its connection: its loss, or a GoAway once the server's calls have ended, closes the client, and from then on new calls fail at
+/// once with why, as not safe to retry.
 /// </remarks>
 internal sealed class ConnectionKeeper : ConnectionSource
 {
@@ -27,8 +27,7 @@ internal sealed class ConnectionKeeper : ConnectionSource
     // The connection new calls go to; null while (re)connecting. Written under _lock; read without it by every call.
     private volatile ClientConnection? _current;
 
-    // Completed with the next published connection; replaced whenever the current one is retired, failed when the client
-    // closes.
+    // Completed with the next published connection; replaced whenever the current one is retired, failed when the client closes.
     private TaskCompletionSource<ClientConnection> _ready = NewReady();
 
     // Wakes the loop when the current connection is retired before it has closed (GoAway); one per published connection.
@@ -60,8 +59,8 @@ internal sealed class ConnectionKeeper : ConnectionSource
     // Calls a balanced client sent to this instance (retries count again), with Interlocked.
     private long _callsSent;
 
-    // Told, under _lock, when the keeper is about to hand its connection to calls, so a balanced client is Connected before
-    // any call can pick it; null for a client's own keeper.
+    // Told, under _lock, when the keeper is about to hand its connection to calls, so a balanced client is Connected before any call can
+    // pick it; null for a client's own keeper.
     private readonly Action? _onConnecting;
 
     private readonly Task _loop;
@@ -109,10 +108,10 @@ internal sealed class ConnectionKeeper : ConnectionSource
     }
 
     /// <summary>
-    /// The connection for a new call, or null. When the keeper reconnects, a connection that closed or received GoAway is
-    /// retired by the first caller that notices, so the next callers wait for its replacement. When it does not, such a
-    /// connection is the end of this client (<see cref="IsEnded"/>): a call on it would fail as safe to retry, and a caller
-    /// that retries would spin until the client closed.
+    /// The connection for a new call, or null. When the keeper reconnects, a connection that closed or received GoAway is retired by the
+    /// first caller that notices, so the next callers wait for its replacement. When it does not, such a connection is the end of this
+    /// client (<see cref="IsEnded"/>): a call on it would fail as safe to retry, and a caller that retries would spin until the client
+    /// closed.
     /// </summary>
     public override ClientConnection? Current
     {
@@ -135,8 +134,8 @@ internal sealed class ConnectionKeeper : ConnectionSource
 
     public override bool IsEnded => base.IsEnded || (!Reconnects && _current is { IsUsable: false });
 
-    /// <summary>The current connection unless it is <paramref name="failed"/> or unusable: when the keeper reconnects, that
-    /// one is retired here, and the caller waits for the next one.</summary>
+    /// <summary>The current connection unless it is <paramref name="failed"/> or unusable: when the keeper reconnects, that one is retired
+    /// here, and the caller waits for the next one.</summary>
     /// <exception cref="MuxConnectionException">The keeper does not reconnect, and its connection is lost or has received
     /// GoAway.</exception>
     protected override ClientConnection? TryTake(ClientConnection? failed, bool forCall, out Task changed)
@@ -173,16 +172,16 @@ internal sealed class ConnectionKeeper : ConnectionSource
         return NotSent($"the Mux server at {Name}", ownTimeout, why, _latest, attempt);
     }
 
-    /// <summary>Why the keeper has no usable connection, for a message (<paramref name="where"/> names the instance, over
-    /// several): its newest connect attempt's failure, else its newest connection's close; empty when it knows neither.</summary>
+    /// <summary>Why the keeper has no usable connection, for a message (<paramref name="where"/> names the instance, over several): its
+    /// newest connect attempt's failure, else its newest connection's close; empty when it knows neither.</summary>
     public string DescribeLastFailure(string where, out Exception? attempt)
     {
         attempt = _lastConnectError;
         return attempt is not null ? $" The last attempt to connect{where} failed: {attempt.Message}" : DescribeClose(_latest, where);
     }
 
-    // Why a call finds no connection on a keeper that does not reconnect, once its one is lost or has received GoAway. Not
-    // safe to retry: this client sends nothing again.
+    // Why a call finds no connection on a keeper that does not reconnect, once its one is lost or has received GoAway. Not safe to retry:
+    // this client sends nothing again.
     private MuxConnectionException Ended(ClientConnection connection) =>
         connection.IsClosed && connection.CloseReason != MuxCloseReason.GoAway
             ? connection.CloseError
@@ -232,8 +231,7 @@ internal sealed class ConnectionKeeper : ConnectionSource
         TimeProvider clock = Options.TimeProvider;
         int failedAttempts = 0;
 
-        // When the latest connection was lost (for the reconnect's log line), and whether within ReconnectInitialDelay of
-        // being made.
+        // When the latest connection was lost (for the reconnect's log line), and whether within ReconnectInitialDelay of being made.
         long? lostAt = null;
         bool lostSoon = false;
         Exception? error = null;
@@ -317,9 +315,9 @@ internal sealed class ConnectionKeeper : ConnectionSource
                 SetState(MuxClientState.Reconnecting, error);
                 connection = null;
 
-                // A connection that served a while was a good one: its replacement is attempted at once. Two in a row lost as
-                // soon as made are a server that accepts and then drops: the next attempt waits out the backoff, or the loop
-                // would reconnect back to back for as long as the server does that.
+                // A connection that served a while was a good one: its replacement is attempted at once. Two in a row lost as soon as made
+                // are a server that accepts and then drops: the next attempt waits out the backoff, or the loop would reconnect back to
+                // back for as long as the server does that.
                 bool soon = clock.GetElapsedTime(connectedAt, lostAt.Value) < Options.ReconnectInitialDelay;
                 if (!soon)
                 {
@@ -367,8 +365,8 @@ internal sealed class ConnectionKeeper : ConnectionSource
         }
     }
 
-    // Ends the client, once, on the loop's way out: waiting and later calls fail with why it closed (never safe to retry);
-    // the connections still open are closed, and only then is the client Closed, so whoever sees it closed finds them so.
+    // Ends the client, once, on the loop's way out: waiting and later calls fail with why it closed (never safe to retry); the connections
+    // still open are closed, and only then is the client Closed, so whoever sees it closed finds them so.
     private async Task CloseAsync(Exception? error)
     {
         MuxConnectionException closed = error as MuxConnectionException ?? Closed(error);
@@ -396,8 +394,8 @@ internal sealed class ConnectionKeeper : ConnectionSource
         SetState(MuxClientState.Closed, error);
     }
 
-    // When a balancer dropped this instance, first drains the connection: no new call is sent on it, and the calls already
-    // sent there keep it open until they complete (each by its own deadline at the latest), or the client is disposed.
+    // When a balancer dropped this instance, first drains the connection: no new call is sent on it, and the calls already sent there keep
+    // it open until they complete (each by its own deadline at the latest), or the client is disposed.
     private async Task CloseConnectionAsync(ClientConnection connection)
     {
         if (_draining)
@@ -431,8 +429,8 @@ internal sealed class ConnectionKeeper : ConnectionSource
         await _loop.ConfigureAwait(false);
     }
 
-    // A balancer dropped this instance: the loop stops, and on its way out drains each connection, then closes it. A
-    // DisposeAsync meanwhile closes them at once.
+    // A balancer dropped this instance: the loop stops, and on its way out drains each connection, then closes it. A DisposeAsync meanwhile
+    // closes them at once.
     public Task DrainAsync()
     {
         _draining = true;

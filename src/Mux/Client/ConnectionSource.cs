@@ -6,8 +6,8 @@ namespace Mux.Client;
 
 /// <summary>
 /// Where a <see cref="MuxClient"/> gets the connection for each call: one endpoint's <see cref="ConnectionKeeper"/>, or an
-/// <see cref="Balancing.EndPointBalancer"/> over several. Both share the client's state and its report to the handler,
-/// the client's end, and what their connections are opened and logged with.
+/// <see cref="Balancing.EndPointBalancer"/> over several. Both share the client's state and its report to the handler, the client's end,
+/// and what their connections are opened and logged with.
 /// </summary>
 internal abstract class ConnectionSource : IAsyncDisposable
 {
@@ -43,15 +43,16 @@ internal abstract class ConnectionSource : IAsyncDisposable
     /// <summary>The connection for a new call, or null when the caller must wait. Read by every call: no lock, no allocation.</summary>
     public abstract ClientConnection? Current { get; }
 
-    /// <summary>Where a call <paramref name="refusedBy"/> refused unrun goes again: over several instances, the least busy
-    /// other usable one; else <paramref name="refusedBy"/> itself while it is usable; else the current connection or none.</summary>
+    /// <summary>Where a call <paramref name="refusedBy"/> refused unrun goes again: over several instances, the least busy other usable
+    /// one; else
+    /// <paramref name="refusedBy"/> itself while it is usable; else the current connection or none.</summary>
     public virtual ClientConnection? ForRetry(ClientConnection refusedBy) => refusedBy.IsUsable ? refusedBy : Current;
 
     /// <summary>The newest connection, open or not; null before the first one.</summary>
     public abstract ClientConnection? Latest { get; }
 
-    /// <summary>Whether no call gets a connection here again (closed, disposing, or closing without another connection): a
-    /// call that finds none then waits, whether or not it would, and the wait fails at once with why.</summary>
+    /// <summary>Whether no call gets a connection here again (closed, disposing, or closing without another connection): a call that finds
+    /// none then waits, whether or not it would, and the wait fails at once with why.</summary>
     public virtual bool IsEnded => State == MuxClientState.Closed || Disposing.IsCancellationRequested;
 
     /// <summary>Calls waiting for their response right now (on every instance's connection, over several).</summary>
@@ -72,8 +73,8 @@ internal abstract class ConnectionSource : IAsyncDisposable
 
     public abstract ValueTask DisposeAsync();
 
-    /// <summary>Moves the client to <paramref name="state"/> and tells the handler; a handler that throws is logged, never
-    /// allowed to stop the loop that changed the state. Closed is final.</summary>
+    /// <summary>Moves the client to <paramref name="state"/> and tells the handler; a handler that throws is logged, never allowed to stop
+    /// the loop that changed the state. Closed is final.</summary>
     /// <returns>Whether the state changed since the handler was last told.</returns>
     protected bool SetState(MuxClientState state, Exception? error)
     {
@@ -102,8 +103,8 @@ internal abstract class ConnectionSource : IAsyncDisposable
         return true;
     }
 
-    /// <summary>Moves the client to <paramref name="state"/> (not Closed) before a connection is handed to calls, so that a
-    /// caller whose call succeeded on it never finds the client still connecting; the next SetState tells the handler.</summary>
+    /// <summary>Moves the client to <paramref name="state"/> (not Closed) before a connection is handed to calls, so that a caller whose
+    /// call succeeded on it never finds the client still connecting; the next SetState tells the handler.</summary>
     protected void StoreState(MuxClientState state)
     {
         if (_reported != MuxClientState.Closed)
@@ -112,8 +113,8 @@ internal abstract class ConnectionSource : IAsyncDisposable
         }
     }
 
-    /// <summary>Waits for a usable connection other than <paramref name="failed"/> (the one a call just failed on without
-    /// running) until <paramref name="deadline"/>, a <see cref="ClockDeadline"/> timestamp or <see cref="ClockDeadline.Never"/>.
+    /// <summary>Waits for a usable connection other than <paramref name="failed"/> (the one a call just failed on without running) until
+    /// <paramref name="deadline"/>, a <see cref="ClockDeadline"/> timestamp or <see cref="ClockDeadline.Never"/>.
     /// <paramref name="ownTimeout"/> is the call's own timeout when it replaced CallTimeout (for the message), else null;
     /// <paramref name="forCall"/> says whether a call goes to the connection found (what a balanced client counts).</summary>
     /// <exception cref="MuxConnectionException">No connection came in time (safe to retry), or the client is closed.</exception>
@@ -129,8 +130,8 @@ internal abstract class ConnectionSource : IAsyncDisposable
 
             if (changed.IsFaulted)
             {
-                // The client has closed: a call fails with why, however late it came ("no connection
-                // in time" would tell its caller to retry on a client that will send nothing again).
+                // The client has closed: a call fails with why, however late it came ("no connection in time" would tell its caller to
+                // retry on a client that will send nothing again).
                 await changed.ConfigureAwait(false);
             }
 
@@ -150,8 +151,8 @@ internal abstract class ConnectionSource : IAsyncDisposable
         }
     }
 
-    /// <summary>The connection for a waiting caller, never <paramref name="failed"/>; or null, with <paramref name="changed"/>
-    /// the task that completes when it is worth looking again (or fails once the client is closed).</summary>
+    /// <summary>The connection for a waiting caller, never <paramref name="failed"/>; or null, with <paramref name="changed"/> the task
+    /// that completes when it is worth looking again (or fails once the client is closed).</summary>
     /// <exception cref="MuxConnectionException">The client is closed (or <see cref="IsEnded"/>).</exception>
     protected abstract ClientConnection? TryTake(ClientConnection? failed, bool forCall, out Task changed);
 
@@ -166,8 +167,8 @@ internal abstract class ConnectionSource : IAsyncDisposable
             latest?.CloseReason ?? MuxCloseReason.None,
             inner);
 
-    /// <summary>" The last connection{where}: ...", why <paramref name="latest"/> closed, for the message of a call that
-    /// found no connection; empty while it is open or before the first one.</summary>
+    /// <summary>" The last connection{where}: ...", why <paramref name="latest"/> closed, for the message of a call that found no
+    /// connection; empty while it is open or before the first one.</summary>
     internal static string DescribeClose(ClientConnection? latest, string where = "") =>
         latest is { IsClosed: true } ? $" The last connection{where}: {latest.CloseError.Message}" : string.Empty;
 

@@ -1,8 +1,8 @@
 namespace Mux.Client;
 
 /// <summary>
-/// Exponential waits between reconnect attempts, each shortened by up to 20% at random so that the clients of one
-/// restarted server spread their attempts. Not thread-safe: one reconnect loop owns an instance.
+/// Exponential waits between reconnect attempts, each shortened by up to 20% at random so that the clients of one restarted server spread
+/// their attempts. Not thread-safe: one reconnect loop owns an instance.
 /// </summary>
 internal sealed class ReconnectBackoff
 {

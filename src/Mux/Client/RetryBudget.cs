@@ -4,13 +4,13 @@ namespace Mux.Client;
 
 /// <summary>
 /// A client's <see cref="MuxRetryBudget"/>: every call made deposits <see cref="MuxRetryBudget.Ratio"/> of a retry, kept for
-/// <see cref="WindowSeconds"/> seconds, and every retry withdraws one; <see cref="MuxRetryBudget.MinRetriesPerSecond"/> times
-/// the window may be withdrawn whatever was deposited. So over any window, retries are at most Ratio × the calls made in it plus
-/// that reserve (Finagle's RetryBudget, gRPC's retry throttling).
+/// <see cref="WindowSeconds"/> seconds, and every retry withdraws one; <see cref="MuxRetryBudget.MinRetriesPerSecond"/> times the window
+/// may be withdrawn whatever was deposited. So over any window, retries are at most Ratio × the calls made in it plus that reserve
+/// (Finagle's RetryBudget, gRPC's retry throttling).
 /// </summary>
 /// <remarks>
-/// Deposits are per call, on the caller's thread: each goes to the current second's count, striped by core
-/// (<see cref="CoreStripe"/>), so callers on different cores never write one line. Withdrawals are per retry, a rare path, and take the lock.
+/// Deposits are per call, on the caller's thread: each goes to the current second's count, striped by core (<see cref="CoreStripe"/>), so
+/// callers on different cores never write one line. Withdrawals are per retry, a rare path, and take the lock.
 /// </remarks>
 internal sealed class RetryBudget
 {
@@ -21,9 +21,9 @@ internal sealed class RetryBudget
     private readonly double _ratio;
     private readonly long _reserve;
 
-    // The calls made in each second of the window, by second modulo the window. A slot is reused for a later second under _lock
-    // (a new counter, once a second at most); a deposit reads the slot's second first, and lands in the old counter only if
-    // its thread stalled for most of the window.
+    // The calls made in each second of the window, by second modulo the window. A slot is reused for a later second under _lock (a new
+    // counter, once a second at most); a deposit reads the slot's second first, and lands in the old counter only if its thread stalled for
+    // most of the window.
     private readonly Slot[] _calls = new Slot[WindowSeconds];
 
     // The retries of each second of the window, by second modulo the window. Guarded by _lock.

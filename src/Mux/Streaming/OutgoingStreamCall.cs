@@ -6,9 +6,9 @@ using Mux.Serialization;
 
 namespace Mux.Streaming;
 
-/// <summary>The caller's side of a streaming call, on either side. The caller's stream ends with StreamEnd and the callee's with
-/// the call's Response or Error, so a stream ends exactly once, as a call does. A consumer that stops early, a caller that
-/// cancels and a caller's producer that fails all cancel the call, which sends Cancel and ends the callee's side.</summary>
+/// <summary>The caller's side of a streaming call, on either side. The caller's stream ends with StreamEnd and the callee's with the call's
+/// Response or Error, so a stream ends exactly once, as a call does. A consumer that stops early, a caller that cancels and a caller's
+/// producer that fails all cancel the call, which sends Cancel and ends the callee's side.</summary>
 internal static class OutgoingStreamCall
 {
     /// <summary>Callee or duplex streaming: enumerates the callee's items while it sends <paramref name="items"/>, if any.</summary>
@@ -95,8 +95,8 @@ internal static class OutgoingStreamCall
         }
     }
 
-    /// <summary>The call's Response or Error comes after its last item, so every item is buffered by then. A callee that
-    /// cancelled its producer ends the consumer's loop with OperationCanceledException, as a cancellation here does.</summary>
+    /// <summary>The call's Response or Error comes after its last item, so every item is buffered by then. A callee that cancelled its
+    /// producer ends the consumer's loop with OperationCanceledException, as a cancellation here does.</summary>
     private static async Task EndWhenCallEndsAsync(ValueTask<VoidResult> call, StreamReceiver receiver, CallSource source)
     {
         try
@@ -118,8 +118,8 @@ internal static class OutgoingStreamCall
         }
     }
 
-    /// <summary>Sends the caller's items within the callee's credit, then StreamEnd. Never throws: a producer that fails records
-    /// why, tells the callee (StreamEnd with an error) and cancels the call; a call that ends first just stops it.</summary>
+    /// <summary>Sends the caller's items within the callee's credit, then StreamEnd. Never throws: a producer that fails records why, tells
+    /// the callee (StreamEnd with an error) and cancels the call; a call that ends first just stops it.</summary>
     private static async Task PumpAsync<TItem>(
         MuxConnection connection, CallStreams streams, IAsyncEnumerable<TItem> items, CancellationTokenSource linked)
     {
@@ -127,8 +127,8 @@ internal static class OutgoingStreamCall
         StreamSendWindow sender = streams.Sender!;
         try
         {
-            // Nothing of the stream, StreamEnd included, may go out before the Request is out whole (in fragments, a few writer
-            // turns after the call started): the window opens only then. The credit taken here is the first item's.
+            // Nothing of the stream, StreamEnd included, may go out before the Request is out whole (in fragments, a few writer turns after
+            // the call started): the window opens only then. The credit taken here is the first item's.
             await sender.WaitAsync(token).ConfigureAwait(false);
             await StreamProducer.SendAsync(connection, items, sender, token, holdsCredit: true).ConfigureAwait(false);
 

@@ -3,9 +3,9 @@ using Mux.Transport;
 
 namespace Mux.Client.Balancing;
 
-/// <summary>The resolve loop: asks the <see cref="IMuxEndPointResolver"/> every <see cref="MuxClientOptions.ResolveInterval"/>,
-/// and soon after a connection is lost or the resolver signals a change. While no instance is known it asks on the
-/// reconnect backoff instead: calls are waiting, and only the resolver can give them an instance.</summary>
+/// <summary>The resolve loop: asks the <see cref="IMuxEndPointResolver"/> every <see cref="MuxClientOptions.ResolveInterval"/>, and soon
+/// after a connection is lost or the resolver signals a change. While no instance is known it asks on the reconnect backoff instead: calls
+/// are waiting, and only the resolver can give them an instance.</summary>
 internal sealed partial class EndPointBalancer
 {
     // Completed by any keeper whose connection was lost, to resolve before the interval ends; replaced by the loop.
@@ -20,8 +20,8 @@ internal sealed partial class EndPointBalancer
     private async Task ResolveLoopAsync(IMuxEndPointResolver resolver)
     {
         CancellationToken stopping = Disposing.Token;
-        // A lost connection asks for a resolve at once, but a flapping instance must not make the
-        // loop hammer the resolver: at most one early round per ReconnectInitialDelay.
+        // A lost connection asks for a resolve at once, but a flapping instance must not make the loop hammer the resolver: at most one
+        // early round per ReconnectInitialDelay.
         TimeSpan earliest = Options.ReconnectInitialDelay;
         TimeProvider clock = Options.TimeProvider;
 
@@ -36,8 +36,8 @@ internal sealed partial class EndPointBalancer
                 IReadOnlyList<EndPoint> endPoints = await resolver.ResolveAsync(stopping).ConfigureAwait(false);
                 for (int i = 0; i < endPoints.Count; i++)
                 {
-                    // Refused here: in Update, a null would fail it halfway, after it had started
-                    // keepers for the instances before it that no set would hold, nor close.
+                    // Refused here: in Update, a null would fail it halfway, after it had started keepers for the instances before it that
+                    // no set would hold, nor close.
                     if (endPoints[i] is null)
                     {
                         throw new InvalidOperationException($"The resolver's answer has a null endpoint (at index {i}).");
@@ -58,8 +58,8 @@ internal sealed partial class EndPointBalancer
             }
             catch (Exception) when (stopping.IsCancellationRequested)
             {
-                // Disposed: whatever the resolver threw for the cancelled ask is not a failure of the
-                // disposal, which goes on to close every instance.
+                // Disposed: whatever the resolver threw for the cancelled ask is not a failure of the disposal, which goes on to close
+                // every instance.
                 return;
             }
             catch (Exception ex)
@@ -68,8 +68,8 @@ internal sealed partial class EndPointBalancer
                 ClientLog.ResolveFailed(Logger, Name, _endPoints.Length, ex);
             }
 
-            // With instances known, a failed or empty ask changes nothing and the next waits a whole interval, so a
-            // resolver that is down is not hammered. With none, calls wait on the resolver alone: ask on the backoff.
+            // With instances known, a failed or empty ask changes nothing and the next waits a whole interval, so a resolver that is down
+            // is not hammered. With none, calls wait on the resolver alone: ask on the backoff.
             TimeSpan wait = _endPoints.Length == 0 && _lastResolveFailure is not null
                 ? Min(backoff.NextDelay(), Options.ResolveInterval)
                 : Options.ResolveInterval;
@@ -93,8 +93,8 @@ internal sealed partial class EndPointBalancer
 
     private static TimeSpan Min(TimeSpan a, TimeSpan b) => a < b ? a : b;
 
-    /// <summary>Waits for the cancelled resolve loop to end, but for a resolver that ignores the token at most
-    /// ConnectTimeout, so that it cannot hold up the disposal forever.</summary>
+    /// <summary>Waits for the cancelled resolve loop to end, but for a resolver that ignores the token at most ConnectTimeout, so that it
+    /// cannot hold up the disposal forever.</summary>
     private async Task StopResolvingAsync()
     {
         try
@@ -111,8 +111,8 @@ internal sealed partial class EndPointBalancer
         }
     }
 
-    /// <summary>Why the resolver's latest ask found no instance, for the message of a call that found none; what
-    /// the resolver threw becomes the call's inner exception.</summary>
+    /// <summary>Why the resolver's latest ask found no instance, for the message of a call that found none; what the resolver threw becomes
+    /// the call's inner exception.</summary>
     private string DescribeNoInstance(out Exception? resolverError)
     {
         Exception? failure = _lastResolveFailure;

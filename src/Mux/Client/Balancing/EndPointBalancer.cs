@@ -6,40 +6,25 @@ using Mux.Transport;
 namespace Mux.Client.Balancing;
 
 /// <summary>
-/// The connections of a client over several instances of one server: one
-/// <see cref="ConnectionKeeper"/> (one multiplexed connection, reconnecting on its own) per
-/// instance, and the per-call pick among them.
+/// The connections of a client over several instances of one server: one <see cref="ConnectionKeeper"/> per instance, and the per-call pick
+/// among them.
 /// </summary>
 /// <remarks>
-/// <para>The pick (<see cref="Current"/>) reads an immutable array without a lock and allocates
-/// nothing. It skips instances with no usable connection (lost, or draining after GoAway: the
-/// keeper retires those as the pick reads them), so new calls only go to instances that take them.</para>
-/// <para>Power of two choices against least pending calls, measured once (2026-11, three equal
-/// servers on loopback, 300 callers, 90,000 calls, four runs each on a shared 2-core machine): the
-/// largest deviation from an even third was 1.4–3.5% with two choices, 1.6–5.3% with least pending;
-/// in 30,000-call runs both varied more (up to 24% and 18%). BalancingTests now pins the picks
-/// themselves, with every call held pending, not those shares. Two choices are the default: a little
-/// tighter, constant cost whatever the number of instances, and no herding (a full scan sends
-/// every call made just after one connection's responses arrive to that same instance). A slow
-/// instance, whose calls stay pending, still loses most comparisons. Ties go to a random instance.</para>
-/// <para>The set of instances changes only through <see cref="Update"/> (fixed list at start, or
-/// an <see cref="IMuxEndPointResolver"/>): new instances get a keeper, removed ones leave the array
-/// at once (no new calls) and each of their connections (one retired after a GoAway included) closes
-/// once the calls sent on it have completed, each by its own deadline at the latest.</para>
+/// <para>The pick (<see cref="Current"/>) reads an immutable array without a lock and allocates nothing; it skips instances with no usable
+/// connection. Two random choices are the default: constant cost whatever the number of instances, and no herding, where a full scan sends
+/// every call made just after one instance's answers arrive to that same instance.</para>
+/// <para>The set changes only through <see cref="Update"/>: new instances get a keeper, and removed ones leave the array at once and close
+/// each connection once the calls sent on it have completed.</para>
 /// </remarks>
 internal sealed partial class EndPointBalancer : ConnectionSource
 {
-    // Guards the set changes (_endPoints writes, _removed), _changed replacement, the aggregated
-    // State and _disposed. Taken on slow paths only: a set change, a keeper's state change, a
-    // caller that found no usable instance, dispose.
+    // Guards _endPoints writes, _removed, _changed, the aggregated State and _disposed; taken on slow paths only.
     private readonly Lock _lock = new();
 
-    // The instances new calls may go to, each its keeper. Replaced (never mutated) under _lock;
-    // read by every call without a lock.
+    // The instances new calls may go to. Replaced, never mutated, under _lock; read by every call without it.
     private volatile ConnectionKeeper[] _endPoints = [];
 
-    // Completed, and replaced, whenever an instance connects, the set changes or the client
-    // closes: callers waiting for a usable instance look again. Replaced under _lock.
+    // Completed and replaced whenever an instance connects, the set changes or the client closes: waiting callers look again.
     private volatile TaskCompletionSource _changed = NewSignal();
 
     // Removed instances still finishing their calls: closed by their drain, or by DisposeAsync.
@@ -50,9 +35,8 @@ internal sealed partial class EndPointBalancer : ConnectionSource
 
     private bool _disposed;
 
-    // Why the last instance of a fixed list closed (AutoReconnect off), once every one has: what
-    // calls on the closed client fail with, as over one endpoint. Written under _lock before the
-    // Closed state is stored, so a caller that reads that state sees it.
+    // Why the last instance of a fixed list closed, once every one has: what calls on the closed client fail with. Written under _lock
+    // before the Closed state is stored, so a caller that reads that state sees it.
     private Exception? _closedBy;
 
     private readonly Task _resolveLoop = Task.CompletedTask;
@@ -61,8 +45,6 @@ internal sealed partial class EndPointBalancer : ConnectionSource
     private readonly ConnectionSettings _settings;
     private readonly ServiceMethods _services;
 
-    /// <summary>Starts the keepers of <see cref="MuxClientOptions.EndPoints"/>, or the loop that asks
-    /// <see cref="MuxClientOptions.EndPointResolver"/>.</summary>
     public EndPointBalancer(
         MuxClientOptions options, ConnectionSettings settings, ServiceMethods services, ILogger logger,
         Action<MuxClientState, MuxClientState, Exception?> onStateChanged)
@@ -101,8 +83,7 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         }
     }
 
-    /// <summary>Calls pending on all instances: on every connection of each, and on those of the
-    /// removed instances still finishing their calls.</summary>
+    /// <summary>Calls pending on all instances, removed ones still finishing their calls included.</summary>
     public override int PendingCalls
     {
         get
@@ -125,7 +106,6 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         }
     }
 
-    /// <summary>The instances calls go to now, each as it is now.</summary>
     public override IReadOnlyList<MuxEndPointStatistics> GetEndPointStatistics()
     {
         ConnectionKeeper[] endPoints = _endPoints;
@@ -138,12 +118,10 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         return statistics;
     }
 
-    /// <summary>The connection for a new call: the one of two random usable instances with fewer
-    /// pending calls (or the fewest of all), or null when none is usable.</summary>
+    /// <summary>The one of two random usable instances with fewer pending calls (or the fewest of all); null when none is.</summary>
     public override ClientConnection? Current => Pick(count: true);
 
-    /// <summary>The pick; <paramref name="count"/> says whether a call will go to it (for
-    /// <see cref="MuxEndPointStatistics.CallsSent"/>).</summary>
+    // count: whether a call will go to the pick (MuxEndPointStatistics.CallsSent).
     private ClientConnection? Pick(bool count)
     {
         ConnectionKeeper[] endPoints = _endPoints;
@@ -157,26 +135,23 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             : PickLeastPending(endPoints, count);
     }
 
-    private static ClientConnection? PickLeastPending(ConnectionKeeper[] endPoints, bool count)
+    // The least loaded usable instance other than except, from a random start so that ties spread.
+    private static ClientConnection? PickLeastPending(ConnectionKeeper[] endPoints, bool count, ClientConnection? except = null)
     {
         int length = endPoints.Length;
-        int start = length == 1 ? 0 : Random.Shared.Next(length);
+        int start = length <= 1 ? 0 : Random.Shared.Next(length);
         ClientConnection? best = null;
         ConnectionKeeper? bestEndPoint = null;
-        int bestPending = int.MaxValue;
+        int bestLoad = int.MaxValue;
         for (int i = 0; i < length; i++)
         {
             int index = start + i;
             ConnectionKeeper endPoint = endPoints[index < length ? index : index - length];
-            if (endPoint.Current is { IsUsable: true } connection)
+            if (endPoint.Current is { IsUsable: true } connection && connection != except && connection.Load is var load && load < bestLoad)
             {
-                int pending = connection.Load;
-                if (pending < bestPending)
-                {
-                    best = connection;
-                    bestEndPoint = endPoint;
-                    bestPending = pending;
-                }
+                best = connection;
+                bestEndPoint = endPoint;
+                bestLoad = load;
             }
         }
 
@@ -213,35 +188,14 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         return takeFirst ? a : b;
     }
 
-    /// <summary>The least busy usable instance other than <paramref name="refusedBy"/>, counting each one's recent refusals;
-    /// without one, as over one endpoint.</summary>
-    public override ClientConnection? ForRetry(ClientConnection refusedBy)
-    {
-        ConnectionKeeper[] endPoints = _endPoints;
-        int length = endPoints.Length;
-        int start = length <= 1 ? 0 : Random.Shared.Next(length);
-        ClientConnection? best = null;
-        ConnectionKeeper? bestEndPoint = null;
-        int bestLoad = int.MaxValue;
-        for (int i = 0; i < length; i++)
-        {
-            int index = start + i;
-            ConnectionKeeper endPoint = endPoints[index < length ? index : index - length];
-            if (endPoint.Current is { IsUsable: true } connection && connection != refusedBy && connection.Load < bestLoad)
-            {
-                best = connection;
-                bestEndPoint = endPoint;
-                bestLoad = connection.Load;
-            }
-        }
-
-        bestEndPoint?.CountCall();
-        return best ?? base.ForRetry(refusedBy);
-    }
+    /// <summary>The least busy usable instance other than <paramref name="refusedBy"/>, counting each one's recent refusals; without one,
+    /// as over one endpoint.</summary>
+    public override ClientConnection? ForRetry(ClientConnection refusedBy) =>
+        PickLeastPending(_endPoints, count: true, except: refusedBy) ?? base.ForRetry(refusedBy);
 
     /// <summary>Waits until some instance is connected (ConnectAsync); sends nothing.</summary>
-    /// <exception cref="MuxConnectionException">No instance connected within ConnectTimeout, or
-    /// (without AutoReconnect) every one failed.</exception>
+    /// <exception cref="MuxConnectionException">No instance connected within ConnectTimeout, or (without AutoReconnect) every one
+    /// failed.</exception>
     public async Task WaitUntilConnectedAsync(long deadline, CancellationToken cancellationToken)
     {
         try
@@ -250,8 +204,8 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         }
         catch (MuxConnectionException)
         {
-            // The wait's own errors speak of a call not sent within CallTimeout, or of a closed
-            // client: this one says why the client could not connect.
+            // The wait's own errors speak of a call not sent within CallTimeout, or of a closed client: this one says why the client could
+            // not connect.
             bool closed = State == MuxClientState.Closed;
             string why = DescribeInstances(out Exception? inner);
             string within = closed ? string.Empty : $" within {DurationText.Format(Options.ConnectTimeout)} (MuxClientOptions.ConnectTimeout)";
@@ -262,8 +216,8 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         }
     }
 
-    /// <summary>The pick, unless it is <paramref name="failed"/>; else the caller waits for an
-    /// instance to connect or the set to change.</summary>
+    /// <summary>The pick, unless it is <paramref name="failed"/>; else the caller waits for an instance to connect or the set to
+    /// change.</summary>
     protected override ClientConnection? TryTake(ClientConnection? failed, bool forCall, out Task changed)
     {
         // Read the signal before looking: a change after the look completes it, so no wake-up is lost.
@@ -283,9 +237,9 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         return NotSent($"any instance of the Mux server ({Name})", ownTimeout, why, Latest, inner);
     }
 
-    /// <summary>Why no instance has a usable connection, for an error's message: what the resolver
-    /// said while none is known, else what the first instance that knows says of its newest connect
-    /// attempt or connection (<paramref name="inner"/>: the resolver's or the attempt's exception).</summary>
+    /// <summary>Why no instance has a usable connection, for an error's message: what the resolver said while none is known, else what the
+    /// first instance that knows says of its newest connect attempt or connection (<paramref name="inner"/>: the resolver's or the
+    /// attempt's exception).</summary>
     private string DescribeInstances(out Exception? inner)
     {
         ConnectionKeeper[] endPoints = _endPoints;
@@ -309,10 +263,9 @@ internal sealed partial class EndPointBalancer : ConnectionSource
     }
 
     /// <summary>
-    /// Makes <paramref name="endPoints"/> the set of instances: keeps those already known, starts
-    /// a keeper for each new one, and drains and closes the ones no longer listed. A known one that
-    /// has closed (its connection lost with AutoReconnect off) is replaced as if it were new: the
-    /// resolver still names it, and a closed keeper would never take a call again.
+    /// Makes <paramref name="endPoints"/> the set of instances: keeps those already known, starts a keeper for each new one, and drains and
+    /// closes the ones no longer listed. A known one that has closed (its connection lost with AutoReconnect off) is replaced as if it were
+    /// new: the resolver still names it, and a closed keeper would never take a call again.
     /// </summary>
     public void Update(IReadOnlyList<EndPoint> endPoints)
     {
@@ -365,8 +318,8 @@ internal sealed partial class EndPointBalancer : ConnectionSource
 
     private ConnectionKeeper StartLocked(EndPoint address)
     {
-        // A change the keeper reports before it is assigned here (a connect that fails at once) comes
-        // with null: the keeper is not in the set yet, and Update aggregates once it is.
+        // A change the keeper reports before it is assigned here (a connect that fails at once) comes with null: the keeper is not in the
+        // set yet, and Update aggregates once it is.
         ConnectionKeeper? keeper = null;
         keeper = new ConnectionKeeper(
             null,
@@ -381,8 +334,8 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         return keeper;
     }
 
-    /// <summary>An instance is Connected and about to take calls: the client is Connected before
-    /// any call can pick it (its handler is told with the instance's, once that is logged).</summary>
+    /// <summary>An instance is Connected and about to take calls: the client is Connected before any call can pick it (its handler is told
+    /// with the instance's, once that is logged).</summary>
     private void OnEndPointConnecting(ConnectionKeeper? endPoint)
     {
         lock (_lock)
@@ -394,13 +347,12 @@ internal sealed partial class EndPointBalancer : ConnectionSource
         }
     }
 
-    /// <summary>A removed instance: no new calls reach it; each of its connections closes once the
-    /// calls sent on it have completed (see <see cref="ConnectionKeeper.DrainAsync"/>).</summary>
+    /// <summary>A removed instance: no new calls reach it; each of its connections closes once the calls sent on it have completed (see
+    /// <see cref="ConnectionKeeper.DrainAsync"/>).</summary>
     private async Task DrainAsync(ConnectionKeeper endPoint)
     {
-        // Listed among the removed until its close has completed, not only begun: a DisposeAsync
-        // meanwhile closes it at once and waits for it too, or the client could report itself closed
-        // while this connection still waited for its server.
+        // Listed among the removed until its close has completed, not only begun: a DisposeAsync meanwhile closes it at once and waits for
+        // it too, or the client could report itself closed while this connection still waited for its server.
         await endPoint.DrainAsync().ConfigureAwait(false);
         lock (_lock)
         {
@@ -426,17 +378,16 @@ internal sealed partial class EndPointBalancer : ConnectionSource
 
         if (state == MuxClientState.Reconnecting || (state == MuxClientState.Closed && previous == MuxClientState.Connected))
         {
-            // An instance went away: the resolver may know that it moved or was replaced, and (without
-            // AutoReconnect, its connection lost for good) only its answer connects it again. A connect
-            // that failed does not ask: without AutoReconnect that would retry at the loop's pace.
+            // An instance went away: the resolver may know that it moved or was replaced, and (without AutoReconnect, its connection lost
+            // for good) only its answer connects it again. A connect that failed does not ask: without AutoReconnect that would retry at
+            // the loop's pace.
             _resolveNow.TrySetResult();
         }
     }
 
-    /// <summary>The client's state: connected while any instance is; closed, with
-    /// <see cref="MuxClientOptions.AutoReconnect"/> off, once every instance has closed (of a fixed
-    /// list: a resolver's next answer connects them again). Once
-    /// disposed, it is left to DisposeAsync, which closes the client when every instance is closed.</summary>
+    /// <summary>The client's state: connected while any instance is; closed, with <see cref="MuxClientOptions.AutoReconnect"/> off, once
+    /// every instance has closed (of a fixed list: a resolver's next answer connects them again). Once disposed, it is left to
+    /// DisposeAsync, which closes the client when every instance is closed.</summary>
     private void AggregateLocked(Exception? error)
     {
         if (_disposed)
@@ -501,10 +452,9 @@ internal sealed partial class EndPointBalancer : ConnectionSource
             return;
         }
 
-        // No instance can join the set now (Update sees _disposed): they are closed first, whatever
-        // the resolver's ask still under way does. All at once: each close may wait out its drain
-        // (a server that does not answer it), and one after another those waits would add up.
-        // Calls their closes leave unsent fail as this client closed, with its name.
+        // No instance can join the set now (Update sees _disposed): they are closed first, whatever the resolver's ask still under way
+        // does. All at once: each close may wait out its drain (a server that does not answer it), and one after another those waits would
+        // add up. Calls their closes leave unsent fail as this client closed, with its name.
         Func<MuxConnectionException> clientClosed = () => Closed(null);
         await Task.WhenAll(Array.ConvertAll(open, endPoint => endPoint.DisposeAsync(clientClosed).AsTask())).ConfigureAwait(false);
 

@@ -1,7 +1,7 @@
 namespace Mux.Connection;
 
-/// <summary>Where a streaming call finds its connection: a client's current one, waiting for the next when none is up and
-/// the call waits, or the one connection a server's calls to its client go on.</summary>
+/// <summary>Where a streaming call finds its connection: a client's current one, waiting for the next when none is up and the call waits,
+/// or the one connection a server's calls to its client go on.</summary>
 internal abstract class CallSource
 {
     /// <summary>The calls of the connection up now; null when none is.</summary>
@@ -11,8 +11,8 @@ internal abstract class CallSource
     public ValueTask<OutgoingCalls> GetOutgoingCallsAsync(uint methodId, CancellationToken cancellationToken) =>
         CurrentCalls is { } calls ? new ValueTask<OutgoingCalls>(calls) : NextAsync(methodId, cancellationToken);
 
-    /// <summary>What a call its connection failed unsent fails with: <paramref name="notRun"/>, safe to retry, unless no call
-    /// gets a connection here again (a <see cref="MuxClient"/> being disposed): then why, since a retry would send nothing.</summary>
+    /// <summary>What a call its connection failed unsent fails with: <paramref name="notRun"/>, safe to retry, unless no call gets a
+    /// connection here again (a <see cref="MuxClient"/> being disposed): then why, since a retry would send nothing.</summary>
     public virtual ValueTask<Exception> WhyNotRunAsync(MuxConnectionException notRun) => new(notRun);
 
     /// <summary>The calls of the next connection, for a call that found none up.</summary>
