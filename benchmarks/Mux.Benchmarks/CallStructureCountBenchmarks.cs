@@ -5,7 +5,7 @@ namespace Mux.Benchmarks;
 
 /// <summary>
 /// A count of calls in flight changed from <see cref="Threads"/> threads at once: the per-core
-/// <see cref="CoreStripedCounter"/> the lock-free call table used against one interlocked counter
+/// <see cref="CoreStripedCounter"/> against one interlocked counter
 /// (as the production <see cref="CallTable{TCall}"/> keeps).
 /// </summary>
 /// <remarks>

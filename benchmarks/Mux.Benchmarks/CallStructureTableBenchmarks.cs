@@ -7,10 +7,9 @@ namespace Mux.Benchmarks;
 
 /// <summary>
 /// The call table under its two real access patterns, with 1,024 calls in flight at most (see
-/// <see cref="CallPipeline"/>): the lock-free <see cref="CasSlotCallTable{TCall}"/> Mux used before,
-/// the production <see cref="CallTable{TCall}"/> (a <see cref="Dictionary{TKey, TValue}"/> under a
-/// <see cref="Lock"/>) and a <see cref="ConcurrentDictionary{TKey, TValue}"/>, each of the last two
-/// with one interlocked count.
+/// <see cref="CallPipeline"/>): the production <see cref="CallTable{TCall}"/> (lock-free), a
+/// <see cref="Dictionary{TKey, TValue}"/> under a <see cref="Lock"/> (<see cref="LockedCallTable{TCall}"/>) and a
+/// <see cref="ConcurrentDictionary{TKey, TValue}"/>, each with one interlocked count.
 /// </summary>
 /// <remarks>
 /// <see cref="TableCalls"/>, the caller role: <see cref="Threads"/> callers each add their call
@@ -43,10 +42,10 @@ public class CallStructureTableBenchmarks
 
     public enum TableKind
     {
-        /// <summary>The lock-free table Mux used before (<see cref="CasSlotCallTable{TCall}"/>).</summary>
+        /// <summary>The production <see cref="CallTable{TCall}"/>.</summary>
         CasSlots,
 
-        /// <summary>The production <see cref="CallTable{TCall}"/>.</summary>
+        /// <summary>A dictionary under a lock (<see cref="LockedCallTable{TCall}"/>).</summary>
         LockedDictionary,
 
         ConcurrentDictionary,
@@ -120,10 +119,10 @@ public class CallStructureTableBenchmarks
         switch (Table)
         {
             case TableKind.CasSlots:
-                Setup(new CasSlotStore(new CasSlotCallTable<BenchCall>(ExpectedCalls), new StrongBox<int>()), serve);
+                Setup(new CallTableStore(new CallTable<BenchCall>(ExpectedCalls), new StrongBox<int>()), serve);
                 break;
             case TableKind.LockedDictionary:
-                Setup(new CallTableStore(new CallTable<BenchCall>(ExpectedCalls), new StrongBox<int>()), serve);
+                Setup(new LockedStore(new LockedCallTable<BenchCall>(ExpectedCalls), new StrongBox<int>()), serve);
                 break;
             default:
                 Setup(new ConcurrentStore(new ConcurrentCallDictionary(ExpectedCalls)), serve);
@@ -292,8 +291,8 @@ internal readonly struct CallTableStore(CallTable<BenchCall> table, StrongBox<in
     public bool TryRemove(uint callId, BenchCall expected) => table.TryRemove(callId, expected);
 }
 
-/// <summary>The lock-free table Mux used before, used the same way.</summary>
-internal readonly struct CasSlotStore(CasSlotCallTable<BenchCall> table, StrongBox<int> entries) : ICallStore
+/// <summary>The dictionary under a lock, used the same way.</summary>
+internal readonly struct LockedStore(LockedCallTable<BenchCall> table, StrongBox<int> entries) : ICallStore
 {
     public int Count => table.Count;
 

@@ -5,8 +5,8 @@ using Mux.Connection;
 namespace Mux.Benchmarks;
 
 /// <summary>
-/// The per-core count the lock-free call table (<see cref="CasSlotCallTable{TCall}"/>) kept; Mux used it before its
-/// call table counted with one interlocked int, and it is kept to compare against (<see cref="CallStructureCountBenchmarks"/>).
+/// A per-core count, kept to compare against the one interlocked int the engine's <see cref="CallTable{TCall}"/> counts
+/// with (<see cref="CallStructureCountBenchmarks"/>).
 /// A count that many threads change at once without sharing a cache line: each change goes to the
 /// stripe of the core the thread runs on (<see cref="Thread.GetCurrentProcessorId"/>, cached by the
 /// runtime, so a couple of nanoseconds), and a read sums the stripes. Threads on different cores

@@ -50,6 +50,8 @@ public interface IBenchControl
 /// <param name="ReaderMicroseconds">Mux: time its connections' reader loops spent in the window (stage clock).</param>
 /// <param name="WriterMicroseconds">Mux: time its connections' writer roles spent in the window (stage clock).</param>
 /// <param name="MetricMeasurements">With --metrics: the "Mux" meter's measurements the server's listener took in the window.</param>
+/// <param name="JitMethods">Methods the JIT compiled in the window (tier-up included): well above 0 means the window ran
+/// code that was still warming up.</param>
 [MessagePackObject]
 public sealed record ServerStats(
     [property: Key(0)] bool WindowMarked,
@@ -69,4 +71,5 @@ public sealed record ServerStats(
     [property: Key(14)] long SocketReceives = 0,
     [property: Key(15)] double ReaderMicroseconds = 0,
     [property: Key(16)] double WriterMicroseconds = 0,
-    [property: Key(17)] long MetricMeasurements = 0);
+    [property: Key(17)] long MetricMeasurements = 0,
+    [property: Key(18)] long JitMethods = 0);

@@ -83,6 +83,11 @@ internal sealed class PointResult
 
     public double? ServerLockContentionsPerCall { get; set; }
 
+    /// <summary>Methods the JIT compiled during the window (tier-up included), in each process.</summary>
+    public long? ClientJitMethods { get; set; }
+
+    public long? ServerJitMethods { get; set; }
+
     /// <summary>Voluntary context switches per call (a thread blocked or waited), every thread of the process (getrusage).</summary>
     public double? ClientVoluntaryContextSwitchesPerCall { get; set; }
 

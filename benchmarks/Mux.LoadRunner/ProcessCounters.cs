@@ -19,7 +19,8 @@ internal readonly record struct ProcessCounters(
     long LockContentions,
     long VoluntaryContextSwitches,
     long InvoluntaryContextSwitches,
-    long MetricMeasurements)
+    long MetricMeasurements,
+    long JitMethods)
 {
     public static ProcessCounters Take()
     {
@@ -35,7 +36,8 @@ internal readonly record struct ProcessCounters(
             Monitor.LockContentionCount,
             voluntary,
             involuntary,
-            MetricsTally.TotalMeasurements());
+            MetricsTally.TotalMeasurements(),
+            System.Runtime.JitInfo.GetCompiledMethodCount());
     }
 
     public static ProcessCounters operator -(ProcessCounters end, ProcessCounters start) => new(
@@ -48,7 +50,8 @@ internal readonly record struct ProcessCounters(
         end.LockContentions - start.LockContentions,
         end.VoluntaryContextSwitches - start.VoluntaryContextSwitches,
         end.InvoluntaryContextSwitches - start.InvoluntaryContextSwitches,
-        end.MetricMeasurements - start.MetricMeasurements);
+        end.MetricMeasurements - start.MetricMeasurements,
+        end.JitMethods - start.JitMethods);
 }
 
 /// <summary>
@@ -198,7 +201,8 @@ internal sealed class WindowMarks(Func<TransportCounters> transportCounters)
                 transport.SocketReceives,
                 transport.Stages.ReaderMicroseconds,
                 transport.Stages.WriterMicroseconds,
-                delta.MetricMeasurements);
+                delta.MetricMeasurements,
+                delta.JitMethods);
         }
     }
 }

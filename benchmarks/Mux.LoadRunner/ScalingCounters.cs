@@ -16,6 +16,8 @@ internal static class ScalingCounters
         point.ServerWorkItemsPerCall = PerCall(server.WorkItems, calls);
         point.ClientLockContentionsPerCall = PerCall(client.LockContentions, calls);
         point.ServerLockContentionsPerCall = PerCall(server.LockContentions, calls);
+        point.ClientJitMethods = client.JitMethods;
+        point.ServerJitMethods = server.JitMethods;
         if (ContextSwitches.Available)
         {
             point.ClientVoluntaryContextSwitchesPerCall = PerCall(client.VoluntaryContextSwitches, calls);
@@ -48,7 +50,7 @@ internal static class ScalingCounters
     /// each cell client/server. Writes nothing when no point has them.</summary>
     public static void WriteTable(TextWriter output, IReadOnlyList<PointResult> points)
     {
-        const string Format = "{0,-11} {1,-7} {2,7} {3,11} {4,15} {5,13} {6,13} {7,11} {8,11} {9,11} {10,11} {11,11}";
+        const string Format = "{0,-11} {1,-7} {2,7} {3,11} {4,15} {5,13} {6,13} {7,11} {8,11} {9,11} {10,11} {11,11} {12,11}";
         bool header = false;
         foreach (PointResult p in points)
         {
@@ -62,8 +64,8 @@ internal static class ScalingCounters
                 output.WriteLine();
                 output.WriteLine("Counters that predict scaling, per call, client/server (docs/benchmarks.md):");
                 output.WriteLine(string.Format(CultureInfo.InvariantCulture, Format,
-                    "system", "method", "callers", "work items", "lock cont.", "cswitch vol", "cswitch invol", "sends", "receives", "reader us", "writer us", "ceiling/s"));
-                output.WriteLine(new string('-', 148));
+                    "system", "method", "callers", "work items", "lock cont.", "cswitch vol", "cswitch invol", "sends", "receives", "reader us", "writer us", "ceiling/s", "jit"));
+                output.WriteLine(new string('-', 160));
                 header = true;
             }
 
@@ -77,7 +79,8 @@ internal static class ScalingCounters
                 Pair(p.ClientSocketReceivesPerCall, p.ServerSocketReceivesPerCall, "0.000"),
                 Pair(p.ClientReaderUsPerCall, p.ServerReaderUsPerCall, "0.000"),
                 Pair(p.ClientWriterUsPerCall, p.ServerWriterUsPerCall, "0.000"),
-                p.SerialCeilingCallsPerSecond?.ToString("N0", CultureInfo.InvariantCulture) ?? "-"));
+                p.SerialCeilingCallsPerSecond?.ToString("N0", CultureInfo.InvariantCulture) ?? "-",
+                $"{p.ClientJitMethods}/{p.ServerJitMethods}"));
         }
 
         if (header)
@@ -86,7 +89,8 @@ internal static class ScalingCounters
                 work items = thread-pool work items completed; lock cont. = lock contentions; cswitch = context
                 switches (getrusage, every thread); sends, receives = socket operations; reader us, writer us =
                 time the connection's reader loop and writer role spent (the library's stage clock); ceiling/s =
-                1e6 / the largest of the four stage figures.
+                1e6 / the largest of the four stage figures; jit = methods each process JIT-compiled in the window
+                (tier-up included: well above 0, the window measured code still warming up).
                 """);
         }
 

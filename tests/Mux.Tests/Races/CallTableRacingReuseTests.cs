@@ -1,26 +1,26 @@
+using System.Collections.Concurrent;
 using Mux.Connection;
 using Mux.Tests.Infrastructure;
 
 namespace Mux.Tests.Races;
 
 /// <summary>
-/// The pending table's scans (the expiry scan, GoAway's) and its removers by id against pooled calls that complete and
-/// are reused under a later id while they look. Every look and take is made under the table's lock, and a scan's match
-/// runs under it, so what another thread does to the table while a scan judges waits for the scan. These tests run the
-/// answer, the reuse, the lookup and the close on such a thread, check that it waits, then that it finds the call as
-/// the scan left it: a call with time left is never failed as expired, a reused call is never taken by a stale remover
-/// nor hidden from the answer to its new id nor left in a closed table, and the count never reads low while a call is in.
+/// The pending table's scans (the expiry scan, GoAway's) against the calls that come and go while
+/// they look. A scan decides on a call it read from a slot, then takes it out by compare-and-swap;
+/// the call objects are pooled, so between the two the call may have completed and its object been
+/// reused for a later call whose id maps to the same slot: the swap then succeeds on a call the
+/// scan never judged (an expiry scan failed a call with time left as timed out). And a call is
+/// counted when it is added: counted only after it was published, a scan could take it and
+/// uncount it first, and the count read right after (the drain check after GoAway) came out one
+/// short, so a client closed a connection a call still waited on. And a remover (a scan, or one by
+/// id) that took out such a reused call put it back only after its second check: until then a
+/// lookup of the new call's id found nothing (its answer was dropped), and a close missed it.
 /// </summary>
 public sealed class CallTableRacingReuseTests
 {
-    // Ids 3 and 67 have the same low bits, as a pooled call's old and new ids often do.
+    // 32 expected calls make 64 slots: ids 3 and 67 share slot 3.
     private const int Expected = 32;
     private const uint Slots = 64;
-    private const long Now = 1_000;
-
-    /// <summary>How long a thread started during a scan's match is given to come back: it never does (the match holds
-    /// the table) unless the table let it through, so each test takes this long.</summary>
-    private static readonly TimeSpan JudgingWindow = TimeSpan.FromMilliseconds(250);
 
     /// <summary>A pooled call as the scans see it: its id and its deadline, both changed when the
     /// object is reused.</summary>
@@ -31,219 +31,286 @@ public sealed class CallTableRacingReuseTests
         public long Deadline { get; set; } = deadline;
     }
 
-    /// <summary>Runs a scan with <paramref name="rule"/> and, while its match judges <paramref name="judged"/>, starts
-    /// <paramref name="meanwhile"/> on another thread; checks that it waits for the scan, and returns what the scan took
-    /// and what <paramref name="meanwhile"/> returned.</summary>
-    private static async Task<(List<Call>? Removed, T Seen)> WhileAScanJudges<T>(CallTable<Call> table, Call judged, Func<Call, bool> rule, Func<T> meanwhile)
+    [Fact]
+    public void ExpiryScan_DoesNotTakeACallWhoseObjectWasReusedForALaterCall_WhileItLooked()
     {
-        Task<T>? running = null;
-        bool cameBack = false;
+        const long now = 1_000;
+        var table = new CallTable<Call>(Expected);
+        var expired = new Call(3, deadline: now - 1);
+        Assert.True(table.TryAdd(expired, out _));
+
+        // The scan reads the expired call's deadline; right after (before its swap) the answer takes
+        // the call, its caller returns the object to the pool, and a new call with time left rents it
+        // and is added under an id of the same slot. Done inside the predicate: that is exactly the
+        // window between the scan's look and its swap.
+        bool reused = false;
         List<Call>? removed = null;
-        table.RemoveWhere(rule, (call, selects) =>
+        table.RemoveWhere(now, (call, at) =>
         {
-            if (ReferenceEquals(call, judged) && running is null)
+            bool match = call.Deadline <= at;
+            if (!reused)
             {
-                running = Task.Factory.StartNew(meanwhile, CancellationToken.None, TaskCreationOptions.LongRunning, TaskScheduler.Default);
-                cameBack = Task.WaitAny([running], JudgingWindow) == 0;
+                reused = true;
+                Assert.True(table.TryRemove(call.CallId, call));
+                call.CallId = 3 + Slots;
+                call.Deadline = now + 60_000;
+                Assert.True(table.TryAdd(call, out _));
             }
 
-            return selects(call);
+            return match;
         }, ref removed);
 
-        Assert.NotNull(running);
-        T seen = await running.WaitAsync(TestHost.Patience);
-        Assert.False(cameBack, "Another thread went through the table while a scan's match held it.");
-        return (removed, seen);
-    }
-
-    /// <summary>The answer to <paramref name="call"/>'s id takes it, and its caller's object is rented again for a
-    /// later call; false when the answer found no call (another remover took it first).</summary>
-    private static bool AnswerAndReuse(CallTable<Call> table, Call call, uint oldId, uint newId, long newDeadline)
-    {
-        if (!table.TryRemove(oldId, call))
-        {
-            return false;
-        }
-
-        call.CallId = newId;
-        call.Deadline = newDeadline;
-        Assert.True(table.TryAdd(call, out _));
-        return true;
-    }
-
-    [Fact]
-    public async Task ExpiryScan_DoesNotTakeACallWhoseObjectWasReusedForALaterCall_WhileItLooked()
-    {
-        // The answer to expired call 3 arrives while the scan judges it; had the answer taken the call, its object
-        // would be reused for a call with a minute left. The lock-free table's scan could take that new call between
-        // its look and its swap and fail it as timed out. The lock rules that window out: the answer waits, the scan
-        // takes call 3 as it judged it, and the answer finds nothing, so call 3 completes once, by the scan.
-        var table = new CallTable<Call>(Expected);
-        var call = new Call(3, deadline: Now - 1);
-        Assert.True(table.TryAdd(call, out _));
-
-        (List<Call>? removed, bool answered) = await WhileAScanJudges(
-            table, call, c => c.Deadline <= Now, () => AnswerAndReuse(table, call, 3, 3 + Slots, Now + 60_000));
-
-        Assert.False(answered);
-        Assert.Same(call, Assert.Single(removed!));
-        Assert.Equal(3u, call.CallId);
-        Assert.Equal(0, table.Count);
-
-        // Its object reused after the scan failed it: the next scan leaves the new call, with its minute left.
-        call.CallId = 3 + Slots;
-        call.Deadline = Now + 60_000;
-        Assert.True(table.TryAdd(call, out _));
-        removed = null;
-        table.RemoveWhere(Now, static (c, at) => c.Deadline <= at, ref removed);
-        Assert.Null(removed);
-        Assert.Same(call, table.Find(3 + Slots));
+        Assert.True(reused);
+        Assert.Null(removed); // Before: the new call, with a minute left, was failed as timed out.
+        Assert.Same(expired, table.Find(3 + Slots));
         Assert.Equal(1, table.Count);
     }
 
-    [Fact]
-    public async Task AnAnswerToAReusedCall_ThatArrivesWhileAScanJudges_FindsIt()
+    /// <summary>How long the scan's second ask gives a look from another thread to come back. A
+    /// look that does not wait for the scan's verdict comes back at once; one that does never comes
+    /// back within it, so each test takes this long (and passes whatever the machine's speed).</summary>
+    private static readonly TimeSpan JudgingWindow = TimeSpan.FromMilliseconds(250);
+
+    /// <summary>Runs an expiry scan over an expired call whose object, between the scan's look and
+    /// its swap, is reused for a later call of the same slot with time left (as the first test), and
+    /// starts <paramref name="look"/> on another thread during the scan's second ask: while the call
+    /// is out of its slot and the scan has not yet put it back.</summary>
+    private static async Task<(Call Call, T Seen)> LookWhileTheScanJudgesAReusedCall<T>(CallTable<Call> table, Func<T> look)
     {
-        // Call 3 is answered and its object reused for call 67, whose answer comes at once, all while the expiry scan
-        // judges the call. The lock-free table could leave the slot empty while its scan held the call out: the reader
-        // loop dropped the answer, and the call waited until its deadline, holding its call slot.
-        var table = new CallTable<Call>(Expected);
-        var call = new Call(3, deadline: Now + 60_000);
+        const long now = 1_000;
+        var call = new Call(3, deadline: now - 1);
         Assert.True(table.TryAdd(call, out _));
-
-        (List<Call>? removed, Call? answered) = await WhileAScanJudges(table, call, c => c.Deadline <= Now, () =>
+        int asked = 0;
+        Task<T>? looking = null;
+        List<Call>? removed = null;
+        table.RemoveWhere(now, (c, at) =>
         {
-            Assert.True(AnswerAndReuse(table, call, 3, 3 + Slots, Now + 60_000));
-            return table.TryRemove(3 + Slots);
-        });
+            if (++asked == 1)
+            {
+                bool expired = c.Deadline <= at;
+                Assert.True(table.TryRemove(c.CallId, c));
+                c.CallId = 3 + Slots;
+                c.Deadline = now + 60_000;
+                Assert.True(table.TryAdd(c, out _));
+                return expired;
+            }
 
+            looking = Task.Factory.StartNew(look, CancellationToken.None, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+            looking.Wait(JudgingWindow);
+            return c.Deadline <= at;
+        }, ref removed);
+
+        Assert.Equal(2, asked);
         Assert.Null(removed);
+        Assert.NotNull(looking);
+        return (call, await looking.WaitAsync(TestHost.Patience));
+    }
+
+    [Fact]
+    public async Task AnAnswerToAReusedCall_ThatArrivesWhileAScanPutsItBack_FindsIt()
+    {
+        // The reader loop takes the call its answer names while the scan holds that call out of
+        // its slot. Before: it found the slot empty, dropped the answer, and the call waited
+        // until its deadline (forever without one), holding its call slot.
+        var table = new CallTable<Call>(Expected);
+        (Call call, Call? answered) = await LookWhileTheScanJudgesAReusedCall(table, () => table.TryRemove(3 + Slots));
+
         Assert.Same(call, answered);
-        Assert.Equal(3 + Slots, call.CallId);
         Assert.Equal(0, table.Count);
     }
 
     [Fact]
-    public async Task AClose_WhileAScanJudgesAReusedCall_StillTakesIt()
+    public async Task AClose_WhileAScanPutsBackAReusedCall_StillTakesIt()
     {
-        // The close comes right after the reuse, while the scan judges the call. The lock-free table's close could
-        // find the slot empty while the scan held the call out, and the scan put it back into the closed table, where
-        // nothing would ever fail it.
+        // Before: the close found the slot empty, then the scan put the call back into the closed
+        // table, where nothing would ever fail it.
         var table = new CallTable<Call>(Expected);
-        var call = new Call(3, deadline: Now + 60_000);
-        Assert.True(table.TryAdd(call, out _));
-
-        (List<Call>? removed, List<Call> closed) = await WhileAScanJudges(table, call, c => c.Deadline <= Now, () =>
+        (Call call, List<Call> closed) = await LookWhileTheScanJudgesAReusedCall(table, () =>
         {
-            Assert.True(AnswerAndReuse(table, call, 3, 3 + Slots, Now + 60_000));
             var calls = new List<Call>();
             table.Close(calls);
             return calls;
         });
 
-        Assert.Null(removed);
         Assert.Same(call, Assert.Single(closed));
-        Assert.Equal(3 + Slots, call.CallId);
         Assert.Null(table.Find(3 + Slots));
         Assert.Equal(0, table.Count);
     }
 
-    [Fact]
-    public async Task ARemoverByAStaleId_NeverHidesAReusedCall_FromALookupOfItsNewId()
+    /// <summary>A pooled call whose id, read once by the table, runs <see cref="OnRead"/> (once)
+    /// between reading its field and returning it: a step of another thread that lands exactly
+    /// after the table's read.</summary>
+    private sealed class ReadHookedCall(uint callId) : ICallTableEntry
     {
-        // A stale remover of call 3 (its Cancel, say) races with lookups of call 67, which reused its object. The
-        // lock-free table read the call's id, then took the call out to check it again and put it back, and a lookup
-        // in between missed it. The table no longer reads an id to remove by it (the look and the take are one step
-        // under its lock), so no hook can place a reuse there: the stale remover and the lookups, started while a
-        // scan judges the call, wait for it, then never take nor miss call 67.
-        var table = new CallTable<Call>(Expected);
-        var call = new Call(3, deadline: Now + 60_000);
-        Assert.True(table.TryAdd(call, out _));
-        Assert.True(AnswerAndReuse(table, call, 3, 3 + Slots, Now + 60_000));
+        public uint Id { get; set; } = callId;
 
-        const int Rounds = 10_000;
-        (List<Call>? removed, (int taken, int missed)) = await WhileAScanJudges(table, call, c => c.Deadline <= Now, () =>
+        public Action? OnRead { get; set; }
+
+        public uint CallId
         {
-            int stale = 0;
-            int misses = 0;
-            Parallel.Invoke(
-                () =>
-                {
-                    for (int i = 0; i < Rounds; i++)
-                    {
-                        stale += (i % 2 == 0 ? table.TryRemove(3, call) : table.TryRemove(3) is not null) ? 1 : 0;
-                    }
-                },
-                () =>
-                {
-                    for (int i = 0; i < Rounds; i++)
-                    {
-                        misses += table.Find(3 + Slots) is null ? 1 : 0;
-                    }
-                });
-            return (stale, misses);
-        });
-
-        Assert.Null(removed);
-        Assert.Equal(0, taken);
-        Assert.Equal(0, missed);
-        Assert.Same(call, table.TryRemove(3 + Slots));
-        Assert.Equal(0, table.Count);
+            get
+            {
+                uint id = Id;
+                Action? onRead = OnRead;
+                OnRead = null;
+                onRead?.Invoke();
+                return id;
+            }
+        }
     }
 
     [Fact]
-    public async Task AnAnswerRacingAStaleRemoverOfItsReusedCall_StillTakesTheCall()
+    public async Task ARemoverById_ThatTakesOutAReusedCall_NeverHidesItFromALookupOfItsNewId()
     {
-        // Call 3 is answered and its object reused for call 67; a stale remover of call 3 and the answer to call 67
-        // then race. The lock-free table's answer could lose its swap to the stale remover, which was about to put the
-        // call back, and give up: the answer was dropped and call 67 waited until its deadline. With the look and the
-        // take one step under the lock there is no swap to lose: the two, started while a scan judges the call, wait
-        // for it, then the stale remover takes nothing and the answer takes the call.
-        var table = new CallTable<Call>(Expected);
-        var call = new Call(3, deadline: Now + 60_000);
+        // A remover by id (a Cancel, say) reads the call's id; right after, the call's answer
+        // takes it, and its object is reused for a later call of the same slot; the remover's
+        // swap then takes that call out, and its second id check sees the new id. While it
+        // checks, the new call's answer arrives on the reader loop's thread. Before: the slot read
+        // empty, the answer was dropped, and the call waited until its deadline, or forever.
+        var table = new CallTable<ReadHookedCall>(Expected);
+        var call = new ReadHookedCall(3);
         Assert.True(table.TryAdd(call, out _));
-
-        (List<Call>? removed, (bool stale, Call? answered)) = await WhileAScanJudges(table, call, c => c.Deadline <= Now, () =>
+        Task<ReadHookedCall?>? answered = null;
+        call.OnRead = () =>
         {
-            Assert.True(AnswerAndReuse(table, call, 3, 3 + Slots, Now + 60_000));
-            bool staleTook = false;
-            Call? answer = null;
-            Parallel.Invoke(() => staleTook = table.TryRemove(3, call), () => answer = table.TryRemove(3 + Slots));
-            return (staleTook, answer);
-        });
+            Assert.True(table.TryRemove(3, call));
+            call.Id = 3 + Slots;
+            Assert.True(table.TryAdd(call, out _));
+            call.OnRead = () =>
+            {
+                answered = Task.Factory.StartNew(() => table.TryRemove(3 + Slots), CancellationToken.None, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+                answered.Wait(JudgingWindow);
+            };
+        };
 
-        Assert.Null(removed);
-        Assert.False(stale);
+        Assert.False(table.TryRemove(3, call));
+
+        Assert.NotNull(answered);
+        Assert.Same(call, await answered.WaitAsync(TestHost.Patience));
+        Assert.Equal(0, table.Count);
+    }
+
+    /// <summary>A pooled call whose id, read by the table on a thread given steps (<see cref="OnRead"/>),
+    /// runs that thread's next step right after the read: a step of another thread that lands
+    /// exactly between this thread's read and what it does next. A read made while a step runs (on
+    /// that thread), or on a thread without steps, runs nothing.</summary>
+    private sealed class ThreadHookedCall(uint callId) : ICallTableEntry
+    {
+        [ThreadStatic]
+        private static bool t_inStep;
+
+        private readonly ConcurrentDictionary<Thread, Queue<Action>> _steps = new();
+
+        public uint Id { get; set; } = callId;
+
+        /// <summary>Steps for the calling thread's next reads; only that thread takes them.</summary>
+        public void OnReadHere(params Action[] steps) => _steps[Thread.CurrentThread] = new Queue<Action>(steps);
+
+        public uint CallId
+        {
+            get
+            {
+                uint id = Id;
+                if (!t_inStep && _steps.TryGetValue(Thread.CurrentThread, out Queue<Action>? steps) && steps.TryDequeue(out Action? step))
+                {
+                    t_inStep = true;
+                    try
+                    {
+                        step();
+                    }
+                    finally
+                    {
+                        t_inStep = false;
+                    }
+                }
+
+                return id;
+            }
+        }
+    }
+
+    [Fact]
+    public async Task AnAnswerWhoseSwapLosesToAStaleRemoverThatPutsItsCallBack_StillTakesTheCall()
+    {
+        // A stale remover of call 3 (its Cancel, say) reads the call's id; right after, call 3's
+        // answer takes it and its object is reused for call 67, of the same slot. Call 67's answer
+        // reads the call and checks its id; then the stale remover's swap takes the call out (the
+        // same object: it cannot tell), and the answer's swap fails against its mark. The stale
+        // remover's second check sees 67 and puts the call back. Before: the answer gave up on its
+        // lost swap, so it was dropped, and call 67 stayed in the table with its answer spent: it
+        // waited until its deadline (forever without one), holding its call slot.
+        var table = new CallTable<ThreadHookedCall>(Expected);
+        var call = new ThreadHookedCall(3);
+        Assert.True(table.TryAdd(call, out _));
+        using var answerChecked = new ManualResetEventSlim();
+        using var staleSwapped = new ManualResetEventSlim();
+        Task<ThreadHookedCall?>? answer = null;
+        call.OnReadHere(
+            () =>
+            {
+                // The stale remover has read id 3. Call 3 is answered, and its object reused for 67.
+                Assert.True(table.TryRemove(3, call));
+                call.Id = 3 + Slots;
+                Assert.True(table.TryAdd(call, out _));
+                answer = Task.Factory.StartNew(
+                    () =>
+                    {
+                        // The answer to 67 has read the call and checked its id: the stale swap comes now.
+                        call.OnReadHere(() =>
+                        {
+                            answerChecked.Set();
+                            staleSwapped.Wait(TestHost.Patience);
+                        });
+                        return table.TryRemove(3 + Slots);
+                    },
+                    CancellationToken.None,
+                    TaskCreationOptions.LongRunning,
+                    TaskScheduler.Default);
+                Assert.True(answerChecked.Wait(TestHost.Patience), "The answer never read the call.");
+            },
+            () =>
+            {
+                // The stale remover's swap took the call out; its second check reads 67. The answer
+                // swaps now, and has the judging window to come back before the call is put back.
+                staleSwapped.Set();
+                answer!.Wait(JudgingWindow);
+            });
+
+        Assert.False(table.TryRemove(3, call));
+
+        Assert.NotNull(answer);
+        ThreadHookedCall? answered = await answer.WaitAsync(TestHost.Patience);
         Assert.Same(call, answered);
         Assert.Null(table.Find(3 + Slots));
         Assert.Equal(0, table.Count);
     }
 
     [Fact]
-    public async Task GoAwayScan_StillTakesAReusedCall_ThatItsRuleSelectsUnderItsNewId()
+    public void GoAwayScan_StillTakesAReusedCall_ThatItsRuleSelectsUnderItsNewId()
     {
-        // GoAway's line is call 2: the peer serves no call above it. A call reused under a new id above the line
-        // before the scan is taken under that id.
         var table = new CallTable<Call>(Expected);
         var call = new Call(3, deadline: 0);
         Assert.True(table.TryAdd(call, out _));
-        Assert.True(AnswerAndReuse(table, call, 3, 3 + Slots, 0));
+
+        bool reused = false;
         List<Call>? removed = null;
-        table.RemoveWhere(2u, static (c, last) => c.CallId > last, ref removed);
-        Assert.Same(call, Assert.Single(removed!));
+        table.RemoveWhere(2u, (c, last) =>
+        {
+            bool match = c.CallId > last;
+            if (!reused)
+            {
+                reused = true;
+                Assert.True(table.TryRemove(c.CallId, c));
+                c.CallId = 3 + Slots; // Above the line too: the peer will not serve it either.
+                Assert.True(table.TryAdd(c, out _));
+            }
+
+            return match;
+        }, ref removed);
+
+        Assert.NotNull(removed);
+        Assert.Same(call, Assert.Single(removed));
         Assert.Equal(3 + Slots, call.CallId);
-        Assert.Equal(0, table.Count);
-
-        // The lock-free table's scan could see the call reused between its look and its swap; here the answer that
-        // would free the object for reuse waits for the scan, which takes the call as it judged it. Either way no call
-        // above the line stays in the table.
-        call.CallId = 3;
-        Assert.True(table.TryAdd(call, out _));
-        (removed, bool answered) = await WhileAScanJudges(table, call, c => c.CallId > 2, () => AnswerAndReuse(table, call, 3, 3 + Slots, 0));
-
-        Assert.False(answered);
-        Assert.Same(call, Assert.Single(removed!));
-        Assert.Equal(3u, call.CallId);
         Assert.Null(table.Find(3 + Slots));
         Assert.Equal(0, table.Count);
     }
@@ -281,7 +348,7 @@ public sealed class CallTableRacingReuseTests
                 {
                     uint id = 2 + (i % (Slots - 2));
 
-                    // Take it as soon as it is in (the adder may not have returned yet).
+                    // Take it as soon as it is in its slot (the adder may not have returned yet).
                     List<Call>? removed = null;
                     while (removed is null)
                     {

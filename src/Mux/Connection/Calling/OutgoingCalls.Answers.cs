@@ -126,9 +126,8 @@ internal sealed partial class OutgoingCalls
             return;
         }
 
-        // The count is summed stripe by stripe, so a call added and taken back meanwhile can hide one still waiting; a look
-        // at every slot cannot miss one added before StopSending, and one added after sees _goingAway.
-        if (_stoppedSending is { Task.IsCompleted: false } stopped && _pending.Snapshot().Count == 0)
+        // The count never reads short of the calls in (CallTable.Count), and a call added after StopSending sees _goingAway.
+        if (_stoppedSending is { Task.IsCompleted: false } stopped)
         {
             stopped.TrySetResult();
         }
