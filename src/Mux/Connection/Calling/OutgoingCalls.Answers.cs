@@ -6,22 +6,19 @@ using Mux.Streaming;
 
 namespace Mux.Connection;
 
-// What the peer sends for these calls (answers, stream items, credit, GoAway) and the end of the connection. The reader loop
-// runs all of it except StopSending and FailAll.
+// The peer's answers, streams and GoAway, and the end of the connection: all on the reader loop but StopSending and FailAll.
 internal sealed partial class OutgoingCalls
 {
     // Whether the peer sent GoAway, not StopSending: written before _goingAway, so whoever sees that sees this.
     private volatile bool _peerWentAway;
 
-    // Created by StopSending, completed once no call sent before it is left: after that, a call in the table is one
-    // taking itself back unsent.
+    // Completed once no call sent before StopSending is left; a call in the table after that is taking itself back unsent.
     private TaskCompletionSource? _stoppedSending;
 
     // The streams of streaming calls, by id: added before the Request is sent, removed by the call's owner once it ended.
     private readonly ConcurrentDictionary<uint, CallStreams> _streams = new();
 
-    /// <summary>Whether an answer in fragments is worth reading: a call waits for it, or one given up on does (it frees
-    /// its slot).</summary>
+    /// <summary>For an answer in fragments: a call given up on expects one too, since it frees its slot.</summary>
     public bool ExpectsAnswer(uint callId)
     {
         if (_pending.Find(callId) is not null)
@@ -35,8 +32,7 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>Takes the answered call out of the table (null when it was given up on) and frees its slot. An answer
-    /// to an id never sent, or already counted, frees nothing.</summary>
+    /// <summary>Null when the call was given up on. An answer to an id never sent, or already counted, frees no slot.</summary>
     private PendingCall? TakeAnswered(uint callId)
     {
         PendingCall? call = _pending.TryRemove(callId);
@@ -67,7 +63,6 @@ internal sealed partial class OutgoingCalls
             $"The {_connection.PeerName} answered call {callId}, which was never sent to it (it waits for one of the " +
             $"{_connection.PeerName}'s MaxConcurrentCallsPerConnection slots).");
 
-    /// <summary>A Response or Error to one of these calls.</summary>
     public void OnAnswer(in Frame frame)
     {
         CallOutcome outcome = frame.Type == FrameType.Response ? CallOutcome.Response : CallOutcome.Error;
@@ -95,8 +90,7 @@ internal sealed partial class OutgoingCalls
         return start.Length >= 2 && start[0] == 0x93 && start[1] == (byte)MuxStatusCode.DeadlineExceeded;
     }
 
-    /// <summary>An answer over this side's MaxMessageSize, from a peer that ignored the limit: its call fails, its other
-    /// fragments are skipped, and the connection stays up.</summary>
+    /// <summary>From a peer that ignored the limit: the call fails, its other fragments are skipped, the connection stays up.</summary>
     public void OnAnswerTooLarge(in Frame first)
     {
         PendingCall? call = TakeAnswered(first.CallId);
@@ -117,8 +111,7 @@ internal sealed partial class OutgoingCalls
         NotifyIfDrainedAfterGoAway();
     }
 
-    /// <summary>Once the last call sent before GoAway has completed, tells the connection (a client then closes it); once
-    /// the last sent before <see cref="StopSending"/> has, completes its task.</summary>
+    /// <summary>After GoAway the connection is told (a client then closes it); after <see cref="StopSending"/> its task completes.</summary>
     private void NotifyIfDrainedAfterGoAway()
     {
         if (!_goingAway || _pending.Count != 0)
@@ -138,10 +131,8 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>
-    /// This side sends no new call, as after a GoAway (a balanced client dropped the instance): calls not yet in the table
-    /// fail as not sent, safe to send elsewhere, and those sent are left to complete. The task completes once none is left.
-    /// </summary>
+    /// <summary>As after a GoAway (a balanced client dropped the instance): calls not yet in the table fail as not sent,
+    /// safe to send elsewhere; the task completes once the calls sent are done.</summary>
     public Task StopSending()
     {
         TaskCompletionSource stopped = new(TaskCreationOptions.RunContinuationsAsynchronously);
@@ -157,7 +148,6 @@ internal sealed partial class OutgoingCalls
         return stopped.Task;
     }
 
-    /// <summary>The peer serves the calls up to <paramref name="lastServedCallId"/>; those above fail as never run.</summary>
     public void OnGoAway(uint lastServedCallId)
     {
         _peerWentAway = true;
@@ -177,12 +167,9 @@ internal sealed partial class OutgoingCalls
         NotifyIfDrainedAfterGoAway();
     }
 
-    /// <summary>A call not sent because the connection closed: safe to send elsewhere, unless its client is closing for
-    /// good (<see cref="LeftUnsentByClose"/>).</summary>
     private MuxConnectionException NotSent(MuxConnectionException error) =>
         LeftUnsentByClose?.Invoke() ?? MuxConnectionException.NotRun($"The call was not sent: {error.Message}", error.Reason, error.InnerException);
 
-    /// <summary>A call not sent after the peer's GoAway or <see cref="StopSending"/>.</summary>
     private MuxConnectionException GoingAwayNotSent() =>
         _peerWentAway
             ? MuxConnectionException.NotRun(
@@ -210,7 +197,7 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>Calls whose streams are registered now: none once every streaming call has ended.</summary>
+    /// <summary>0 once every streaming call has ended.</summary>
     public int StreamCount => _streams.Count;
 
     private void RegisterStreams(uint callId, CallStreams streams)
@@ -219,7 +206,6 @@ internal sealed partial class OutgoingCalls
         _streams[callId] = streams;
     }
 
-    /// <summary>Forgets a call's streams once the call has ended: later frames for it are dropped.</summary>
     public void UnregisterStreams(CallStreams streams)
     {
         if (streams.CallId != 0)
@@ -228,7 +214,6 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>An item of the stream the peer returns for one of these calls.</summary>
     public void OnStreamItem(in Frame frame)
     {
         if (!_streams.TryGetValue(frame.CallId, out CallStreams? streams))
@@ -244,7 +229,6 @@ internal sealed partial class OutgoingCalls
         streams.Receiver.OnItem(frame.Payload);
     }
 
-    /// <summary>The peer granted credit for the stream one of these calls sends.</summary>
     public void OnStreamCredit(uint callId, uint count)
     {
         if (_streams.TryGetValue(callId, out CallStreams? streams))

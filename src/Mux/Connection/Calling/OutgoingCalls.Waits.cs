@@ -5,8 +5,7 @@ using Mux.Transport;
 
 namespace Mux.Connection;
 
-// The waits of a call: for a slot (in CallSlots' queue, as itself) or for room when it cannot be sent at once, and for its
-// answer within its deadline and its caller's token (the expiry scan, Cancel).
+// A call's waits: for a slot or for room in the outbound queue, and for its answer within its deadline and its token.
 internal sealed partial class OutgoingCalls
 {
     // Callers that wait for room in the outbound queue queue their Requests one at a time through it: the slow path only.
@@ -18,16 +17,11 @@ internal sealed partial class OutgoingCalls
     // The scan's period in milliseconds: lowered, never raised, by a call whose own timeout is shorter.
     private long _scanPeriodMs;
 
-    // When the scan first runs: the earliest deadline of the calls made before then; long.MinValue once it has run.
-    // Written under _abandoned's lock, with the timer.
+    // The earliest deadline of the calls made before the scan first runs; long.MinValue once it has. Written under _abandoned's lock.
     private long _firstScanAt = long.MaxValue;
 
-    /// <summary>
-    /// Queues a call that found no free slot, in the pending table already, so that the expiry scan and its token reach it
-    /// as they reach a sent call. Its Request is encoded now, on its caller's thread, into the call's own buffer; whoever
-    /// frees a slot sends it (<see cref="ReleaseSlot"/>). An exception when it failed before it was queued, the call then
-    /// back in its pool; null when the caller awaits the call.
-    /// </summary>
+    /// <summary>The call is in the table already, so the expiry scan and its token reach it as they reach a sent call. Its
+    /// Request is encoded now, on its caller's thread; whoever frees a slot sends it. Null when the caller awaits the call.</summary>
     private Exception? Enqueue<TResult, TArguments>(
         PendingCall<TResult> call, uint methodId, in TArguments arguments, long now, CancellationToken cancellationToken, byte[]? metadata)
         where TArguments : struct
@@ -91,8 +85,8 @@ internal sealed partial class OutgoingCalls
         return null;
     }
 
-    /// <summary>Gives a slot back: the oldest call waiting for one takes it, and this thread sends its Request, bytes its
-    /// caller encoded (nothing of the caller's runs here, so the reader loop may). One that cannot be sent passes it on.</summary>
+    /// <summary>The oldest waiting call takes the slot and this thread sends the bytes its caller encoded: nothing of the caller's
+    /// runs here, so the reader loop may. One that cannot be sent passes the slot on.</summary>
     private void ReleaseSlot()
     {
         PendingCall? next = _slots.Release();
@@ -102,11 +96,8 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>
-    /// Sends a call that waited for a slot and holds one now, its deadline header brought up to date. False when it was
-    /// not sent, its slot to be passed on: its deadline passed as the slot came (before the expiry scan saw it), or it was
-    /// completed meanwhile (given up on, the close, GoAway).
-    /// </summary>
+    /// <summary>False when not sent, its slot to be passed on: its deadline passed as the slot came (before the expiry scan
+    /// saw it), or it was completed meanwhile (given up on, the close, GoAway).</summary>
     private bool SendDequeued(PendingCall call)
     {
         uint callId = call.CallId;
@@ -148,8 +139,7 @@ internal sealed partial class OutgoingCalls
         call.ReleaseQueuedFrame();
         if (!call.TryFinishSending())
         {
-            // Completed while its Request was queued: one that failed (given up on, or ended by the connection) tells the
-            // peer now, after the Request, as a call sent at once does.
+            // Completed while its Request was queued: a failed call tells the peer now, after the Request, as one sent at once does.
             if (call.HasFailed)
             {
                 SendCancel(callId);
@@ -161,8 +151,6 @@ internal sealed partial class OutgoingCalls
         return true;
     }
 
-    /// <summary>No call waits for a slot from now on (the connection closes, or sends no new call): each waiting fails,
-    /// never sent, with an exception <paramref name="failure"/> makes for it.</summary>
     private void FailWaitingCalls(Func<Exception> failure)
     {
         PendingCall? waiting;
@@ -187,11 +175,9 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>What a timeout says of a call that waited for a slot all that time.</summary>
     private string WaitedForSlotDetail => $" (it waited for one of the {_connection.PeerName}'s MaxConcurrentCallsPerConnection slots all that time)";
 
-    /// <summary>Holding a slot with the outbound queue over MaxOutboundBytesPerConnection (the peer is not reading): waits
-    /// within the call's deadline and token for room, then sends.</summary>
+    /// <summary>Holding a slot with the outbound queue over MaxOutboundBytesPerConnection: the peer is not reading.</summary>
     private async ValueTask<TResult> InvokeWhenThereIsRoomAsync<TArguments, TResult>(
         uint methodId, TArguments arguments, CallDeadline deadline, CancellationToken cancellationToken, CallStreams? streams, byte[]? metadata)
         where TArguments : struct
@@ -213,11 +199,8 @@ internal sealed partial class OutgoingCalls
         return call is not null ? await new ValueTask<TResult>(call, call.Version).ConfigureAwait(false) : throw failure!;
     }
 
-    /// <summary>
-    /// Holding a slot, enters <see cref="_roomGate"/> and waits until the outbound queue is under the limit or the
-    /// connection closed. The caller leaves the gate once its Request is queued, so the queue passes the limit by at
-    /// most one Request each time it drains. A caller that gives up gives its slot back.
-    /// </summary>
+    /// <summary>The caller leaves the gate once its Request is queued, so the queue passes the limit by at most one Request
+    /// each time it drains. A caller that gives up gives its slot back.</summary>
     private async ValueTask EnterRoomGateAsync(uint methodId, CallDeadline deadline, CancellationToken cancellationToken)
     {
         // SemaphoreSlim takes no TimeProvider, so the deadline is a token on the connection's clock (a rare path).
@@ -262,15 +245,13 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>How long a wait may last: infinite without a deadline, zero once it has passed.</summary>
+    /// <summary>Infinite without a deadline, zero once it has passed.</summary>
     private TimeSpan TimeLeft(in CallDeadline deadline)
     {
         ClockDeadline.TryGetRemaining(Clock, deadline.At, out TimeSpan left);
         return left;
     }
 
-    /// <summary>The timeout a call fails with, naming where its deadline came from; <paramref name="detail"/> says what it
-    /// waited for.</summary>
     private TimeoutException CreateTimeoutException(uint methodId, in CallDeadline deadline, string detail)
     {
         string method = MuxServiceRegistry.GetMethodDisplayName(methodId);
@@ -290,8 +271,7 @@ internal sealed partial class OutgoingCalls
     private TimeoutException CreateExpiredException(PendingCall call) =>
         CreateTimeoutException(call.MethodId, call.Deadline, "");
 
-    /// <summary>Starts the expiry scan once per connection: at this call's deadline, then every tenth of the shorter
-    /// timeout, which keeps deadlines within about 10% without waking often. False when another call started it.</summary>
+    /// <summary>At this call's deadline, then every tenth of the shorter timeout: deadlines within about 10% without waking often.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private bool TryStartExpiryScan(long deadline, long now, TimeSpan? ownTimeout)
     {
@@ -330,7 +310,6 @@ internal sealed partial class OutgoingCalls
         return started;
     }
 
-    /// <summary>A call whose deadline comes before the scan first runs: the scan runs at it instead.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private void ScanByDeadline(long deadline, long now)
     {
@@ -349,8 +328,7 @@ internal sealed partial class OutgoingCalls
     private static long ScanPeriodMilliseconds(TimeSpan? timeout) =>
         timeout is not { } finite || finite == Timeout.InfiniteTimeSpan ? long.MaxValue : Math.Clamp((long)finite.TotalMilliseconds / 10, 10, 1000);
 
-    /// <summary>A call whose own timeout is shorter than the scan's: scan more often, so its deadline is kept within about
-    /// 10% too. The period only shrinks, so this happens a few times per connection at most.</summary>
+    /// <summary>Keeps a shorter own timeout within about 10% too; the period only shrinks, so a few times per connection at most.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private void ShortenExpiryScan(TimeSpan ownTimeout)
     {
@@ -387,8 +365,7 @@ internal sealed partial class OutgoingCalls
 
             foreach (PendingCall call in expired)
             {
-                // A call waiting for a slot leaves the queue with the table, never sent; a sent one waits among the
-                // abandoned for the answer that frees its slot.
+                // A waiting call leaves the queue with the table, never sent; a sent one waits among the abandoned for its answer.
                 if (!_slots.TryUnlink(call))
                 {
                     AbandonLocked(call.CallId);
@@ -411,8 +388,7 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>The caller's token fired: the call fails as cancelled, unless something completed it first. A call still
-    /// waiting for a slot is never sent.</summary>
+    /// <summary>Unless something completed the call first; a call still waiting for a slot is never sent.</summary>
     public void Cancel(PendingCall call, CancellationToken token)
     {
         bool removed;
@@ -443,8 +419,7 @@ internal sealed partial class OutgoingCalls
         NotifyIfDrainedAfterGoAway();
     }
 
-    /// <summary>Fails a call given up on, just moved to the abandoned calls, and tells the peer. Its slot stays taken until
-    /// the peer answers: the handler runs there until it sees the Cancel.</summary>
+    /// <summary>For a call just moved to the abandoned: its slot stays taken until the peer's handler sees the Cancel and answers.</summary>
     private void GiveUp(PendingCall call, Exception failure)
     {
         call.RecordFailure(failure);
@@ -464,7 +439,7 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>Tells the peer a call was given up on; on a closed connection the peer cancels every handler anyway.</summary>
+    /// <summary>On a closed connection the peer cancels every handler anyway.</summary>
     private void SendCancel(uint callId) =>
         _outbound.TrySendRawFrame(FrameType.Cancel, callId, ReadOnlySpan<byte>.Empty, _idSpace);
 }

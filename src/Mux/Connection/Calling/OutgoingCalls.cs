@@ -7,38 +7,29 @@ using Mux.Streaming;
 
 namespace Mux.Connection;
 
-/// <summary>
-/// The caller role of a connection, on either side: it numbers this side's calls, keeps each in the pending table until it
-/// completes exactly once, honours the peer's call cap and the outbound limit, and tells the peer when a caller gives up.
-/// </summary>
-/// <remarks>
-/// Here: its state, the start of a call and its Request. OutgoingCalls.Waits.cs: the waits, the expiry scan and the
-/// caller's token. OutgoingCalls.Answers.cs: the peer's answers and streams, GoAway and the close.
-/// </remarks>
+/// <summary>The caller role of a connection, on either side: each call completes exactly once, within the peer's call cap
+/// and the outbound limit, and the peer is told when a caller gives up.</summary>
 internal sealed partial class OutgoingCalls
 {
-    // About how many calls a connection has in the table, which presizes it; the calls waiting for a slot are there too,
-    // and past this the table grows (once: its size is kept).
+    // Presizes the table, which holds the calls waiting for a slot too; past this it grows, once, and keeps its size.
     private const int ExpectedCalls = 1024;
 
     private readonly MuxConnection _connection;
     private readonly Outbound _outbound;
 
-    // Calls waiting for their answer, and those waiting for a slot (see CallSlots), by id: added by callers, removed by
-    // whoever completes them.
+    // Sent calls and those waiting for a slot, by id: added by callers, removed by whoever completes them.
     private readonly CallTable<PendingCall> _pending = new(ExpectedCalls);
 
     // ServerInitiated on a server's calls to its client, none on a client's: every frame of these calls carries it.
     private readonly FrameFlags _idSpace;
 
-    // The side's timeout for its calls, for the expiry scan's period and the timeout's message.
+    // For the expiry scan's period and the timeout's message.
     private readonly TimeSpan _timeout;
 
     // Set once, by the peer's GoAway (reader loop) or StopSending: new calls fail at once.
     private volatile bool _goingAway;
 
-    // The peer's maxConcurrentCalls: a call holds a slot from before its Request until its answer. Replaced from the
-    // peer's handshake before any call.
+    // The peer's maxConcurrentCalls, replaced from its handshake before any call.
     private volatile CallSlots _slots = new(int.MaxValue);
 
     // Calls given up on whose answer has not come: the peer still counts them, so their slots stay taken until it does.
@@ -51,8 +42,7 @@ internal sealed partial class OutgoingCalls
     // The last id handed out in the low 32 bits; 64 bits, so that ids coming round are noticed.
     private long _lastCallId;
 
-    // Set once 2^32 ids have been handed out, by the caller that takes the first such id before it uses it: from then
-    // on an id may still be in use.
+    // Set by the caller that takes the first id past 2^32, before it uses it: from then on an id may still be in use.
     private volatile bool _idsCameRound;
 
     public OutgoingCalls(MuxConnection connection, TimeSpan timeout)
@@ -65,22 +55,18 @@ internal sealed partial class OutgoingCalls
 
     public MuxConnection Connection => _connection;
 
-    /// <summary>Calls sent and waiting for their answer now, not those waiting for a slot (read without a lock; exact at
-    /// quiet moments).</summary>
+    /// <summary>Sent calls only, not those waiting for a slot; read without a lock, so exact at quiet moments.</summary>
     public int Count => Math.Max(0, _pending.Count - _slots.Queued);
 
-    /// <summary>Whether the peer sent GoAway, or this side stopped sending: no new call is sent.</summary>
     public bool IsGoingAway => _goingAway;
 
-    /// <summary>Set by a client that closes for good, before it closes this connection: a call the close leaves unsent
-    /// fails with this instead of "not sent, safe to retry", which would have its caller retry on a client that is gone.</summary>
+    /// <summary>Set by a client closing for good: a call its close leaves unsent fails with this, not "safe to retry" (the client is gone).</summary>
     public Func<MuxConnectionException>? LeftUnsentByClose { get; set; }
 
     /// <summary>The server's address and port for span tags; null in memory or on a server. Set before any call.</summary>
     public ServerPeer? Peer { get; set; }
 
-    /// <summary>For tests: free slots, and calls given up on whose answer has not come. At a quiet moment the first is
-    /// the peer's cap and the second 0, or a slot leaked.</summary>
+    /// <summary>For tests: at a quiet moment the free slots are the peer's cap and no call is abandoned, or a slot leaked.</summary>
     internal (int FreeSlots, int Abandoned) SlotAccount
     {
         get
@@ -95,11 +81,9 @@ internal sealed partial class OutgoingCalls
     // The connection's clock: deadlines are its timestamps.
     private TimeProvider Clock => _connection.TimeProvider;
 
-    /// <summary>Takes the peer's cap on these calls from its handshake, before any call.</summary>
     public void OnPeerSettings(in PeerSettings peer) => _slots = new CallSlots(peer.MaxConcurrentCalls);
 
-    /// <summary>Throws unless the peer takes streams on these calls: a client of an older Mux does not on its server's
-    /// calls, and would close the connection on their frames.</summary>
+    /// <summary>A client of an older Mux takes no streams on its server's calls and would close the connection on their frames.</summary>
     public void RequireStreams()
     {
         if (!_connection.Peer.TakesStreams)
@@ -110,12 +94,8 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>
-    /// Starts a call that must end by <paramref name="deadline"/>. <paramref name="now"/> is the caller's latest reading
-    /// of the clock (0 without a deadline), so a call sent at once reads it no more. A call with
-    /// <paramref name="streams"/> has no deadline: it lasts as long as its streams, and its token ends it.
-    /// <paramref name="metadata"/> is the encoded metadata section, or null.
-    /// </summary>
+    /// <summary><paramref name="now"/> is the caller's latest reading of the clock (0 without a deadline), so a call sent at
+    /// once reads it no more. A call with <paramref name="streams"/> has no deadline: its token ends it.</summary>
     public ValueTask<TResult> InvokeAsync<TArguments, TResult>(
         uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken,
         CallStreams? streams = null, byte[]? metadata = null)
@@ -125,8 +105,6 @@ internal sealed partial class OutgoingCalls
         return call is not null ? new ValueTask<TResult>(call, call.Version) : other;
     }
 
-    /// <summary>Starts a call that returns no value, as the other overload does; the call sent at once is awaited through
-    /// its own object too.</summary>
     public ValueTask InvokeAsync<TArguments>(
         uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken, byte[]? metadata = null)
         where TArguments : struct
@@ -136,8 +114,7 @@ internal sealed partial class OutgoingCalls
         return call is not null ? new ValueTask(call, call.Version) : new ValueTask(other.AsTask());
     }
 
-    /// <summary>The call, when it was sent at once or waits for a slot; else null, and <paramref name="otherwise"/> is how
-    /// it ends (refused before anything was sent, or its wait for room in the outbound queue).</summary>
+    /// <summary>Null when the call was refused unsent, or waits for room: <paramref name="otherwise"/> is then how it ends.</summary>
     private PendingCall<TResult>? Start<TArguments, TResult>(
         uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken,
         CallStreams? streams, byte[]? metadata, out ValueTask<TResult> otherwise)
@@ -173,10 +150,8 @@ internal sealed partial class OutgoingCalls
         return call;
     }
 
-    /// <summary>
-    /// The metadata section to send: null when the peer reads none (it announced no maxMetadataSize: an older Mux, which
-    /// would close the connection on the flag); null with <paramref name="refused"/> set when it is over the peer's limit.
-    /// </summary>
+    /// <summary>Null when the peer reads no metadata (an older Mux, which would close the connection on the flag); null with
+    /// <paramref name="refused"/> set when it is over the peer's limit.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private byte[]? MetadataForPeer(byte[] metadata, uint methodId, out Exception? refused)
     {
@@ -201,8 +176,7 @@ internal sealed partial class OutgoingCalls
         return metadata;
     }
 
-    /// <summary>Rents the call, starts a client call's span, and starts it: sent when <paramref name="holdingSlot"/>, else
-    /// queued for a slot. Null, with why, when it failed before anything was sent; a slot it held is then given back.</summary>
+    /// <summary>Null, with why, when the call failed before anything was sent; a slot it held is then given back.</summary>
     private PendingCall<TResult>? StartCall<TArguments, TResult>(
         uint methodId, in TArguments arguments, in CallDeadline deadline, long now, CancellationToken cancellationToken,
         CallStreams? streams, byte[]? metadata, bool holdingSlot, out Exception? failure)
@@ -228,9 +202,7 @@ internal sealed partial class OutgoingCalls
         return null;
     }
 
-    /// <summary>Publishes the call, sends its Request (its deadline measured at <paramref name="now"/>) or, without
-    /// <paramref name="holdingSlot"/>, queues it for a slot, and hooks up its token. An exception when it failed before
-    /// anything was sent or queued, the call then back in its pool.</summary>
+    /// <summary>An exception when the call failed before anything was sent or queued, the call then back in its pool.</summary>
     private Exception? StartCall<TResult, TArguments>(
         PendingCall<TResult> call, uint methodId, in TArguments arguments, long now, CancellationToken cancellationToken, byte[]? metadata,
         bool holdingSlot)
@@ -357,7 +329,7 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>Notes a call given up on, just taken out of the table: its answer, still to come, frees its slot.</summary>
+    /// <summary>For a call just taken out of the table: its answer, still to come, frees its slot.</summary>
     private void AbandonLocked(uint callId)
     {
         Debug.Assert(Monitor.IsEntered(_abandoned));
@@ -365,7 +337,6 @@ internal sealed partial class OutgoingCalls
         _abandonedCount = _abandoned.Count;
     }
 
-    /// <summary>Forgets a call given up on (its answer came, or its Request never went out): true when it was one.</summary>
     private bool ForgetAbandonedLocked(uint callId)
     {
         Debug.Assert(Monitor.IsEntered(_abandoned));
@@ -374,8 +345,6 @@ internal sealed partial class OutgoingCalls
         return forgotten;
     }
 
-    /// <summary>Sends the call's Request: its metadata (checked against the peer's limit already) and, on a client's call,
-    /// the deadline left at <paramref name="now"/> and the caller's trace context. A server's calls carry neither.</summary>
     private void SendRequest<TArguments>(
         PendingCall call, uint methodId, in TArguments arguments, long now, CallStreams? whenWritten, byte[]? metadata)
         where TArguments : struct
@@ -384,8 +353,7 @@ internal sealed partial class OutgoingCalls
         _outbound.SendFrame(FrameType.Request, call.CallId, methodId, ref body, _idSpace | body.Flags, whenWritten);
     }
 
-    /// <summary>Encodes the Request <see cref="SendRequest"/> would send into the call's own buffer, for whoever frees a
-    /// slot to send: a call that waits for one.</summary>
+    /// <summary>Into the call's own buffer, for whoever frees a slot to send.</summary>
     private void EncodeRequest<TArguments>(PendingCall call, uint methodId, in TArguments arguments, long now, byte[]? metadata)
         where TArguments : struct
     {
@@ -400,7 +368,7 @@ internal sealed partial class OutgoingCalls
     {
         uint? remaining = null;
         Activity? trace = null;
-        if (_idSpace == FrameFlags.None)
+        if (_idSpace == FrameFlags.None) // A server's calls carry no deadline and no trace context.
         {
             if (call.Deadline.IsSet)
             {
@@ -420,7 +388,7 @@ internal sealed partial class OutgoingCalls
         return new RequestBody<MessagePackBody<TArguments>>(message, remaining, trace, metadata);
     }
 
-    /// <summary>The next call id; 0 is reserved for the connection.</summary>
+    /// <summary>0 is reserved for the connection.</summary>
     private uint NextCallId()
     {
         while (true)
@@ -438,8 +406,7 @@ internal sealed partial class OutgoingCalls
         }
     }
 
-    /// <summary>Adds the call under the id it was just given: false when the table is closed (<paramref name="closed"/>),
-    /// or when the ids came round to one still in use, by a call waiting or one given up on whose answer is to come.</summary>
+    /// <summary>False when the table is closed, or the ids came round to one still in use (waiting, or given up on).</summary>
     private bool TryAddPending(PendingCall call, out bool closed)
     {
         // Until the ids come round every id is new; after, most calls find no call given up on.

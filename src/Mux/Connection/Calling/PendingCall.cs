@@ -6,10 +6,8 @@ using Mux.Streaming;
 
 namespace Mux.Connection;
 
-/// <summary>
-/// One call from its Request to its completion. Whoever removes it from the pending table records the outcome and queues
-/// it to the thread pool, where it is deserialized and completed: the reader loop never runs a caller's continuation.
-/// </summary>
+/// <summary>Whoever removes the call from the pending table records the outcome and queues it to the thread pool, where it is
+/// deserialized and completed: the reader loop never runs a caller's continuation.</summary>
 internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
 {
     private const int RegistrationNone = 0;
@@ -24,18 +22,16 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     private const int RequestQueued = 1;
     private const int CancelOwed = 2;
 
-    // A call that found none of the peer's call slots free: linked into its connection's CallSlots
-    // queue (WaitingForSlot), then taken out either to be sent by whoever freed a slot (Dequeued,
-    // then Sending while that sender queues its Request) or unsent (Unqueued: given up on, or the
+    // A call that found none of the peer's call slots free: linked into its connection's CallSlots queue (WaitingForSlot), then taken out either
+    // to be sent by whoever freed a slot (Dequeued, then Sending while that sender queues its Request) or unsent (Unqueued: given up on, or the
     // slots failed). Only CallSlots moves a call into or out of WaitingForSlot, under its lock.
     private const int WaitingForSlot = 3;
     private const int Dequeued = 4;
     private const int Sending = 5;
     private const int Unqueued = 6;
 
-    // Added to Dequeued or Sending by whoever completes the call meanwhile (an answer, a failure):
-    // the outcome is recorded, and the sender queues the completion once it is done with the call,
-    // so the call cannot go back to its pool (and be rented again) under the sender's hands.
+    // Added to Dequeued or Sending by whoever completes the call meanwhile (an answer, a failure): the outcome is recorded, and the sender queues
+    // the completion once it is done with the call, so the call cannot go back to its pool (and be rented again) under the sender's hands.
     private const int CompletedWhileSending = 8;
 
     // The call is in the table before its Request is queued, so the expiry scan may fail it first; its Cancel must then
@@ -47,8 +43,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     // few KB in flight would miss the shared pool. A pooled call keeps at most this much.
     private const int MaxOwnedPayload = 16 * 1024;
 
-    // The outcome, written by the single remover before queueing and read by Execute: the Response
-    // or Error payload (a Response in fragments taken over from the reader loop), or the failure.
+    // Written by the single remover before queueing, read by Execute. A Response in fragments is taken over from the reader loop.
     private CallOutcome _outcome;
     private ReceivedBytes _payload;
     private Exception? _exception;
@@ -56,42 +51,33 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     /// <summary>The call's span and duration: set before the Request is sent, ended before the caller's task completes.</summary>
     public CallTelemetry Telemetry;
 
-    /// <summary>The call's streams when its method takes or returns one; set before the call starts.</summary>
+    /// <summary>Set before the call starts.</summary>
     public CallStreams? Streams;
 
-    /// <summary>A waiting call's Request, encoded by its caller when it found no free slot: here when
-    /// it fits one frame (the buffer stays with the pooled call, so a waiting call allocates
-    /// nothing), in <see cref="QueuedMessage"/>'s segments when it goes in fragments. Written by the
-    /// caller before the call is queued; then read only by its sender, or dropped by whoever takes
-    /// it out of the queue unsent.</summary>
+    /// <summary>A waiting call's Request when it fits one frame; the buffer stays with the pooled call, so waiting allocates
+    /// nothing. Written by the caller before the call is queued, then read only by its sender, or dropped unsent.</summary>
     public PooledBufferWriter? QueuedFrame;
 
-    /// <summary>A waiting call's Request in pooled segments (over the fragment size), and that
-    /// frame's size on the wire; null otherwise. Owned as <see cref="QueuedFrame"/> is.</summary>
+    /// <summary>A waiting call's Request over the fragment size; owned as <see cref="QueuedFrame"/> is.</summary>
     public BufferSegment? QueuedMessage;
 
     public long QueuedMessageLength;
 
-    /// <summary>Whether the encoded Request carries a deadline header, which its sender brings up to
-    /// date (the call waited since it was encoded).</summary>
+    /// <summary>The encoded Request carries a deadline header, which its sender brings up to date.</summary>
     public bool QueuedWithDeadline;
 
-    /// <summary>Its neighbours in its connection's CallSlots queue while it waits there. Guarded by
-    /// that queue's lock (and read after CallSlots.Fail by the one thread that failed the queue).</summary>
+    /// <summary>Guarded by the CallSlots queue's lock; read after CallSlots.Fail by the one thread that failed it.</summary>
     public PendingCall? QueuePrevious;
 
     public PendingCall? QueueNext;
 
-    /// <summary>The connection-unique id; set before the call is published in the table.</summary>
+    /// <summary>Set before the call is published in the table.</summary>
     public uint CallId { get; set; }
 
-    /// <summary>The method this call invokes, for error messages.</summary>
     public uint MethodId { get; private set; }
 
-    /// <summary>When the call times out, and where that came from, for the timeout's message.</summary>
     public CallDeadline Deadline { get; private set; }
 
-    /// <summary>The calls of the connection this call runs on, for cancellation and for reading its result.</summary>
     public OutgoingCalls? Calls { get; private set; }
 
     protected void Initialize(OutgoingCalls calls, uint methodId, in CallDeadline deadline)
@@ -112,7 +98,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
         QueueNext = null;
     }
 
-    /// <summary>Registers the caller's token. Called once, after the call is in the table.</summary>
+    /// <summary>Called once, after the call is in the table.</summary>
     public void RegisterCancellation(CancellationToken cancellationToken)
     {
         CancellationTokenRegistration registration = cancellationToken.UnsafeRegister(
@@ -127,14 +113,11 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
 
     private void OnCanceled(CancellationToken token) => Calls?.Cancel(this, token);
 
-    /// <summary>The caller queued the call's Request: false when the call was given up on before
-    /// that, its Cancel left to the caller, which sends it now, after the Request.</summary>
+    /// <summary>False when the call was given up on first: its caller sends the Cancel now, after the Request.</summary>
     public bool NoteRequestQueued() =>
         Interlocked.CompareExchange(ref _requestState, RequestQueued, RequestUnsent) == RequestUnsent;
 
-    /// <summary>The call is given up on (its remover asks, once, with the failure recorded): whether
-    /// its Cancel may go now, is left to whoever queues its Request, or its whole completion is left
-    /// to the sender of a waiting call (which sends the Cancel only if it sent the Request).</summary>
+    /// <summary>Asked once by the remover, with the failure recorded.</summary>
     public GiveUpTurn TakeGiveUpTurn()
     {
         while (true)
@@ -162,42 +145,33 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
         }
     }
 
-    /// <summary>Whether the call was taken out of the CallSlots queue unsent.</summary>
     public bool IsUnqueued => Volatile.Read(ref _requestState) == Unqueued;
 
-    /// <summary>Whether the call waits in its connection's CallSlots queue (its Request not sent).</summary>
     public bool IsWaitingForSlot => Volatile.Read(ref _requestState) == WaitingForSlot;
 
-    /// <summary>Enters the CallSlots queue (under its lock): false when the call was given up on
-    /// between its entry in the table and now (the expiry scan failed it; it is not queued).</summary>
+    /// <summary>Under the CallSlots lock: false when the expiry scan failed the call since its entry in the table.</summary>
     public bool TryMarkWaitingForSlot() =>
         Interlocked.CompareExchange(ref _requestState, WaitingForSlot, RequestUnsent) == RequestUnsent;
 
-    /// <summary>Taken out of the CallSlots queue (under its lock) to be sent by whoever freed a slot.</summary>
     public void MarkDequeued()
     {
         Debug.Assert(_requestState is WaitingForSlot or RequestUnsent);
         Volatile.Write(ref _requestState, Dequeued);
     }
 
-    /// <summary>Taken out of the CallSlots queue unsent (under its lock), or failed by its sender
-    /// before it was sent: it will never be sent.</summary>
+    /// <summary>Out of the CallSlots queue unsent (under its lock), or failed by its sender first: never sent.</summary>
     public void MarkUnqueued() => Volatile.Write(ref _requestState, Unqueued);
 
-    /// <summary>The sender of a dequeued call starts to queue its Request: false when the call was
-    /// completed meanwhile (it is then not sent, and the sender queues the completion).</summary>
+    /// <summary>False when the call was completed meanwhile: it is not sent, and the sender queues the completion.</summary>
     public bool TryStartSending() =>
         Interlocked.CompareExchange(ref _requestState, Sending, Dequeued) == Dequeued;
 
-    /// <summary>The sender queued the Request: false when the call was completed meanwhile (the
-    /// sender then sends its Cancel if it failed, and queues the completion).</summary>
+    /// <summary>False when the call was completed meanwhile: the sender sends its Cancel if it failed, and queues the completion.</summary>
     public bool TryFinishSending() =>
         Interlocked.CompareExchange(ref _requestState, RequestQueued, Sending) == Sending;
 
-    /// <summary>Whether the recorded outcome is a failure (given up on, or the connection ended).</summary>
     public bool HasFailed => _outcome == CallOutcome.Failed;
 
-    /// <summary>Returns a waiting call's encoded Request to its pools: it will not be sent.</summary>
     public void DropQueuedRequest()
     {
         BufferSegmentPool.Shared.ReturnChain(QueuedMessage);
@@ -205,8 +179,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
         ReleaseQueuedFrame();
     }
 
-    /// <summary>Done with the encoded Request (sent, or dropped): a buffer that grew for a large
-    /// frame is not kept with the pooled call.</summary>
+    /// <summary>A buffer that grew for a large frame is not kept with the pooled call.</summary>
     public void ReleaseQueuedFrame()
     {
         if (QueuedFrame is { } frame && frame.Buffer.Length > MaxOwnedPayload)
@@ -216,9 +189,7 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
         }
     }
 
-    /// <summary>Records a Response or Error payload (copied out of the receive buffer, or taken
-    /// over from <paramref name="receiver"/> when it arrived in fragments) and queues completion.
-    /// Reader loop of <paramref name="receiver"/> only.</summary>
+    /// <summary>Reader loop of <paramref name="receiver"/> only, which hands over a payload that arrived in fragments.</summary>
     public void CompleteWithPayload(CallOutcome outcome, in ReadOnlySequence<byte> payload, MuxConnection receiver)
     {
         Debug.Assert(outcome is CallOutcome.Response or CallOutcome.Error);
@@ -230,7 +201,6 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
         }
     }
 
-    /// <summary>Records a failure (timeout, cancellation, connection loss) and queues completion.</summary>
     public void CompleteWithException(Exception exception)
     {
         RecordFailure(exception);
@@ -240,18 +210,17 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
         }
     }
 
-    /// <summary>Records a failure, for <see cref="TakeGiveUpTurn"/> and then <see cref="QueueCompletion"/>.</summary>
+    /// <summary>For <see cref="TakeGiveUpTurn"/> and then <see cref="QueueCompletion"/>.</summary>
     public void RecordFailure(Exception exception)
     {
         _exception = exception;
         _outcome = CallOutcome.Failed;
     }
 
-    /// <summary>Completes the call with its recorded outcome, on the thread pool.</summary>
     public void QueueCompletion() => ThreadPool.UnsafeQueueUserWorkItem(this, preferLocal: false);
 
-    // A call whose sender is between taking it out of the queue and queueing its Request: its
-    // completion waits for the sender (see CompletedWhileSending). One read for every other call.
+    // A call whose sender is between taking it out of the queue and queueing its Request: its completion waits for the
+    // sender (see CompletedWhileSending). One read for every other call.
     private bool TryLeaveToSender()
     {
         int state = Volatile.Read(ref _requestState);
@@ -273,19 +242,16 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
     {
         if (Interlocked.Exchange(ref _registrationState, RegistrationReleased) == RegistrationActive)
         {
-            // Waits for a cancellation callback that may be running, so it cannot touch this
-            // object after it has been recycled for another call.
+            // Waits for a cancellation callback that may be running, so it cannot touch this object once it is recycled.
             _cancellation.Dispose();
         }
 
-        // Read everything before completing: the caller's continuation may run inline, finish,
-        // and return this object to its pool for another call before SetResult returns.
+        // Read everything first: the caller's continuation may run inline and return this object to its pool before SetResult returns.
         ReceivedBytes payload = _payload.Detach();
         CallTelemetry telemetry = Telemetry;
         try
         {
-            // The span ends before the caller's task completes, so that it never outlives the call
-            // in the caller's view.
+            // The span ends before the caller's task completes, so it never outlives the call in the caller's view.
             switch (_outcome)
             {
                 case CallOutcome.Response:
@@ -311,14 +277,13 @@ internal abstract class PendingCall : IThreadPoolWorkItem, ICallTableEntry
         }
     }
 
-    /// <summary>Deserializes the result and completes the caller's task (or fails it with the
-    /// serializer's exception).</summary>
+    /// <summary>Completes the caller's task, or fails it with the serializer's exception.</summary>
     protected abstract void SetResultFromPayload(in ReadOnlySequence<byte> payload);
 
     protected abstract void SetException(Exception exception);
 }
 
-/// <summary>What whoever gives a call up does about its Cancel (<see cref="PendingCall.TakeGiveUpTurn"/>).</summary>
+/// <summary>What whoever gives a call up does about its Cancel.</summary>
 internal enum GiveUpTurn : byte
 {
     /// <summary>Its Request is queued: send the Cancel, then complete the call.</summary>

@@ -5,11 +5,8 @@ using MessagePack;
 
 namespace Mux.Connection;
 
-/// <summary>
-/// A pending call whose result is a <typeparamref name="T"/>. The caller awaits it through a
-/// <see cref="ValueTask{TResult}"/> backed by this object; once the result has been read the
-/// object returns to a per-type pool, so a call allocates no completion state in steady state.
-/// </summary>
+/// <summary>The caller awaits this object as its <see cref="ValueTask{TResult}"/>; once the result has been read it returns to a
+/// per-type pool, so a call allocates no completion state in steady state.</summary>
 internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueTaskSource
 {
     private const int MaxPooled = 4096;
@@ -17,14 +14,12 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
     private static readonly ConcurrentQueue<PendingCall<T>> s_pool = new();
     private static int s_pooledCount;
 
-    // One call kept per thread in front of the shared pool: a caller that awaits its call on the
-    // thread that makes the next one (a closed loop, a handler calling on) rents and returns
-    // without touching the shared queue's lines. Only its own thread touches it.
+    // In front of the shared pool: a caller that awaits its call on the thread that makes the next one (a closed loop, a
+    // handler calling on) rents and returns without touching the shared queue's lines.
     [ThreadStatic]
     private static PendingCall<T>? t_cached;
 
-    // The caller's task. Completed on a pool thread inside Execute, so continuations may run
-    // inline there: that thread is already dedicated to this call, not to the reader loop.
+    // Completed on a pool thread inside Execute, so continuations may run inline: that thread is this call's, not the reader loop.
     private ManualResetValueTaskSourceCore<T> _core;
 
     private PendingCall()
@@ -54,8 +49,7 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
         return call;
     }
 
-    /// <summary>Returns the call to the pool: once its result has been read, or unused (its
-    /// request never went out).</summary>
+    /// <summary>Once its result has been read, or unused (its Request never went out).</summary>
     public void Return()
     {
         _core.Reset();
@@ -85,7 +79,8 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
         catch (Exception ex)
         {
             _core.SetException(new MessagePackSerializationException(
-                $"The response to {MuxServiceRegistry.GetMethodDisplayName(MethodId)} could not be read as {typeof(T).Name}: {ex.GetBaseException().Message}", ex));
+                $"The response to {MuxServiceRegistry.GetMethodDisplayName(MethodId)} could not be read as {typeof(T).Name}: " +
+                ex.GetBaseException().Message, ex));
             return;
         }
 
@@ -98,7 +93,8 @@ internal sealed class PendingCall<T> : PendingCall, IValueTaskSource<T>, IValueT
     {
         if (token != _core.Version)
         {
-            throw new InvalidOperationException("The ValueTask of a Mux call was awaited twice; a ValueTask may be awaited once (use AsTask() to await more often).");
+            throw new InvalidOperationException(
+                "The ValueTask of a Mux call was awaited twice; a ValueTask may be awaited once (use AsTask() to await more often).");
         }
 
         try
