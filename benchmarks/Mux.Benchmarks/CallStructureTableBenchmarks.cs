@@ -30,8 +30,8 @@ public class CallStructureTableBenchmarks
 {
     private const int CallsPerInvoke = 64 * 1024; // divisible by every Threads value
 
-    // The caller role's table size (OutgoingCalls.ExpectedCalls); the serving role sizes its own
-    // from the default call cap, 1,000, to the same 2,048 slots.
+    // The serving role's table size for the default call cap, 1,000: 2,048 slots (a client's pending table has more, for
+    // the calls that wait for a slot).
     private const int ExpectedCalls = 1024;
 
     private WorkerThreads _threads = null!;

@@ -49,7 +49,7 @@ internal sealed class CallTable<TCall>
 {
     // Fewer slots make collisions (and the locked path) likelier; more cost memory per connection.
     private const int MinSlots = 64;
-    private const int MaxSlots = 8192;
+    private const int MaxSlots = 16384;
 
     // Calls at index CallId & _mask. A slot goes from null to a call by compare-and-swap (TryAdd),
     // and from a call to a mark by compare-and-swap (the removers); only the remover whose swap
@@ -80,7 +80,7 @@ internal sealed class CallTable<TCall>
     private volatile bool _closed;
 
     /// <param name="expectedCalls">About how many calls are in flight at once (the call cap): the
-    /// table has twice as many slots, within 64 and 8192.</param>
+    /// table has twice as many slots, within 64 and 16,384.</param>
     public CallTable(int expectedCalls)
     {
         int slots = (int)BitOperations.RoundUpToPowerOf2((uint)Math.Clamp(expectedCalls * 2L, MinSlots, MaxSlots));

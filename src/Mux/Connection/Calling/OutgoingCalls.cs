@@ -11,14 +11,17 @@ namespace Mux.Connection;
 /// and the outbound limit, and the peer is told when a caller gives up.</summary>
 internal sealed partial class OutgoingCalls
 {
-    // Presizes the table, which holds the calls waiting for a slot too; past this it grows, once, and keeps its size.
-    private const int ExpectedCalls = 1024;
+    // A client's table holds the calls waiting for one of the server's slots too, so many thousands may be in at once: ids
+    // in flight are consecutive, and a table with fewer slots than calls sends the rest through its locked overflow. A
+    // server's calls to its client are few, and a server keeps one table per connection.
+    private const int ExpectedCallsToServer = 8192;
+    private const int ExpectedCallsToClient = 1024;
 
     private readonly MuxConnection _connection;
     private readonly Outbound _outbound;
 
     // Sent calls and those waiting for a slot, by id: added by callers, removed by whoever completes them.
-    private readonly CallTable<PendingCall> _pending = new(ExpectedCalls);
+    private readonly CallTable<PendingCall> _pending;
 
     // ServerInitiated on a server's calls to its client, none on a client's: every frame of these calls carries it.
     private readonly FrameFlags _idSpace;
@@ -51,6 +54,7 @@ internal sealed partial class OutgoingCalls
         _outbound = connection.Outbound;
         _timeout = timeout;
         _idSpace = connection.IsServer ? FrameFlags.ServerInitiated : FrameFlags.None;
+        _pending = new(connection.IsServer ? ExpectedCallsToClient : ExpectedCallsToServer);
     }
 
     public MuxConnection Connection => _connection;
