@@ -188,6 +188,7 @@ internal static class Orchestrator
             }
 
             await client.CallAsync(0).AsTask().WaitAsync(s_stepTimeout); // one checked call before the clock starts
+            point.CoreToCoreNs = CoreToCore.MeasureNanoseconds();
 
             ProcessCounters clientBegin = default;
             ProcessCounters clientEnd = default;

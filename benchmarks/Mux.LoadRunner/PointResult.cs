@@ -83,6 +83,11 @@ internal sealed class PointResult
 
     public double? ServerLockContentionsPerCall { get; set; }
 
+    /// <summary>Nanoseconds for one cache line to go from core 0 to core 1 and back, measured just before the window
+    /// (<see cref="CoreToCore"/>): several times its usual value, the machine's cores sit far apart and every per-call
+    /// figure of Mux rises with it.</summary>
+    public double? CoreToCoreNs { get; set; }
+
     /// <summary>Methods the JIT compiled during the window (tier-up included), in each process.</summary>
     public long? ClientJitMethods { get; set; }
 

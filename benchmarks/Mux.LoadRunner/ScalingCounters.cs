@@ -50,7 +50,7 @@ internal static class ScalingCounters
     /// each cell client/server. Writes nothing when no point has them.</summary>
     public static void WriteTable(TextWriter output, IReadOnlyList<PointResult> points)
     {
-        const string Format = "{0,-11} {1,-7} {2,7} {3,11} {4,15} {5,13} {6,13} {7,11} {8,11} {9,11} {10,11} {11,11} {12,11}";
+        const string Format = "{0,-11} {1,-7} {2,7} {3,11} {4,15} {5,13} {6,13} {7,11} {8,11} {9,11} {10,11} {11,11} {12,11} {13,8}";
         bool header = false;
         foreach (PointResult p in points)
         {
@@ -64,8 +64,8 @@ internal static class ScalingCounters
                 output.WriteLine();
                 output.WriteLine("Counters that predict scaling, per call, client/server (docs/benchmarks.md):");
                 output.WriteLine(string.Format(CultureInfo.InvariantCulture, Format,
-                    "system", "method", "callers", "work items", "lock cont.", "cswitch vol", "cswitch invol", "sends", "receives", "reader us", "writer us", "ceiling/s", "jit"));
-                output.WriteLine(new string('-', 160));
+                    "system", "method", "callers", "work items", "lock cont.", "cswitch vol", "cswitch invol", "sends", "receives", "reader us", "writer us", "ceiling/s", "jit", "c2c ns"));
+                output.WriteLine(new string('-', 169));
                 header = true;
             }
 
@@ -80,7 +80,8 @@ internal static class ScalingCounters
                 Pair(p.ClientReaderUsPerCall, p.ServerReaderUsPerCall, "0.000"),
                 Pair(p.ClientWriterUsPerCall, p.ServerWriterUsPerCall, "0.000"),
                 p.SerialCeilingCallsPerSecond?.ToString("N0", CultureInfo.InvariantCulture) ?? "-",
-                $"{p.ClientJitMethods}/{p.ServerJitMethods}"));
+                $"{p.ClientJitMethods}/{p.ServerJitMethods}",
+                p.CoreToCoreNs?.ToString("0", CultureInfo.InvariantCulture) ?? "-"));
         }
 
         if (header)
@@ -90,7 +91,9 @@ internal static class ScalingCounters
                 switches (getrusage, every thread); sends, receives = socket operations; reader us, writer us =
                 time the connection's reader loop and writer role spent (the library's stage clock); ceiling/s =
                 1e6 / the largest of the four stage figures; jit = methods each process JIT-compiled in the window
-                (tier-up included: well above 0, the window measured code still warming up).
+                (tier-up included: well above 0, the window measured code still warming up); c2c ns = one cache line's
+                round trip between cores 0 and 1 just before the window (several times its usual value: the machine's
+                cores sit far apart, and every per-call figure rises with it).
                 """);
         }
 
