@@ -52,9 +52,6 @@ internal sealed class BlockWindows
 /// </summary>
 internal static class ClosedLoop
 {
-    // Each caller's count sits on its own cache line (16 longs apart).
-    private const int Stride = 16;
-
     public static async Task<LoadWindow> RunAsync(
         IBenchClient client,
         int callers,
@@ -65,20 +62,17 @@ internal static class ClosedLoop
         TimeSpan stopTimeout,
         BlockWindows? blocks = null)
     {
-        var histograms = new LatencyHistogram[callers];
+        // Per thread, not per caller: with thousands of callers, a 9 KB histogram and a count per caller put cold cache
+        // lines in every call's path, and the harness's own cost grew with the callers.
+        var tallies = new ThreadLocal<WindowTally>(() => new WindowTally(), trackAllValues: true);
         LatencyHistogram[]? duringBlocks = blocks is null ? null : new LatencyHistogram[callers];
         LatencyHistogram[]? quiet = blocks is null ? null : new LatencyHistogram[callers];
-        for (int i = 0; i < callers; i++)
+        for (int i = 0; blocks is not null && i < callers; i++)
         {
-            histograms[i] = new LatencyHistogram();
-            if (blocks is not null)
-            {
-                duringBlocks![i] = new LatencyHistogram();
-                quiet![i] = new LatencyHistogram();
-            }
+            duringBlocks![i] = new LatencyHistogram();
+            quiet![i] = new LatencyHistogram();
         }
 
-        var counts = new long[callers * Stride];
         long windowStart = long.MaxValue;
         long windowEnd = long.MaxValue;
         int stop = 0;
@@ -88,7 +82,6 @@ internal static class ClosedLoop
         async Task CallerAsync(int index)
         {
             await Task.Yield();
-            LatencyHistogram histogram = histograms[index];
             while (Volatile.Read(ref stop) == 0)
             {
                 long epochAtStart = blocks?.Epoch ?? 0;
@@ -109,8 +102,9 @@ internal static class ClosedLoop
                 if (end >= Volatile.Read(ref windowStart) && end <= Volatile.Read(ref windowEnd))
                 {
                     long ticks = Stopwatch.GetElapsedTime(start, end).Ticks;
-                    histogram.Record(ticks);
-                    counts[index * Stride]++;
+                    WindowTally tally = tallies.Value!;
+                    tally.Latency.Record(ticks);
+                    tally.Calls++;
                     if (blocks is not null)
                     {
                         (BlockWindows.Overlapped(epochAtStart, blocks.Epoch) ? duringBlocks! : quiet!)[index].Record(ticks);
@@ -163,15 +157,31 @@ internal static class ClosedLoop
         LatencyHistogram? mergedDuringBlocks = blocks is null ? null : new LatencyHistogram();
         LatencyHistogram? mergedQuiet = blocks is null ? null : new LatencyHistogram();
         long calls = 0;
-        for (int i = 0; i < callers; i++)
+        foreach (WindowTally tally in tallies.Values)
         {
-            merged.Merge(histograms[i]);
-            mergedDuringBlocks?.Merge(duringBlocks![i]);
-            mergedQuiet?.Merge(quiet![i]);
-            calls += counts[i * Stride];
+            merged.Merge(tally.Latency);
+            calls += tally.Calls;
+        }
+
+        for (int i = 0; blocks is not null && i < callers; i++)
+        {
+            mergedDuringBlocks!.Merge(duringBlocks![i]);
+            mergedQuiet!.Merge(quiet![i]);
+        }
+
+        if (stoppedCleanly)
+        {
+            tallies.Dispose(); // A caller still running would find it disposed.
         }
 
         double seconds = closed > opened ? Stopwatch.GetElapsedTime(opened, closed).TotalSeconds : 0;
         return new LoadWindow(calls, seconds, merged, Interlocked.Read(ref errors), Volatile.Read(ref firstError), stoppedCleanly, failure, mergedDuringBlocks, mergedQuiet);
+    }
+
+    /// <summary>One thread's calls in the window: written only by that thread, read once every caller has stopped.</summary>
+    private sealed class WindowTally
+    {
+        public readonly LatencyHistogram Latency = new();
+        public long Calls;
     }
 }
