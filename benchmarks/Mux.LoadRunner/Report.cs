@@ -184,7 +184,8 @@ internal static class Report
            .Append("client_reader_us_per_call,server_reader_us_per_call,client_writer_us_per_call,server_writer_us_per_call,serial_ceiling_calls_per_s,")
            .Append("client_metric_measurements_per_call,server_metric_measurements_per_call,")
            .Append("blocking_calls,blocking_call_min_ms,blocking_call_max_ms,calls_during_blocks,during_blocks_p50_us,during_blocks_p99_us,during_blocks_p999_us,during_blocks_max_us,")
-           .Append("quiet_calls,quiet_p50_us,quiet_p99_us,quiet_p999_us,quiet_max_us\n");
+           .Append("quiet_calls,quiet_p50_us,quiet_p99_us,quiet_p999_us,quiet_max_us,")
+           .Append("client_jit_methods,server_jit_methods,core_to_core_ns\n");
         foreach (PointResult p in report.Points)
         {
             object?[] values =
@@ -202,6 +203,7 @@ internal static class Report
                 p.ClientMetricMeasurementsPerCall, p.ServerMetricMeasurementsPerCall,
                 p.BlockingCalls, p.BlockingCallMinMs, p.BlockingCallMaxMs, p.CallsDuringBlocks, p.DuringBlocksP50Us, p.DuringBlocksP99Us, p.DuringBlocksP999Us, p.DuringBlocksMaxUs,
                 p.QuietCalls, p.QuietP50Us, p.QuietP99Us, p.QuietP999Us, p.QuietMaxUs,
+                p.ClientJitMethods, p.ServerJitMethods, p.CoreToCoreNs,
             ];
             csv.AppendJoin(',', values.Select(Field)).Append('\n');
         }
