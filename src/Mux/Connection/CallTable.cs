@@ -15,7 +15,8 @@ internal interface ICallTableEntry
 /// Its id never maps to the slot it is put in, so the id check every lookup makes never takes it for a call.</summary>
 internal sealed class CallTableMark : ICallTableEntry
 {
-    // Id 0 maps to slot 0, id 1 to slot 1 (a table has at least 64 slots).
+    // Elsewhere (id 0, slot 0's id) marks every slot but 0; InSlotZero (id 1, slot 1's id) marks slot 0. A table has at
+    // least 64 slots, so neither id is its own slot's.
     private static readonly CallTableMark Elsewhere = new(0);
     private static readonly CallTableMark InSlotZero = new(1);
 

@@ -281,12 +281,11 @@ internal sealed partial class Outbound
 
     private void Send(PooledBufferWriter staging, bool defer = false)
     {
-        // IsQuiet sums per-core counters (a cache line per stripe); under load the queue or the role answers first, so it
-        // is read only when the connection may really be idle.
+        // IsQuiet reads both roles' call counts, lines every caller and finisher writes; under load the queue or the role
+        // answers first, so it is read only when the connection may really be idle.
         if (!defer && _queue.QueuedFrames == 0 && IsWriterFree && IsQuiet && TryAcquireWriter())
         {
-            _output
-.Write(staging.WrittenSpan);
+            _output.Write(staging.WrittenSpan);
             StagingBuffers.ReleaseIfOversized(staging);
             FlushAndReleaseLocked(1 + DrainQueueIntoOutputLocked(), handOffRemainingWork: true);
             return;

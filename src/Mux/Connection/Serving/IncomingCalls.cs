@@ -174,9 +174,10 @@ internal sealed partial class IncomingCalls
 
         if (_connection.IsClosed || (_goingAway && IsAboveGoAway(frame.CallId)))
         {
-            // Closed since the reader loop looked (a stop out of patience, a timeout): read after the add, which holds the
-            // table's lock as CancelAll does after the close is published, so CancelAll cancels this call or this sees the
-            // close; run, it would wait on a token nothing cancels. Or above GoAway's id: the caller fails it ("not run, safe to retry").
+            // Closed since the reader loop looked (a stop out of patience, a timeout): read after the add, whose interlocked
+            // count and swap are full fences, as the close's compare-and-swap is before CancelAll reads the table, so
+            // CancelAll cancels this call or this sees the close; run, it would wait on a token nothing cancels. Or above
+            // GoAway's id: the caller fails it ("not run, safe to retry").
             call.ReleaseArguments();
             OnCallFinished(call);
             return;
